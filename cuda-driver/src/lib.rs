@@ -1,0 +1,2 @@
+//! Safe bindings to the CUDA Driver API.
+#![deny(missing_docs)]

@@ -1,0 +1,39 @@
+//! Project chores: `cargo xtask <task> [options]`.
+//!
+//! Every task that writes generated files has a `--check` mode that regenerates into memory
+//! and fails on any difference from what is committed.
+
+mod bindgen;
+mod util;
+
+use std::process::ExitCode;
+
+const USAGE: &str = "\
+usage: cargo xtask <task> [options]
+
+tasks:
+  bindgen [--check]              generate cuda-driver-sys/src/bindings.rs and the stub library source
+";
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let Some((task, rest)) = args.split_first() else {
+        eprint!("{USAGE}");
+        return ExitCode::from(2);
+    };
+    let result = match task.as_str() {
+        "bindgen" => bindgen::run(rest),
+        "-h" | "--help" | "help" => {
+            print!("{USAGE}");
+            Ok(())
+        }
+        other => Err(format!("unknown task `{other}`\n{USAGE}")),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("xtask {task}: error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
