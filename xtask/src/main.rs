@@ -4,6 +4,7 @@
 //! and fails on any difference from what is committed.
 
 mod bindgen;
+mod kernels;
 mod util;
 
 use std::process::ExitCode;
@@ -13,6 +14,8 @@ usage: cargo xtask <task> [options]
 
 tasks:
   bindgen [--check]              generate cuda-driver-sys/src/bindings.rs and the stub library source
+  build-kernels [--check] [--arch compute_XX]
+                                 compile ptx/*.cu to ptx/*.ptx with nvcc (default compute_75)
 ";
 
 fn main() -> ExitCode {
@@ -23,6 +26,7 @@ fn main() -> ExitCode {
     };
     let result = match task.as_str() {
         "bindgen" => bindgen::run(rest),
+        "build-kernels" => kernels::run(rest),
         "-h" | "--help" | "help" => {
             print!("{USAGE}");
             Ok(())
