@@ -4,6 +4,7 @@
 //! and fails on any difference from what is committed.
 
 mod bindgen;
+mod bundle;
 mod kernels;
 mod util;
 
@@ -16,6 +17,7 @@ tasks:
   bindgen [--check]              generate cuda-driver-sys/src/bindings.rs and the stub library source
   build-kernels [--check] [--arch compute_XX]
                                  compile ptx/*.cu to ptx/*.ptx with nvcc (default compute_75)
+  gpu-bundle [--out DIR]         build the GPU tests and examples into target/gpu-bundle with run.sh
 ";
 
 fn main() -> ExitCode {
@@ -27,6 +29,7 @@ fn main() -> ExitCode {
     let result = match task.as_str() {
         "bindgen" => bindgen::run(rest),
         "build-kernels" => kernels::run(rest),
+        "gpu-bundle" => bundle::run(rest),
         "-h" | "--help" | "help" => {
             print!("{USAGE}");
             Ok(())

@@ -1,0 +1,575 @@
+//! Contexts: primary and created, and the per-thread context stack.
+//!
+//! A CUDA context is the driver's equivalent of a process: allocations, streams, events and
+//! modules live in one. Each host thread has a *stack* of current contexts; most driver calls
+//! act on the top of the calling thread's stack.
+//!
+//! * The **primary context** of a device ([`Device::primary_context`]) is the one the CUDA
+//!   runtime uses; it is reference counted by the driver (retain/release).
+//! * A **created context** ([`Context::new`]) is owned by its [`Context`] handle and
+//!   destroyed when the last clone is dropped. `cuCtxCreate` pushes it on the creating
+//!   thread's stack; once popped it is *floating* and can be made current on any thread.
+//!
+//! Everything created in a context (streams, events, buffers, modules) holds a clone of its
+//! [`Context`], so a context outlives all its objects, and every operation on such an object
+//! makes its context current on the calling thread when it is not (checking with
+//! `cuCtxGetCurrent` first, so the common case costs one cheap call and no push/pop).
+//!
+//! [`Context::push`] pushes a context for a scope and returns a [`ContextGuard`] that pops it
+//! on drop; the guard is `!Send`, because the stack it modified belongs to this thread.
+
+use std::marker::PhantomData;
+use std::ptr;
+use std::sync::Arc;
+
+use cuda_driver_sys as sys;
+
+use crate::error::{check, report_drop_error, report_drop_problem, Error, Result};
+use crate::{init, Device};
+
+c_flags! {
+    /// Context creation flags (`CUctx_flags`): scheduling mode and the rest.
+    #[doc(alias = "CUctx_flags")]
+    ContextFlags(u32) {
+        /// Let the driver choose how the host thread waits for the GPU (`CU_CTX_SCHED_AUTO`).
+        const SCHED_AUTO = sys::CU_CTX_SCHED_AUTO;
+        /// Spin while waiting (`CU_CTX_SCHED_SPIN`).
+        const SCHED_SPIN = sys::CU_CTX_SCHED_SPIN;
+        /// Yield the thread while waiting (`CU_CTX_SCHED_YIELD`).
+        const SCHED_YIELD = sys::CU_CTX_SCHED_YIELD;
+        /// Block on a synchronisation primitive while waiting (`CU_CTX_SCHED_BLOCKING_SYNC`).
+        const SCHED_BLOCKING_SYNC = sys::CU_CTX_SCHED_BLOCKING_SYNC;
+        /// Mask of the scheduling bits (`CU_CTX_SCHED_MASK`).
+        const SCHED_MASK = sys::CU_CTX_SCHED_MASK;
+        /// Support mapped page-locked host memory (`CU_CTX_MAP_HOST`).
+        const MAP_HOST = sys::CU_CTX_MAP_HOST;
+        /// Keep local memory at its largest size after resizing (`CU_CTX_LMEM_RESIZE_TO_MAX`).
+        const LMEM_RESIZE_TO_MAX = sys::CU_CTX_LMEM_RESIZE_TO_MAX;
+        /// Enable GPU core dumps for this context (`CU_CTX_COREDUMP_ENABLE`).
+        const COREDUMP_ENABLE = sys::CU_CTX_COREDUMP_ENABLE;
+        /// Enable user-triggered core dumps (`CU_CTX_USER_COREDUMP_ENABLE`).
+        const USER_COREDUMP_ENABLE = sys::CU_CTX_USER_COREDUMP_ENABLE;
+        /// Make memory operations synchronous (`CU_CTX_SYNC_MEMOPS`).
+        const SYNC_MEMOPS = sys::CU_CTX_SYNC_MEMOPS;
+    }
+}
+
+c_enum! {
+    /// A context limit (`CUlimit`) for [`Context::limit`] and [`Context::set_limit`].
+    #[doc(alias = "CUlimit")]
+    Limit(sys::CUlimit)
+}
+
+c_enum! {
+    /// L1/shared memory preference (`CUfunc_cache`) for [`Context::set_cache_config`].
+    #[doc(alias = "CUfunc_cache")]
+    CacheConfig(sys::CUfunc_cache)
+}
+
+c_enum! {
+    /// Shared memory bank size (`CUsharedconfig`) for [`Context::set_shared_mem_config`].
+    #[doc(alias = "CUsharedconfig")]
+    SharedMemConfig(sys::CUsharedconfig)
+}
+
+/// A CUDA context (`CUcontext`), primary or created. Cloning is cheap and shares it.
+///
+/// `Send + Sync`: CUDA allows a context to be used from any thread.
+#[derive(Clone)]
+#[doc(alias = "CUcontext")]
+pub struct Context {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    raw: sys::CUcontext,
+    device: Device,
+    primary: bool,
+}
+
+// SAFETY: a CUcontext may be made current and used on any host thread (CUDA Programming Guide,
+// Driver API, Context); Inner only holds the handle and releases it once, in Drop.
+unsafe impl Send for Inner {}
+// SAFETY: as above; no method mutates Inner.
+unsafe impl Sync for Inner {}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        if self.primary {
+            // SAFETY: this Inner holds exactly one retain of the device's primary context,
+            // taken in Context::retain_primary; it is released once, here.
+            let r = unsafe { sys::cuDevicePrimaryCtxRelease_v2(self.device.as_raw()) };
+            report_drop_error("cuDevicePrimaryCtxRelease_v2", r);
+        } else {
+            // SAFETY: `raw` was created by cuCtxCreate (or handed over through from_raw) and is
+            // owned by this Inner; every object created in it held a clone of the Arc, so none
+            // is left.
+            let r = unsafe { sys::cuCtxDestroy_v2(self.raw) };
+            report_drop_error("cuCtxDestroy_v2", r);
+        }
+    }
+}
+
+impl PartialEq for Context {
+    fn eq(&self, other: &Self) -> bool {
+        self.inner.raw == other.inner.raw
+    }
+}
+
+impl Eq for Context {}
+
+impl std::fmt::Debug for Context {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Context")
+            .field("raw", &self.inner.raw)
+            .field("device", &self.inner.device)
+            .field("primary", &self.inner.primary)
+            .finish()
+    }
+}
+
+impl Context {
+    /// Creates a context on `device` with `flags`. Like `cuCtxCreate`, it pushes the new
+    /// context on the calling thread's stack; the context is destroyed when the last clone
+    /// of the handle (and of every object created in it) is dropped.
+    ///
+    /// Wraps `cuCtxCreate_v2`, the form every driver since CUDA 3.2 provides.
+    #[doc(alias = "cuCtxCreate")]
+    #[doc(alias = "cuCtxCreate_v2")]
+    #[track_caller]
+    pub fn new(device: Device, flags: ContextFlags) -> Result<Context> {
+        init()?;
+        let mut raw = ptr::null_mut();
+        // SAFETY: writes one CUcontext to a valid pointer; on success we own the context and
+        // wrap it in the next statement.
+        check(
+            unsafe { sys::cuCtxCreate_v2(&mut raw, flags.as_raw(), device.as_raw()) },
+            "cuCtxCreate_v2",
+        )?;
+        Ok(Context {
+            inner: Arc::new(Inner {
+                raw,
+                device,
+                primary: false,
+            }),
+        })
+    }
+
+    #[track_caller]
+    pub(crate) fn retain_primary(device: Device) -> Result<Context> {
+        let mut raw = ptr::null_mut();
+        // SAFETY: writes one CUcontext; on success we hold one retain, released in Drop.
+        check(
+            unsafe { sys::cuDevicePrimaryCtxRetain(&mut raw, device.as_raw()) },
+            "cuDevicePrimaryCtxRetain",
+        )?;
+        Ok(Context {
+            inner: Arc::new(Inner {
+                raw,
+                device,
+                primary: true,
+            }),
+        })
+    }
+
+    /// Takes ownership of a context created with `cuCtxCreate`; it is destroyed when the last
+    /// clone is dropped.
+    ///
+    /// # Safety
+    /// `raw` is a live context created by `cuCtxCreate*` on `device`, that nothing else will
+    /// destroy.
+    pub unsafe fn from_raw(raw: sys::CUcontext, device: Device) -> Context {
+        Context {
+            inner: Arc::new(Inner {
+                raw,
+                device,
+                primary: false,
+            }),
+        }
+    }
+
+    /// Gives up ownership of the raw context if this is its only handle (no clone and no
+    /// object created in it is alive); otherwise returns `self` unchanged. The caller then
+    /// destroys a created context with `cuCtxDestroy`, or releases a primary one with
+    /// `cuDevicePrimaryCtxRelease`.
+    pub fn into_raw(self) -> std::result::Result<sys::CUcontext, Context> {
+        match Arc::try_unwrap(self.inner) {
+            Ok(inner) => {
+                let raw = inner.raw;
+                std::mem::forget(inner);
+                Ok(raw)
+            }
+            Err(inner) => Err(Context { inner }),
+        }
+    }
+
+    /// The raw `CUcontext`, for `cuda_driver_sys` calls. It stays valid while `self` lives.
+    pub fn as_raw(&self) -> sys::CUcontext {
+        self.inner.raw
+    }
+
+    /// The device this context runs on.
+    pub fn device(&self) -> Device {
+        self.inner.device
+    }
+
+    /// Whether this is the device's primary context.
+    pub fn is_primary(&self) -> bool {
+        self.inner.primary
+    }
+
+    /// The context current on the calling thread (top of its stack), if any, as a raw handle
+    /// that this crate does not own.
+    ///
+    /// Wraps `cuCtxGetCurrent`.
+    #[doc(alias = "cuCtxGetCurrent")]
+    #[track_caller]
+    pub fn current_raw() -> Result<Option<sys::CUcontext>> {
+        init()?;
+        let mut cur = ptr::null_mut();
+        // SAFETY: writes one CUcontext to a valid pointer.
+        check(unsafe { sys::cuCtxGetCurrent(&mut cur) }, "cuCtxGetCurrent")?;
+        Ok((!cur.is_null()).then_some(cur))
+    }
+
+    /// Whether this context is current on the calling thread.
+    #[track_caller]
+    pub fn is_current(&self) -> Result<bool> {
+        Ok(Self::current_raw()? == Some(self.inner.raw))
+    }
+
+    /// Makes this context current on the calling thread, replacing the top of its stack
+    /// (pushing it if the stack is empty).
+    ///
+    /// Wraps `cuCtxSetCurrent`.
+    #[doc(alias = "cuCtxSetCurrent")]
+    #[track_caller]
+    pub fn set_current(&self) -> Result<()> {
+        // SAFETY: the context is alive while `self` is.
+        check(
+            unsafe { sys::cuCtxSetCurrent(self.inner.raw) },
+            "cuCtxSetCurrent",
+        )
+    }
+
+    /// Makes the context current if it is not, checking first: the one step before every
+    /// operation on an object of this context, so that objects work from any thread.
+    #[inline]
+    #[track_caller]
+    pub(crate) fn ensure_current(&self) -> Result<()> {
+        let mut cur = ptr::null_mut();
+        // SAFETY: writes one CUcontext to a valid pointer.
+        check(unsafe { sys::cuCtxGetCurrent(&mut cur) }, "cuCtxGetCurrent")?;
+        if cur != self.inner.raw {
+            self.set_current()?;
+        }
+        Ok(())
+    }
+
+    /// `ensure_current` for `Drop`: returns the failing code instead of an error.
+    pub(crate) fn ensure_current_for_drop(&self) -> bool {
+        let mut cur = ptr::null_mut();
+        // SAFETY: writes one CUcontext to a valid pointer.
+        let r = unsafe { sys::cuCtxGetCurrent(&mut cur) };
+        if r != sys::CUDA_SUCCESS {
+            report_drop_error("cuCtxGetCurrent", r);
+            return false;
+        }
+        if cur != self.inner.raw {
+            // SAFETY: the context is alive while `self` is.
+            let r = unsafe { sys::cuCtxSetCurrent(self.inner.raw) };
+            if r != sys::CUDA_SUCCESS {
+                report_drop_error("cuCtxSetCurrent", r);
+                return false;
+            }
+        }
+        true
+    }
+
+    /// Pushes this context on the calling thread's stack until the returned guard is dropped.
+    ///
+    /// Wraps `cuCtxPushCurrent_v2`; the guard's drop wraps `cuCtxPopCurrent_v2`.
+    ///
+    /// ```no_run
+    /// use cuda_driver::{Context, ContextFlags, Device};
+    /// let dev = Device::get(0)?;
+    /// let a = Context::new(dev, ContextFlags::SCHED_AUTO)?;
+    /// let b = Context::new(dev, ContextFlags::SCHED_AUTO)?; // b is current now
+    /// {
+    ///     let _g = a.push()?;
+    ///     assert!(a.is_current()?);
+    /// } // popped: b is current again
+    /// assert!(b.is_current()?);
+    /// # Ok::<(), cuda_driver::Error>(())
+    /// ```
+    #[doc(alias = "cuCtxPushCurrent")]
+    #[doc(alias = "cuCtxPushCurrent_v2")]
+    #[track_caller]
+    pub fn push(&self) -> Result<ContextGuard<'_>> {
+        // SAFETY: the context is alive for the guard's lifetime, which borrows `self`.
+        check(
+            unsafe { sys::cuCtxPushCurrent_v2(self.inner.raw) },
+            "cuCtxPushCurrent_v2",
+        )?;
+        Ok(ContextGuard {
+            ctx: self,
+            _not_send: PhantomData,
+        })
+    }
+
+    /// Blocks until all work in this context is done.
+    ///
+    /// Wraps `cuCtxSynchronize`.
+    #[doc(alias = "cuCtxSynchronize")]
+    #[track_caller]
+    pub fn synchronize(&self) -> Result<()> {
+        self.ensure_current()?;
+        // SAFETY: no arguments; acts on the current context, which is `self`.
+        check(unsafe { sys::cuCtxSynchronize() }, "cuCtxSynchronize")
+    }
+
+    /// A limit of this context (stack size, printf FIFO size, malloc heap size, ...).
+    ///
+    /// Wraps `cuCtxGetLimit`.
+    #[doc(alias = "cuCtxGetLimit")]
+    #[track_caller]
+    pub fn limit(&self, limit: Limit) -> Result<usize> {
+        self.ensure_current()?;
+        let mut v = 0;
+        // SAFETY: writes one size_t to a valid pointer.
+        check(
+            unsafe { sys::cuCtxGetLimit(&mut v, limit.0) },
+            "cuCtxGetLimit",
+        )?;
+        Ok(v)
+    }
+
+    /// Sets a limit of this context.
+    ///
+    /// Wraps `cuCtxSetLimit`.
+    #[doc(alias = "cuCtxSetLimit")]
+    #[track_caller]
+    pub fn set_limit(&self, limit: Limit, value: usize) -> Result<()> {
+        self.ensure_current()?;
+        // SAFETY: plain value arguments on the current context.
+        check(
+            unsafe { sys::cuCtxSetLimit(limit.0, value) },
+            "cuCtxSetLimit",
+        )
+    }
+
+    /// The preferred L1/shared memory split.
+    ///
+    /// Wraps `cuCtxGetCacheConfig`.
+    #[doc(alias = "cuCtxGetCacheConfig")]
+    #[track_caller]
+    pub fn cache_config(&self) -> Result<CacheConfig> {
+        self.ensure_current()?;
+        let mut v = 0;
+        // SAFETY: writes one CUfunc_cache to a valid pointer.
+        check(
+            unsafe { sys::cuCtxGetCacheConfig(&mut v) },
+            "cuCtxGetCacheConfig",
+        )?;
+        Ok(CacheConfig(v))
+    }
+
+    /// Sets the preferred L1/shared memory split.
+    ///
+    /// Wraps `cuCtxSetCacheConfig`.
+    #[doc(alias = "cuCtxSetCacheConfig")]
+    #[track_caller]
+    pub fn set_cache_config(&self, config: CacheConfig) -> Result<()> {
+        self.ensure_current()?;
+        // SAFETY: plain value argument on the current context.
+        check(
+            unsafe { sys::cuCtxSetCacheConfig(config.0) },
+            "cuCtxSetCacheConfig",
+        )
+    }
+
+    /// The shared memory bank size configuration.
+    ///
+    /// Wraps `cuCtxGetSharedMemConfig` (deprecated by NVIDIA: on current GPUs it is fixed).
+    #[doc(alias = "cuCtxGetSharedMemConfig")]
+    #[track_caller]
+    pub fn shared_mem_config(&self) -> Result<SharedMemConfig> {
+        self.ensure_current()?;
+        let mut v = 0;
+        // SAFETY: writes one CUsharedconfig to a valid pointer.
+        check(
+            unsafe { sys::cuCtxGetSharedMemConfig(&mut v) },
+            "cuCtxGetSharedMemConfig",
+        )?;
+        Ok(SharedMemConfig(v))
+    }
+
+    /// Sets the shared memory bank size configuration.
+    ///
+    /// Wraps `cuCtxSetSharedMemConfig` (deprecated by NVIDIA: a no-op on current GPUs).
+    #[doc(alias = "cuCtxSetSharedMemConfig")]
+    #[track_caller]
+    pub fn set_shared_mem_config(&self, config: SharedMemConfig) -> Result<()> {
+        self.ensure_current()?;
+        // SAFETY: plain value argument on the current context.
+        check(
+            unsafe { sys::cuCtxSetSharedMemConfig(config.0) },
+            "cuCtxSetSharedMemConfig",
+        )
+    }
+
+    /// The API version the context was created with (such as 3020).
+    ///
+    /// Wraps `cuCtxGetApiVersion`.
+    #[doc(alias = "cuCtxGetApiVersion")]
+    #[track_caller]
+    pub fn api_version(&self) -> Result<u32> {
+        let mut v = 0;
+        // SAFETY: the context is alive; writes one unsigned int.
+        check(
+            unsafe { sys::cuCtxGetApiVersion(self.inner.raw, &mut v) },
+            "cuCtxGetApiVersion",
+        )?;
+        Ok(v)
+    }
+
+    /// The flags the context was created with.
+    ///
+    /// Wraps `cuCtxGetFlags`.
+    #[doc(alias = "cuCtxGetFlags")]
+    #[track_caller]
+    pub fn flags(&self) -> Result<ContextFlags> {
+        self.ensure_current()?;
+        let mut v = 0;
+        // SAFETY: writes one unsigned int to a valid pointer.
+        check(unsafe { sys::cuCtxGetFlags(&mut v) }, "cuCtxGetFlags")?;
+        Ok(ContextFlags(v))
+    }
+
+    /// The range of stream priorities as `(least, greatest)`; numerically, greatest <= least.
+    ///
+    /// Wraps `cuCtxGetStreamPriorityRange`.
+    #[doc(alias = "cuCtxGetStreamPriorityRange")]
+    #[track_caller]
+    pub fn stream_priority_range(&self) -> Result<(i32, i32)> {
+        self.ensure_current()?;
+        let (mut least, mut greatest) = (0, 0);
+        // SAFETY: writes two ints to valid pointers.
+        check(
+            unsafe { sys::cuCtxGetStreamPriorityRange(&mut least, &mut greatest) },
+            "cuCtxGetStreamPriorityRange",
+        )?;
+        Ok((least, greatest))
+    }
+
+    /// Free and total device memory in bytes, as seen from this context.
+    ///
+    /// Wraps `cuMemGetInfo_v2`.
+    #[doc(alias = "cuMemGetInfo")]
+    #[doc(alias = "cuMemGetInfo_v2")]
+    #[track_caller]
+    pub fn mem_info(&self) -> Result<(usize, usize)> {
+        self.ensure_current()?;
+        let (mut free, mut total) = (0, 0);
+        // SAFETY: writes two size_t to valid pointers.
+        check(
+            unsafe { sys::cuMemGetInfo_v2(&mut free, &mut total) },
+            "cuMemGetInfo_v2",
+        )?;
+        Ok((free, total))
+    }
+
+    /// Lets this context access memory of `peer` (another device's context) directly.
+    ///
+    /// Wraps `cuCtxEnablePeerAccess`.
+    #[doc(alias = "cuCtxEnablePeerAccess")]
+    #[track_caller]
+    pub fn enable_peer_access(&self, peer: &Context) -> Result<()> {
+        self.ensure_current()?;
+        // SAFETY: `peer` is alive; flags must be 0.
+        check(
+            unsafe { sys::cuCtxEnablePeerAccess(peer.as_raw(), 0) },
+            "cuCtxEnablePeerAccess",
+        )
+    }
+
+    /// Revokes access enabled by [`enable_peer_access`](Self::enable_peer_access).
+    ///
+    /// Wraps `cuCtxDisablePeerAccess`.
+    #[doc(alias = "cuCtxDisablePeerAccess")]
+    #[track_caller]
+    pub fn disable_peer_access(&self, peer: &Context) -> Result<()> {
+        self.ensure_current()?;
+        // SAFETY: `peer` is alive.
+        check(
+            unsafe { sys::cuCtxDisablePeerAccess(peer.as_raw()) },
+            "cuCtxDisablePeerAccess",
+        )
+    }
+}
+
+/// A context pushed on the calling thread's stack by [`Context::push`]; pops it on drop.
+///
+/// It refuses to pop a context that is not its own: if the top of the stack is another
+/// context when the guard drops (someone pushed without popping), nothing is popped and the
+/// problem is counted in [`drop_error_count`](crate::drop_error_count).
+///
+/// `!Send`, because the stack belongs to the thread that pushed:
+///
+/// ```compile_fail
+/// fn assert_send<T: Send>(_: T) {}
+/// let ctx: cuda_driver::Context = unimplemented!();
+/// assert_send(ctx.push().unwrap());
+/// ```
+#[must_use = "the context is popped when the guard is dropped"]
+pub struct ContextGuard<'a> {
+    ctx: &'a Context,
+    _not_send: PhantomData<*const ()>,
+}
+
+impl ContextGuard<'_> {
+    /// The pushed context.
+    pub fn context(&self) -> &Context {
+        self.ctx
+    }
+
+    /// Pops the context now, returning an error instead of only counting it when the
+    /// context is not on top of the stack.
+    ///
+    /// Wraps `cuCtxPopCurrent_v2`.
+    #[doc(alias = "cuCtxPopCurrent")]
+    #[doc(alias = "cuCtxPopCurrent_v2")]
+    #[track_caller]
+    pub fn pop(self) -> Result<()> {
+        let this = std::mem::ManuallyDrop::new(self);
+        this.pop_inner()
+    }
+
+    #[track_caller]
+    fn pop_inner(&self) -> Result<()> {
+        let mut cur = ptr::null_mut();
+        // SAFETY: writes one CUcontext to a valid pointer.
+        check(unsafe { sys::cuCtxGetCurrent(&mut cur) }, "cuCtxGetCurrent")?;
+        if cur != self.ctx.as_raw() {
+            return Err(Error::InvalidArgument(format!(
+                "cannot pop context {:?}: the top of this thread's stack is {cur:?}",
+                self.ctx.as_raw()
+            )));
+        }
+        let mut popped = ptr::null_mut();
+        // SAFETY: the top of the stack is our context, pushed by Context::push on this thread
+        // (the guard is !Send); writes one CUcontext.
+        check(
+            unsafe { sys::cuCtxPopCurrent_v2(&mut popped) },
+            "cuCtxPopCurrent_v2",
+        )
+    }
+}
+
+impl Drop for ContextGuard<'_> {
+    fn drop(&mut self) {
+        if let Err(e) = self.pop_inner() {
+            report_drop_problem(&format!("ContextGuard: {e}"));
+        }
+    }
+}

@@ -1,0 +1,255 @@
+//! Devices: enumeration, names, identity, attributes.
+
+use std::ffi::CStr;
+
+use cuda_driver_sys as sys;
+
+use crate::error::{check, Error, Result};
+use crate::{init, Context, ContextFlags};
+
+c_enum! {
+    /// A device attribute (`CUdevice_attribute`) for [`Device::attribute`].
+    #[doc(alias = "CUdevice_attribute")]
+    DeviceAttribute(sys::CUdevice_attribute)
+}
+
+/// A CUDA device (`CUdevice`).
+///
+/// A `Device` is a plain handle: copying it is free and it owns nothing. Work happens in a
+/// [`Context`] on the device, usually its [primary context](Device::primary_context).
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+#[repr(transparent)]
+#[doc(alias = "CUdevice")]
+pub struct Device(sys::CUdevice);
+
+impl Device {
+    /// The number of CUDA devices; 0 when the driver is present but finds no device.
+    ///
+    /// Wraps [`cuDeviceGetCount`](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__DEVICE.html).
+    #[doc(alias = "cuDeviceGetCount")]
+    #[track_caller]
+    pub fn count() -> Result<usize> {
+        match init() {
+            Err(e) if e.code() == Some(crate::ErrorCode::NO_DEVICE) => return Ok(0),
+            r => r?,
+        }
+        let mut n = 0;
+        // SAFETY: cuDeviceGetCount writes one int to a valid pointer.
+        check(unsafe { sys::cuDeviceGetCount(&mut n) }, "cuDeviceGetCount")?;
+        Ok(n as usize)
+    }
+
+    /// The device with the given ordinal; an ordinal past [`Device::count`] is an error.
+    ///
+    /// Wraps [`cuDeviceGet`](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__DEVICE.html).
+    #[doc(alias = "cuDeviceGet")]
+    #[track_caller]
+    pub fn get(ordinal: usize) -> Result<Device> {
+        init()?;
+        let count = Self::count()?;
+        if ordinal >= count {
+            return Err(Error::DeviceOutOfRange { ordinal, count });
+        }
+        let mut dev = 0;
+        // SAFETY: cuDeviceGet writes one CUdevice to a valid pointer; the ordinal is in range.
+        check(
+            unsafe { sys::cuDeviceGet(&mut dev, ordinal as i32) },
+            "cuDeviceGet",
+        )?;
+        Ok(Device(dev))
+    }
+
+    /// All devices, in ordinal order.
+    #[track_caller]
+    pub fn all() -> Result<Vec<Device>> {
+        (0..Self::count()?).map(Device::get).collect()
+    }
+
+    /// Wraps a raw `CUdevice` obtained from `cuda_driver_sys`.
+    pub const fn from_raw(raw: sys::CUdevice) -> Device {
+        Device(raw)
+    }
+
+    /// The raw `CUdevice`.
+    pub const fn as_raw(self) -> sys::CUdevice {
+        self.0
+    }
+
+    /// The device's name, such as `"NVIDIA H200"`.
+    ///
+    /// Wraps [`cuDeviceGetName`](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__DEVICE.html).
+    #[doc(alias = "cuDeviceGetName")]
+    #[track_caller]
+    pub fn name(self) -> Result<String> {
+        let mut buf = [0 as std::ffi::c_char; 256];
+        // SAFETY: the driver writes at most `len` bytes, NUL-terminated, into `buf`.
+        check(
+            unsafe { sys::cuDeviceGetName(buf.as_mut_ptr(), buf.len() as i32, self.0) },
+            "cuDeviceGetName",
+        )?;
+        // SAFETY: `buf` is NUL-terminated within its length (zero-initialised, and the driver
+        // writes a terminated string of at most len bytes).
+        Ok(unsafe { CStr::from_ptr(buf.as_ptr()) }
+            .to_string_lossy()
+            .into_owned())
+    }
+
+    /// The device's 16-byte UUID.
+    ///
+    /// Wraps `cuDeviceGetUuid_v2` (CUDA 11.4).
+    #[doc(alias = "cuDeviceGetUuid")]
+    #[doc(alias = "cuDeviceGetUuid_v2")]
+    #[track_caller]
+    pub fn uuid(self) -> Result<[u8; 16]> {
+        let mut uuid = sys::CUuuid { bytes: [0; 16] };
+        // SAFETY: writes one CUuuid to a valid pointer.
+        check(
+            unsafe { sys::cuDeviceGetUuid_v2(&mut uuid, self.0) },
+            "cuDeviceGetUuid_v2",
+        )?;
+        Ok(uuid.bytes.map(|b| b as u8))
+    }
+
+    /// The PCI bus id, as `"0000:19:00.0"`.
+    ///
+    /// Wraps `cuDeviceGetPCIBusId`.
+    #[doc(alias = "cuDeviceGetPCIBusId")]
+    #[track_caller]
+    pub fn pci_bus_id(self) -> Result<String> {
+        let mut buf = [0 as std::ffi::c_char; 64];
+        // SAFETY: the driver writes at most `len` bytes, NUL-terminated.
+        check(
+            unsafe { sys::cuDeviceGetPCIBusId(buf.as_mut_ptr(), buf.len() as i32, self.0) },
+            "cuDeviceGetPCIBusId",
+        )?;
+        // SAFETY: zero-initialised buffer holding a terminated string.
+        Ok(unsafe { CStr::from_ptr(buf.as_ptr()) }
+            .to_string_lossy()
+            .into_owned())
+    }
+
+    /// Total memory on the device in bytes.
+    ///
+    /// Wraps `cuDeviceTotalMem_v2`.
+    #[doc(alias = "cuDeviceTotalMem")]
+    #[doc(alias = "cuDeviceTotalMem_v2")]
+    #[track_caller]
+    pub fn total_memory(self) -> Result<usize> {
+        let mut bytes = 0;
+        // SAFETY: writes one size_t to a valid pointer.
+        check(
+            unsafe { sys::cuDeviceTotalMem_v2(&mut bytes, self.0) },
+            "cuDeviceTotalMem_v2",
+        )?;
+        Ok(bytes)
+    }
+
+    /// An attribute of the device.
+    ///
+    /// Wraps [`cuDeviceGetAttribute`](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__DEVICE.html).
+    ///
+    /// ```no_run
+    /// use cuda_driver::{Device, DeviceAttribute};
+    /// let dev = Device::get(0)?;
+    /// let sms = dev.attribute(DeviceAttribute::MULTIPROCESSOR_COUNT)?;
+    /// # Ok::<(), cuda_driver::Error>(())
+    /// ```
+    #[doc(alias = "cuDeviceGetAttribute")]
+    #[track_caller]
+    pub fn attribute(self, attr: DeviceAttribute) -> Result<i32> {
+        let mut v = 0;
+        // SAFETY: writes one int to a valid pointer; an attribute the driver does not know is
+        // an error code, not undefined behaviour.
+        check(
+            unsafe { sys::cuDeviceGetAttribute(&mut v, attr.0, self.0) },
+            "cuDeviceGetAttribute",
+        )?;
+        Ok(v)
+    }
+
+    /// The compute capability as `(major, minor)`, such as `(9, 0)` for Hopper.
+    #[track_caller]
+    pub fn compute_capability(self) -> Result<(i32, i32)> {
+        Ok((
+            self.attribute(DeviceAttribute::COMPUTE_CAPABILITY_MAJOR)?,
+            self.attribute(DeviceAttribute::COMPUTE_CAPABILITY_MINOR)?,
+        ))
+    }
+
+    /// Whether contexts on this device can access memory of `peer` directly.
+    ///
+    /// Wraps `cuDeviceCanAccessPeer`.
+    #[doc(alias = "cuDeviceCanAccessPeer")]
+    #[track_caller]
+    pub fn can_access_peer(self, peer: Device) -> Result<bool> {
+        let mut v = 0;
+        // SAFETY: writes one int to a valid pointer.
+        check(
+            unsafe { sys::cuDeviceCanAccessPeer(&mut v, self.0, peer.0) },
+            "cuDeviceCanAccessPeer",
+        )?;
+        Ok(v != 0)
+    }
+
+    /// Retains the device's primary context, the one the CUDA runtime uses. It is released
+    /// when the last clone of the returned [`Context`] is dropped.
+    ///
+    /// Wraps `cuDevicePrimaryCtxRetain`.
+    #[doc(alias = "cuDevicePrimaryCtxRetain")]
+    #[track_caller]
+    pub fn primary_context(self) -> Result<Context> {
+        init()?;
+        Context::retain_primary(self)
+    }
+
+    /// The primary context's flags and whether it is active (retained by anyone).
+    ///
+    /// Wraps `cuDevicePrimaryCtxGetState`.
+    #[doc(alias = "cuDevicePrimaryCtxGetState")]
+    #[track_caller]
+    pub fn primary_context_state(self) -> Result<(ContextFlags, bool)> {
+        init()?;
+        let (mut flags, mut active) = (0u32, 0i32);
+        // SAFETY: writes one unsigned and one int to valid pointers.
+        check(
+            unsafe { sys::cuDevicePrimaryCtxGetState(self.0, &mut flags, &mut active) },
+            "cuDevicePrimaryCtxGetState",
+        )?;
+        Ok((ContextFlags::from_raw(flags), active != 0))
+    }
+
+    /// Sets the primary context's flags (scheduling mode and the rest). Takes effect when the
+    /// primary context is next created; on an active one only the scheduling flags may change.
+    ///
+    /// Wraps `cuDevicePrimaryCtxSetFlags_v2`.
+    #[doc(alias = "cuDevicePrimaryCtxSetFlags")]
+    #[doc(alias = "cuDevicePrimaryCtxSetFlags_v2")]
+    #[track_caller]
+    pub fn set_primary_context_flags(self, flags: ContextFlags) -> Result<()> {
+        init()?;
+        // SAFETY: plain value arguments.
+        check(
+            unsafe { sys::cuDevicePrimaryCtxSetFlags_v2(self.0, flags.as_raw()) },
+            "cuDevicePrimaryCtxSetFlags_v2",
+        )
+    }
+
+    /// Destroys all allocations and resets all state of the primary context.
+    ///
+    /// Wraps `cuDevicePrimaryCtxReset_v2`.
+    ///
+    /// # Safety
+    /// No buffer, stream, event, module or other object created in the primary context may
+    /// be used afterwards (their handles dangle), and no other thread may be using it.
+    #[doc(alias = "cuDevicePrimaryCtxReset")]
+    #[doc(alias = "cuDevicePrimaryCtxReset_v2")]
+    #[track_caller]
+    pub unsafe fn reset_primary_context(self) -> Result<()> {
+        init()?;
+        // SAFETY: the caller guarantees nothing created in the primary context is used again.
+        check(
+            unsafe { sys::cuDevicePrimaryCtxReset_v2(self.0) },
+            "cuDevicePrimaryCtxReset_v2",
+        )
+    }
+}

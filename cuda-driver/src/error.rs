@@ -1,0 +1,465 @@
+//! Errors: the driver's result codes and the crate's one error type.
+//!
+//! [`check`] is the one place where a `CUresult` becomes a [`Result`]: every driver call in
+//! the crate goes through it, with the name of the driver symbol and the caller's location.
+
+use std::ffi::CStr;
+use std::fmt;
+use std::panic::Location;
+
+use cuda_driver_sys as sys;
+
+c_enum! {
+    /// A driver result code (`CUresult`): one of the [named constants](#impl-ErrorCode-1)
+    /// cuda.h defines, or any other value a newer driver may return.
+    ///
+    /// [`name`](Self::name) and [`description`](Self::description) come from the driver's
+    /// [`cuGetErrorName`](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__ERROR.html)
+    /// and `cuGetErrorString`, falling back to cuda.h's own text where the driver cannot be
+    /// asked (the stub library).
+    #[doc(alias = "CUresult")]
+    ErrorCode(sys::CUresult)
+}
+
+impl ErrorCode {
+    /// The code's name, such as `"CUDA_ERROR_OUT_OF_MEMORY"`, from `cuGetErrorName`; for a
+    /// code neither the driver nor cuda.h 13.0 knows, `"CUDA_ERROR_UNRECOGNIZED"`.
+    #[doc(alias = "cuGetErrorName")]
+    pub fn name(self) -> &'static str {
+        let mut p = std::ptr::null();
+        // SAFETY: cuGetErrorName writes a pointer to a static NUL-terminated string into `p`
+        // or leaves it untouched on failure; it needs no initialisation or context.
+        let r = unsafe { sys::cuGetErrorName(self.0, &mut p) };
+        if r == sys::CUDA_SUCCESS && !p.is_null() {
+            // SAFETY: on success `p` points to a static NUL-terminated string owned by the
+            // driver for the life of the process.
+            if let Ok(s) = unsafe { CStr::from_ptr(p) }.to_str() {
+                return s;
+            }
+        }
+        self.c_name().unwrap_or("CUDA_ERROR_UNRECOGNIZED")
+    }
+
+    /// The driver's description of the code, such as `"out of memory"`, from
+    /// `cuGetErrorString`; cuda.h's text where the driver cannot be asked.
+    #[doc(alias = "cuGetErrorString")]
+    pub fn description(self) -> &'static str {
+        let mut p = std::ptr::null();
+        // SAFETY: as in `name`: cuGetErrorString writes a pointer to a static string or
+        // nothing.
+        let r = unsafe { sys::cuGetErrorString(self.0, &mut p) };
+        if r == sys::CUDA_SUCCESS && !p.is_null() {
+            // SAFETY: on success `p` points to a static NUL-terminated string of the driver.
+            if let Ok(s) = unsafe { CStr::from_ptr(p) }.to_str() {
+                return s;
+            }
+        }
+        match self.c_info() {
+            Some((_, doc)) => doc,
+            None => "a result code that this version of cuda-driver does not know",
+        }
+    }
+}
+
+impl fmt::Display for ErrorCode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let name = self.name();
+        if self.c_name().is_none() && name == "CUDA_ERROR_UNRECOGNIZED" {
+            write!(f, "CUresult {}", self.0)
+        } else {
+            write!(f, "{name} ({})", self.description())
+        }
+    }
+}
+
+/// The crate's result type.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Every error this crate returns: a failed driver call, or a check on the Rust side that
+/// refused to make a call that could not succeed.
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// A driver call returned an error code.
+    #[error("{}", DriverDisplay { call, code: *code, location })]
+    Driver {
+        /// The driver symbol that failed, such as `"cuMemAlloc_v2"`.
+        call: &'static str,
+        /// What it returned.
+        code: ErrorCode,
+        /// Where in the caller's code the failing operation was requested.
+        location: &'static Location<'static>,
+    },
+
+    /// A driver call that loads or links device code failed; the JIT's log says why.
+    #[error("{call} failed: {code} at {location}\n--- JIT log ---\n{log}")]
+    Jit {
+        /// The driver symbol that failed.
+        call: &'static str,
+        /// What it returned.
+        code: ErrorCode,
+        /// The JIT compiler's or linker's error log.
+        log: String,
+        /// Where in the caller's code the load was requested.
+        location: &'static Location<'static>,
+    },
+
+    /// A device ordinal past the number of devices.
+    #[error("device ordinal {ordinal} is out of range: there are {count} CUDA devices")]
+    DeviceOutOfRange {
+        /// The ordinal asked for.
+        ordinal: usize,
+        /// How many devices there are.
+        count: usize,
+    },
+
+    /// Two lengths that must agree do not (a copy between buffers of different sizes).
+    #[error("length mismatch in {what}: destination holds {dst} elements, source {src}")]
+    LengthMismatch {
+        /// The operation.
+        what: &'static str,
+        /// Elements of the destination.
+        dst: usize,
+        /// Elements of the source.
+        src: usize,
+    },
+
+    /// A range outside a buffer.
+    #[error("range {start}..{end} is out of bounds of a buffer of {len} elements")]
+    OutOfBounds {
+        /// Start of the range asked for.
+        start: usize,
+        /// End of the range asked for.
+        end: usize,
+        /// Length of the buffer.
+        len: usize,
+    },
+
+    /// A size computation overflowed (`len * size_of::<T>()`, a grid for `n` elements).
+    #[error("{what}: {count} elements of {size} bytes overflow usize")]
+    SizeOverflow {
+        /// What was being sized.
+        what: &'static str,
+        /// Number of elements.
+        count: usize,
+        /// Size of one element in bytes.
+        size: usize,
+    },
+
+    /// A name (kernel, global, managed variable) the module or library does not define.
+    #[error("{kind} `{name}` not found ({code})")]
+    NotFound {
+        /// What was looked for: "kernel", "global", ...
+        kind: &'static str,
+        /// The name asked for.
+        name: String,
+        /// What the driver returned.
+        code: ErrorCode,
+    },
+
+    /// A launch whose argument count differs from the kernel's parameter count.
+    #[error(
+        "kernel `{kernel}` takes {expected} parameters but the launch passes {actual} arguments"
+    )]
+    ArgumentCount {
+        /// The kernel's name.
+        kernel: String,
+        /// The kernel's parameter count.
+        expected: usize,
+        /// Arguments passed.
+        actual: usize,
+    },
+
+    /// A launch argument whose size differs from the kernel parameter's.
+    #[error(
+        "kernel `{kernel}` parameter {index} is {expected} bytes but the argument at that \
+         position is {actual} bytes"
+    )]
+    ArgumentSize {
+        /// The kernel's name.
+        kernel: String,
+        /// Position of the parameter, from 0.
+        index: usize,
+        /// The parameter's size on the device.
+        expected: usize,
+        /// The argument's size.
+        actual: usize,
+    },
+
+    /// An argument the crate can tell is invalid before calling the driver.
+    #[error("invalid argument: {0}")]
+    InvalidArgument(String),
+
+    /// A driver function newer than the installed driver.
+    #[error(
+        "{function} needs a CUDA {}.{} driver, but the installed driver supports CUDA {}.{}",
+        needs / 1000, needs % 1000 / 10, driver / 1000, driver % 1000 / 10
+    )]
+    Unsupported {
+        /// The driver function, such as `"cuKernelGetParamInfo"`.
+        function: &'static str,
+        /// The CUDA version that introduced it (12040 for 12.4).
+        needs: i32,
+        /// The driver's CUDA version.
+        driver: i32,
+    },
+
+    /// `cuGetProcAddress` found no such symbol, or not at the version asked for.
+    #[error("{}", EntryPointDisplay { symbol, version: *version, status: *status })]
+    EntryPoint {
+        /// The symbol asked for.
+        symbol: String,
+        /// The CUDA version asked for (12040 for 12.4).
+        version: i32,
+        /// What the driver said: `SYMBOL_NOT_FOUND` or `VERSION_NOT_SUFFICIENT`.
+        status: crate::ProcAddressStatus,
+    },
+
+    /// A host callback (see [`Stream::launch_host_fn`](crate::Stream::launch_host_fn)) panicked.
+    #[error("a host callback panicked: {0}")]
+    CallbackPanicked(String),
+}
+
+struct DriverDisplay<'a> {
+    call: &'a str,
+    code: ErrorCode,
+    location: &'a Location<'static>,
+}
+
+impl fmt::Display for DriverDisplay<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let DriverDisplay {
+            call,
+            code,
+            location,
+        } = self;
+        if *code == ErrorCode::STUB_LIBRARY {
+            write!(
+                f,
+                "no CUDA driver found: {call} reached the stub libcuda.so.1 that this program was \
+                 built against (CUDA_ERROR_STUB_LIBRARY); install the NVIDIA driver to use a GPU, \
+                 at {location}"
+            )
+        } else if *code == ErrorCode::NO_DEVICE {
+            write!(
+                f,
+                "no CUDA-capable device is present: {call} failed with CUDA_ERROR_NO_DEVICE at \
+                 {location}"
+            )
+        } else {
+            write!(f, "{call} failed: {code} at {location}")
+        }
+    }
+}
+
+struct EntryPointDisplay<'a> {
+    symbol: &'a str,
+    version: i32,
+    status: crate::ProcAddressStatus,
+}
+
+impl fmt::Display for EntryPointDisplay<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let (symbol, v) = (self.symbol, self.version);
+        let (major, minor) = (v / 1000, v % 1000 / 10);
+        if self.status == crate::ProcAddressStatus::VERSION_NOT_SUFFICIENT {
+            write!(
+                f,
+                "the driver has `{symbol}`, but not at CUDA {major}.{minor} (version {v}): \
+                 CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT"
+            )
+        } else {
+            write!(
+                f,
+                "the driver has no symbol `{symbol}` at CUDA {major}.{minor} (version {v}): {:?}",
+                self.status
+            )
+        }
+    }
+}
+
+impl Error {
+    /// The driver's result code, for errors that come from the driver.
+    pub fn code(&self) -> Option<ErrorCode> {
+        match self {
+            Error::Driver { code, .. } | Error::Jit { code, .. } | Error::NotFound { code, .. } => {
+                Some(*code)
+            }
+            _ => None,
+        }
+    }
+
+    /// Whether the error means there is no CUDA driver (the stub library) or no device:
+    /// the cases in which a program should say so and stop rather than report a bug.
+    pub fn is_no_gpu(&self) -> bool {
+        matches!(
+            self.code(),
+            Some(ErrorCode::STUB_LIBRARY | ErrorCode::NO_DEVICE)
+        ) || matches!(self, Error::DeviceOutOfRange { count: 0, .. })
+    }
+
+    /// The driver symbol that failed, for errors that come from a driver call.
+    pub fn call(&self) -> Option<&'static str> {
+        match self {
+            Error::Driver { call, .. } | Error::Jit { call, .. } => Some(call),
+            _ => None,
+        }
+    }
+}
+
+/// Turns a driver result into a [`Result`]: the one place the crate inspects a `CUresult`.
+///
+/// `call` names the driver symbol (`"cuMemAlloc_v2"`); the error records the location of the
+/// public function's caller (every public fallible function is `#[track_caller]`).
+#[inline(always)]
+#[track_caller]
+pub(crate) fn check(code: sys::CUresult, call: &'static str) -> Result<()> {
+    if code == sys::CUDA_SUCCESS {
+        Ok(())
+    } else {
+        Err(driver_error(code, call, Location::caller()))
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn driver_error(
+    code: sys::CUresult,
+    call: &'static str,
+    location: &'static Location<'static>,
+) -> Error {
+    Error::Driver {
+        call,
+        code: ErrorCode(code),
+        location,
+    }
+}
+
+/// Counts failures of driver calls made in `Drop`, which are reported and never panic.
+static DROP_ERRORS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// How many driver calls made while dropping a handle (`cuMemFree`, `cuCtxDestroy`, ...) have
+/// failed in this process. `Drop` never panics: it counts the failure here and, in debug
+/// builds, prints it to stderr.
+pub fn drop_error_count() -> usize {
+    DROP_ERRORS.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+/// Records a failed release in `Drop` (see [`drop_error_count`]).
+#[cold]
+pub(crate) fn report_drop_error(call: &'static str, code: sys::CUresult) {
+    if code == sys::CUDA_SUCCESS || code == sys::CUDA_ERROR_DEINITIALIZED {
+        // At process exit the driver may already be torn down; nothing is leaked then.
+        return;
+    }
+    DROP_ERRORS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    if cfg!(debug_assertions) {
+        eprintln!(
+            "cuda-driver: {call} failed while dropping a handle: {}",
+            ErrorCode(code)
+        );
+    }
+}
+
+/// Records a refusal in `Drop` that is not a driver error (a guard that is not on top).
+#[cold]
+pub(crate) fn report_drop_problem(what: &str) {
+    DROP_ERRORS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    if cfg!(debug_assertions) {
+        eprintln!("cuda-driver: {what}");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_named_code_has_a_name_and_description() {
+        // Without a driver (the stub), names come from cuda.h; with one, from the driver.
+        for raw in 0..1000 {
+            let code = ErrorCode(raw);
+            if let Some(c_name) = code.c_name() {
+                assert!(code.name().starts_with("CUDA_"), "{raw}: {}", code.name());
+                assert!(!code.description().is_empty(), "{c_name}");
+                let shown = code.to_string();
+                assert!(shown.contains(code.name()), "{shown}");
+            }
+        }
+        assert_eq!(
+            ErrorCode::OUT_OF_MEMORY.c_name(),
+            Some("CUDA_ERROR_OUT_OF_MEMORY")
+        );
+        assert_eq!(ErrorCode::SUCCESS.c_name(), Some("CUDA_SUCCESS"));
+    }
+
+    #[test]
+    fn unknown_code_is_a_value() {
+        let code = ErrorCode::from_raw(123_456);
+        assert_eq!(code.c_name(), None);
+        assert_eq!(format!("{code:?}"), "ErrorCode(123456)");
+        assert!(code.to_string().contains("123456"), "{code}");
+    }
+
+    #[test]
+    fn driver_error_display_names_call_code_and_location() {
+        let line = line!() + 1;
+        let e = check(sys::CUDA_ERROR_OUT_OF_MEMORY, "cuMemAlloc_v2").unwrap_err();
+        let s = e.to_string();
+        // The description is the driver's ("out of memory"), or cuda.h's without a driver.
+        assert!(
+            s.starts_with("cuMemAlloc_v2 failed: CUDA_ERROR_OUT_OF_MEMORY ("),
+            "{s}"
+        );
+        assert!(s.ends_with(&format!("src/error.rs:{line}:17")), "{s}");
+        assert_eq!(e.code(), Some(ErrorCode::OUT_OF_MEMORY));
+        assert_eq!(e.call(), Some("cuMemAlloc_v2"));
+    }
+
+    #[test]
+    fn stub_and_no_device_say_so_plainly() {
+        let e = check(sys::CUDA_ERROR_STUB_LIBRARY, "cuInit").unwrap_err();
+        assert!(e.to_string().starts_with("no CUDA driver found"), "{e}");
+        assert!(e.is_no_gpu());
+        let e = check(sys::CUDA_ERROR_NO_DEVICE, "cuInit").unwrap_err();
+        assert!(e.to_string().starts_with("no CUDA-capable device"), "{e}");
+        assert!(e.is_no_gpu());
+        assert!(!check(sys::CUDA_ERROR_INVALID_VALUE, "cuInit")
+            .unwrap_err()
+            .is_no_gpu());
+    }
+
+    #[test]
+    fn success_is_ok() {
+        assert!(check(sys::CUDA_SUCCESS, "cuInit").is_ok());
+    }
+
+    #[test]
+    fn rust_side_errors_name_their_values() {
+        let e = Error::LengthMismatch {
+            what: "copy_from_host",
+            dst: 4,
+            src: 5,
+        };
+        assert_eq!(
+            e.to_string(),
+            "length mismatch in copy_from_host: destination holds 4 elements, source 5"
+        );
+        let e = Error::ArgumentSize {
+            kernel: "add4".into(),
+            index: 3,
+            expected: 4,
+            actual: 8,
+        };
+        assert!(e.to_string().contains("parameter 3 is 4 bytes"), "{e}");
+        let e = Error::Unsupported {
+            function: "cuKernelGetParamInfo",
+            needs: 12040,
+            driver: 12000,
+        };
+        assert_eq!(
+            e.to_string(),
+            "cuKernelGetParamInfo needs a CUDA 12.4 driver, but the installed driver supports CUDA 12.0"
+        );
+    }
+}

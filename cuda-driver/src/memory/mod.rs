@@ -1,0 +1,15 @@
+//! Device, page-locked and managed memory.
+
+use cuda_driver_sys as sys;
+
+c_enum! {
+    /// The kind of memory a pointer refers to (`CUmemorytype`).
+    #[doc(alias = "CUmemorytype")]
+    MemoryType(sys::CUmemorytype)
+}
+
+c_enum! {
+    /// Advice for managed memory (`CUmem_advise`), for [`ManagedBuffer::advise`].
+    #[doc(alias = "CUmem_advise")]
+    MemAdvice(sys::CUmem_advise)
+}

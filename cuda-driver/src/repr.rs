@@ -1,0 +1,61 @@
+//! [`DeviceRepr`]: the types that may be copied bit for bit between host and device.
+
+/// Types that may be copied bit for bit to and from the device, and passed by value to
+/// kernels.
+///
+/// Memory this crate hands back from the device is reinterpreted as `T`, so every bit
+/// pattern the device may write must be a valid `T`. Implemented for the integer and float
+/// types, [`half::f16`], [`half::bf16`], arrays of `DeviceRepr`, and the vector types of this
+/// crate. It is deliberately **not** implemented for `bool`, `char`, references, `NonZero*`
+/// or `Option`: the device can produce bit patterns that are invalid for them.
+///
+/// # Safety
+/// Implement it only for `Copy` types with no padding-dependent invariants and for which
+/// every bit pattern of `size_of::<T>()` bytes is a valid value: plain `#[repr(C)]` structs
+/// of `DeviceRepr` fields. The layout must match the device's (mind that vector types such
+/// as `float4` are 16-byte aligned on the device: use this crate's [`Float4`](crate::Float4)).
+///
+/// ```
+/// #[repr(C)]
+/// #[derive(Clone, Copy)]
+/// struct Params { a: i32, b: f64 }
+/// // SAFETY: repr(C), fields are DeviceRepr, every bit pattern is a valid Params.
+/// unsafe impl cuda_driver::DeviceRepr for Params {}
+/// ```
+///
+/// `bool` is not `DeviceRepr`:
+///
+/// ```compile_fail
+/// fn needs<T: cuda_driver::DeviceRepr>() {}
+/// needs::<bool>();
+/// ```
+pub unsafe trait DeviceRepr: Copy + 'static {}
+
+macro_rules! device_repr {
+    ($($t:ty),*) => { $(
+        // SAFETY: a primitive number: every bit pattern is a valid value.
+        unsafe impl DeviceRepr for $t {}
+    )* };
+}
+
+device_repr!(u8, i8, u16, i16, u32, i32, u64, i64, u128, i128, usize, isize, f32, f64);
+device_repr!(half::f16, half::bf16);
+
+// SAFETY: an array of DeviceRepr has no padding and every element accepts any bit pattern.
+unsafe impl<T: DeviceRepr, const N: usize> DeviceRepr for [T; N] {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn is_repr<T: DeviceRepr>() {}
+
+    #[test]
+    fn numbers_and_arrays_are_device_repr() {
+        is_repr::<u8>();
+        is_repr::<f64>();
+        is_repr::<half::bf16>();
+        is_repr::<[f32; 4]>();
+        is_repr::<[[i32; 2]; 3]>();
+    }
+}

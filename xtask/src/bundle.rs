@@ -1,0 +1,363 @@
+//! `cargo xtask gpu-bundle [--out DIR]`: builds everything that needs a GPU to prove itself
+//! into one directory (default `target/gpu-bundle`) to copy to a GPU machine and run there
+//! with `run.sh`, which needs bash and the NVIDIA driver but no Rust toolchain.
+//!
+//! The bundle holds, built in release (stripped):
+//! * `tests/`: the test binaries of `cuda-driver-sys` and `cuda-driver` (the `tests/gpu`
+//!   integration tests and the lib unit tests), named `<package>-<target>`;
+//! * `examples/`: every example of `cuda-driver-examples`;
+//! * `ptx/`: a copy of the workspace's `ptx/` directory;
+//! * `run.sh` and `info.txt` (the commit it was built from).
+//!
+//! The binaries link `libcuda.so.1` by its soname and carry no run path, so they load the
+//! driver installed where they run. Where the build found no driver it linked the stub of
+//! cuda-driver-sys, which stays in the build directory: it is not copied, and `run.sh` sets no
+//! `LD_LIBRARY_PATH`.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use crate::util;
+
+/// The most the bundle may weigh: it must travel in under 64 MiB.
+const MAX_BYTES: u64 = 60 << 20;
+
+pub fn run(args: &[String]) -> Result<(), String> {
+    let mut out = util::root().join("target/gpu-bundle");
+    let mut args = args.iter();
+    while let Some(a) = args.next() {
+        match a.as_str() {
+            "--out" => out = PathBuf::from(args.next().ok_or("--out needs a directory")?),
+            other => match other.strip_prefix("--out=") {
+                Some(v) => out = PathBuf::from(v),
+                None => return Err(format!("unknown option `{other}` (expected --out DIR)")),
+            },
+        }
+    }
+
+    let tests = artifacts(
+        cargo()
+            .args(["test", "--release", "--no-run", "--tests"])
+            .args(["-p", "cuda-driver-sys", "-p", "cuda-driver"]),
+        |kind| kind == "test" || kind.ends_with("lib"),
+    )?;
+    let examples = artifacts(
+        cargo()
+            .args(["build", "--release", "--examples"])
+            .args(["-p", "cuda-driver-examples"]),
+        |kind| kind == "example",
+    )?;
+
+    prepare_dir(&out)?;
+    for a in &tests {
+        let name = if a.kind == "test" {
+            format!("{}-{}", a.package, a.target)
+        } else {
+            format!("{}-unit", a.package)
+        };
+        copy(&a.executable, &out.join("tests").join(name))?;
+    }
+    for a in &examples {
+        copy(&a.executable, &out.join("examples").join(&a.target))?;
+    }
+    copy_dir(&util::root().join("ptx"), &out.join("ptx"))?;
+    write(&out.join("info.txt"), &info(), false)?;
+    write(&out.join("run.sh"), RUN_SH, true)?;
+
+    let bytes = size(&out)?;
+    println!(
+        "{}: {} test binaries, {} examples, {:.1} MiB; run it with {}/run.sh [--bench] [test filter]",
+        out.display(),
+        tests.len(),
+        examples.len(),
+        bytes as f64 / (1 << 20) as f64,
+        out.display(),
+    );
+    if bytes > MAX_BYTES {
+        return Err(format!(
+            "the bundle is {bytes} bytes, over the {} MiB limit",
+            MAX_BYTES >> 20
+        ));
+    }
+    Ok(())
+}
+
+fn cargo() -> Command {
+    let mut cmd = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
+    cmd.current_dir(util::root()).stderr(Stdio::inherit());
+    cmd
+}
+
+/// An executable that cargo built.
+struct Artifact {
+    package: String,
+    /// The target's name (`gpu`, `vector_add`, `cuda_driver`).
+    target: String,
+    /// The target's first kind (`test`, `lib`, `example`).
+    kind: String,
+    executable: PathBuf,
+}
+
+/// Runs a cargo build with `--message-format=json-render-diagnostics` (diagnostics go to the
+/// terminal) and returns the executables of the targets whose kind `keep` accepts.
+fn artifacts(cmd: &mut Command, keep: fn(&str) -> bool) -> Result<Vec<Artifact>, String> {
+    let stdout = util::run_capture(cmd.arg("--message-format=json-render-diagnostics"))?;
+    let mut found = Vec::new();
+    for line in stdout.lines() {
+        if !line.starts_with("{\"reason\":\"compiler-artifact\"") {
+            continue;
+        }
+        let Some(executable) = json_string(line, "executable") else {
+            continue;
+        };
+        let kind = json_string(line, "kind").unwrap_or_default();
+        if !keep(&kind) {
+            continue;
+        }
+        let package_id = json_string(line, "package_id")
+            .ok_or_else(|| format!("cargo printed an artifact without package_id: {line}"))?;
+        found.push(Artifact {
+            package: package_name(&package_id),
+            target: json_string(line, "name")
+                .ok_or_else(|| format!("cargo printed an artifact without a name: {line}"))?,
+            kind,
+            executable: PathBuf::from(executable),
+        });
+    }
+    Ok(found)
+}
+
+/// The first string value after `"key":` in a line of cargo's JSON, or the first element when
+/// the value is an array of strings; `None` for `null`. Enough for cargo's messages, whose
+/// keys are unique until `"target"` ends, not a JSON parser.
+fn json_string(line: &str, key: &str) -> Option<String> {
+    let pat = format!("\"{key}\":");
+    let rest = &line[line.find(&pat)? + pat.len()..];
+    let rest = rest.strip_prefix('[').unwrap_or(rest);
+    let mut chars = rest.strip_prefix('"')?.chars();
+    let mut s = String::new();
+    loop {
+        match chars.next()? {
+            '"' => return Some(s),
+            '\\' => match chars.next()? {
+                'n' => s.push('\n'),
+                't' => s.push('\t'),
+                'u' => {
+                    let hex: String = chars.by_ref().take(4).collect();
+                    s.push(char::from_u32(u32::from_str_radix(&hex, 16).ok()?)?);
+                }
+                c => s.push(c),
+            },
+            c => s.push(c),
+        }
+    }
+}
+
+/// The package name in a package id: `path+file:///w/cuda-driver#0.1.0` (the directory
+/// names the package), `path+file:///w/dir#name@0.1.0`, or the older `name 0.1.0 (path+...)`.
+fn package_name(id: &str) -> String {
+    match id.split_once('#') {
+        Some((url, frag)) => match frag.split_once('@') {
+            Some((name, _)) => name.to_string(),
+            None => url.rsplit('/').next().unwrap_or(url).to_string(),
+        },
+        None => id.split(' ').next().unwrap_or(id).to_string(),
+    }
+}
+
+/// Empties `dir` for a new bundle, refusing to delete anything that is not one.
+fn prepare_dir(dir: &Path) -> Result<(), String> {
+    if dir.exists() {
+        let empty = std::fs::read_dir(dir)
+            .map_err(|e| format!("cannot read {}: {e}", dir.display()))?
+            .next()
+            .is_none();
+        if !empty && !dir.join("run.sh").is_file() {
+            return Err(format!(
+                "{} exists and is not a GPU bundle (no run.sh); choose another --out",
+                dir.display()
+            ));
+        }
+        std::fs::remove_dir_all(dir)
+            .map_err(|e| format!("cannot remove the old bundle {}: {e}", dir.display()))?;
+    }
+    std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))
+}
+
+fn copy(from: &Path, to: &Path) -> Result<(), String> {
+    if let Some(dir) = to.parent() {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    }
+    std::fs::copy(from, to)
+        .map(drop)
+        .map_err(|e| format!("cannot copy {} to {}: {e}", from.display(), to.display()))
+}
+
+fn copy_dir(from: &Path, to: &Path) -> Result<(), String> {
+    let entries =
+        std::fs::read_dir(from).map_err(|e| format!("cannot read {}: {e}", from.display()))?;
+    for e in entries {
+        let path = e
+            .map_err(|e| format!("cannot read {}: {e}", from.display()))?
+            .path();
+        let dest = to.join(path.file_name().expect("a directory entry has a name"));
+        if path.is_dir() {
+            copy_dir(&path, &dest)?;
+        } else {
+            copy(&path, &dest)?;
+        }
+    }
+    Ok(())
+}
+
+fn write(path: &Path, contents: &str, executable: bool) -> Result<(), String> {
+    std::fs::write(path, contents).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    #[cfg(unix)]
+    if executable {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755))
+            .map_err(|e| format!("cannot make {} executable: {e}", path.display()))?;
+    }
+    #[cfg(not(unix))]
+    let _ = executable;
+    Ok(())
+}
+
+/// `info.txt`: the commit the bundle was built from, and whether the tree had changes.
+fn info() -> String {
+    let git = |args: &[&str]| {
+        util::run_capture(Command::new("git").args(args).current_dir(util::root()))
+            .map(|s| s.trim().to_string())
+    };
+    let commit = git(&["rev-parse", "--short=12", "HEAD"]).unwrap_or_else(|e| {
+        eprintln!("xtask gpu-bundle: warning: no commit recorded: {e}");
+        "unknown".into()
+    });
+    let dirty = match git(&["status", "--porcelain", "--untracked-files=normal"]) {
+        Ok(s) if s.is_empty() => "",
+        Ok(_) => " with uncommitted changes",
+        Err(_) => " (tree state unknown)",
+    };
+    format!("built from commit {commit}{dirty}\n")
+}
+
+/// The total size of the files under `dir`.
+fn size(dir: &Path) -> Result<u64, String> {
+    let mut total = 0;
+    for e in std::fs::read_dir(dir).map_err(|e| format!("cannot read {}: {e}", dir.display()))? {
+        let e = e.map_err(|e| format!("cannot read {}: {e}", dir.display()))?;
+        let meta = e
+            .metadata()
+            .map_err(|err| format!("cannot stat {}: {err}", e.path().display()))?;
+        total += if meta.is_dir() {
+            size(&e.path())?
+        } else {
+            meta.len()
+        };
+    }
+    Ok(total)
+}
+
+const RUN_SH: &str = r#"#!/usr/bin/env bash
+# Runs the GPU bundle built by `cargo xtask gpu-bundle`: every test binary, then every example
+# but `bench`, then `bench` with --bench or RUN_BENCH=1 (writing $OUT/bench.json when OUT is
+# set). Other arguments go to the test binaries (libtest filters and options).
+# The last line is `gpu-bundle: N passed, M failed`; the exit status is non-zero when M > 0 or
+# when nothing ran.
+set -u
+cd "$(dirname "${BASH_SOURCE[0]}")" || exit 2
+
+export CUDA_DRIVER_REQUIRE_GPU=1
+bench=0
+[ "${RUN_BENCH:-0}" = 1 ] && bench=1
+args=()
+for a in "$@"; do
+    if [ "$a" = --bench ]; then bench=1; else args+=("$a"); fi
+done
+
+passed=0
+failed=0
+failures=()
+
+cat info.txt 2>/dev/null
+if command -v nvidia-smi >/dev/null 2>&1; then
+    nvidia-smi -L
+else
+    echo "nvidia-smi not found"
+fi
+
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+
+# run NAME CMD...: runs one program with its output shown; leaves its status in $status.
+run() {
+    local name=$1
+    shift
+    echo
+    echo "=== $name"
+    local start=$SECONDS
+    "$@" 2>&1 | tee "$log"
+    status=${PIPESTATUS[0]}
+    echo "=== $name: exit status $status ($((SECONDS - start)) s)"
+}
+
+# One program counts as one result, by its exit status.
+count_one() {
+    if [ "$status" -eq 0 ]; then
+        passed=$((passed + 1))
+    else
+        failed=$((failed + 1))
+        failures+=("$1")
+    fi
+}
+
+for t in tests/*; do
+    [ -x "$t" ] || continue
+    run "$t" "./$t" ${args[@]+"${args[@]}"}
+    p=0 f=0 results=0
+    while IFS= read -r line; do
+        if [[ $line =~ ^test\ result:.*\ ([0-9]+)\ passed\;\ ([0-9]+)\ failed ]]; then
+            p=$((p + BASH_REMATCH[1]))
+            f=$((f + BASH_REMATCH[2]))
+            results=$((results + 1))
+        fi
+    done <"$log"
+    if [ "$status" -ne 0 ] && [ "$f" -eq 0 ]; then
+        # It did not get to report a failed test: it did not start, crashed or timed out.
+        echo "=== $t: failed without a test result"
+        f=1
+    elif [ "$results" -eq 0 ]; then
+        echo "=== $t: printed no test result"
+        f=1
+    fi
+    passed=$((passed + p))
+    failed=$((failed + f))
+    [ "$f" -eq 0 ] || failures+=("$t")
+done
+
+for e in examples/*; do
+    [ -x "$e" ] || continue
+    [ "$(basename "$e")" = bench ] && continue
+    run "$e" "./$e"
+    count_one "$e"
+done
+
+if [ "$bench" = 1 ]; then
+    if [ -x examples/bench ]; then
+        bench_args=()
+        [ -n "${OUT:-}" ] && bench_args=(--json "$OUT/bench.json")
+        run examples/bench ./examples/bench ${bench_args[@]+"${bench_args[@]}"}
+        count_one examples/bench
+    else
+        echo "=== examples/bench is not in the bundle"
+        failed=$((failed + 1))
+        failures+=(examples/bench)
+    fi
+fi
+
+echo
+[ "${#failures[@]}" -eq 0 ] || echo "failed: ${failures[*]}"
+echo "gpu-bundle: $passed passed, $failed failed"
+[ "$failed" -eq 0 ] && [ $((passed + failed)) -gt 0 ]
+"#;
