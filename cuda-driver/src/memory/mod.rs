@@ -2,6 +2,10 @@
 
 use cuda_driver_sys as sys;
 
+mod device;
+
+pub use device::{DeviceBuffer, DeviceSlice, DeviceSliceMut};
+
 c_enum! {
     /// The kind of memory a pointer refers to (`CUmemorytype`).
     #[doc(alias = "CUmemorytype")]
@@ -9,7 +13,7 @@ c_enum! {
 }
 
 c_enum! {
-    /// Advice for managed memory (`CUmem_advise`), for [`ManagedBuffer::advise`].
+    /// Advice for managed memory (`CUmem_advise`).
     #[doc(alias = "CUmem_advise")]
     MemAdvice(sys::CUmem_advise)
 }
