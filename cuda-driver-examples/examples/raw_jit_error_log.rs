@@ -14,7 +14,9 @@
 use std::ffi::{c_uint, c_void};
 use std::ptr::null_mut;
 
-use cuda_driver_examples::{check_driver, ensure, jit_option_u32, log_text, ptx, raw_init_or_exit};
+use cuda_driver_examples::{
+    check_driver, ensure, jit_option_u32, log_text, ptx, raw_create_context, raw_init_or_exit,
+};
 use cuda_driver_sys::*;
 
 const BUFFER_SIZE: usize = 8192;
@@ -41,14 +43,7 @@ fn main() {
     raw_init_or_exit();
 
     // CU_JIT_TARGET_FROM_CUCONTEXT compiles for the device of the current context.
-    let mut cuDevice: CUdevice = 0;
-    let mut cuContext: CUcontext = null_mut();
-    // SAFETY: the out-pointers are live; device ordinal 0 exists (cuInit succeeded); null
-    // CUctxCreateParams is allowed.
-    unsafe {
-        check_driver!(cuDeviceGet(&mut cuDevice, 0));
-        check_driver!(cuCtxCreate(&mut cuContext, null_mut(), 0, cuDevice));
-    }
+    let (_cuDevice, cuContext) = raw_create_context();
 
     let mut cuModule: CUmodule = null_mut();
     let mut error_log = [0u8; BUFFER_SIZE];

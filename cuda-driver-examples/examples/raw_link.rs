@@ -16,7 +16,8 @@ use std::ffi::{c_int, c_uint, c_void};
 use std::ptr::null_mut;
 
 use cuda_driver_examples::{
-    check_cuda_driver, check_driver, ensure, jit_option_f32, log_text, ptx, raw_init_or_exit,
+    check_cuda_driver, check_driver, ensure, jit_option_f32, log_text, ptx, raw_create_context,
+    raw_init_or_exit,
 };
 use cuda_driver_sys::*;
 
@@ -35,14 +36,7 @@ fn check_link_step(err: CUresult, op: &str, error_log: &[u8], line: u32) {
 fn main() {
     raw_init_or_exit();
 
-    let mut cuDevice: CUdevice = 0;
-    let mut cuContext: CUcontext = null_mut();
-    // SAFETY: the out-pointers are live; device ordinal 0 exists (cuInit succeeded); null
-    // CUctxCreateParams is allowed.
-    unsafe {
-        check_driver!(cuDeviceGet(&mut cuDevice, 0));
-        check_driver!(cuCtxCreate(&mut cuContext, null_mut(), 0, cuDevice));
-    }
+    let (_cuDevice, cuContext) = raw_create_context();
 
     // link_main alone is not a program: helper_op is an unresolved extern.
     let mut cuModule: CUmodule = null_mut();
@@ -91,37 +85,34 @@ fn main() {
         ));
     }
 
-    // The PTX inputs, NUL-terminated: `len()` is the seed's `strlen(PTXCode) + 1`.
-    // SAFETY: `linkState` is a live link state; each input is NUL-terminated PTX text of
-    // exactly the size given, only read by the driver (the `void*` parameter is not written);
-    // no per-input options.
-    let err = unsafe {
-        cuLinkAddData(
-            linkState,
-            CU_JIT_INPUT_PTX,
-            PTXCode0.as_ptr().cast_mut().cast::<c_void>(),
-            PTXCode0.len(),
-            std::ptr::null(),
-            0,
-            null_mut(),
-            null_mut(),
-        )
-    };
-    check_link_step(err, "cuLinkAddData(PTXCode0)", &error_log, line!());
-    // SAFETY: as for PTXCode0.
-    let err = unsafe {
-        cuLinkAddData(
-            linkState,
-            CU_JIT_INPUT_PTX,
-            PTXCode1.as_ptr().cast_mut().cast::<c_void>(),
-            PTXCode1.len(),
-            std::ptr::null(),
-            0,
-            null_mut(),
-            null_mut(),
-        )
-    };
-    check_link_step(err, "cuLinkAddData(PTXCode1)", &error_log, line!());
+    // The two PTX inputs, NUL-terminated: `len()` is the seed's `strlen(PTXCode) + 1`.
+    for (PTXCode, op) in [
+        (
+            PTXCode0,
+            "cuLinkAddData(linkState, CU_JIT_INPUT_PTX, PTXCode0, ...)",
+        ),
+        (
+            PTXCode1,
+            "cuLinkAddData(linkState, CU_JIT_INPUT_PTX, PTXCode1, ...)",
+        ),
+    ] {
+        // SAFETY: `linkState` is a live link state; the input is NUL-terminated PTX text of
+        // exactly the size given, only read by the driver (the `void*` parameter is not
+        // written); no name, no per-input options.
+        let err = unsafe {
+            cuLinkAddData(
+                linkState,
+                CU_JIT_INPUT_PTX,
+                PTXCode.as_ptr().cast_mut().cast::<c_void>(),
+                PTXCode.len(),
+                std::ptr::null(),
+                0,
+                null_mut(),
+                null_mut(),
+            )
+        };
+        check_link_step(err, op, &error_log, line!());
+    }
 
     // SAFETY: `linkState` holds both inputs; `cubin` and `cubinSize` are live out-pointers.
     // The cubin is owned by the link state: it stays valid until cuLinkDestroy.

@@ -16,7 +16,7 @@
 use std::ffi::{c_char, c_int, c_void};
 use std::ptr::null_mut;
 
-use cuda_driver_examples::{check_driver, ensure, ptx, raw_init_or_exit};
+use cuda_driver_examples::{check_driver, ensure, ptx, raw_create_context, raw_init_or_exit};
 use cuda_driver_sys::*;
 
 /// CUDA's `float4`: four floats, 16-byte aligned in device code.
@@ -74,16 +74,12 @@ fn ADD_TO_PARAM_BUFFER<T: Copy>(
 fn main() {
     raw_init_or_exit();
 
-    let mut cuDevice: CUdevice = 0;
-    let mut cuContext: CUcontext = null_mut();
+    let (_cuDevice, cuContext) = raw_create_context();
     let mut cuModule: CUmodule = null_mut();
     let mut cuFunction: CUfunction = null_mut();
-    // SAFETY: the out-pointers are live; device ordinal 0 exists (cuInit succeeded); null
-    // CUctxCreateParams is allowed; the image is NUL-terminated PTX text; the kernel name is
-    // a NUL-terminated C string.
+    // SAFETY: the out-pointers are live; the image is NUL-terminated PTX text; the kernel name
+    // is a NUL-terminated C string; `cuContext` is current.
     unsafe {
-        check_driver!(cuDeviceGet(&mut cuDevice, 0));
-        check_driver!(cuCtxCreate(&mut cuContext, null_mut(), 0, cuDevice));
         check_driver!(cuModuleLoadData(
             &mut cuModule,
             ptx::PARAM_BUFFER.as_ptr().cast::<c_void>()

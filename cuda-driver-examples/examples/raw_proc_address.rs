@@ -16,7 +16,7 @@
 use std::ffi::{c_int, c_void, CStr};
 use std::ptr::null_mut;
 
-use cuda_driver_examples::{check_driver, ensure, raw_init_or_exit};
+use cuda_driver_examples::{check_driver, ensure, raw_create_context, raw_init_or_exit};
 use cuda_driver_sys::*;
 
 /// The names of CUdriverProcAddressQueryResult's values.
@@ -108,14 +108,10 @@ fn main() {
     );
 
     // Call the v2 pointer on a real stream: begin a capture, see it active, end it.
-    let mut cuDevice: CUdevice = 0;
-    let mut cuContext: CUcontext = null_mut();
+    let (_cuDevice, cuContext) = raw_create_context();
     let mut hStream: CUstream = null_mut();
-    // SAFETY: the out-pointers are live; device ordinal 0 exists (cuInit succeeded); null
-    // CUctxCreateParams is allowed.
+    // SAFETY: `hStream` is a live out-pointer; `cuContext` is current.
     unsafe {
-        check_driver!(cuDeviceGet(&mut cuDevice, 0));
-        check_driver!(cuCtxCreate(&mut cuContext, null_mut(), 0, cuDevice));
         check_driver!(cuStreamCreate(&mut hStream, CU_STREAM_NON_BLOCKING));
     }
     let begin_capture = pfn_cuStreamBeginCapture_v2.expect("checked non-null above");

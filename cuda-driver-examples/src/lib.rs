@@ -3,8 +3,8 @@
 //! * [`ptx`]: the PTX of every kernel under `ptx/`, embedded and NUL-terminated.
 //! * For the raw ports of the seed documents (`examples/raw_*.rs`, which use only
 //!   `cuda_driver_sys`): [`raw_init_or_exit`], the seed's `checkDriver` as [`check_driver!`]
-//!   (over [`check_cuda_driver`]), [`ensure!`] for checking results, and small readers for
-//!   the JIT's output buffers and option values.
+//!   (over [`check_cuda_driver`]), [`ensure!`] for checking results, [`raw_create_context`],
+//!   and small readers for the JIT's output buffers and option values.
 #![deny(missing_docs)]
 
 use std::borrow::Cow;
@@ -166,6 +166,23 @@ pub fn raw_init_or_exit() {
             std::process::exit(1);
         }
     }
+}
+
+/// The setup the seed's snippets take for granted: device 0 and a new context on it, current
+/// to this thread (`cuDeviceGet`, then `cuCtxCreate` with default flags; CUDA 13's
+/// `cuCtxCreate` takes a `CUctxCreateParams*`, null here). Call after [`raw_init_or_exit`];
+/// exits as [`check_driver!`] does on failure. The caller destroys the context with
+/// `cuCtxDestroy`.
+pub fn raw_create_context() -> (CUdevice, CUcontext) {
+    let mut device: CUdevice = 0;
+    let mut context: CUcontext = std::ptr::null_mut();
+    // SAFETY: both out-pointers are live; null CUctxCreateParams is allowed (no execution
+    // affinity, no CIG); the ordinal is checked by the driver.
+    unsafe {
+        check_driver!(cuDeviceGet(&mut device, 0));
+        check_driver!(cuCtxCreate(&mut context, std::ptr::null_mut(), 0, device));
+    }
+    (device, context)
 }
 
 /// The text of a log buffer the JIT filled (`CU_JIT_INFO_LOG_BUFFER`,
