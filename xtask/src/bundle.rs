@@ -262,7 +262,8 @@ fn size(dir: &Path) -> Result<u64, String> {
 const RUN_SH: &str = r#"#!/usr/bin/env bash
 # Runs the GPU bundle built by `cargo xtask gpu-bundle`: every test binary, then every example
 # but `bench`, then `bench` with --bench or RUN_BENCH=1 (writing $OUT/bench.json when OUT is
-# set). Other arguments go to the test binaries (libtest filters and options).
+# set). Other arguments go to the test binaries (libtest filters and options). Each program
+# is stopped after GPU_BUNDLE_TIMEOUT seconds (default 300), and counts as failed.
 # The last line is `gpu-bundle: N passed, M failed`; the exit status is non-zero when M > 0 or
 # when nothing ran.
 set -u
@@ -297,8 +298,15 @@ run() {
     echo
     echo "=== $name"
     local start=$SECONDS
-    "$@" 2>&1 | tee "$log"
+    if command -v timeout >/dev/null 2>&1; then
+        timeout --kill-after=10 "${GPU_BUNDLE_TIMEOUT:-300}" "$@" 2>&1 | tee "$log"
+    else
+        "$@" 2>&1 | tee "$log"
+    fi
     status=${PIPESTATUS[0]}
+    case $status in
+        124 | 137) echo "=== $name: stopped after ${GPU_BUNDLE_TIMEOUT:-300} s" ;;
+    esac
     echo "=== $name: exit status $status ($((SECONDS - start)) s)"
 }
 
