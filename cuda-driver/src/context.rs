@@ -140,9 +140,9 @@ impl Context {
     pub fn new(device: Device, flags: ContextFlags) -> Result<Context> {
         init()?;
         let mut raw = ptr::null_mut();
-        // SAFETY: writes one CUcontext to a valid pointer; on success we own the context and
-        // wrap it in the next statement.
         check(
+            // SAFETY: writes one CUcontext to a valid pointer; on success we own the context and
+            // wrap it in the next statement.
             unsafe { sys::cuCtxCreate_v2(&mut raw, flags.as_raw(), device.as_raw()) },
             "cuCtxCreate_v2",
         )?;
@@ -158,8 +158,8 @@ impl Context {
     #[track_caller]
     pub(crate) fn retain_primary(device: Device) -> Result<Context> {
         let mut raw = ptr::null_mut();
-        // SAFETY: writes one CUcontext; on success we hold one retain, released in Drop.
         check(
+            // SAFETY: writes one CUcontext; on success we hold one retain, released in Drop.
             unsafe { sys::cuDevicePrimaryCtxRetain(&mut raw, device.as_raw()) },
             "cuDevicePrimaryCtxRetain",
         )?;
@@ -245,8 +245,8 @@ impl Context {
     #[doc(alias = "cuCtxSetCurrent")]
     #[track_caller]
     pub fn set_current(&self) -> Result<()> {
-        // SAFETY: the context is alive while `self` is.
         check(
+            // SAFETY: the context is alive while `self` is.
             unsafe { sys::cuCtxSetCurrent(self.inner.raw) },
             "cuCtxSetCurrent",
         )
@@ -306,8 +306,8 @@ impl Context {
     #[doc(alias = "cuCtxPushCurrent_v2")]
     #[track_caller]
     pub fn push(&self) -> Result<ContextGuard<'_>> {
-        // SAFETY: the context is alive for the guard's lifetime, which borrows `self`.
         check(
+            // SAFETY: the context is alive for the guard's lifetime, which borrows `self`.
             unsafe { sys::cuCtxPushCurrent_v2(self.inner.raw) },
             "cuCtxPushCurrent_v2",
         )?;
@@ -336,8 +336,8 @@ impl Context {
     pub fn limit(&self, limit: Limit) -> Result<usize> {
         self.ensure_current()?;
         let mut v = 0;
-        // SAFETY: writes one size_t to a valid pointer.
         check(
+            // SAFETY: writes one size_t to a valid pointer.
             unsafe { sys::cuCtxGetLimit(&mut v, limit.0) },
             "cuCtxGetLimit",
         )?;
@@ -351,8 +351,8 @@ impl Context {
     #[track_caller]
     pub fn set_limit(&self, limit: Limit, value: usize) -> Result<()> {
         self.ensure_current()?;
-        // SAFETY: plain value arguments on the current context.
         check(
+            // SAFETY: plain value arguments on the current context.
             unsafe { sys::cuCtxSetLimit(limit.0, value) },
             "cuCtxSetLimit",
         )
@@ -366,8 +366,8 @@ impl Context {
     pub fn cache_config(&self) -> Result<CacheConfig> {
         self.ensure_current()?;
         let mut v = 0;
-        // SAFETY: writes one CUfunc_cache to a valid pointer.
         check(
+            // SAFETY: writes one CUfunc_cache to a valid pointer.
             unsafe { sys::cuCtxGetCacheConfig(&mut v) },
             "cuCtxGetCacheConfig",
         )?;
@@ -381,8 +381,8 @@ impl Context {
     #[track_caller]
     pub fn set_cache_config(&self, config: CacheConfig) -> Result<()> {
         self.ensure_current()?;
-        // SAFETY: plain value argument on the current context.
         check(
+            // SAFETY: plain value argument on the current context.
             unsafe { sys::cuCtxSetCacheConfig(config.0) },
             "cuCtxSetCacheConfig",
         )
@@ -396,8 +396,8 @@ impl Context {
     pub fn shared_mem_config(&self) -> Result<SharedMemConfig> {
         self.ensure_current()?;
         let mut v = 0;
-        // SAFETY: writes one CUsharedconfig to a valid pointer.
         check(
+            // SAFETY: writes one CUsharedconfig to a valid pointer.
             unsafe { sys::cuCtxGetSharedMemConfig(&mut v) },
             "cuCtxGetSharedMemConfig",
         )?;
@@ -411,8 +411,8 @@ impl Context {
     #[track_caller]
     pub fn set_shared_mem_config(&self, config: SharedMemConfig) -> Result<()> {
         self.ensure_current()?;
-        // SAFETY: plain value argument on the current context.
         check(
+            // SAFETY: plain value argument on the current context.
             unsafe { sys::cuCtxSetSharedMemConfig(config.0) },
             "cuCtxSetSharedMemConfig",
         )
@@ -425,8 +425,8 @@ impl Context {
     #[track_caller]
     pub fn api_version(&self) -> Result<u32> {
         let mut v = 0;
-        // SAFETY: the context is alive; writes one unsigned int.
         check(
+            // SAFETY: the context is alive; writes one unsigned int.
             unsafe { sys::cuCtxGetApiVersion(self.inner.raw, &mut v) },
             "cuCtxGetApiVersion",
         )?;
@@ -454,8 +454,8 @@ impl Context {
     pub fn stream_priority_range(&self) -> Result<(i32, i32)> {
         self.ensure_current()?;
         let (mut least, mut greatest) = (0, 0);
-        // SAFETY: writes two ints to valid pointers.
         check(
+            // SAFETY: writes two ints to valid pointers.
             unsafe { sys::cuCtxGetStreamPriorityRange(&mut least, &mut greatest) },
             "cuCtxGetStreamPriorityRange",
         )?;
@@ -471,8 +471,8 @@ impl Context {
     pub fn mem_info(&self) -> Result<(usize, usize)> {
         self.ensure_current()?;
         let (mut free, mut total) = (0, 0);
-        // SAFETY: writes two size_t to valid pointers.
         check(
+            // SAFETY: writes two size_t to valid pointers.
             unsafe { sys::cuMemGetInfo_v2(&mut free, &mut total) },
             "cuMemGetInfo_v2",
         )?;
@@ -486,8 +486,8 @@ impl Context {
     #[track_caller]
     pub fn enable_peer_access(&self, peer: &Context) -> Result<()> {
         self.ensure_current()?;
-        // SAFETY: `peer` is alive; flags must be 0.
         check(
+            // SAFETY: `peer` is alive; flags must be 0.
             unsafe { sys::cuCtxEnablePeerAccess(peer.as_raw(), 0) },
             "cuCtxEnablePeerAccess",
         )
@@ -500,8 +500,8 @@ impl Context {
     #[track_caller]
     pub fn disable_peer_access(&self, peer: &Context) -> Result<()> {
         self.ensure_current()?;
-        // SAFETY: `peer` is alive.
         check(
+            // SAFETY: `peer` is alive.
             unsafe { sys::cuCtxDisablePeerAccess(peer.as_raw()) },
             "cuCtxDisablePeerAccess",
         )
@@ -557,9 +557,9 @@ impl ContextGuard<'_> {
             )));
         }
         let mut popped = ptr::null_mut();
-        // SAFETY: the top of the stack is our context, pushed by Context::push on this thread
-        // (the guard is !Send); writes one CUcontext.
         check(
+            // SAFETY: the top of the stack is our context, pushed by Context::push on this thread
+            // (the guard is !Send); writes one CUcontext.
             unsafe { sys::cuCtxPopCurrent_v2(&mut popped) },
             "cuCtxPopCurrent_v2",
         )

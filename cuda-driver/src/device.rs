@@ -51,8 +51,8 @@ impl Device {
             return Err(Error::DeviceOutOfRange { ordinal, count });
         }
         let mut dev = 0;
-        // SAFETY: cuDeviceGet writes one CUdevice to a valid pointer; the ordinal is in range.
         check(
+            // SAFETY: cuDeviceGet writes one CUdevice to a valid pointer; the ordinal is in range.
             unsafe { sys::cuDeviceGet(&mut dev, ordinal as i32) },
             "cuDeviceGet",
         )?;
@@ -82,8 +82,8 @@ impl Device {
     #[track_caller]
     pub fn name(self) -> Result<String> {
         let mut buf = [0 as std::ffi::c_char; 256];
-        // SAFETY: the driver writes at most `len` bytes, NUL-terminated, into `buf`.
         check(
+            // SAFETY: the driver writes at most `len` bytes, NUL-terminated, into `buf`.
             unsafe { sys::cuDeviceGetName(buf.as_mut_ptr(), buf.len() as i32, self.0) },
             "cuDeviceGetName",
         )?;
@@ -102,8 +102,8 @@ impl Device {
     #[track_caller]
     pub fn uuid(self) -> Result<[u8; 16]> {
         let mut uuid = sys::CUuuid { bytes: [0; 16] };
-        // SAFETY: writes one CUuuid to a valid pointer.
         check(
+            // SAFETY: writes one CUuuid to a valid pointer.
             unsafe { sys::cuDeviceGetUuid_v2(&mut uuid, self.0) },
             "cuDeviceGetUuid_v2",
         )?;
@@ -117,8 +117,8 @@ impl Device {
     #[track_caller]
     pub fn pci_bus_id(self) -> Result<String> {
         let mut buf = [0 as std::ffi::c_char; 64];
-        // SAFETY: the driver writes at most `len` bytes, NUL-terminated.
         check(
+            // SAFETY: the driver writes at most `len` bytes, NUL-terminated.
             unsafe { sys::cuDeviceGetPCIBusId(buf.as_mut_ptr(), buf.len() as i32, self.0) },
             "cuDeviceGetPCIBusId",
         )?;
@@ -136,8 +136,8 @@ impl Device {
     #[track_caller]
     pub fn total_memory(self) -> Result<usize> {
         let mut bytes = 0;
-        // SAFETY: writes one size_t to a valid pointer.
         check(
+            // SAFETY: writes one size_t to a valid pointer.
             unsafe { sys::cuDeviceTotalMem_v2(&mut bytes, self.0) },
             "cuDeviceTotalMem_v2",
         )?;
@@ -158,9 +158,9 @@ impl Device {
     #[track_caller]
     pub fn attribute(self, attr: DeviceAttribute) -> Result<i32> {
         let mut v = 0;
-        // SAFETY: writes one int to a valid pointer; an attribute the driver does not know is
-        // an error code, not undefined behaviour.
         check(
+            // SAFETY: writes one int to a valid pointer; an attribute the driver does not know is
+            // an error code, not undefined behaviour.
             unsafe { sys::cuDeviceGetAttribute(&mut v, attr.0, self.0) },
             "cuDeviceGetAttribute",
         )?;
@@ -183,8 +183,8 @@ impl Device {
     #[track_caller]
     pub fn can_access_peer(self, peer: Device) -> Result<bool> {
         let mut v = 0;
-        // SAFETY: writes one int to a valid pointer.
         check(
+            // SAFETY: writes one int to a valid pointer.
             unsafe { sys::cuDeviceCanAccessPeer(&mut v, self.0, peer.0) },
             "cuDeviceCanAccessPeer",
         )?;
@@ -210,8 +210,8 @@ impl Device {
     pub fn primary_context_state(self) -> Result<(ContextFlags, bool)> {
         init()?;
         let (mut flags, mut active) = (0u32, 0i32);
-        // SAFETY: writes one unsigned and one int to valid pointers.
         check(
+            // SAFETY: writes one unsigned and one int to valid pointers.
             unsafe { sys::cuDevicePrimaryCtxGetState(self.0, &mut flags, &mut active) },
             "cuDevicePrimaryCtxGetState",
         )?;
@@ -227,8 +227,8 @@ impl Device {
     #[track_caller]
     pub fn set_primary_context_flags(self, flags: ContextFlags) -> Result<()> {
         init()?;
-        // SAFETY: plain value arguments.
         check(
+            // SAFETY: plain value arguments.
             unsafe { sys::cuDevicePrimaryCtxSetFlags_v2(self.0, flags.as_raw()) },
             "cuDevicePrimaryCtxSetFlags_v2",
         )
@@ -246,8 +246,8 @@ impl Device {
     #[track_caller]
     pub unsafe fn reset_primary_context(self) -> Result<()> {
         init()?;
-        // SAFETY: the caller guarantees nothing created in the primary context is used again.
         check(
+            // SAFETY: the caller guarantees nothing created in the primary context is used again.
             unsafe { sys::cuDevicePrimaryCtxReset_v2(self.0) },
             "cuDevicePrimaryCtxReset_v2",
         )

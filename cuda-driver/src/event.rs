@@ -59,8 +59,8 @@ impl Event {
     pub fn new(ctx: &Context, flags: EventFlags) -> Result<Event> {
         ctx.ensure_current()?;
         let mut raw = ptr::null_mut();
-        // SAFETY: writes one CUevent; wrapped in the next statement.
         check(
+            // SAFETY: writes one CUevent; wrapped in the next statement.
             unsafe { sys::cuEventCreate(&mut raw, flags.as_raw()) },
             "cuEventCreate",
         )?;
@@ -89,8 +89,8 @@ impl Event {
     #[track_caller]
     pub fn record(&self, stream: &Stream) -> Result<()> {
         self.ctx.ensure_current()?;
-        // SAFETY: event and stream are alive.
         check(
+            // SAFETY: event and stream are alive.
             unsafe { sys::cuEventRecord(self.raw, stream.as_raw()) },
             "cuEventRecord",
         )
@@ -103,8 +103,8 @@ impl Event {
     #[track_caller]
     pub fn synchronize(&self) -> Result<()> {
         self.ctx.ensure_current()?;
-        // SAFETY: the event is alive.
         check(
+            // SAFETY: the event is alive.
             unsafe { sys::cuEventSynchronize(self.raw) },
             "cuEventSynchronize",
         )
@@ -135,8 +135,8 @@ impl Event {
         let f = crate::entry_point::newer::cuEventElapsedTime_v1()?;
         self.ctx.ensure_current()?;
         let mut ms = 0.0f32;
-        // SAFETY: both events are alive; writes one float.
         check(
+            // SAFETY: both events are alive; writes one float.
             unsafe { f(&mut ms, self.raw, end.raw) },
             "cuEventElapsedTime",
         )?;

@@ -76,8 +76,8 @@ impl Stream {
     pub fn new(ctx: &Context, flags: StreamFlags) -> Result<Stream> {
         ctx.ensure_current()?;
         let mut raw = ptr::null_mut();
-        // SAFETY: writes one CUstream; wrapped in the next statement.
         check(
+            // SAFETY: writes one CUstream; wrapped in the next statement.
             unsafe { sys::cuStreamCreate(&mut raw, flags.as_raw()) },
             "cuStreamCreate",
         )?;
@@ -97,8 +97,8 @@ impl Stream {
     pub fn with_priority(ctx: &Context, flags: StreamFlags, priority: i32) -> Result<Stream> {
         ctx.ensure_current()?;
         let mut raw = ptr::null_mut();
-        // SAFETY: writes one CUstream; wrapped in the next statement.
         check(
+            // SAFETY: writes one CUstream; wrapped in the next statement.
             unsafe { sys::cuStreamCreateWithPriority(&mut raw, flags.as_raw(), priority) },
             "cuStreamCreateWithPriority",
         )?;
@@ -180,8 +180,8 @@ impl Stream {
     #[track_caller]
     pub fn synchronize(&self) -> Result<()> {
         self.ctx.ensure_current()?;
-        // SAFETY: the stream is alive while self is.
         check(
+            // SAFETY: the stream is alive while self is.
             unsafe { sys::cuStreamSynchronize(self.raw) },
             "cuStreamSynchronize",
         )
@@ -209,8 +209,8 @@ impl Stream {
     #[track_caller]
     pub fn wait_event(&self, event: &Event) -> Result<()> {
         self.ctx.ensure_current()?;
-        // SAFETY: stream and event are alive; flags must be 0.
         check(
+            // SAFETY: stream and event are alive; flags must be 0.
             unsafe { sys::cuStreamWaitEvent(self.raw, event.as_raw(), 0) },
             "cuStreamWaitEvent",
         )
@@ -224,8 +224,8 @@ impl Stream {
     pub fn priority(&self) -> Result<i32> {
         self.ctx.ensure_current()?;
         let mut p = 0;
-        // SAFETY: writes one int.
         check(
+            // SAFETY: writes one int.
             unsafe { sys::cuStreamGetPriority(self.raw, &mut p) },
             "cuStreamGetPriority",
         )?;
@@ -240,8 +240,8 @@ impl Stream {
     pub fn flags(&self) -> Result<StreamFlags> {
         self.ctx.ensure_current()?;
         let mut f = 0;
-        // SAFETY: writes one unsigned int.
         check(
+            // SAFETY: writes one unsigned int.
             unsafe { sys::cuStreamGetFlags(self.raw, &mut f) },
             "cuStreamGetFlags",
         )?;
