@@ -12,6 +12,8 @@ use std::ffi::{c_char, c_void, CStr};
 
 use cuda_driver_sys::*;
 
+pub mod bench;
+
 /// The PTX of the kernels under `ptx/` (compiled by `cargo xtask build-kernels` with the
 /// pinned nvcc of CUDA 13.0, PTX ISA 9.0), each NUL-terminated so that raw C APIs can take
 /// `NAME.as_ptr()` (`cuModuleLoadData`, `cuLibraryLoadData`), and `NAME.len()` is the C

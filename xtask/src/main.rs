@@ -3,6 +3,7 @@
 //! Every task that writes generated files has a `--check` mode that regenerates into memory
 //! and fails on any difference from what is committed.
 
+mod bench_report;
 mod bindgen;
 mod bundle;
 mod kernels;
@@ -17,6 +18,7 @@ tasks:
   bindgen [--check]              generate cuda-driver-sys/src/bindings.rs and the stub library source
   build-kernels [--check] [--arch compute_XX]
                                  compile ptx/*.cu to ptx/*.ptx with nvcc (default compute_75)
+  bench-report FILE.json [--out DIR]  write DIR/bench.md and DIR/bench.svg (default docs/) from bench --json
   gpu-bundle [--out DIR]         build the GPU tests and examples into target/gpu-bundle with run.sh
 ";
 
@@ -29,6 +31,7 @@ fn main() -> ExitCode {
     let result = match task.as_str() {
         "bindgen" => bindgen::run(rest),
         "build-kernels" => kernels::run(rest),
+        "bench-report" => bench_report::run(rest),
         "gpu-bundle" => bundle::run(rest),
         "-h" | "--help" | "help" => {
             print!("{USAGE}");
