@@ -1,19 +1,46 @@
 //! Driver entry points through `cuGetProcAddress`, and the run-time resolution of every
 //! driver function this crate uses that is newer than CUDA 12.0.
 //!
+//! * [`get`] (and its cached form [`Lazy`]) looks a function up by a marker type of [`pfn`],
+//!   one per `PFN_*` typedef of cudaTypedefs.h: the marker ties the function pointer type to
+//!   the symbol, CUDA version and stream flavour it belongs to, so the lookup is safe and
+//!   returns the typed pointer (calling it is `unsafe`, as for any C function).
+//! * [`proc_address`] looks a function up by name, version and [`ProcAddressFlags`] and
+//!   returns its address; [`proc_address_as`] casts it to a type the caller chooses (`unsafe`).
+//!
+//! Errors tell a symbol the driver does not have ([`Error::EntryPoint`] with
+//! [`ProcAddressStatus::SYMBOL_NOT_FOUND`]) from one it has, but not at the version asked for
+//! ([`ProcAddressStatus::VERSION_NOT_SUFFICIENT`]), and a function newer than the installed
+//! driver ([`Error::Unsupported`]).
+//!
+//! ```no_run
+//! use cuda_driver::entry_point::{self, pfn};
+//!
+//! // `cuStreamBeginCapture` at CUDA 10.1 is `cuStreamBeginCapture_v2(CUstream, mode)`.
+//! let begin_capture = entry_point::get::<pfn::cuStreamBeginCapture_v10010>()?;
+//! // The per-thread default stream flavour of `cuLaunchKernel` (`cuLaunchKernel_ptsz`).
+//! let launch_ptsz = entry_point::get::<pfn::cuLaunchKernel_v7000_ptsz>()?;
+//! # let _ = (begin_capture, launch_ptsz);
+//! # Ok::<(), cuda_driver::Error>(())
+//! ```
+//!
+//! # Every driver from CUDA 12.0 on
+//!
 //! `cuda-driver` links directly only to functions that every driver from CUDA 12.0 on
 //! exports. A newer function (such as `cuKernelGetParamInfo`, CUDA 12.4) is looked up on
 //! first use with `cuGetProcAddress` at the CUDA version that introduced it, and cached; on an
 //! older driver the call returns [`Error::Unsupported`] naming the function and the version it
-//! needs, instead of failing to load the program.
+//! needs, instead of failing to load the program. [`lazy_functions`] lists them;
+//! `cargo xtask check-imports` proves that nothing newer is linked directly.
 
 use std::ffi::{c_void, CStr};
+use std::marker::PhantomData;
 use std::ptr::NonNull;
 use std::sync::OnceLock;
 
 use cuda_driver_sys as sys;
 
-use crate::error::{check, Error, Result};
+use crate::error::{check, Error, ErrorCode, Result};
 
 c_enum! {
     /// What `cuGetProcAddress` found (`CUdriverProcAddressQueryResult`).
@@ -25,7 +52,10 @@ c_flags! {
     /// Which flavour of a function `cuGetProcAddress` returns (`CUdriverProcAddress_flags`).
     #[doc(alias = "CUdriverProcAddress_flags")]
     ProcAddressFlags(u64) {
-        /// The driver's default (`CU_GET_PROC_ADDRESS_DEFAULT`).
+        /// The default (`CU_GET_PROC_ADDRESS_DEFAULT`): like cuda.h, the legacy default stream
+        /// flavour, or the per-thread one when the `per-thread-default-stream` feature is on
+        /// (the feature makes `cuGetProcAddress` add the per-thread flag, as
+        /// `CUDA_API_PER_THREAD_DEFAULT_STREAM` does in C).
         const DEFAULT = sys::CU_GET_PROC_ADDRESS_DEFAULT;
         /// The legacy default stream flavour (`CU_GET_PROC_ADDRESS_LEGACY_STREAM`).
         const LEGACY_STREAM = sys::CU_GET_PROC_ADDRESS_LEGACY_STREAM;
@@ -35,9 +65,10 @@ c_flags! {
     }
 }
 
-/// The stream flavour this crate asks for: per-thread with the `per-thread-default-stream`
-/// feature, legacy otherwise, matching the symbols `cuda-driver-sys` links.
-pub(crate) const CRATE_FLAGS: ProcAddressFlags = if cfg!(feature = "per-thread-default-stream") {
+/// The stream flavour this crate's own calls use: [`ProcAddressFlags::PER_THREAD_DEFAULT_STREAM`]
+/// with the `per-thread-default-stream` feature, [`ProcAddressFlags::LEGACY_STREAM`] otherwise,
+/// matching the symbols `cuda-driver-sys` links (`cuLaunchKernel_ptsz` or `cuLaunchKernel`).
+pub const CRATE_FLAGS: ProcAddressFlags = if cfg!(feature = "per-thread-default-stream") {
     ProcAddressFlags::PER_THREAD_DEFAULT_STREAM
 } else {
     ProcAddressFlags::LEGACY_STREAM
@@ -45,11 +76,24 @@ pub(crate) const CRATE_FLAGS: ProcAddressFlags = if cfg!(feature = "per-thread-d
 
 /// Looks up a driver function by name, CUDA version and flags, returning its address.
 ///
-/// The error tells apart a symbol the driver does not have ([`Error::EntryPoint`] with
+/// `symbol` is the base name (`c"cuMemAlloc"`, not `cuMemAlloc_v2`); `cuda_version` picks the
+/// ABI (`1000 * major + 10 * minor`: 3020 for `cuMemAlloc_v2`). The error tells apart a symbol
+/// the driver does not have ([`Error::EntryPoint`] with
 /// [`ProcAddressStatus::SYMBOL_NOT_FOUND`]) from one it has, but not at `cuda_version`
-/// ([`ProcAddressStatus::VERSION_NOT_SUFFICIENT`]).
+/// ([`ProcAddressStatus::VERSION_NOT_SUFFICIENT`]); a `cuda_version` above the driver's is a
+/// driver error (`CUDA_ERROR_INVALID_VALUE`).
 ///
-/// Wraps `cuGetProcAddress_v2`.
+/// Wraps [`cuGetProcAddress_v2`](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__DRIVER__ENTRY__POINT.html).
+///
+/// ```no_run
+/// use cuda_driver::entry_point::proc_address;
+/// use cuda_driver::ProcAddressFlags;
+///
+/// let v1 = proc_address(c"cuStreamBeginCapture", 10000, ProcAddressFlags::DEFAULT)?;
+/// let v2 = proc_address(c"cuStreamBeginCapture", 10010, ProcAddressFlags::DEFAULT)?;
+/// assert_ne!(v1, v2); // cuStreamBeginCapture and cuStreamBeginCapture_v2
+/// # Ok::<(), cuda_driver::Error>(())
+/// ```
 #[doc(alias = "cuGetProcAddress")]
 #[doc(alias = "cuGetProcAddress_v2")]
 #[track_caller]
@@ -72,37 +116,177 @@ pub fn proc_address(
         )
     };
     let status = ProcAddressStatus(status);
-    match (check(r, "cuGetProcAddress_v2"), NonNull::new(p)) {
-        (Ok(()), Some(p)) if status == ProcAddressStatus::SUCCESS => Ok(p),
-        (Err(e), _) if status == ProcAddressStatus::SUCCESS => Err(e),
-        _ => Err(Error::EntryPoint {
-            symbol: symbol.to_string_lossy().into_owned(),
-            version: cuda_version,
-            status: if status == ProcAddressStatus::SUCCESS {
-                ProcAddressStatus::SYMBOL_NOT_FOUND
-            } else {
-                status
-            },
-        }),
+    let not_found = |status: ProcAddressStatus| Error::EntryPoint {
+        symbol: symbol.to_string_lossy().into_owned(),
+        version: cuda_version,
+        status: if status == ProcAddressStatus::SUCCESS {
+            ProcAddressStatus::SYMBOL_NOT_FOUND
+        } else {
+            status
+        },
+    };
+    match check(r, "cuGetProcAddress_v2") {
+        Ok(()) => match NonNull::new(p) {
+            Some(p) if status == ProcAddressStatus::SUCCESS => Ok(p),
+            _ => Err(not_found(status)),
+        },
+        // Some drivers answer an unknown symbol with CUDA_ERROR_NOT_FOUND as well as the status.
+        Err(e) if e.code() == Some(ErrorCode::NOT_FOUND) => Err(not_found(status)),
+        Err(e) => Err(e),
     }
 }
 
 /// Looks up a driver function and returns it as the function pointer type `F`.
 ///
+/// Prefer [`get`], which takes the type from a marker of [`pfn`] and needs no `unsafe`.
+///
 /// # Safety
 /// `F` must be the function pointer type (the `Fn` of a `PFN_*` of `cuda_driver_sys`, such as
 /// `PFN_cuStreamBeginCapture_v10010`) matching the ABI of `symbol` at `cuda_version`.
+#[doc(alias = "cuGetProcAddress")]
 #[track_caller]
 pub unsafe fn proc_address_as<F: Copy>(
     symbol: &CStr,
     cuda_version: i32,
     flags: ProcAddressFlags,
 ) -> Result<F> {
-    const { assert!(std::mem::size_of::<F>() == std::mem::size_of::<*mut c_void>()) };
     let p = proc_address(symbol, cuda_version, flags)?;
-    // SAFETY: F is pointer-sized (checked above) and the caller guarantees it is the function
-    // pointer type of this symbol at this version.
-    Ok(unsafe { std::mem::transmute_copy::<*mut c_void, F>(&p.as_ptr()) })
+    // SAFETY: the caller guarantees F is the function pointer type of this symbol at this
+    // version; `cast` checks it is pointer-sized.
+    Ok(unsafe { cast::<F>(p.as_ptr()) })
+}
+
+/// Reinterprets a function's address as the function pointer type `F`.
+///
+/// # Safety
+/// `F` is the function pointer type of the function at `p`.
+#[inline(always)]
+unsafe fn cast<F: Copy>(p: *mut c_void) -> F {
+    const { assert!(std::mem::size_of::<F>() == std::mem::size_of::<*mut c_void>()) };
+    // SAFETY: F is pointer-sized (checked above); the caller guarantees it is the type of the
+    // function at `p`.
+    unsafe { std::mem::transmute_copy::<*mut c_void, F>(&p) }
+}
+
+/// A driver function at one CUDA version and stream flavour, with its function pointer type:
+/// the markers of [`pfn`], one per `PFN_*` of cudaTypedefs.h, implement it.
+///
+/// # Safety
+/// `Pfn` is the function pointer type of the function `cuGetProcAddress` returns for
+/// `SYMBOL`, `VERSION` and `FLAGS`.
+pub unsafe trait EntryPoint {
+    /// The function pointer type (`unsafe extern "C" fn(..) -> CUresult`).
+    type Pfn: Copy;
+    /// The base name of the function, such as `c"cuStreamBeginCapture"`.
+    const SYMBOL: &'static CStr;
+    /// The CUDA version of this ABI, such as 10010 for `cuStreamBeginCapture_v2`.
+    const VERSION: i32;
+    /// The stream flavour: [`ProcAddressFlags::LEGACY_STREAM`], or
+    /// [`ProcAddressFlags::PER_THREAD_DEFAULT_STREAM`] for the `_ptds`/`_ptsz` typedefs.
+    const FLAGS: ProcAddressFlags;
+}
+
+/// Looks up the driver function `P` names (a marker of [`pfn`]) and returns it typed.
+///
+/// Calls `cuGetProcAddress` every time; keep the result, or use a [`Lazy`].
+///
+/// # Errors
+/// [`Error::Unsupported`] when the driver is older than `P::VERSION`, [`Error::EntryPoint`]
+/// when the driver does not provide the function (a symbol a platform lacks), or the error
+/// of `cuInit`.
+///
+/// Wraps `cuGetProcAddress_v2`.
+///
+/// ```no_run
+/// use cuda_driver::entry_point::{self, pfn};
+///
+/// let get_version = entry_point::get::<pfn::cuDriverGetVersion_v2020>()?;
+/// let mut version = 0;
+/// // SAFETY: writes one int.
+/// let r = unsafe { get_version(&mut version) };
+/// assert_eq!(r, cuda_driver::sys::CUDA_SUCCESS);
+/// # Ok::<(), cuda_driver::Error>(())
+/// ```
+#[doc(alias = "cuGetProcAddress")]
+#[doc(alias = "cuGetProcAddress_v2")]
+#[track_caller]
+pub fn get<P: EntryPoint>() -> Result<P::Pfn> {
+    let p = lookup(P::SYMBOL, P::VERSION, P::FLAGS)?;
+    // SAFETY: `P: EntryPoint` guarantees P::Pfn is the type of this symbol at this version
+    // and flavour.
+    Ok(unsafe { cast::<P::Pfn>(p.as_ptr()) })
+}
+
+/// [`proc_address`], but a version newer than the driver is [`Error::Unsupported`].
+#[track_caller]
+fn lookup(symbol: &'static CStr, version: i32, flags: ProcAddressFlags) -> Result<NonNull<c_void>> {
+    let driver = crate::driver_version_raw()?;
+    if version > driver {
+        return Err(Error::Unsupported {
+            function: symbol.to_str().unwrap_or("?"),
+            needs: version,
+            driver,
+        });
+    }
+    proc_address(symbol, version, flags)
+}
+
+/// A driver function looked up on first use with [`get`] and cached, for a `static`.
+///
+/// ```no_run
+/// use cuda_driver::entry_point::{pfn, Lazy};
+///
+/// static BEGIN_CAPTURE: Lazy<pfn::cuStreamBeginCapture_v10010> = Lazy::new();
+///
+/// let begin_capture = BEGIN_CAPTURE.get()?;
+/// # let _ = begin_capture;
+/// # Ok::<(), cuda_driver::Error>(())
+/// ```
+pub struct Lazy<P: EntryPoint> {
+    cell: OnceLock<Result<usize>>,
+    marker: PhantomData<fn() -> P>,
+}
+
+impl<P: EntryPoint> Lazy<P> {
+    /// A lookup that has not happened yet.
+    pub const fn new() -> Self {
+        Lazy {
+            cell: OnceLock::new(),
+            marker: PhantomData,
+        }
+    }
+
+    /// The function, looked up on the first call; later calls return the first result (also
+    /// an error).
+    #[track_caller]
+    pub fn get(&self) -> Result<P::Pfn> {
+        let p = self
+            .cell
+            .get_or_init(|| lookup(P::SYMBOL, P::VERSION, P::FLAGS).map(|p| p.as_ptr() as usize));
+        match p {
+            // SAFETY: the address came from cuGetProcAddress for P's symbol, version and
+            // flags, and `P: EntryPoint` guarantees P::Pfn is that function's type.
+            Ok(p) => Ok(unsafe { cast::<P::Pfn>(*p as *mut c_void) }),
+            Err(e) => Err(e.clone()),
+        }
+    }
+}
+
+impl<P: EntryPoint> Default for Lazy<P> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<P: EntryPoint> std::fmt::Debug for Lazy<P> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Lazy")
+            .field("symbol", &P::SYMBOL)
+            .field("version", &P::VERSION)
+            .field("flags", &P::FLAGS)
+            .field("resolved", &self.cell.get().map(|r| r.is_ok()))
+            .finish()
+    }
 }
 
 /// The function pointer type inside a `PFN_*` typedef (`Option<unsafe extern "C" fn(..)>`).
@@ -114,6 +298,48 @@ pub trait Pfn {
 impl<F: Copy> Pfn for Option<F> {
     type Fn = F;
 }
+
+/// Declares one marker of [`pfn`] per line `marker = PFN_x(symbol, version, FLAGS);`.
+macro_rules! entry_points {
+    ($($marker:ident = $pfn:ident($sym:literal, $ver:literal, $flags:ident);)*) => {
+        $(
+            #[doc = concat!(
+                "`", $sym, "` at CUDA version ", stringify!($ver), ", ",
+                stringify!($flags), " flavour: [`", stringify!($pfn), "`](cuda_driver_sys::",
+                stringify!($pfn), ")."
+            )]
+            pub enum $marker {}
+
+            // SAFETY: `$pfn` is cudaTypedefs.h's typedef of `$sym` at `$ver`; `$flags` is the
+            // flavour its suffix names (none: legacy; `_ptds`/`_ptsz`: per-thread).
+            unsafe impl $crate::entry_point::EntryPoint for $marker {
+                type Pfn = <cuda_driver_sys::$pfn as $crate::entry_point::Pfn>::Fn;
+                const SYMBOL: &'static ::std::ffi::CStr =
+                    match ::std::ffi::CStr::from_bytes_with_nul(concat!($sym, "\0").as_bytes()) {
+                        Ok(s) => s,
+                        Err(_) => panic!("a symbol name contains NUL"),
+                    };
+                const VERSION: i32 = $ver;
+                const FLAGS: $crate::ProcAddressFlags = $crate::ProcAddressFlags::$flags;
+            }
+        )*
+    };
+}
+
+/// Declares the unversioned aliases of [`pfn`]: `name = newest_marker;`.
+macro_rules! latest_entry_points {
+    ($($name:ident = $marker:ident;)*) => {
+        $(
+            #[doc = concat!(
+                "The newest ABI of `", stringify!($name), "` that cuda.h 13.0 knows: [`",
+                stringify!($marker), "`]."
+            )]
+            pub type $name = $marker;
+        )*
+    };
+}
+
+pub mod pfn;
 
 /// A driver function resolved on first use and cached (see the module docs).
 pub(crate) struct LazyFn {
@@ -138,18 +364,17 @@ impl LazyFn {
     #[inline]
     #[track_caller]
     pub(crate) unsafe fn get<F: Copy>(&self) -> Result<F> {
-        const { assert!(std::mem::size_of::<F>() == std::mem::size_of::<usize>()) };
         match self.cell.get_or_init(|| self.resolve()) {
             // SAFETY: the address came from cuGetProcAddress for this symbol and version, and
             // the caller guarantees F is that function's pointer type.
-            Ok(p) => Ok(unsafe { std::mem::transmute_copy::<usize, F>(p) }),
+            Ok(p) => Ok(unsafe { cast::<F>(*p as *mut c_void) }),
             Err(e) => Err(e.clone()),
         }
     }
 
     #[track_caller]
     fn resolve(&self) -> std::result::Result<usize, Error> {
-        match proc_address(self.symbol, self.version, CRATE_FLAGS) {
+        match lookup(self.symbol, self.version, CRATE_FLAGS) {
             Ok(p) => Ok(p.as_ptr() as usize),
             Err(Error::EntryPoint { .. }) => Err(Error::Unsupported {
                 function: self.symbol.to_str().unwrap_or("?"),
@@ -161,8 +386,69 @@ impl LazyFn {
     }
 }
 
+/// A driver function this crate resolves at run time rather than linking it (see
+/// [`lazy_functions`]).
+#[derive(Clone, Copy)]
+pub struct LazyFunction {
+    name: &'static str,
+    symbol: &'static CStr,
+    version: i32,
+    resolve: fn() -> Result<()>,
+}
+
+impl LazyFunction {
+    /// The function as the crate calls it, such as `"cuMemAdvise_v2"`.
+    pub fn name(&self) -> &'static str {
+        self.name
+    }
+
+    /// The base name `cuGetProcAddress` is asked for, such as `c"cuMemAdvise"`.
+    pub fn symbol(&self) -> &'static CStr {
+        self.symbol
+    }
+
+    /// The CUDA version of the ABI asked for (12020 for 12.2): the oldest driver that has it.
+    pub fn version(&self) -> i32 {
+        self.version
+    }
+
+    /// Resolves the function now (once per process; later calls return the first result):
+    /// `Ok` when the installed driver has it, [`Error::Unsupported`] naming the function and
+    /// the version it needs when the driver is older.
+    #[track_caller]
+    pub fn resolve(&self) -> Result<()> {
+        (self.resolve)()
+    }
+}
+
+impl std::fmt::Debug for LazyFunction {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LazyFunction")
+            .field("name", &self.name)
+            .field("symbol", &self.symbol)
+            .field("version", &self.version)
+            .finish()
+    }
+}
+
+/// The driver functions this crate resolves at run time with `cuGetProcAddress` instead of
+/// linking them: those newer than CUDA 12.0, and older ABIs that cuda.h 13.0 no longer
+/// declares. The crate's operations that need one return [`Error::Unsupported`] on a driver
+/// that lacks it; [`LazyFunction::resolve`] tells in advance.
+///
+/// ```no_run
+/// for f in cuda_driver::entry_point::lazy_functions() {
+///     let ok = f.resolve().is_ok();
+///     println!("{} (CUDA {}): {}", f.name(), f.version(), if ok { "available" } else { "no" });
+/// }
+/// ```
+pub fn lazy_functions() -> &'static [LazyFunction] {
+    newer::ALL
+}
+
 /// Declares crate-internal accessors for driver functions newer than CUDA 12.0:
-/// `fn name() -> Result<fn pointer>`, resolved through `cuGetProcAddress` and cached.
+/// `fn name() -> Result<fn pointer>`, resolved through `cuGetProcAddress` and cached, and the
+/// list `ALL` of them for [`lazy_functions`]. Use it once, in [`newer`].
 macro_rules! lazy_driver_fns {
     ($($(#[$m:meta])* $vis:vis fn $name:ident = $pfn:ident ($sym:literal, $ver:literal);)*) => {
         $(
@@ -171,10 +457,26 @@ macro_rules! lazy_driver_fns {
             #[track_caller]
             $vis fn $name() -> $crate::Result<<cuda_driver_sys::$pfn as $crate::entry_point::Pfn>::Fn> {
                 static F: $crate::entry_point::LazyFn = $crate::entry_point::LazyFn::new($sym, $ver);
-                // SAFETY: $pfn is cudaTypedefs.h's typedef of this symbol at this version.
+                // SAFETY: $pfn is cudaTypedefs.h's typedef of this symbol at this version (the
+                // unit test `newer_entries_match_their_typedefs` checks the names agree).
                 unsafe { F.get() }
             }
         )*
+
+        /// Every function above, for `lazy_functions`.
+        pub(crate) static ALL: &[$crate::entry_point::LazyFunction] = &[
+            $($crate::entry_point::LazyFunction {
+                name: stringify!($name),
+                symbol: $sym,
+                version: $ver,
+                resolve: || $name().map(|_| ()),
+            },)*
+        ];
+
+        /// `(accessor, PFN typedef, symbol, version)` of every function above.
+        #[cfg(test)]
+        pub(crate) const ENTRIES: &[(&str, &str, &::std::ffi::CStr, i32)] =
+            &[$((stringify!($name), stringify!($pfn), $sym, $ver),)*];
     };
 }
 
@@ -203,5 +505,139 @@ pub(crate) mod newer {
         pub(crate) fn cuEventElapsedTime_v1 = PFN_cuEventElapsedTime_v2000(c"cuEventElapsedTime", 2000);
         /// CUDA 12.5.
         pub(crate) fn cuCtxCreate_v4 = PFN_cuCtxCreate_v12050(c"cuCtxCreate", 12050);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn markers_carry_symbol_version_and_flavour() {
+        assert_eq!(
+            pfn::cuStreamBeginCapture_v10010::SYMBOL,
+            c"cuStreamBeginCapture"
+        );
+        assert_eq!(
+            <pfn::cuStreamBeginCapture_v10010 as EntryPoint>::VERSION,
+            10010
+        );
+        assert_eq!(
+            <pfn::cuStreamBeginCapture_v10010 as EntryPoint>::FLAGS,
+            ProcAddressFlags::LEGACY_STREAM
+        );
+        assert_eq!(
+            <pfn::cuLaunchKernel_v7000_ptsz as EntryPoint>::FLAGS,
+            ProcAddressFlags::PER_THREAD_DEFAULT_STREAM
+        );
+        assert_eq!(<pfn::cuMemcpyHtoD_v7000_ptds as EntryPoint>::VERSION, 7000);
+        // The versioning section's typedefs are there too.
+        assert_eq!(
+            <pfn::cuStreamBeginCapture_v10000 as EntryPoint>::VERSION,
+            10000
+        );
+        assert_eq!(<pfn::cuMemAlloc_v2000 as EntryPoint>::VERSION, 2000);
+        // Unversioned names are the newest ABI.
+        assert_eq!(<pfn::cuStreamBeginCapture as EntryPoint>::VERSION, 10010);
+        assert_eq!(<pfn::cuCtxCreate as EntryPoint>::VERSION, 12050);
+        assert_eq!(<pfn::cuMemAlloc as EntryPoint>::VERSION, 3020);
+    }
+
+    #[test]
+    fn marker_types_are_the_typedefs() {
+        // Compiles only if the types agree.
+        let _: fn(
+            Option<<pfn::cuStreamBeginCapture_v10010 as EntryPoint>::Pfn>,
+        ) -> sys::PFN_cuStreamBeginCapture_v10010 = |f| f;
+        let _: fn(
+            Option<<pfn::cuStreamBeginCapture_v10000 as EntryPoint>::Pfn>,
+        ) -> sys::PFN_cuStreamBeginCapture_v10000 = |f| f;
+        let _: fn(
+            Option<<pfn::cuLaunchKernel_v7000_ptsz as EntryPoint>::Pfn>,
+        ) -> sys::PFN_cuLaunchKernel_v7000_ptsz = |f| f;
+    }
+
+    #[test]
+    fn crate_flags_follow_the_feature() {
+        if cfg!(feature = "per-thread-default-stream") {
+            assert_eq!(CRATE_FLAGS, ProcAddressFlags::PER_THREAD_DEFAULT_STREAM);
+        } else {
+            assert_eq!(CRATE_FLAGS, ProcAddressFlags::LEGACY_STREAM);
+        }
+    }
+
+    #[test]
+    fn newer_entries_match_their_typedefs() {
+        assert_eq!(newer::ENTRIES.len(), lazy_functions().len());
+        for (&(name, pfn, symbol, version), f) in newer::ENTRIES.iter().zip(lazy_functions()) {
+            let symbol = symbol.to_str().unwrap();
+            assert_eq!(pfn, format!("PFN_{symbol}_v{version}"), "newer::{name}");
+            assert!(
+                name == symbol
+                    || name
+                        .strip_prefix(symbol)
+                        .is_some_and(|v| v.starts_with("_v")),
+                "newer::{name} resolves {symbol}"
+            );
+            assert_eq!((f.name(), f.version()), (name, version));
+            assert_eq!(f.symbol().to_str().unwrap(), symbol);
+        }
+    }
+
+    #[test]
+    fn entry_point_errors_say_which_case() {
+        let e = Error::EntryPoint {
+            symbol: "cuLibraryLoadData".into(),
+            version: 11000,
+            status: ProcAddressStatus::VERSION_NOT_SUFFICIENT,
+        };
+        assert_eq!(
+            e.to_string(),
+            "the driver has `cuLibraryLoadData`, but not at CUDA 11.0 (version 11000): \
+             CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT"
+        );
+        let e = Error::EntryPoint {
+            symbol: "cuNoSuchFunction".into(),
+            version: 12000,
+            status: ProcAddressStatus::SYMBOL_NOT_FOUND,
+        };
+        let s = e.to_string();
+        assert!(
+            s.starts_with("the driver has no symbol `cuNoSuchFunction` at CUDA 12.0"),
+            "{s}"
+        );
+        assert!(s.contains("CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND"), "{s}");
+        assert!(!e.is_no_gpu());
+        assert_eq!(e.code(), None);
+    }
+
+    #[test]
+    fn lookups_without_a_driver_say_so() {
+        // On a machine with a driver these succeed; without one (the stub) they must fail
+        // with the plain "no driver" error, never crash.
+        if crate::init().is_ok() {
+            return;
+        }
+        let e = get::<pfn::cuDriverGetVersion_v2020>().unwrap_err();
+        assert!(e.is_no_gpu(), "{e}");
+        static L: Lazy<pfn::cuDriverGetVersion_v2020> = Lazy::new();
+        assert!(L.get().unwrap_err().is_no_gpu());
+        let e = proc_address(c"cuInit", 2000, ProcAddressFlags::DEFAULT).unwrap_err();
+        assert!(e.is_no_gpu(), "{e}");
+        for f in lazy_functions() {
+            assert!(f.resolve().unwrap_err().is_no_gpu(), "{}", f.name());
+        }
+    }
+
+    #[test]
+    fn flags_debug_names_the_flavour() {
+        assert_eq!(
+            format!("{:?}", ProcAddressFlags::PER_THREAD_DEFAULT_STREAM),
+            "ProcAddressFlags(PER_THREAD_DEFAULT_STREAM)"
+        );
+        assert_eq!(
+            format!("{:?}", ProcAddressStatus::VERSION_NOT_SUFFICIENT),
+            "CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT"
+        );
     }
 }
