@@ -6,6 +6,7 @@
 mod bench_report;
 mod bindgen;
 mod bundle;
+mod imports;
 mod kernels;
 mod util;
 
@@ -18,6 +19,8 @@ tasks:
   bindgen [--check]              generate cuda-driver-sys/src/bindings.rs and the stub library source
   build-kernels [--check] [--arch compute_XX]
                                  compile ptx/*.cu to ptx/*.ptx with nvcc (default compute_75)
+  check-imports [--release] [--list]
+                                 check that cuda-driver binaries import no cu* symbol newer than CUDA 12.0
   bench-report FILE.json [--out DIR]  write DIR/bench.md and DIR/bench.svg (default docs/) from bench --json
   gpu-bundle [--out DIR]         build the GPU tests and examples into target/gpu-bundle with run.sh
 ";
@@ -31,6 +34,7 @@ fn main() -> ExitCode {
     let result = match task.as_str() {
         "bindgen" => bindgen::run(rest),
         "build-kernels" => kernels::run(rest),
+        "check-imports" => imports::run(rest),
         "bench-report" => bench_report::run(rest),
         "gpu-bundle" => bundle::run(rest),
         "-h" | "--help" | "help" => {
