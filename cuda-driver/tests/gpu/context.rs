@@ -1,1 +1,195 @@
 //! GPU tests: context.
+//!
+//! Tests that change the primary context's global state restore it; tests that need their
+//! own limits or cache configuration use a created context, so tests running in parallel on
+//! the primary context are not disturbed.
+
+use std::sync::Mutex;
+
+use cuda_driver::{
+    drop_error_count, sys, CacheConfig, Context, ContextFlags, Device, DeviceBuffer, Limit,
+};
+
+/// Serialises the tests that assert on [`drop_error_count`], which is global to the process:
+/// one of them makes it grow on purpose.
+pub static DROP_ERRORS_LOCK: Mutex<()> = Mutex::new(());
+
+fn lock_drop_errors() -> std::sync::MutexGuard<'static, ()> {
+    DROP_ERRORS_LOCK.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn current() -> Option<sys::CUcontext> {
+    Context::current_raw().unwrap()
+}
+
+#[test]
+fn created_contexts_are_pushed_and_popped_in_order() {
+    let ctx = gpu_or_skip!();
+    let dev = ctx.device();
+    // Each test runs on its own thread, with its own (empty) context stack.
+    assert_eq!(current(), None);
+    let a = Context::new(dev, ContextFlags::SCHED_AUTO).unwrap();
+    let b = Context::new(dev, ContextFlags::SCHED_AUTO).unwrap();
+    assert_ne!(a.as_raw(), b.as_raw());
+    assert!(!a.is_primary());
+    assert_eq!(a.device(), dev);
+    // cuCtxCreate pushes: b, created last, is current.
+    assert_eq!(current(), Some(b.as_raw()));
+    {
+        let ga = a.push().unwrap();
+        assert_eq!(ga.context().as_raw(), a.as_raw());
+        assert!(a.is_current().unwrap());
+        {
+            let _gb = b.push().unwrap();
+            assert_eq!(current(), Some(b.as_raw()));
+            {
+                let _gp = ctx.push().unwrap();
+                assert_eq!(current(), Some(ctx.as_raw()));
+            }
+            assert_eq!(current(), Some(b.as_raw()));
+        }
+        assert_eq!(current(), Some(a.as_raw()));
+        ga.pop().unwrap();
+    }
+    assert_eq!(current(), Some(b.as_raw()));
+    // set_current replaces the top of the stack.
+    a.set_current().unwrap();
+    assert_eq!(current(), Some(a.as_raw()));
+}
+
+#[test]
+fn a_guard_refuses_to_pop_a_context_it_did_not_push() {
+    let ctx = gpu_or_skip!();
+    let _serial = lock_drop_errors();
+    let dev = ctx.device();
+    let a = Context::new(dev, ContextFlags::SCHED_AUTO).unwrap();
+    let b = Context::new(dev, ContextFlags::SCHED_AUTO).unwrap();
+    // Stack: [a, b].
+    let before = drop_error_count();
+    let ga = a.push().unwrap(); // [a, b, a]
+    let gb = b.push().unwrap(); // [a, b, a, b]
+    drop(ga); // out of order: b is on top, so nothing is popped
+    assert_eq!(drop_error_count(), before + 1);
+    assert_eq!(current(), Some(b.as_raw()), "the stack is intact");
+    drop(gb); // b is on top: popped
+    assert_eq!(current(), Some(a.as_raw()));
+    assert_eq!(drop_error_count(), before + 1);
+    // Popping explicitly reports the refusal as an error.
+    let ga = a.push().unwrap(); // [a, b, a, a]
+    let _gb = b.push().unwrap(); // [a, b, a, a, b]
+    let e = ga.pop().unwrap_err();
+    assert!(e.to_string().contains("cannot pop context"), "{e}");
+    assert_eq!(current(), Some(b.as_raw()));
+    drop(_gb);
+    // Take the two `a` entries the refused guards left behind off the stack.
+    for _ in 0..2 {
+        let mut popped = std::ptr::null_mut();
+        // SAFETY: the top of this thread's stack is `a`, pushed above and left there.
+        let r = unsafe { sys::cuCtxPopCurrent_v2(&mut popped) };
+        assert_eq!(r, sys::CUDA_SUCCESS);
+        assert_eq!(popped, a.as_raw());
+    }
+    assert_eq!(current(), Some(b.as_raw()));
+    assert_eq!(drop_error_count(), before + 1);
+}
+
+#[test]
+fn the_primary_context_is_shared_through_clones_and_threads() {
+    let ctx = gpu_or_skip!();
+    let dev = ctx.device();
+    assert!(ctx.is_primary());
+    let (_, active) = dev.primary_context_state().unwrap();
+    assert!(active, "a retained primary context is active");
+    // A second retain is the same context; releasing it leaves ours usable.
+    let again = dev.primary_context().unwrap();
+    assert_eq!(again, ctx);
+    drop(again);
+    let clone = ctx.clone();
+    drop(clone);
+    std::thread::scope(|s| {
+        for i in 0..4u32 {
+            let ctx = &ctx;
+            s.spawn(move || {
+                let mine = dev.primary_context().unwrap();
+                assert_eq!(mine.as_raw(), ctx.as_raw());
+                let shared = ctx.clone();
+                let buf = DeviceBuffer::from_slice(&shared, &[i + 1; 16]).unwrap();
+                assert_eq!(buf.to_vec().unwrap(), vec![i + 1; 16]);
+            });
+        }
+    });
+    // Every retain taken above was released, and ours still holds it.
+    assert!(dev.primary_context_state().unwrap().1);
+    let buf = DeviceBuffer::from_slice(&ctx, &[9u8; 8]).unwrap();
+    assert_eq!(buf.to_vec().unwrap(), vec![9u8; 8]);
+}
+
+#[test]
+fn primary_context_flags_are_set_and_read_back() {
+    let ctx = gpu_or_skip!();
+    let dev = ctx.device();
+    let (old, _) = dev.primary_context_state().unwrap();
+    dev.set_primary_context_flags(ContextFlags::SCHED_BLOCKING_SYNC)
+        .unwrap();
+    let (flags, active) = dev.primary_context_state().unwrap();
+    assert!(active);
+    assert_eq!(
+        flags & ContextFlags::SCHED_MASK,
+        ContextFlags::SCHED_BLOCKING_SYNC,
+        "{flags:?}"
+    );
+    dev.set_primary_context_flags(old).unwrap();
+    assert_eq!(dev.primary_context_state().unwrap().0, old);
+}
+
+#[test]
+fn limits_cache_config_and_versions() {
+    let ctx = gpu_or_skip!();
+    let own = Context::new(ctx.device(), ContextFlags::SCHED_AUTO).unwrap();
+    let stack = own.limit(Limit::STACK_SIZE).unwrap();
+    assert!(stack > 0);
+    own.set_limit(Limit::STACK_SIZE, stack + 4096).unwrap();
+    let set = own.limit(Limit::STACK_SIZE).unwrap();
+    assert!(set >= stack + 4096, "{set} < {}", stack + 4096);
+    own.set_limit(Limit::STACK_SIZE, stack).unwrap();
+
+    own.set_cache_config(CacheConfig::PREFER_L1).unwrap();
+    assert_eq!(own.cache_config().unwrap(), CacheConfig::PREFER_L1);
+    own.set_cache_config(CacheConfig::PREFER_SHARED).unwrap();
+    assert_eq!(own.cache_config().unwrap(), CacheConfig::PREFER_SHARED);
+
+    assert!(own.api_version().unwrap() >= 3020);
+    assert!(ctx.api_version().unwrap() >= 3020);
+    let flags = own.flags().unwrap();
+    assert_eq!(flags & ContextFlags::SCHED_MASK, ContextFlags::SCHED_AUTO);
+
+    let (least, greatest) = ctx.stream_priority_range().unwrap();
+    assert!(greatest <= least, "greatest {greatest} > least {least}");
+    own.synchronize().unwrap();
+    ctx.synchronize().unwrap();
+
+    let (free, total) = own.mem_info().unwrap();
+    assert!(free > 0 && free <= total, "{free} / {total}");
+}
+
+#[test]
+fn from_raw_and_into_raw_round_trip() {
+    let ctx = gpu_or_skip!();
+    let dev = ctx.device();
+    let own = Context::new(dev, ContextFlags::SCHED_AUTO).unwrap();
+    let raw = own.as_raw();
+    // With a clone alive, the handle is not given up.
+    let clone = own.clone();
+    let own = own.into_raw().unwrap_err();
+    drop(clone);
+    let back = own.into_raw().unwrap();
+    assert_eq!(back, raw);
+    // SAFETY: `back` is the live created context whose ownership was just given up.
+    let own = unsafe { Context::from_raw(back, dev) };
+    assert_eq!(own.as_raw(), raw);
+    let buf = DeviceBuffer::from_slice(&own, &[1.5f32, 2.5]).unwrap();
+    assert_eq!(buf.to_vec().unwrap(), [1.5, 2.5]);
+    drop(buf);
+    drop(own); // destroys it
+    let _ = Device::count().unwrap();
+}

@@ -1,1 +1,82 @@
 //! GPU tests: device.
+
+use cuda_driver::{Device, DeviceAttribute, Error};
+
+/// Whether `id` reads like `"0000:19:00.0"`: domain, bus and device in hex, then a function.
+fn is_pci_bus_id(id: &str) -> bool {
+    let hex = |s: &str, min: usize, max: usize| {
+        (min..=max).contains(&s.len()) && s.chars().all(|c| c.is_ascii_hexdigit())
+    };
+    let Some((head, function)) = id.rsplit_once('.') else {
+        return false;
+    };
+    let parts: Vec<&str> = head.split(':').collect();
+    parts.len() == 3
+        && hex(parts[0], 4, 8)
+        && hex(parts[1], 2, 2)
+        && hex(parts[2], 2, 2)
+        && hex(function, 1, 1)
+}
+
+#[test]
+fn pci_bus_id_format_checker() {
+    assert!(is_pci_bus_id("0000:19:00.0"));
+    assert!(is_pci_bus_id("00000000:1B:00.0"));
+    assert!(!is_pci_bus_id("0000:19:00"));
+    assert!(!is_pci_bus_id("19:00.0"));
+}
+
+#[test]
+fn count_and_out_of_range_ordinal() {
+    let _ctx = gpu_or_skip!();
+    let n = Device::count().unwrap();
+    assert!(n >= 1);
+    assert_eq!(Device::all().unwrap().len(), n);
+    let e = Device::get(n).unwrap_err();
+    assert!(
+        matches!(e, Error::DeviceOutOfRange { ordinal, count } if ordinal == n && count == n),
+        "{e:?}"
+    );
+    assert!(!e.is_no_gpu());
+    assert!(
+        e.to_string()
+            .contains(&format!("device ordinal {n} is out of range")),
+        "{e}"
+    );
+}
+
+#[test]
+fn identity_of_every_device() {
+    let _ctx = gpu_or_skip!();
+    for dev in Device::all().unwrap() {
+        let name = dev.name().unwrap();
+        assert!(!name.trim().is_empty(), "{dev:?} has an empty name");
+        let uuid = dev.uuid().unwrap();
+        assert_ne!(uuid, [0u8; 16], "{name}: zero UUID");
+        let bus = dev.pci_bus_id().unwrap();
+        assert!(is_pci_bus_id(&bus), "{name}: PCI bus id {bus:?}");
+        assert!(dev.total_memory().unwrap() > 0);
+        let cc = dev.compute_capability().unwrap();
+        assert!(cc >= (7, 5), "{name}: compute capability {cc:?}");
+        assert!(
+            dev.attribute(DeviceAttribute::MULTIPROCESSOR_COUNT)
+                .unwrap()
+                > 0
+        );
+        assert_eq!(
+            dev.attribute(DeviceAttribute::COMPUTE_CAPABILITY_MAJOR)
+                .unwrap(),
+            cc.0
+        );
+        // The driver answers for a device and itself (whatever it answers).
+        dev.can_access_peer(dev).unwrap();
+        assert_eq!(Device::from_raw(dev.as_raw()), dev);
+    }
+    // Distinct devices have distinct UUIDs.
+    let uuids: std::collections::HashSet<_> = Device::all()
+        .unwrap()
+        .into_iter()
+        .map(|d| d.uuid().unwrap())
+        .collect();
+    assert_eq!(uuids.len(), Device::count().unwrap());
+}

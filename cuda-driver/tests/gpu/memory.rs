@@ -1,1 +1,677 @@
 //! GPU tests: memory.
+//!
+//! Every copy is checked with non-zero, position-dependent data. Managed allocations stay
+//! tiny (KBs).
+
+use cuda_driver::{
+    drop_error_count, AttachFlags, Context, ContextFlags, Device, DeviceAttribute, DeviceBuffer,
+    DeviceSlice, Error, ErrorCode, HostRegisterFlags, HostRegistration, ManagedBuffer, MemAdvice,
+    MemLocation, MemPool, MemoryType, PinnedBuffer, PinnedFlags, PointerInfo, Stream, StreamFlags,
+};
+
+/// Position-dependent, non-zero pseudo-random words (xorshift32), different per `seed`.
+fn words(n: usize, seed: u32) -> Vec<u32> {
+    let mut x = seed.wrapping_mul(0x9E37_79B9) | 1;
+    (0..n)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 17;
+            x ^= x << 5;
+            x | 1
+        })
+        .collect()
+}
+
+/// Non-zero floats, different per `seed`.
+fn floats(n: usize, seed: u32) -> Vec<f32> {
+    words(n, seed)
+        .into_iter()
+        .map(|w| (w % 100_000) as f32 * 0.25 + 1.0)
+        .collect()
+}
+
+#[test]
+fn host_device_host_round_trip() {
+    let ctx = gpu_or_skip!();
+    let data = floats(10_007, 1);
+    let buf = DeviceBuffer::from_slice(&ctx, &data).unwrap();
+    assert_eq!(buf.len(), data.len());
+    assert_eq!(buf.bytes(), data.len() * 4);
+    assert_ne!(buf.as_raw(), 0);
+    assert_eq!(buf.to_vec().unwrap(), data);
+    let mut back = vec![0.0f32; data.len()];
+    buf.copy_to_host(&mut back).unwrap();
+    assert_eq!(back, data);
+
+    // Overwrite with other data through copy_from_host.
+    let mut buf = buf;
+    let other = floats(data.len(), 2);
+    buf.copy_from_host(&other).unwrap();
+    assert_eq!(buf.to_vec().unwrap(), other);
+}
+
+#[test]
+fn zeroed_is_zero_and_empty_buffers_work() {
+    let ctx = gpu_or_skip!();
+    let mut buf = DeviceBuffer::<u64>::from_slice(&ctx, &[7; 64]).unwrap();
+    drop(buf);
+    buf = DeviceBuffer::zeroed(&ctx, 64).unwrap();
+    assert_eq!(buf.to_vec().unwrap(), vec![0u64; 64]);
+
+    let mut empty = DeviceBuffer::<f32>::new(&ctx, 0).unwrap();
+    assert!(empty.is_empty());
+    empty.copy_from_host(&[]).unwrap();
+    empty.memset_u32(1).unwrap();
+    assert!(empty.to_vec().unwrap().is_empty());
+}
+
+#[test]
+fn views_copy_exactly_their_elements() {
+    let ctx = gpu_or_skip!();
+    let data = words(1000, 3);
+    let mut buf = DeviceBuffer::from_slice(&ctx, &data).unwrap();
+    let patch = words(100, 4);
+    buf.slice_mut(300..400)
+        .unwrap()
+        .copy_from_host(&patch)
+        .unwrap();
+    let mut expect = data.clone();
+    expect[300..400].copy_from_slice(&patch);
+    assert_eq!(buf.to_vec().unwrap(), expect);
+
+    // Reads of sub-views, and views of views.
+    let view = buf.slice(250..450).unwrap();
+    assert_eq!(view.len(), 200);
+    assert_eq!(view.as_raw(), buf.as_raw() + 250 * 4);
+    assert_eq!(view.to_vec().unwrap(), expect[250..450]);
+    let inner = view.slice(50..=51).unwrap();
+    let mut two = [0u32; 2];
+    inner.copy_to_host(&mut two).unwrap();
+    assert_eq!(two, [expect[300], expect[301]]);
+
+    // Disjoint mutable halves: copy the second half over the first.
+    let mut all = buf.as_mut_slice();
+    let (mut lo, hi) = all.split_at_mut(500).unwrap();
+    lo.copy_from_device(&hi.as_slice()).unwrap();
+    let got = buf.to_vec().unwrap();
+    assert_eq!(got[..500], expect[500..]);
+    assert_eq!(got[500..], expect[500..]);
+}
+
+#[test]
+fn device_to_device_copies_blocking_and_async() {
+    let ctx = gpu_or_skip!();
+    let data = floats(4096, 5);
+    let src = DeviceBuffer::from_slice(&ctx, &data).unwrap();
+    let mut dst = DeviceBuffer::<f32>::zeroed(&ctx, 4096).unwrap();
+    dst.copy_from_device(&src.as_slice()).unwrap();
+    assert_eq!(dst.to_vec().unwrap(), data);
+
+    let stream = Stream::new(&ctx, StreamFlags::NON_BLOCKING).unwrap();
+    let mut dst2 = DeviceBuffer::<f32>::zeroed(&ctx, 1024).unwrap();
+    dst2.copy_from_device_async(&src.slice(1024..2048).unwrap(), &stream)
+        .unwrap();
+    dst2.slice_mut(..16)
+        .unwrap()
+        .copy_from_device_async(&src.slice(4080..).unwrap(), &stream)
+        .unwrap();
+    stream.synchronize().unwrap();
+    let got = dst2.to_vec().unwrap();
+    assert_eq!(got[..16], data[4080..]);
+    assert_eq!(got[16..], data[1040..2048]);
+}
+
+#[test]
+fn async_host_copies_on_a_stream() {
+    let ctx = gpu_or_skip!();
+    let stream = Stream::new(&ctx, StreamFlags::NON_BLOCKING).unwrap();
+    let data = words(1 << 16, 6);
+    let src = PinnedBuffer::from_slice(&ctx, &data, PinnedFlags::empty()).unwrap();
+    let mut dst = PinnedBuffer::<u32>::zeroed(&ctx, data.len(), PinnedFlags::empty()).unwrap();
+    let mut buf = DeviceBuffer::<u32>::new(&ctx, data.len()).unwrap();
+    // SAFETY: neither host buffer is touched until the stream is synchronised.
+    unsafe {
+        buf.copy_from_host_async(&src, &stream).unwrap();
+        buf.copy_to_host_async(&mut dst, &stream).unwrap();
+    }
+    stream.synchronize().unwrap();
+    assert_eq!(&dst[..], &data[..]);
+
+    // Views, and pageable memory (the driver stages it).
+    let mut pageable = vec![0u32; 100];
+    let patch = words(100, 7);
+    // SAFETY: `patch` and `pageable` are not touched until the stream is synchronised.
+    unsafe {
+        buf.slice_mut(10..110)
+            .unwrap()
+            .copy_from_host_async(&patch, &stream)
+            .unwrap();
+        buf.slice(5..105)
+            .unwrap()
+            .copy_to_host_async(&mut pageable, &stream)
+            .unwrap();
+    }
+    stream.synchronize().unwrap();
+    assert_eq!(pageable[..5], data[5..10]);
+    assert_eq!(pageable[5..], patch[..95]);
+}
+
+#[test]
+fn memsets_of_8_16_and_32_bits() {
+    let ctx = gpu_or_skip!();
+    let mut bytes = DeviceBuffer::<u8>::new(&ctx, 1000).unwrap();
+    bytes.memset_u8(0xA5).unwrap();
+    assert_eq!(bytes.to_vec().unwrap(), vec![0xA5u8; 1000]);
+    bytes.slice_mut(10..20).unwrap().memset_u8(0x3C).unwrap();
+    let got = bytes.to_vec().unwrap();
+    assert!(got[..10].iter().all(|&b| b == 0xA5));
+    assert!(got[10..20].iter().all(|&b| b == 0x3C));
+    assert!(got[20..].iter().all(|&b| b == 0xA5));
+
+    let mut halves = DeviceBuffer::<[u16; 3]>::new(&ctx, 100).unwrap();
+    halves.memset_u16(0xBEEF).unwrap();
+    assert_eq!(halves.to_vec().unwrap(), vec![[0xBEEFu16; 3]; 100]);
+
+    let mut floats = DeviceBuffer::<f32>::new(&ctx, 1000).unwrap();
+    floats.memset_u32(555.0f32.to_bits()).unwrap();
+    assert_eq!(floats.to_vec().unwrap(), vec![555.0f32; 1000]);
+    let mut wide = DeviceBuffer::<f64>::new(&ctx, 10).unwrap();
+    wide.memset_u32(0x4000_0000).unwrap();
+    assert_eq!(
+        wide.to_vec().unwrap(),
+        vec![f64::from_bits(0x4000_0000_4000_0000); 10]
+    );
+
+    // Async, on a stream.
+    let stream = Stream::new(&ctx, StreamFlags::NON_BLOCKING).unwrap();
+    bytes.memset_u8_async(0x11, &stream).unwrap();
+    halves
+        .slice_mut(50..)
+        .unwrap()
+        .memset_u16_async(0x1234, &stream)
+        .unwrap();
+    floats
+        .slice_mut(..500)
+        .unwrap()
+        .memset_u32_async(7.5f32.to_bits(), &stream)
+        .unwrap();
+    stream.synchronize().unwrap();
+    assert_eq!(bytes.to_vec().unwrap(), vec![0x11u8; 1000]);
+    let h = halves.to_vec().unwrap();
+    assert_eq!(h[..50], vec![[0xBEEFu16; 3]; 50]);
+    assert_eq!(h[50..], vec![[0x1234u16; 3]; 50]);
+    let f = floats.to_vec().unwrap();
+    assert!(f[..500].iter().all(|&x| x == 7.5));
+    assert!(f[500..].iter().all(|&x| x == 555.0));
+
+    // A width that does not divide the element size is refused.
+    assert!(matches!(
+        bytes.memset_u16(1),
+        Err(Error::InvalidArgument(_))
+    ));
+    assert!(matches!(
+        halves.memset_u32_async(1, &stream),
+        Err(Error::InvalidArgument(_))
+    ));
+}
+
+#[test]
+fn length_mismatches_are_refused_before_any_call() {
+    let ctx = gpu_or_skip!();
+    let data = words(8, 8);
+    let mut buf = DeviceBuffer::from_slice(&ctx, &data).unwrap();
+    let e = buf.copy_from_host(&[1, 2, 3]).unwrap_err();
+    assert!(
+        matches!(
+            e,
+            Error::LengthMismatch {
+                what: "copy_from_host",
+                dst: 8,
+                src: 3
+            }
+        ),
+        "{e:?}"
+    );
+    let mut nine = [0u32; 9];
+    let e = buf.copy_to_host(&mut nine).unwrap_err();
+    assert!(
+        matches!(e, Error::LengthMismatch { dst: 9, src: 8, .. }),
+        "{e:?}"
+    );
+    let small = DeviceBuffer::<u32>::new(&ctx, 4).unwrap();
+    let e = buf.copy_from_device(&small.as_slice()).unwrap_err();
+    assert!(
+        matches!(e, Error::LengthMismatch { dst: 8, src: 4, .. }),
+        "{e:?}"
+    );
+    // Nothing was written.
+    assert_eq!(buf.to_vec().unwrap(), data);
+}
+
+#[test]
+fn out_of_bounds_views_are_errors() {
+    let ctx = gpu_or_skip!();
+    let mut buf = DeviceBuffer::<u16>::new(&ctx, 10).unwrap();
+    let e = buf.slice(3..11).unwrap_err();
+    assert!(
+        matches!(
+            e,
+            Error::OutOfBounds {
+                start: 3,
+                end: 11,
+                len: 10
+            }
+        ),
+        "{e:?}"
+    );
+    let e = buf.slice_mut(11..).unwrap_err();
+    assert!(
+        matches!(
+            e,
+            Error::OutOfBounds {
+                start: 11,
+                end: 10,
+                len: 10
+            }
+        ),
+        "{e:?}"
+    );
+    assert_eq!(buf.slice(10..).unwrap().len(), 0);
+}
+
+#[test]
+fn a_buffer_works_from_a_thread_with_no_current_context() {
+    let ctx = gpu_or_skip!();
+    let data = words(513, 9);
+    let mut buf = DeviceBuffer::from_slice(&ctx, &data).unwrap();
+    let patch = words(513, 10);
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            assert_eq!(Context::current_raw().unwrap(), None);
+            assert_eq!(buf.to_vec().unwrap(), data);
+            buf.copy_from_host(&patch).unwrap();
+            assert!(ctx.is_current().unwrap());
+        });
+    });
+    assert_eq!(buf.to_vec().unwrap(), patch);
+    // And dropped on another thread.
+    std::thread::scope(|s| {
+        s.spawn(move || drop(buf));
+    });
+}
+
+#[test]
+fn a_buffer_outlives_the_handle_of_its_context() {
+    let _ctx = gpu_or_skip!();
+    let _serial = super::context::DROP_ERRORS_LOCK
+        .lock()
+        .unwrap_or_else(|e| e.into_inner());
+    let errors = drop_error_count();
+    let dev = Device::get(0).unwrap();
+    let ctx = Context::new(dev, ContextFlags::SCHED_AUTO).unwrap();
+    let raw = ctx.as_raw();
+    let data = floats(300, 11);
+    let mut buf = DeviceBuffer::from_slice(&ctx, &data).unwrap();
+    drop(ctx);
+    // The buffer's clone keeps the created context alive.
+    assert_eq!(buf.context().as_raw(), raw);
+    assert_eq!(buf.to_vec().unwrap(), data);
+    buf.memset_u32(3.0f32.to_bits()).unwrap();
+    assert_eq!(buf.to_vec().unwrap(), vec![3.0f32; 300]);
+    drop(buf); // frees the memory, then destroys the context
+    assert_eq!(drop_error_count(), errors);
+}
+
+#[test]
+fn memory_returns_to_its_level_after_10_000_alloc_free_pairs() {
+    let ctx = gpu_or_skip!();
+    // Warm up: the first allocations may grow the driver's bookkeeping.
+    drop(DeviceBuffer::<u8>::new(&ctx, 1 << 20).unwrap());
+    let (free_before, total) = ctx.mem_info().unwrap();
+    assert!(free_before <= total && total > 0);
+    for _ in 0..10_000 {
+        let buf = DeviceBuffer::<u8>::new(&ctx, 1 << 20).unwrap();
+        assert_ne!(buf.as_raw(), 0);
+    }
+    let (free_after, _) = ctx.mem_info().unwrap();
+    // A leak would lose 10 000 MiB; allow 64 MiB for the driver's bookkeeping and for other
+    // tests of this binary allocating at the same time.
+    const SLACK: usize = 64 << 20;
+    assert!(
+        free_after + SLACK >= free_before,
+        "free memory fell from {free_before} to {free_after} bytes"
+    );
+}
+
+#[test]
+fn an_impossible_allocation_is_out_of_memory_and_the_next_one_works() {
+    let ctx = gpu_or_skip!();
+    let e = DeviceBuffer::<u8>::new(&ctx, 1 << 50).unwrap_err(); // 1 PiB
+    assert_eq!(e.code(), Some(ErrorCode::OUT_OF_MEMORY), "{e:?}");
+    assert_eq!(e.call(), Some("cuMemAlloc_v2"));
+    let shown = e.to_string();
+    assert!(
+        shown.contains("cuMemAlloc_v2 failed: CUDA_ERROR_OUT_OF_MEMORY"),
+        "{shown}"
+    );
+    assert!(
+        shown.contains("memory.rs"),
+        "the location is the caller's: {shown}"
+    );
+    let data = words(256, 12);
+    let buf = DeviceBuffer::from_slice(&ctx, &data).unwrap();
+    assert_eq!(buf.to_vec().unwrap(), data);
+}
+
+#[test]
+fn stream_ordered_allocation_and_free() {
+    let ctx = gpu_or_skip!();
+    let stream = Stream::new(&ctx, StreamFlags::NON_BLOCKING).unwrap();
+    let data = words(10_000, 13);
+    let mut host = PinnedBuffer::<u32>::zeroed(&ctx, data.len(), PinnedFlags::empty()).unwrap();
+    {
+        let mut a = DeviceBuffer::<u32>::new_async(&stream, data.len()).unwrap();
+        let mut b = DeviceBuffer::<u32>::new_async(&stream, data.len()).unwrap();
+        assert_eq!((a.len(), a.bytes()), (data.len(), data.len() * 4));
+        assert_eq!(a.stream().as_raw(), stream.as_raw());
+        // SAFETY: `data` and `host` are not touched until the stream is synchronised.
+        unsafe {
+            a.copy_from_host_async(&data, &stream).unwrap();
+            b.copy_from_device_async(&a.as_slice(), &stream).unwrap();
+            b.slice_mut(..10)
+                .unwrap()
+                .memset_u32_async(99, &stream)
+                .unwrap();
+            b.copy_to_host_async(&mut host, &stream).unwrap();
+        }
+        a.free_async().unwrap();
+        // `b` is freed on the stream by Drop.
+    }
+    stream.synchronize().unwrap();
+    assert!(host[..10].iter().all(|&x| x == 99));
+    assert_eq!(host[10..], data[10..]);
+
+    // Zero elements allocate nothing.
+    let empty = DeviceBuffer::<f32>::new_async(&stream, 0).unwrap();
+    assert_eq!(empty.as_raw(), 0);
+    empty.free_async().unwrap();
+}
+
+#[test]
+fn memory_pools_threshold_trim_and_allocation() {
+    let ctx = gpu_or_skip!();
+    let dev = ctx.device();
+    if dev
+        .attribute(DeviceAttribute::MEMORY_POOLS_SUPPORTED)
+        .unwrap()
+        == 0
+    {
+        eprintln!("memory pools are not supported by this device: skipping");
+        return;
+    }
+    let pool = MemPool::new(dev).unwrap();
+    assert_eq!(pool.device(), dev);
+    pool.set_release_threshold(32 << 20).unwrap();
+    assert_eq!(pool.release_threshold().unwrap(), 32 << 20);
+
+    let stream = Stream::new(&ctx, StreamFlags::NON_BLOCKING).unwrap();
+    let data = floats(1 << 18, 14); // 1 MiB
+    let mut host = vec![0.0f32; data.len()];
+    {
+        let mut buf = pool.alloc_async::<f32>(&stream, data.len()).unwrap();
+        // SAFETY: `data` and `host` are not touched until the stream is synchronised.
+        unsafe {
+            buf.copy_from_host_async(&data, &stream).unwrap();
+            buf.copy_to_host_async(&mut host, &stream).unwrap();
+        }
+        stream.synchronize().unwrap();
+        assert!(pool.used_mem_current().unwrap() >= 1 << 20);
+        assert!(pool.reserved_mem_current().unwrap() >= 1 << 20);
+        assert!(pool.used_mem_high().unwrap() >= 1 << 20);
+        assert!(pool.reserved_mem_high().unwrap() >= 1 << 20);
+    }
+    stream.synchronize().unwrap();
+    assert_eq!(host, data);
+    assert_eq!(pool.used_mem_current().unwrap(), 0);
+    // The freed MiB stays cached (below the threshold) until trimmed.
+    let reserved = pool.reserved_mem_current().unwrap();
+    pool.trim_to(0).unwrap();
+    let trimmed = pool.reserved_mem_current().unwrap();
+    assert!(trimmed <= reserved, "{trimmed} > {reserved}");
+    assert_eq!(
+        trimmed, 0,
+        "nothing is in use, so trimming to 0 releases everything"
+    );
+
+    // The default pool: a borrowed handle; restore what we change.
+    let default = MemPool::device_default(dev).unwrap();
+    let current = MemPool::device_current(dev).unwrap();
+    assert_eq!(default.as_raw(), current.as_raw());
+    let old = default.release_threshold().unwrap();
+    default.set_release_threshold(old + 4096).unwrap();
+    assert_eq!(default.release_threshold().unwrap(), old + 4096);
+    default.set_release_threshold(old).unwrap();
+    drop(default); // does not destroy the device's default pool
+    let buf = DeviceBuffer::<u8>::new_async(&stream, 4096).unwrap();
+    drop(buf);
+    stream.synchronize().unwrap();
+}
+
+#[test]
+fn pinned_memory_flags_mapping_and_memset() {
+    let ctx = gpu_or_skip!();
+    let flags = PinnedFlags::PORTABLE | PinnedFlags::DEVICEMAP;
+    let mut pinned = PinnedBuffer::<f32>::zeroed(&ctx, 256, flags).unwrap();
+    assert_eq!(pinned.flags(), flags);
+    assert_eq!(pinned.len(), 256);
+    assert!(pinned.iter().all(|&x| x == 0.0));
+    pinned[0] = 123.0;
+    assert_eq!(pinned[0], 123.0);
+
+    // The mapped device address, read by a device-to-device copy.
+    let data = floats(256, 15);
+    pinned.copy_from_slice(&data);
+    let dptr = pinned.device_ptr().unwrap();
+    assert_ne!(dptr, 0);
+    // SAFETY: `dptr` maps the 256 floats of `pinned`, which lives and is not written until
+    // the view is gone; the blocking copies below finish before `to_vec` returns.
+    let mapped = unsafe { DeviceSlice::<f32>::from_raw(dptr, 256, &ctx) };
+    let mut dev = DeviceBuffer::<f32>::zeroed(&ctx, 256).unwrap();
+    dev.copy_from_device(&mapped).unwrap();
+    assert_eq!(dev.to_vec().unwrap(), data);
+
+    // The seed's cuMemsetD32 of 555.0f on page-locked memory, safely.
+    pinned.memset_u32(555.0f32.to_bits()).unwrap();
+    assert!(pinned.iter().all(|&x| x == 555.0));
+    pinned.memset_u8(0).unwrap();
+    assert!(pinned.iter().all(|&x| x == 0.0));
+    let mut halves =
+        PinnedBuffer::<u16>::from_slice(&ctx, &[1, 2, 3], PinnedFlags::empty()).unwrap();
+    halves.memset_u16(0xCAFE).unwrap();
+    assert_eq!(&halves[..], &[0xCAFE; 3]);
+    assert!(matches!(
+        halves.memset_u32(1),
+        Err(Error::InvalidArgument(_))
+    ));
+
+    // Write-combined memory: written by the host, read by the device.
+    let wc_data = words(64, 16);
+    let wc = PinnedBuffer::from_slice(&ctx, &wc_data, PinnedFlags::WRITECOMBINED).unwrap();
+    let dev = DeviceBuffer::from_slice(&ctx, &wc).unwrap();
+    assert_eq!(dev.to_vec().unwrap(), wc_data);
+}
+
+#[test]
+fn host_registration_guard() {
+    let ctx = gpu_or_skip!();
+    let data = words(4096, 17);
+    let mut host = data.clone();
+    {
+        let mut reg = HostRegistration::new(&ctx, &mut host, HostRegisterFlags::DEVICEMAP).unwrap();
+        let info = PointerInfo::of_host(reg.as_ptr()).unwrap();
+        assert_eq!(info.memory_type, MemoryType::HOST);
+        assert_ne!(reg.device_ptr().unwrap(), 0);
+        let mut dev = DeviceBuffer::from_slice(&ctx, &reg).unwrap();
+        let stream = Stream::new(&ctx, StreamFlags::NON_BLOCKING).unwrap();
+        dev.memset_u32(5).unwrap();
+        // SAFETY: `reg` is not touched until the stream is synchronised.
+        unsafe { dev.copy_to_host_async(&mut reg, &stream).unwrap() };
+        stream.synchronize().unwrap();
+        assert!(reg.iter().all(|&x| x == 5));
+        reg[0] = 42;
+    } // unregistered here
+    assert_eq!(host[0], 42);
+    assert!(host[1..].iter().all(|&x| x == 5));
+    assert!(
+        PointerInfo::of_host(host.as_ptr()).is_err(),
+        "no longer registered"
+    );
+
+    let reg = HostRegistration::new(&ctx, &mut host, HostRegisterFlags::PORTABLE).unwrap();
+    let slice = reg.unregister().unwrap();
+    slice[1] = 7;
+    assert_eq!(host[1], 7);
+}
+
+#[test]
+fn managed_memory_is_read_on_the_host_after_device_writes() {
+    let ctx = gpu_or_skip!();
+    let dev = ctx.device();
+    if dev.attribute(DeviceAttribute::MANAGED_MEMORY).unwrap() == 0 {
+        eprintln!("managed memory is not supported by this device: skipping");
+        return;
+    }
+    // 1 KiB.
+    let mut buf = ManagedBuffer::<u32>::zeroed(&ctx, 256, AttachFlags::GLOBAL).unwrap();
+    assert_eq!(buf.as_slice().unwrap(), &[0; 256][..]);
+    buf.memset_u32(0xDEAD_BEEF).unwrap();
+    assert!(buf.as_slice().unwrap().iter().all(|&x| x == 0xDEAD_BEEF));
+    let data = words(256, 18);
+    buf.as_mut_slice().unwrap().copy_from_slice(&data);
+    assert_eq!(buf.to_vec().unwrap(), data);
+
+    let info = PointerInfo::query(buf.as_raw()).unwrap();
+    assert_eq!(info.device_ordinal, 0);
+
+    // Advice and prefetch are hints: contents stay.
+    buf.advise(MemAdvice::SET_READ_MOSTLY, MemLocation::device(dev))
+        .unwrap();
+    buf.advise(MemAdvice::SET_PREFERRED_LOCATION, MemLocation::host())
+        .unwrap();
+    if dev
+        .attribute(DeviceAttribute::CONCURRENT_MANAGED_ACCESS)
+        .unwrap()
+        != 0
+    {
+        let stream = Stream::new(&ctx, StreamFlags::NON_BLOCKING).unwrap();
+        buf.prefetch(MemLocation::device(dev), &stream).unwrap();
+        buf.prefetch(MemLocation::host(), &stream).unwrap();
+        stream.synchronize().unwrap();
+    }
+    assert_eq!(buf.to_vec().unwrap(), data);
+
+    // Allocated from host data, attached to the host.
+    let from = ManagedBuffer::from_slice(&ctx, &data, AttachFlags::HOST).unwrap();
+    assert_eq!(from.as_slice().unwrap(), &data[..]);
+}
+
+#[test]
+fn pointer_attributes() {
+    let ctx = gpu_or_skip!();
+    let buf = DeviceBuffer::<f64>::new(&ctx, 32).unwrap();
+    let info = PointerInfo::query(buf.as_raw()).unwrap();
+    assert_eq!(info.memory_type, MemoryType::DEVICE);
+    assert_eq!(info.device_ordinal, 0);
+    assert_eq!(info.context, Some(ctx.as_raw()));
+    // An address inside the allocation.
+    let inner = PointerInfo::query(buf.slice(5..).unwrap().as_raw()).unwrap();
+    assert_eq!(inner, info);
+
+    let pinned = PinnedBuffer::<u8>::zeroed(&ctx, 100, PinnedFlags::empty()).unwrap();
+    let info = PointerInfo::of_host(pinned.as_ptr()).unwrap();
+    assert_eq!(info.memory_type, MemoryType::HOST);
+    assert_eq!(info.device_ordinal, 0);
+
+    let stream = Stream::new(&ctx, StreamFlags::DEFAULT).unwrap();
+    let async_buf = DeviceBuffer::<u8>::new_async(&stream, 4096).unwrap();
+    stream.synchronize().unwrap();
+    let info = PointerInfo::query(async_buf.as_raw()).unwrap();
+    assert_eq!(info.memory_type, MemoryType::DEVICE);
+    assert_eq!(info.device_ordinal, 0);
+    drop(async_buf);
+
+    // Memory CUDA does not know.
+    let e = PointerInfo::of_host(&0u64 as *const u64).unwrap_err();
+    assert_eq!(e.code(), Some(ErrorCode::INVALID_VALUE), "{e:?}");
+}
+
+#[test]
+fn copies_between_contexts_with_cu_memcpy_peer() {
+    let ctx = gpu_or_skip!();
+    let data = words(2048, 19);
+    let src = DeviceBuffer::from_slice(&ctx, &data).unwrap();
+
+    // Two contexts of one device.
+    let other = Context::new(ctx.device(), ContextFlags::SCHED_AUTO).unwrap();
+    let mut dst = DeviceBuffer::<u32>::zeroed(&other, 2048).unwrap();
+    dst.copy_from_peer(&src.as_slice()).unwrap();
+    assert_eq!(dst.to_vec().unwrap(), data);
+    let stream = Stream::new(&other, StreamFlags::NON_BLOCKING).unwrap();
+    dst.memset_u32(0).unwrap();
+    dst.slice_mut(1000..)
+        .unwrap()
+        .copy_from_peer_async(&src.slice(..1048).unwrap(), &stream)
+        .unwrap();
+    stream.synchronize().unwrap();
+    let got = dst.to_vec().unwrap();
+    assert!(got[..1000].iter().all(|&x| x == 0));
+    assert_eq!(got[1000..], data[..1048]);
+    let e = dst.copy_from_peer(&src.slice(1..).unwrap()).unwrap_err();
+    assert!(matches!(
+        e,
+        Error::LengthMismatch {
+            dst: 2048,
+            src: 2047,
+            ..
+        }
+    ));
+
+    // Two devices, where there are two.
+    if Device::count().unwrap() >= 2 {
+        let dev1 = Device::get(1).unwrap();
+        let ctx1 = dev1.primary_context().unwrap();
+        if ctx.device().can_access_peer(dev1).unwrap() {
+            match ctx1.enable_peer_access(&ctx) {
+                Ok(()) => {}
+                Err(e) if e.code() == Some(ErrorCode::PEER_ACCESS_ALREADY_ENABLED) => {}
+                Err(e) => panic!("{e}"),
+            }
+        }
+        let mut far = DeviceBuffer::<u32>::zeroed(&ctx1, 2048).unwrap();
+        far.copy_from_peer(&src.as_slice()).unwrap();
+        assert_eq!(far.to_vec().unwrap(), data);
+        let mut back = DeviceBuffer::<u32>::zeroed(&ctx, 2048).unwrap();
+        back.copy_from_peer(&far.as_slice()).unwrap();
+        assert_eq!(back.to_vec().unwrap(), data);
+    }
+}
+
+#[test]
+fn every_kind_of_memory_drops_without_errors() {
+    let ctx = gpu_or_skip!();
+    let _serial = super::context::DROP_ERRORS_LOCK
+        .lock()
+        .unwrap_or_else(|e| e.into_inner());
+    let before = drop_error_count();
+    let stream = Stream::new(&ctx, StreamFlags::DEFAULT).unwrap();
+    let pool = MemPool::new(ctx.device()).unwrap();
+    let a = pool.alloc_async::<u8>(&stream, 1000).unwrap();
+    let b = DeviceBuffer::<u8>::new_async(&stream, 1000).unwrap();
+    let c = PinnedBuffer::<u8>::zeroed(&ctx, 1000, PinnedFlags::empty()).unwrap();
+    let d = ManagedBuffer::<u8>::zeroed(&ctx, 1000, AttachFlags::GLOBAL).unwrap();
+    drop((a, b, c, d));
+    drop(pool);
+    stream.synchronize().unwrap();
+    drop(stream);
+    assert_eq!(drop_error_count(), before);
+}

@@ -1,1 +1,152 @@
-//! GPU tests: stream.
+//! GPU tests: stream and event.
+//!
+//! Work that must still be pending when a test looks is held back by a host function
+//! blocked on a channel, not by timing.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc;
+use std::sync::Arc;
+
+use cuda_driver::{host_fn_panic_count, sys, DeviceBuffer, Event, EventFlags, Stream, StreamFlags};
+
+/// Queues a host function that blocks `stream` until the returned sender sends (or drops).
+fn block(stream: &Stream) -> mpsc::Sender<()> {
+    let (tx, rx) = mpsc::channel::<()>();
+    stream
+        .launch_host_fn(move || {
+            let _ = rx.recv();
+        })
+        .unwrap();
+    tx
+}
+
+#[test]
+fn create_with_flags_and_priority() {
+    let ctx = gpu_or_skip!();
+    let s = Stream::new(&ctx, StreamFlags::NON_BLOCKING).unwrap();
+    assert!(s.flags().unwrap().contains(StreamFlags::NON_BLOCKING));
+    assert_eq!(s.context(), &ctx);
+    let d = Stream::new(&ctx, StreamFlags::DEFAULT).unwrap();
+    assert!(!d.flags().unwrap().contains(StreamFlags::NON_BLOCKING));
+
+    let (least, greatest) = ctx.stream_priority_range().unwrap();
+    let hi = Stream::with_priority(&ctx, StreamFlags::NON_BLOCKING, greatest).unwrap();
+    assert_eq!(hi.priority().unwrap(), greatest);
+    let lo = Stream::with_priority(&ctx, StreamFlags::DEFAULT, least).unwrap();
+    assert_eq!(lo.priority().unwrap(), least);
+    assert_ne!(hi.as_raw(), lo.as_raw());
+}
+
+#[test]
+fn query_and_synchronize() {
+    let ctx = gpu_or_skip!();
+    let s = Stream::new(&ctx, StreamFlags::NON_BLOCKING).unwrap();
+    assert!(s.query().unwrap(), "a new stream is idle");
+    let release = block(&s);
+    let mut buf = DeviceBuffer::<u32>::new(&ctx, 1024).unwrap();
+    buf.memset_u32_async(0x5A5A_5A5A, &s).unwrap();
+    assert!(
+        !s.query().unwrap(),
+        "the stream is held by the host function"
+    );
+    release.send(()).unwrap();
+    s.synchronize().unwrap();
+    assert!(s.query().unwrap());
+    assert_eq!(buf.to_vec().unwrap(), vec![0x5A5A_5A5A; 1024]);
+}
+
+#[test]
+fn wait_event_orders_two_streams() {
+    let ctx = gpu_or_skip!();
+    let a = Stream::new(&ctx, StreamFlags::NON_BLOCKING).unwrap();
+    let b = Stream::new(&ctx, StreamFlags::NON_BLOCKING).unwrap();
+    let event = Event::new(&ctx, EventFlags::DISABLE_TIMING).unwrap();
+    let release = block(&a);
+    event.record(&a).unwrap();
+    assert!(!event.query().unwrap(), "recorded behind blocked work");
+    b.wait_event(&event).unwrap();
+    let ran = Arc::new(AtomicBool::new(false));
+    let flag = ran.clone();
+    b.launch_host_fn(move || flag.store(true, Ordering::SeqCst))
+        .unwrap();
+    assert!(!b.query().unwrap(), "b waits for the event on a");
+    assert!(!ran.load(Ordering::SeqCst));
+    release.send(()).unwrap();
+    b.synchronize().unwrap();
+    assert!(ran.load(Ordering::SeqCst));
+    assert!(event.query().unwrap());
+    event.synchronize().unwrap();
+}
+
+#[test]
+fn default_stream_handles() {
+    let ctx = gpu_or_skip!();
+    let legacy = Stream::legacy(&ctx);
+    let per_thread = Stream::per_thread(&ctx);
+    let null = Stream::null(&ctx);
+    assert_eq!(legacy.as_raw(), sys::CU_STREAM_LEGACY);
+    assert_eq!(per_thread.as_raw(), sys::CU_STREAM_PER_THREAD);
+    assert!(null.as_raw().is_null());
+    let mut buf = DeviceBuffer::<u32>::new(&ctx, 64).unwrap();
+    for (i, s) in [&legacy, &per_thread, &null].into_iter().enumerate() {
+        buf.memset_u32_async(i as u32 + 1, s).unwrap();
+        s.synchronize().unwrap();
+        assert!(s.query().unwrap());
+        assert_eq!(buf.to_vec().unwrap(), vec![i as u32 + 1; 64]);
+    }
+    // Borrowed handles: dropping them destroys nothing.
+    let raw = Stream::legacy(&ctx).into_raw();
+    assert_eq!(raw, sys::CU_STREAM_LEGACY);
+    drop((legacy, per_thread, null));
+    Stream::legacy(&ctx).synchronize().unwrap();
+}
+
+#[test]
+fn events_record_synchronize_query_and_time() {
+    let ctx = gpu_or_skip!();
+    let s = Stream::new(&ctx, StreamFlags::NON_BLOCKING).unwrap();
+    let start = Event::new(&ctx, EventFlags::DEFAULT).unwrap();
+    let end = Event::new(&ctx, EventFlags::BLOCKING_SYNC).unwrap();
+    start.record(&s).unwrap();
+    let mut buf = DeviceBuffer::<u8>::new(&ctx, 1 << 20).unwrap();
+    buf.memset_u8_async(7, &s).unwrap();
+    end.record(&s).unwrap();
+    end.synchronize().unwrap();
+    assert!(end.query().unwrap());
+    assert!(start.query().unwrap());
+    let ms = start.elapsed_ms(&end).unwrap();
+    assert!(ms >= 0.0 && ms.is_finite(), "{ms}");
+    assert_eq!(start.context(), &ctx);
+    assert!(buf.to_vec().unwrap().iter().all(|&b| b == 7));
+}
+
+#[test]
+fn host_functions_run_and_panics_are_contained() {
+    let ctx = gpu_or_skip!();
+    let s = Stream::new(&ctx, StreamFlags::NON_BLOCKING).unwrap();
+    let ran = Arc::new(AtomicBool::new(false));
+    let flag = ran.clone();
+    s.launch_host_fn(move || flag.store(true, Ordering::SeqCst))
+        .unwrap();
+    s.synchronize().unwrap();
+    assert!(ran.load(Ordering::SeqCst));
+
+    let before = host_fn_panic_count();
+    s.launch_host_fn(|| panic!("deliberate panic in a host function"))
+        .unwrap();
+    let after = Arc::new(AtomicBool::new(false));
+    let flag = after.clone();
+    s.launch_host_fn(move || flag.store(true, Ordering::SeqCst))
+        .unwrap();
+    s.synchronize().unwrap();
+    assert_eq!(host_fn_panic_count(), before + 1);
+    assert!(
+        after.load(Ordering::SeqCst),
+        "work after the panic still runs"
+    );
+    // The stream and the process are fine.
+    let mut buf = DeviceBuffer::<u16>::new(&ctx, 8).unwrap();
+    buf.memset_u16_async(3, &s).unwrap();
+    s.synchronize().unwrap();
+    assert_eq!(buf.to_vec().unwrap(), vec![3u16; 8]);
+}
