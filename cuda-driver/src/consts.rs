@@ -3165,6 +3165,287 @@ impl JitInputType {
         }
     }
 }
+impl JitTarget {
+    /// < Compute device class 3.0
+    ///
+    /// `CU_TARGET_COMPUTE_30`
+    pub const COMPUTE_30: Self = Self(sys::CU_TARGET_COMPUTE_30);
+    /// < Compute device class 3.2
+    ///
+    /// `CU_TARGET_COMPUTE_32`
+    pub const COMPUTE_32: Self = Self(sys::CU_TARGET_COMPUTE_32);
+    /// < Compute device class 3.5
+    ///
+    /// `CU_TARGET_COMPUTE_35`
+    pub const COMPUTE_35: Self = Self(sys::CU_TARGET_COMPUTE_35);
+    /// < Compute device class 3.7
+    ///
+    /// `CU_TARGET_COMPUTE_37`
+    pub const COMPUTE_37: Self = Self(sys::CU_TARGET_COMPUTE_37);
+    /// < Compute device class 5.0
+    ///
+    /// `CU_TARGET_COMPUTE_50`
+    pub const COMPUTE_50: Self = Self(sys::CU_TARGET_COMPUTE_50);
+    /// < Compute device class 5.2
+    ///
+    /// `CU_TARGET_COMPUTE_52`
+    pub const COMPUTE_52: Self = Self(sys::CU_TARGET_COMPUTE_52);
+    /// < Compute device class 5.3
+    ///
+    /// `CU_TARGET_COMPUTE_53`
+    pub const COMPUTE_53: Self = Self(sys::CU_TARGET_COMPUTE_53);
+    /// < Compute device class 6.0.
+    ///
+    /// `CU_TARGET_COMPUTE_60`
+    pub const COMPUTE_60: Self = Self(sys::CU_TARGET_COMPUTE_60);
+    /// < Compute device class 6.1.
+    ///
+    /// `CU_TARGET_COMPUTE_61`
+    pub const COMPUTE_61: Self = Self(sys::CU_TARGET_COMPUTE_61);
+    /// < Compute device class 6.2.
+    ///
+    /// `CU_TARGET_COMPUTE_62`
+    pub const COMPUTE_62: Self = Self(sys::CU_TARGET_COMPUTE_62);
+    /// < Compute device class 7.0.
+    ///
+    /// `CU_TARGET_COMPUTE_70`
+    pub const COMPUTE_70: Self = Self(sys::CU_TARGET_COMPUTE_70);
+    /// < Compute device class 7.2.
+    ///
+    /// `CU_TARGET_COMPUTE_72`
+    pub const COMPUTE_72: Self = Self(sys::CU_TARGET_COMPUTE_72);
+    /// < Compute device class 7.5.
+    ///
+    /// `CU_TARGET_COMPUTE_75`
+    pub const COMPUTE_75: Self = Self(sys::CU_TARGET_COMPUTE_75);
+    /// < Compute device class 8.0.
+    ///
+    /// `CU_TARGET_COMPUTE_80`
+    pub const COMPUTE_80: Self = Self(sys::CU_TARGET_COMPUTE_80);
+    /// < Compute device class 8.6.
+    ///
+    /// `CU_TARGET_COMPUTE_86`
+    pub const COMPUTE_86: Self = Self(sys::CU_TARGET_COMPUTE_86);
+    /// < Compute device class 8.7.
+    ///
+    /// `CU_TARGET_COMPUTE_87`
+    pub const COMPUTE_87: Self = Self(sys::CU_TARGET_COMPUTE_87);
+    /// < Compute device class 8.9.
+    ///
+    /// `CU_TARGET_COMPUTE_89`
+    pub const COMPUTE_89: Self = Self(sys::CU_TARGET_COMPUTE_89);
+    /// < Compute device class 9.0.
+    ///
+    /// `CU_TARGET_COMPUTE_90`
+    pub const COMPUTE_90: Self = Self(sys::CU_TARGET_COMPUTE_90);
+    /// < Compute device class 10.0.
+    ///
+    /// `CU_TARGET_COMPUTE_100`
+    pub const COMPUTE_100: Self = Self(sys::CU_TARGET_COMPUTE_100);
+    /// < Compute device class 11.0.
+    ///
+    /// `CU_TARGET_COMPUTE_110`
+    pub const COMPUTE_110: Self = Self(sys::CU_TARGET_COMPUTE_110);
+    /// < Compute device class 10.3.
+    ///
+    /// `CU_TARGET_COMPUTE_103`
+    pub const COMPUTE_103: Self = Self(sys::CU_TARGET_COMPUTE_103);
+    /// < Compute device class 12.0.
+    ///
+    /// `CU_TARGET_COMPUTE_120`
+    pub const COMPUTE_120: Self = Self(sys::CU_TARGET_COMPUTE_120);
+    /// < Compute device class 12.1.
+    ///
+    /// `CU_TARGET_COMPUTE_121`
+    pub const COMPUTE_121: Self = Self(sys::CU_TARGET_COMPUTE_121);
+    ///
+    ///
+    /// `CU_TARGET_COMPUTE_90A`
+    pub const COMPUTE_90A: Self = Self(sys::CU_TARGET_COMPUTE_90A);
+    ///
+    ///
+    /// `CU_TARGET_COMPUTE_100A`
+    pub const COMPUTE_100A: Self = Self(sys::CU_TARGET_COMPUTE_100A);
+    ///
+    ///
+    /// `CU_TARGET_COMPUTE_110A`
+    pub const COMPUTE_110A: Self = Self(sys::CU_TARGET_COMPUTE_110A);
+    ///
+    ///
+    /// `CU_TARGET_COMPUTE_103A`
+    pub const COMPUTE_103A: Self = Self(sys::CU_TARGET_COMPUTE_103A);
+    ///
+    ///
+    /// `CU_TARGET_COMPUTE_120A`
+    pub const COMPUTE_120A: Self = Self(sys::CU_TARGET_COMPUTE_120A);
+    ///
+    ///
+    /// `CU_TARGET_COMPUTE_121A`
+    pub const COMPUTE_121A: Self = Self(sys::CU_TARGET_COMPUTE_121A);
+    ///
+    ///
+    /// `CU_TARGET_COMPUTE_100F`
+    pub const COMPUTE_100F: Self = Self(sys::CU_TARGET_COMPUTE_100F);
+    ///
+    ///
+    /// `CU_TARGET_COMPUTE_110F`
+    pub const COMPUTE_110F: Self = Self(sys::CU_TARGET_COMPUTE_110F);
+    ///
+    ///
+    /// `CU_TARGET_COMPUTE_103F`
+    pub const COMPUTE_103F: Self = Self(sys::CU_TARGET_COMPUTE_103F);
+    ///
+    ///
+    /// `CU_TARGET_COMPUTE_120F`
+    pub const COMPUTE_120F: Self = Self(sys::CU_TARGET_COMPUTE_120F);
+    ///
+    ///
+    /// `CU_TARGET_COMPUTE_121F`
+    pub const COMPUTE_121F: Self = Self(sys::CU_TARGET_COMPUTE_121F);
+    /// The C name of this value and cuda.h's description of it, or `None` for a
+    /// value this crate's cuda.h does not define (a newer driver's).
+    pub(crate) const fn c_info(self) -> Option<(&'static str, &'static str)> {
+        match self.0 {
+            sys::CU_TARGET_COMPUTE_30 => {
+                Some(("CU_TARGET_COMPUTE_30", "< Compute device class 3.0"))
+            }
+            sys::CU_TARGET_COMPUTE_32 => {
+                Some(("CU_TARGET_COMPUTE_32", "< Compute device class 3.2"))
+            }
+            sys::CU_TARGET_COMPUTE_35 => {
+                Some(("CU_TARGET_COMPUTE_35", "< Compute device class 3.5"))
+            }
+            sys::CU_TARGET_COMPUTE_37 => {
+                Some(("CU_TARGET_COMPUTE_37", "< Compute device class 3.7"))
+            }
+            sys::CU_TARGET_COMPUTE_50 => {
+                Some(("CU_TARGET_COMPUTE_50", "< Compute device class 5.0"))
+            }
+            sys::CU_TARGET_COMPUTE_52 => {
+                Some(("CU_TARGET_COMPUTE_52", "< Compute device class 5.2"))
+            }
+            sys::CU_TARGET_COMPUTE_53 => {
+                Some(("CU_TARGET_COMPUTE_53", "< Compute device class 5.3"))
+            }
+            sys::CU_TARGET_COMPUTE_60 => {
+                Some(("CU_TARGET_COMPUTE_60", "< Compute device class 6.0."))
+            }
+            sys::CU_TARGET_COMPUTE_61 => {
+                Some(("CU_TARGET_COMPUTE_61", "< Compute device class 6.1."))
+            }
+            sys::CU_TARGET_COMPUTE_62 => {
+                Some(("CU_TARGET_COMPUTE_62", "< Compute device class 6.2."))
+            }
+            sys::CU_TARGET_COMPUTE_70 => {
+                Some(("CU_TARGET_COMPUTE_70", "< Compute device class 7.0."))
+            }
+            sys::CU_TARGET_COMPUTE_72 => {
+                Some(("CU_TARGET_COMPUTE_72", "< Compute device class 7.2."))
+            }
+            sys::CU_TARGET_COMPUTE_75 => {
+                Some(("CU_TARGET_COMPUTE_75", "< Compute device class 7.5."))
+            }
+            sys::CU_TARGET_COMPUTE_80 => {
+                Some(("CU_TARGET_COMPUTE_80", "< Compute device class 8.0."))
+            }
+            sys::CU_TARGET_COMPUTE_86 => {
+                Some(("CU_TARGET_COMPUTE_86", "< Compute device class 8.6."))
+            }
+            sys::CU_TARGET_COMPUTE_87 => {
+                Some(("CU_TARGET_COMPUTE_87", "< Compute device class 8.7."))
+            }
+            sys::CU_TARGET_COMPUTE_89 => {
+                Some(("CU_TARGET_COMPUTE_89", "< Compute device class 8.9."))
+            }
+            sys::CU_TARGET_COMPUTE_90 => {
+                Some(("CU_TARGET_COMPUTE_90", "< Compute device class 9.0."))
+            }
+            sys::CU_TARGET_COMPUTE_100 => {
+                Some(("CU_TARGET_COMPUTE_100", "< Compute device class 10.0."))
+            }
+            sys::CU_TARGET_COMPUTE_110 => {
+                Some(("CU_TARGET_COMPUTE_110", "< Compute device class 11.0."))
+            }
+            sys::CU_TARGET_COMPUTE_103 => {
+                Some(("CU_TARGET_COMPUTE_103", "< Compute device class 10.3."))
+            }
+            sys::CU_TARGET_COMPUTE_120 => {
+                Some(("CU_TARGET_COMPUTE_120", "< Compute device class 12.0."))
+            }
+            sys::CU_TARGET_COMPUTE_121 => {
+                Some(("CU_TARGET_COMPUTE_121", "< Compute device class 12.1."))
+            }
+            sys::CU_TARGET_COMPUTE_90A => Some(("CU_TARGET_COMPUTE_90A", "")),
+            sys::CU_TARGET_COMPUTE_100A => Some(("CU_TARGET_COMPUTE_100A", "")),
+            sys::CU_TARGET_COMPUTE_110A => Some(("CU_TARGET_COMPUTE_110A", "")),
+            sys::CU_TARGET_COMPUTE_103A => Some(("CU_TARGET_COMPUTE_103A", "")),
+            sys::CU_TARGET_COMPUTE_120A => Some(("CU_TARGET_COMPUTE_120A", "")),
+            sys::CU_TARGET_COMPUTE_121A => Some(("CU_TARGET_COMPUTE_121A", "")),
+            sys::CU_TARGET_COMPUTE_100F => Some(("CU_TARGET_COMPUTE_100F", "")),
+            sys::CU_TARGET_COMPUTE_110F => Some(("CU_TARGET_COMPUTE_110F", "")),
+            sys::CU_TARGET_COMPUTE_103F => Some(("CU_TARGET_COMPUTE_103F", "")),
+            sys::CU_TARGET_COMPUTE_120F => Some(("CU_TARGET_COMPUTE_120F", "")),
+            sys::CU_TARGET_COMPUTE_121F => Some(("CU_TARGET_COMPUTE_121F", "")),
+            _ => None,
+        }
+    }
+}
+impl JitCacheMode {
+    /// < Compile with no -dlcm flag specified
+    ///
+    /// `CU_JIT_CACHE_OPTION_NONE`
+    pub const NONE: Self = Self(sys::CU_JIT_CACHE_OPTION_NONE);
+    /// < Compile with L1 cache disabled
+    ///
+    /// `CU_JIT_CACHE_OPTION_CG`
+    pub const CG: Self = Self(sys::CU_JIT_CACHE_OPTION_CG);
+    /// < Compile with L1 cache enabled
+    ///
+    /// `CU_JIT_CACHE_OPTION_CA`
+    pub const CA: Self = Self(sys::CU_JIT_CACHE_OPTION_CA);
+    /// The C name of this value and cuda.h's description of it, or `None` for a
+    /// value this crate's cuda.h does not define (a newer driver's).
+    pub(crate) const fn c_info(self) -> Option<(&'static str, &'static str)> {
+        match self.0 {
+            sys::CU_JIT_CACHE_OPTION_NONE => Some((
+                "CU_JIT_CACHE_OPTION_NONE",
+                "< Compile with no -dlcm flag specified",
+            )),
+            sys::CU_JIT_CACHE_OPTION_CG => {
+                Some(("CU_JIT_CACHE_OPTION_CG", "< Compile with L1 cache disabled"))
+            }
+            sys::CU_JIT_CACHE_OPTION_CA => {
+                Some(("CU_JIT_CACHE_OPTION_CA", "< Compile with L1 cache enabled"))
+            }
+            _ => None,
+        }
+    }
+}
+impl JitFallback {
+    /// < Prefer to compile ptx if exact binary match not found
+    ///
+    /// `CU_PREFER_PTX`
+    pub const PTX: Self = Self(sys::CU_PREFER_PTX);
+    /// < Prefer to fall back to compatible binary code if exact match not found
+    ///
+    /// `CU_PREFER_BINARY`
+    pub const BINARY: Self = Self(sys::CU_PREFER_BINARY);
+    /// The C name of this value and cuda.h's description of it, or `None` for a
+    /// value this crate's cuda.h does not define (a newer driver's).
+    pub(crate) const fn c_info(self) -> Option<(&'static str, &'static str)> {
+        match self.0 {
+            sys::CU_PREFER_PTX => Some((
+                "CU_PREFER_PTX",
+                "< Prefer to compile ptx if exact binary match not found",
+            )),
+            sys::CU_PREFER_BINARY => Some((
+                "CU_PREFER_BINARY",
+                "< Prefer to fall back to compatible binary code if exact match not found",
+            )),
+            _ => None,
+        }
+    }
+}
 impl ProcAddressStatus {
     /// < Symbol was succesfully found
     ///

@@ -239,6 +239,9 @@ const SAFE_NEWTYPES: &[(&str, &str, &str)] = &[
     ("MemoryType", "CUmemorytype", "CU_MEMORYTYPE_"),
     ("MemAdvice", "CUmem_advise", "CU_MEM_ADVISE_"),
     ("JitInputType", "CUjitInputType", "CU_JIT_INPUT_"),
+    ("JitTarget", "CUjit_target", "CU_TARGET_"),
+    ("JitCacheMode", "CUjit_cacheMode", "CU_JIT_CACHE_OPTION_"),
+    ("JitFallback", "CUjit_fallback", "CU_PREFER_"),
     (
         "ProcAddressStatus",
         "CUdriverProcAddressQueryResult",
