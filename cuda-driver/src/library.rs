@@ -1,1 +1,737 @@
-//! placeholder
+//! Context-independent loading (CUDA 12.0): [`Library`] and [`Kernel`].
+//!
+//! A library is device code loaded once for the whole process: the driver loads it into every
+//! context that needs it (at context creation, or lazily at the first launch) and unloads it
+//! from all of them at [`cuLibraryUnload`](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__LIBRARY.html).
+//! Its [`Kernel`]s are context-independent handles: one `Kernel` launches in whichever context
+//! its stream belongs to, on any device. Loading needs no context, only an initialised driver.
+//!
+//! ```no_run
+//! use cuda_driver::{Device, DeviceBuffer, Library, LaunchConfig, Stream};
+//!
+//! let lib = Library::load_data("...PTX, cubin or fatbin...")?; // no context needed
+//! let kernel = lib.kernel("myKernel")?;
+//! for dev in Device::all()? {
+//!     let ctx = dev.primary_context()?;
+//!     let stream = Stream::null(&ctx);
+//!     let mut out = DeviceBuffer::<i32>::new(&ctx, 256)?;
+//!     let n = 256i32;
+//!     // SAFETY: myKernel(int* out, int n) writes out[0..n).
+//!     unsafe { kernel.launch(&stream, &LaunchConfig::for_num_elems(256)?, (&mut out, &n))? };
+//!     stream.synchronize()?;
+//! }
+//! # Ok::<(), cuda_driver::Error>(())
+//! ```
+
+use std::ffi::{c_void, CStr};
+use std::marker::PhantomData;
+use std::mem::size_of;
+use std::path::Path;
+use std::ptr;
+use std::sync::Arc;
+
+use cuda_driver_sys as sys;
+
+use crate::entry_point::newer;
+use crate::error::{check, report_drop_error, Error, Result};
+use crate::launch::LaunchMeta;
+use crate::module::{
+    check_jit, check_lookup, classify_image, path_to_c_string, with_c_str, with_image,
+    FunctionOwner, ImageKind, JitCall, Keep,
+};
+use crate::{
+    init, CacheConfig, Context, Device, DeviceRepr, Function, FunctionAttribute, Global,
+    JitOptions, Module, ModuleImage,
+};
+
+/// Options of a library load (`CUlibraryOption`).
+///
+/// `CU_LIBRARY_HOST_UNIVERSAL_FUNCTION_AND_DATA_TABLE` is for the CUDA runtime's internal use
+/// and has no setter.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[doc(alias = "CUlibraryOption")]
+pub struct LibraryOptions {
+    binary_is_preserved: bool,
+}
+
+impl LibraryOptions {
+    /// No options.
+    pub const fn new() -> Self {
+        LibraryOptions {
+            binary_is_preserved: false,
+        }
+    }
+
+    /// Tells the driver that the image stays readable until the library is unloaded
+    /// (`CU_LIBRARY_BINARY_IS_PRESERVED`), so it need not keep its own copy for lazy loading.
+    ///
+    /// [`Library::load_data_with`] then keeps a copy of the image in the library (the image
+    /// borrowed for the call could be gone long before the unload); [`Library::load_static`]
+    /// uses a `'static` image as it is.
+    #[doc(alias = "CU_LIBRARY_BINARY_IS_PRESERVED")]
+    pub const fn binary_is_preserved(mut self, on: bool) -> Self {
+        self.binary_is_preserved = on;
+        self
+    }
+}
+
+/// Device code loaded for every context and device (`CUlibrary`). Cloning is cheap and
+/// shares it.
+///
+/// No context is needed to load it. It is unloaded (`cuLibraryUnload`) when the last holder
+/// is dropped: the library, its clones, and every [`Kernel`], [`Managed`] variable, [`Global`],
+/// [`Module`] and [`Function`] taken from it. Contexts it was loaded into may be destroyed
+/// before that: the driver unloads it from each context as the context goes.
+///
+/// `Send + Sync`.
+#[derive(Clone)]
+#[doc(alias = "CUlibrary")]
+pub struct Library {
+    inner: Arc<LibraryInner>,
+}
+
+pub(crate) struct LibraryInner {
+    raw: sys::CUlibrary,
+    info_log: String,
+    /// The image the driver may read until the unload (`CU_LIBRARY_BINARY_IS_PRESERVED`)
+    /// when this library owns it.
+    _image: Option<Box<[u8]>>,
+}
+
+// SAFETY: a CUlibrary is context-independent and may be used from any host thread;
+// LibraryInner unloads it once, in Drop.
+unsafe impl Send for LibraryInner {}
+// SAFETY: no method mutates LibraryInner; the driver's library calls are thread-safe.
+unsafe impl Sync for LibraryInner {}
+
+impl Drop for LibraryInner {
+    fn drop(&mut self) {
+        // SAFETY: `raw` was loaded by cuLibraryLoad* and is owned by this inner, the last
+        // holder; cuLibraryUnload needs no current context. The preserved image (if any) is
+        // freed after it, when the fields drop.
+        let r = unsafe { sys::cuLibraryUnload(self.raw) };
+        report_drop_error("cuLibraryUnload", r);
+    }
+}
+
+impl std::fmt::Debug for Library {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Library")
+            .field("raw", &self.inner.raw)
+            .finish()
+    }
+}
+
+/// The `CUlibraryOption` arrays of one load.
+struct LibraryCall {
+    options: [sys::CUlibraryOption; 1],
+    values: [*mut c_void; 1],
+    count: u32,
+}
+
+impl LibraryCall {
+    fn new(opts: &LibraryOptions) -> LibraryCall {
+        let mut call = LibraryCall {
+            options: [0; 1],
+            values: [ptr::null_mut(); 1],
+            count: 0,
+        };
+        if opts.binary_is_preserved {
+            // A value of 1 in the option's slot, as for the JIT's integer options.
+            call.options[0] = sys::CU_LIBRARY_BINARY_IS_PRESERVED;
+            call.values[0] = 1usize as *mut c_void;
+            call.count = 1;
+        }
+        call
+    }
+}
+
+impl Library {
+    /// Loads PTX text, a cubin or a fatbin with the driver's default options. See
+    /// [`load_data_with`](Self::load_data_with).
+    #[track_caller]
+    pub fn load_data<I: ModuleImage + ?Sized>(image: &I) -> Result<Library> {
+        Self::load_data_with(image, &JitOptions::default(), &LibraryOptions::default())
+    }
+
+    /// Loads PTX text, a cubin or a fatbin for every context, with JIT and library options.
+    /// Initialises the driver if needed; no context is needed.
+    ///
+    /// As with [`Module::load_data_with`], PTX needs no NUL terminator, a binary is checked
+    /// against its headers first, and a failed compile is [`Error::Jit`] with the log. With
+    /// [`LibraryOptions::binary_is_preserved`] the library keeps its own copy of the image.
+    ///
+    /// Wraps `cuLibraryLoadData`.
+    #[doc(alias = "cuLibraryLoadData")]
+    #[track_caller]
+    pub fn load_data_with<I: ModuleImage + ?Sized>(
+        image: &I,
+        jit: &JitOptions,
+        options: &LibraryOptions,
+    ) -> Result<Library> {
+        let bytes = image.image_bytes();
+        if options.binary_is_preserved {
+            let owned = owned_image(bytes)?;
+            // SAFETY: the owned image is moved into the library, which keeps it (at the same
+            // heap address) until after cuLibraryUnload.
+            return unsafe { Self::load_raw(owned.as_ptr().cast(), Some(owned), jit, options) };
+        }
+        with_image(bytes, |p| {
+            // SAFETY: `p` is a checked image alive for the call; without
+            // BINARY_IS_PRESERVED the driver does not read it afterwards.
+            unsafe { Self::load_raw(p, None, jit, options) }
+        })?
+    }
+
+    /// Loads an image that lives for the whole program, such as an `include_bytes!` cubin or
+    /// a `"...\0"` PTX constant. With [`LibraryOptions::binary_is_preserved`] the driver reads
+    /// it in place whenever it loads the library into a context, and no copy is made (except of
+    /// PTX text without a NUL terminator, which the library then keeps).
+    ///
+    /// Wraps `cuLibraryLoadData`.
+    #[doc(alias = "cuLibraryLoadData")]
+    #[track_caller]
+    pub fn load_static<I: ModuleImage + ?Sized>(
+        image: &'static I,
+        jit: &JitOptions,
+        options: &LibraryOptions,
+    ) -> Result<Library> {
+        let bytes = image.image_bytes();
+        let needs_copy = classify_image(bytes)? == ImageKind::Text && bytes.last() != Some(&0);
+        if options.binary_is_preserved && needs_copy {
+            return Self::load_data_with(image, jit, options);
+        }
+        with_image(bytes, |p| {
+            // SAFETY: `p` points into the 'static image (no copy was needed for a preserved
+            // load), which the driver may read for as long as it likes.
+            unsafe { Self::load_raw(p, None, jit, options) }
+        })?
+    }
+
+    /// # Safety
+    /// `image` is a loadable image that stays readable until the unload when `options` ask to
+    /// preserve it (which `keep` may own), or for the call otherwise.
+    #[track_caller]
+    unsafe fn load_raw(
+        image: *const c_void,
+        keep: Option<Box<[u8]>>,
+        jit: &JitOptions,
+        options: &LibraryOptions,
+    ) -> Result<Library> {
+        init()?;
+        let mut call = JitCall::new(jit);
+        let mut lib_call = LibraryCall::new(options);
+        let mut raw = ptr::null_mut();
+        // SAFETY: the caller guarantees `image`; both option arrays hold the counts given and
+        // their buffers live in `call` for the call; writes one CUlibrary.
+        let r = unsafe {
+            sys::cuLibraryLoadData(
+                &mut raw,
+                image,
+                call.options_ptr(),
+                call.values_ptr(),
+                call.len(),
+                lib_call.options.as_mut_ptr(),
+                lib_call.values.as_mut_ptr(),
+                lib_call.count,
+            )
+        };
+        check_jit(r, "cuLibraryLoadData", || call.error_log())?;
+        Ok(Library {
+            inner: Arc::new(LibraryInner {
+                raw,
+                info_log: call.info_log(),
+                _image: keep,
+            }),
+        })
+    }
+
+    /// Loads a library from a cubin, PTX or fatbin file, with JIT and library options
+    /// ([`LibraryOptions::binary_is_preserved`] has no effect on files).
+    ///
+    /// Wraps `cuLibraryLoadFromFile`.
+    #[doc(alias = "cuLibraryLoadFromFile")]
+    #[track_caller]
+    pub fn load_file(
+        path: impl AsRef<Path>,
+        jit: &JitOptions,
+        options: &LibraryOptions,
+    ) -> Result<Library> {
+        let path = path_to_c_string(path.as_ref())?;
+        init()?;
+        let mut call = JitCall::new(jit);
+        // The preserve option is for cuLibraryLoadData only.
+        let _ = options;
+        let mut raw = ptr::null_mut();
+        // SAFETY: a NUL-terminated path; the JIT option arrays hold call.len() entries whose
+        // buffers live in `call` for the call; no library options; writes one CUlibrary.
+        let r = unsafe {
+            sys::cuLibraryLoadFromFile(
+                &mut raw,
+                path.as_ptr(),
+                call.options_ptr(),
+                call.values_ptr(),
+                call.len(),
+                ptr::null_mut(),
+                ptr::null_mut(),
+                0,
+            )
+        };
+        check_jit(r, "cuLibraryLoadFromFile", || call.error_log())?;
+        Ok(Library {
+            inner: Arc::new(LibraryInner {
+                raw,
+                info_log: call.info_log(),
+                _image: None,
+            }),
+        })
+    }
+
+    /// Takes ownership of a loaded library; it is unloaded when the last holder is dropped.
+    ///
+    /// # Safety
+    /// `raw` is a live library that nothing else unloads, and whose image (if it was loaded
+    /// with `CU_LIBRARY_BINARY_IS_PRESERVED`) stays readable until then.
+    pub unsafe fn from_raw(raw: sys::CUlibrary) -> Library {
+        Library {
+            inner: Arc::new(LibraryInner {
+                raw,
+                info_log: String::new(),
+                _image: None,
+            }),
+        }
+    }
+
+    /// The raw `CUlibrary`, valid while `self` lives.
+    pub fn as_raw(&self) -> sys::CUlibrary {
+        self.inner.raw
+    }
+
+    /// The JIT's info log of the load (see [`JitOptions::verbose`]).
+    pub fn info_log(&self) -> &str {
+        &self.inner.info_log
+    }
+
+    /// The kernel `name`, a context-independent handle that keeps the library loaded. A missing
+    /// name is [`Error::NotFound`] naming it.
+    ///
+    /// Wraps `cuLibraryGetKernel`.
+    #[doc(alias = "cuLibraryGetKernel")]
+    #[track_caller]
+    pub fn kernel(&self, name: &str) -> Result<Kernel> {
+        let mut raw = ptr::null_mut();
+        let r = with_c_str(name, |p| {
+            // SAFETY: the library is alive; `p` is NUL-terminated; writes one CUkernel.
+            unsafe { sys::cuLibraryGetKernel(&mut raw, self.inner.raw, p) }
+        })?;
+        check_lookup(r, "cuLibraryGetKernel", "kernel", name)?;
+        Ok(Kernel {
+            raw,
+            lib: self.inner.clone(),
+            meta: LaunchMeta::named(name),
+        })
+    }
+
+    /// Every kernel of the library (names from [`Kernel::name`]).
+    ///
+    /// Wraps `cuLibraryGetKernelCount` and `cuLibraryEnumerateKernels` (CUDA 12.4; an older
+    /// driver gives [`Error::Unsupported`]).
+    #[doc(alias = "cuLibraryGetKernelCount")]
+    #[doc(alias = "cuLibraryEnumerateKernels")]
+    #[track_caller]
+    pub fn kernels(&self) -> Result<Vec<Kernel>> {
+        let count_fn = newer::cuLibraryGetKernelCount()?;
+        let enumerate = newer::cuLibraryEnumerateKernels()?;
+        let mut n = 0;
+        check(
+            // SAFETY: the library is alive; writes one unsigned int.
+            unsafe { count_fn(&mut n, self.inner.raw) },
+            "cuLibraryGetKernelCount",
+        )?;
+        let mut raws = vec![ptr::null_mut(); n as usize];
+        if n > 0 {
+            check(
+                // SAFETY: `raws` holds n writable CUkernel slots.
+                unsafe { enumerate(raws.as_mut_ptr(), n, self.inner.raw) },
+                "cuLibraryEnumerateKernels",
+            )?;
+        }
+        Ok(raws
+            .into_iter()
+            .map(|raw| Kernel {
+                raw,
+                lib: self.inner.clone(),
+                meta: LaunchMeta::unnamed(),
+            })
+            .collect())
+    }
+
+    /// The `__managed__` variable `name` as `len` elements of `T` (its size must be a whole
+    /// number of `T`s): one allocation, at one address, shared by every context and device.
+    ///
+    /// The driver registers a library's managed variables when it loads the library into a
+    /// context; if it reports the name missing while a context is current on this thread, the
+    /// library is loaded into that context (`cuLibraryGetModule`) and the lookup retried.
+    ///
+    /// Wraps `cuLibraryGetManaged`.
+    #[doc(alias = "cuLibraryGetManaged")]
+    #[track_caller]
+    pub fn managed<T: DeviceRepr>(&self, name: &str) -> Result<Managed<T>> {
+        let lookup = || {
+            let (mut ptr, mut bytes) = (0, 0);
+            let r = with_c_str(name, |p| {
+                // SAFETY: the library is alive; `p` is NUL-terminated; writes a pointer and a
+                // size.
+                unsafe { sys::cuLibraryGetManaged(&mut ptr, &mut bytes, self.inner.raw, p) }
+            })?;
+            check_lookup(r, "cuLibraryGetManaged", "managed variable", name)?;
+            Ok::<_, Error>((ptr, bytes))
+        };
+        let (ptr, bytes) = match lookup() {
+            Err(Error::NotFound { .. }) if Context::current_raw()?.is_some() => {
+                let mut module = ptr::null_mut();
+                check(
+                    // SAFETY: the library is alive and a context is current; writes one CUmodule,
+                    // which the library owns.
+                    unsafe { sys::cuLibraryGetModule(&mut module, self.inner.raw) },
+                    "cuLibraryGetModule",
+                )?;
+                lookup()?
+            }
+            r => r?,
+        };
+        let size = size_of::<T>();
+        if size == 0 || bytes % size != 0 {
+            return Err(Error::InvalidArgument(format!(
+                "the managed variable `{name}` is {bytes} bytes, not a whole number of {} \
+                 ({size} bytes)",
+                std::any::type_name::<T>()
+            )));
+        }
+        Ok(Managed {
+            ptr,
+            len: bytes / size,
+            _lib: self.inner.clone(),
+            _marker: PhantomData,
+        })
+    }
+
+    /// The `__device__` or `__constant__` variable `name` in `ctx` (each context has its own
+    /// copy), as `len` elements of `T`.
+    ///
+    /// Wraps `cuLibraryGetGlobal`.
+    #[doc(alias = "cuLibraryGetGlobal")]
+    #[track_caller]
+    pub fn global<T: DeviceRepr>(&self, name: &str, ctx: &Context) -> Result<Global<T>> {
+        ctx.ensure_current()?;
+        let (mut ptr, mut bytes) = (0, 0);
+        let r = with_c_str(name, |p| {
+            // SAFETY: the library is alive, `ctx` is current; `p` is NUL-terminated; writes a
+            // pointer and a size.
+            unsafe { sys::cuLibraryGetGlobal(&mut ptr, &mut bytes, self.inner.raw, p) }
+        })?;
+        check_lookup(r, "cuLibraryGetGlobal", "global", name)?;
+        Global::new(ptr, bytes, name, ctx, Keep::Library(self.inner.clone()))
+    }
+
+    /// The library's module in `ctx` (loading the library into `ctx` if it is not yet). The
+    /// module belongs to the library and is not unloaded by the returned handle.
+    ///
+    /// Wraps `cuLibraryGetModule`.
+    #[doc(alias = "cuLibraryGetModule")]
+    #[track_caller]
+    pub fn module(&self, ctx: &Context) -> Result<Module> {
+        ctx.ensure_current()?;
+        let mut raw = ptr::null_mut();
+        check(
+            // SAFETY: the library is alive, `ctx` is current; writes one CUmodule.
+            unsafe { sys::cuLibraryGetModule(&mut raw, self.inner.raw) },
+            "cuLibraryGetModule",
+        )?;
+        Ok(Module::from_library(raw, ctx, self.inner.clone()))
+    }
+}
+
+/// A copy of `bytes` that the driver can load: NUL-terminated when it is text.
+#[track_caller]
+fn owned_image(bytes: &[u8]) -> Result<Box<[u8]>> {
+    let mut v = bytes.to_vec();
+    if classify_image(bytes)? == ImageKind::Text && v.last() != Some(&0) {
+        v.push(0);
+    }
+    Ok(v.into_boxed_slice())
+}
+
+/// A kernel of a [`Library`] (`CUkernel`): a context-independent handle that launches in the
+/// context of the stream it is launched on, on any device.
+///
+/// It holds its library through an `Arc` (the library stays loaded while any kernel of it
+/// lives), and caches its name and its parameter list for checked launches. Cloning is cheap
+/// apart from copying those caches. `Send + Sync`.
+#[derive(Clone)]
+#[doc(alias = "CUkernel")]
+pub struct Kernel {
+    pub(crate) raw: sys::CUkernel,
+    pub(crate) lib: Arc<LibraryInner>,
+    pub(crate) meta: LaunchMeta,
+}
+
+// SAFETY: a CUkernel is context-independent and may be used from any thread; the Arc keeps its
+// library loaded.
+unsafe impl Send for Kernel {}
+// SAFETY: launches and attribute calls are thread-safe in the driver; the caches are OnceLocks.
+unsafe impl Sync for Kernel {}
+
+impl std::fmt::Debug for Kernel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Kernel")
+            .field("raw", &self.raw)
+            .field("name", &self.meta.known_name())
+            .finish()
+    }
+}
+
+impl Kernel {
+    /// The raw `CUkernel`, valid while `self` lives.
+    #[inline]
+    pub fn as_raw(&self) -> sys::CUkernel {
+        self.raw
+    }
+
+    /// The library the kernel belongs to.
+    pub fn library(&self) -> Library {
+        Library {
+            inner: self.lib.clone(),
+        }
+    }
+
+    /// The kernel as a [`Function`] of the library's module in `ctx`.
+    ///
+    /// Wraps `cuKernelGetFunction` (with `ctx` current).
+    #[doc(alias = "cuKernelGetFunction")]
+    #[track_caller]
+    pub fn function(&self, ctx: &Context) -> Result<Function> {
+        ctx.ensure_current()?;
+        let mut raw = ptr::null_mut();
+        check(
+            // SAFETY: the kernel's library is alive and `ctx` is current; writes one CUfunction.
+            unsafe { sys::cuKernelGetFunction(&mut raw, self.raw) },
+            "cuKernelGetFunction",
+        )?;
+        Ok(Function {
+            raw,
+            owner: FunctionOwner::Library(self.lib.clone(), ctx.clone()),
+            meta: self.meta.clone(),
+        })
+    }
+
+    /// An attribute of the kernel on `device`.
+    ///
+    /// Wraps `cuKernelGetAttribute`.
+    #[doc(alias = "cuKernelGetAttribute")]
+    #[track_caller]
+    pub fn attribute(&self, attr: FunctionAttribute, device: Device) -> Result<i32> {
+        let mut v = 0;
+        check(
+            // SAFETY: the kernel is alive; writes one int.
+            unsafe { sys::cuKernelGetAttribute(&mut v, attr.as_raw(), self.raw, device.as_raw()) },
+            "cuKernelGetAttribute",
+        )?;
+        Ok(v)
+    }
+
+    /// Sets an attribute of the kernel on `device` (such as
+    /// [`MAX_DYNAMIC_SHARED_SIZE_BYTES`](FunctionAttribute::MAX_DYNAMIC_SHARED_SIZE_BYTES)).
+    ///
+    /// Wraps `cuKernelSetAttribute`.
+    #[doc(alias = "cuKernelSetAttribute")]
+    #[track_caller]
+    pub fn set_attribute(&self, attr: FunctionAttribute, value: i32, device: Device) -> Result<()> {
+        check(
+            // SAFETY: the kernel is alive; plain values.
+            unsafe { sys::cuKernelSetAttribute(attr.as_raw(), value, self.raw, device.as_raw()) },
+            "cuKernelSetAttribute",
+        )
+    }
+
+    /// Sets the preferred L1/shared memory split of the kernel on `device`.
+    ///
+    /// Wraps `cuKernelSetCacheConfig`.
+    #[doc(alias = "cuKernelSetCacheConfig")]
+    #[track_caller]
+    pub fn set_cache_config(&self, config: CacheConfig, device: Device) -> Result<()> {
+        check(
+            // SAFETY: the kernel is alive; plain values.
+            unsafe { sys::cuKernelSetCacheConfig(self.raw, config.as_raw(), device.as_raw()) },
+            "cuKernelSetCacheConfig",
+        )
+    }
+}
+
+/// A `__managed__` variable of a [`Library`]: `len` elements of `T` at one address that is the
+/// same in every context and on every device, and on the host. It keeps the library loaded.
+///
+/// # Host access
+/// The device may write the variable at any time from any context that runs a kernel of the
+/// library, and this crate cannot know which contexts those are. So:
+///
+/// * the copies ([`copy_to_host`](Self::copy_to_host), [`copy_from_host`](Self::copy_from_host),
+///   [`to_vec`](Self::to_vec)) are safe: the driver copies between the variable and host memory
+///   this crate owns, and every bit pattern is a valid `T`, so a kernel running meanwhile can
+///   make the value stale or torn, never undefined behaviour. They first wait for all work in
+///   the context given (`cuCtxSynchronize`); work in other contexts that uses the variable is
+///   the caller's to synchronise.
+/// * direct host references ([`as_host_slice`](Self::as_host_slice),
+///   [`as_host_slice_mut`](Self::as_host_slice_mut)) are `unsafe`: a Rust reference must not
+///   change under the host's feet, which only the caller can promise (and on devices without
+///   concurrent managed access, touching managed memory while a kernel runs faults).
+#[doc(alias = "__managed__")]
+pub struct Managed<T: DeviceRepr> {
+    /// Kept first and by value: a kernel argument is a pointer to this field.
+    pub(crate) ptr: sys::CUdeviceptr,
+    len: usize,
+    _lib: Arc<LibraryInner>,
+    _marker: PhantomData<T>,
+}
+
+// SAFETY: managed memory is addressable from every thread and context; T is plain data.
+unsafe impl<T: DeviceRepr> Send for Managed<T> {}
+// SAFETY: `&self` methods only copy through the driver; host references are unsafe.
+unsafe impl<T: DeviceRepr> Sync for Managed<T> {}
+
+impl<T: DeviceRepr> std::fmt::Debug for Managed<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Managed")
+            .field("ptr", &format_args!("{:#x}", self.ptr))
+            .field("len", &self.len)
+            .field("type", &std::any::type_name::<T>())
+            .finish()
+    }
+}
+
+impl<T: DeviceRepr> Managed<T> {
+    /// The variable's address, the same in every context and on the host.
+    #[inline]
+    pub fn as_raw(&self) -> sys::CUdeviceptr {
+        self.ptr
+    }
+
+    /// Number of `T` elements.
+    #[inline]
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether the variable holds no elements.
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Size in bytes.
+    #[inline]
+    pub fn bytes(&self) -> usize {
+        self.len * size_of::<T>()
+    }
+
+    /// Waits for all work in `ctx`, then copies the variable into `dst` (exactly
+    /// [`len`](Self::len) elements). See [Host access](Self#host-access).
+    ///
+    /// Wraps `cuCtxSynchronize` and `cuMemcpyDtoH_v2`.
+    #[doc(alias = "cuMemcpyDtoH_v2")]
+    #[track_caller]
+    pub fn copy_to_host(&self, ctx: &Context, dst: &mut [T]) -> Result<()> {
+        if dst.len() != self.len {
+            return Err(Error::LengthMismatch {
+                what: "Managed::copy_to_host",
+                dst: dst.len(),
+                src: self.len,
+            });
+        }
+        ctx.synchronize()?;
+        check(
+            // SAFETY: the variable holds len * size_of::<T>() bytes and stays allocated while the
+            // library is loaded (we hold it); `dst` has as many writable bytes; any bytes are a
+            // valid T.
+            unsafe { sys::cuMemcpyDtoH_v2(dst.as_mut_ptr().cast(), self.ptr, self.bytes()) },
+            "cuMemcpyDtoH_v2",
+        )
+    }
+
+    /// Waits for all work in `ctx`, then copies the variable into a new vector.
+    #[track_caller]
+    pub fn to_vec(&self, ctx: &Context) -> Result<Vec<T>> {
+        ctx.synchronize()?;
+        let mut v = Vec::<T>::with_capacity(self.len);
+        // SAFETY: the capacity holds len * size_of::<T>() bytes, which the copy fills
+        // completely before set_len; any bytes are a valid T (DeviceRepr).
+        unsafe {
+            check(
+                sys::cuMemcpyDtoH_v2(v.as_mut_ptr().cast(), self.ptr, self.bytes()),
+                "cuMemcpyDtoH_v2",
+            )?;
+            v.set_len(self.len);
+        }
+        Ok(v)
+    }
+
+    /// Waits for all work in `ctx`, then copies `src` (exactly [`len`](Self::len) elements)
+    /// into the variable.
+    ///
+    /// Wraps `cuCtxSynchronize` and `cuMemcpyHtoD_v2`.
+    #[doc(alias = "cuMemcpyHtoD_v2")]
+    #[track_caller]
+    pub fn copy_from_host(&self, ctx: &Context, src: &[T]) -> Result<()> {
+        if src.len() != self.len {
+            return Err(Error::LengthMismatch {
+                what: "Managed::copy_from_host",
+                dst: self.len,
+                src: src.len(),
+            });
+        }
+        ctx.synchronize()?;
+        check(
+            // SAFETY: the variable holds len * size_of::<T>() bytes, `src` as many readable ones.
+            unsafe { sys::cuMemcpyHtoD_v2(self.ptr, src.as_ptr().cast(), self.bytes()) },
+            "cuMemcpyHtoD_v2",
+        )
+    }
+
+    /// The variable as a host slice, read in place.
+    ///
+    /// # Safety
+    /// While the slice lives, no kernel and no copy in any context writes the variable (for
+    /// example: every context that ran a kernel of the library was synchronised and none is
+    /// launched until the slice is dropped), and the device supports host access to managed
+    /// memory (`CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY`).
+    pub unsafe fn as_host_slice(&self) -> &[T] {
+        // SAFETY: managed memory of len elements, host-addressable at `ptr`, aligned for T as
+        // the compiler laid out the variable; the caller guarantees nothing writes it.
+        unsafe { std::slice::from_raw_parts(self.ptr as usize as *const T, self.len) }
+    }
+
+    /// The variable as a mutable host slice, written in place.
+    ///
+    /// # Safety
+    /// As for [`as_host_slice`](Self::as_host_slice), and no kernel or copy reads the variable
+    /// either while the slice lives.
+    pub unsafe fn as_host_slice_mut(&mut self) -> &mut [T] {
+        // SAFETY: as in as_host_slice; `&mut self` makes this the only slice from this handle,
+        // and the caller guarantees no device access meanwhile.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr as usize as *mut T, self.len) }
+    }
+}
+
+/// The name of a kernel, from the driver (`cuKernelGetName`, CUDA 12.3).
+pub(crate) fn kernel_name(raw: sys::CUkernel) -> Option<String> {
+    let f = newer::cuKernelGetName().ok()?;
+    let mut p = ptr::null();
+    // SAFETY: the kernel is alive; writes a pointer to a NUL-terminated string the driver owns
+    // while the library is loaded.
+    check(unsafe { f(&mut p, raw) }, "cuKernelGetName").ok()?;
+    if p.is_null() {
+        return None;
+    }
+    // SAFETY: on success `p` is a valid NUL-terminated string; copied at once.
+    Some(unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned())
+}

@@ -1,0 +1,271 @@
+//! Occupancy: how many blocks or clusters of a kernel fit on a multiprocessor or device
+//! (`cuOccupancy*`), for [`Function`] and, in a given context, [`Kernel`].
+
+use std::ptr;
+
+use cuda_driver_sys as sys;
+
+use super::{LaunchAttributes, LaunchConfig, Launchable};
+use crate::error::{check, Result};
+use crate::{Context, Function, Kernel};
+
+/// The block size that maximises occupancy, and the smallest grid that reaches it
+/// ([`Function::max_potential_block_size`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BlockSizeSuggestion {
+    /// The smallest grid (in blocks) that reaches full occupancy on the device.
+    pub min_grid_size: u32,
+    /// The block size (in threads).
+    pub block_size: u32,
+}
+
+#[track_caller]
+fn active_blocks(f: sys::CUfunction, block_size: u32, dynamic_smem_bytes: usize) -> Result<u32> {
+    let mut n = 0;
+    check(
+        // SAFETY: `f` is alive and its context (or, for a kernel, the target context) is current;
+        // writes one int.
+        unsafe {
+            sys::cuOccupancyMaxActiveBlocksPerMultiprocessor(
+                &mut n,
+                f,
+                block_size as i32,
+                dynamic_smem_bytes,
+            )
+        },
+        "cuOccupancyMaxActiveBlocksPerMultiprocessor",
+    )?;
+    Ok(n as u32)
+}
+
+#[track_caller]
+fn potential_block_size(
+    f: sys::CUfunction,
+    dynamic_smem_bytes: usize,
+    block_size_limit: u32,
+) -> Result<BlockSizeSuggestion> {
+    let (mut grid, mut block) = (0, 0);
+    check(
+        // SAFETY: as above; no callback (a constant dynamic shared memory size); writes two ints.
+        unsafe {
+            sys::cuOccupancyMaxPotentialBlockSize(
+                &mut grid,
+                &mut block,
+                f,
+                None,
+                dynamic_smem_bytes,
+                block_size_limit as i32,
+            )
+        },
+        "cuOccupancyMaxPotentialBlockSize",
+    )?;
+    Ok(BlockSizeSuggestion {
+        min_grid_size: grid as u32,
+        block_size: block as u32,
+    })
+}
+
+#[track_caller]
+fn available_smem(f: sys::CUfunction, num_blocks: u32, block_size: u32) -> Result<usize> {
+    let mut bytes = 0;
+    check(
+        // SAFETY: as above; writes one size_t.
+        unsafe {
+            sys::cuOccupancyAvailableDynamicSMemPerBlock(
+                &mut bytes,
+                f,
+                num_blocks as i32,
+                block_size as i32,
+            )
+        },
+        "cuOccupancyAvailableDynamicSMemPerBlock",
+    )?;
+    Ok(bytes)
+}
+
+#[track_caller]
+fn potential_cluster_size(
+    f: sys::CUfunction,
+    cfg: &LaunchConfig,
+    attrs: &LaunchAttributes,
+) -> Result<u32> {
+    let config = attrs.raw_config(cfg, ptr::null_mut());
+    let mut n = 0;
+    check(
+        // SAFETY: as above; `config` points to `attrs`, alive for the call (null stream: the
+        // current context); writes one int.
+        unsafe { sys::cuOccupancyMaxPotentialClusterSize(&mut n, f, &config) },
+        "cuOccupancyMaxPotentialClusterSize",
+    )?;
+    Ok(n as u32)
+}
+
+#[track_caller]
+fn active_clusters(
+    f: sys::CUfunction,
+    cfg: &LaunchConfig,
+    attrs: &LaunchAttributes,
+) -> Result<u32> {
+    let config = attrs.raw_config(cfg, ptr::null_mut());
+    let mut n = 0;
+    check(
+        // SAFETY: as in potential_cluster_size.
+        unsafe { sys::cuOccupancyMaxActiveClusters(&mut n, f, &config) },
+        "cuOccupancyMaxActiveClusters",
+    )?;
+    Ok(n as u32)
+}
+
+impl Function {
+    /// How many blocks of `block_size` threads with `dynamic_smem_bytes` of dynamic shared
+    /// memory can be resident on one multiprocessor at once.
+    ///
+    /// Wraps `cuOccupancyMaxActiveBlocksPerMultiprocessor`.
+    #[doc(alias = "cuOccupancyMaxActiveBlocksPerMultiprocessor")]
+    #[track_caller]
+    pub fn max_active_blocks_per_multiprocessor(
+        &self,
+        block_size: u32,
+        dynamic_smem_bytes: usize,
+    ) -> Result<u32> {
+        self.context().ensure_current()?;
+        active_blocks(self.raw_function(), block_size, dynamic_smem_bytes)
+    }
+
+    /// The block size with the highest occupancy for a constant `dynamic_smem_bytes` per
+    /// block, at most `block_size_limit` threads (0: no limit), and the smallest grid that
+    /// fills the device with it.
+    ///
+    /// Wraps `cuOccupancyMaxPotentialBlockSize` (without a shared-memory callback).
+    #[doc(alias = "cuOccupancyMaxPotentialBlockSize")]
+    #[track_caller]
+    pub fn max_potential_block_size(
+        &self,
+        dynamic_smem_bytes: usize,
+        block_size_limit: u32,
+    ) -> Result<BlockSizeSuggestion> {
+        self.context().ensure_current()?;
+        potential_block_size(self.raw_function(), dynamic_smem_bytes, block_size_limit)
+    }
+
+    /// The dynamic shared memory per block available when `num_blocks` blocks of
+    /// `block_size` threads are resident on a multiprocessor.
+    ///
+    /// Wraps `cuOccupancyAvailableDynamicSMemPerBlock`.
+    #[doc(alias = "cuOccupancyAvailableDynamicSMemPerBlock")]
+    #[track_caller]
+    pub fn available_dynamic_shared_memory_per_block(
+        &self,
+        num_blocks: u32,
+        block_size: u32,
+    ) -> Result<usize> {
+        self.context().ensure_current()?;
+        available_smem(self.raw_function(), num_blocks, block_size)
+    }
+
+    /// The largest cluster (in blocks) this kernel can launch with in the configuration
+    /// `cfg` (the cluster dimension in `attrs` is ignored): portable sizes (at most 8) unless
+    /// the kernel allows non-portable ones.
+    ///
+    /// Wraps `cuOccupancyMaxPotentialClusterSize`.
+    #[doc(alias = "cuOccupancyMaxPotentialClusterSize")]
+    #[track_caller]
+    pub fn max_potential_cluster_size(
+        &self,
+        cfg: &LaunchConfig,
+        attrs: &LaunchAttributes,
+    ) -> Result<u32> {
+        self.context().ensure_current()?;
+        potential_cluster_size(self.raw_function(), cfg, attrs)
+    }
+
+    /// How many clusters of the shape in `attrs` ([`LaunchAttributes::cluster_dim`], required
+    /// unless the kernel fixes it) can be resident on the device at once.
+    ///
+    /// Wraps `cuOccupancyMaxActiveClusters`.
+    #[doc(alias = "cuOccupancyMaxActiveClusters")]
+    #[track_caller]
+    pub fn max_active_clusters(&self, cfg: &LaunchConfig, attrs: &LaunchAttributes) -> Result<u32> {
+        self.context().ensure_current()?;
+        active_clusters(self.raw_function(), cfg, attrs)
+    }
+}
+
+impl Kernel {
+    /// [`Function::max_active_blocks_per_multiprocessor`] for this kernel on the device of
+    /// `ctx`.
+    ///
+    /// Wraps `cuOccupancyMaxActiveBlocksPerMultiprocessor`.
+    #[doc(alias = "cuOccupancyMaxActiveBlocksPerMultiprocessor")]
+    #[track_caller]
+    pub fn max_active_blocks_per_multiprocessor(
+        &self,
+        ctx: &Context,
+        block_size: u32,
+        dynamic_smem_bytes: usize,
+    ) -> Result<u32> {
+        ctx.ensure_current()?;
+        active_blocks(self.raw_function(), block_size, dynamic_smem_bytes)
+    }
+
+    /// [`Function::max_potential_block_size`] for this kernel on the device of `ctx`.
+    ///
+    /// Wraps `cuOccupancyMaxPotentialBlockSize`.
+    #[doc(alias = "cuOccupancyMaxPotentialBlockSize")]
+    #[track_caller]
+    pub fn max_potential_block_size(
+        &self,
+        ctx: &Context,
+        dynamic_smem_bytes: usize,
+        block_size_limit: u32,
+    ) -> Result<BlockSizeSuggestion> {
+        ctx.ensure_current()?;
+        potential_block_size(self.raw_function(), dynamic_smem_bytes, block_size_limit)
+    }
+
+    /// [`Function::available_dynamic_shared_memory_per_block`] for this kernel on the device
+    /// of `ctx`.
+    ///
+    /// Wraps `cuOccupancyAvailableDynamicSMemPerBlock`.
+    #[doc(alias = "cuOccupancyAvailableDynamicSMemPerBlock")]
+    #[track_caller]
+    pub fn available_dynamic_shared_memory_per_block(
+        &self,
+        ctx: &Context,
+        num_blocks: u32,
+        block_size: u32,
+    ) -> Result<usize> {
+        ctx.ensure_current()?;
+        available_smem(self.raw_function(), num_blocks, block_size)
+    }
+
+    /// [`Function::max_potential_cluster_size`] for this kernel on the device of `ctx`.
+    ///
+    /// Wraps `cuOccupancyMaxPotentialClusterSize`.
+    #[doc(alias = "cuOccupancyMaxPotentialClusterSize")]
+    #[track_caller]
+    pub fn max_potential_cluster_size(
+        &self,
+        ctx: &Context,
+        cfg: &LaunchConfig,
+        attrs: &LaunchAttributes,
+    ) -> Result<u32> {
+        ctx.ensure_current()?;
+        potential_cluster_size(self.raw_function(), cfg, attrs)
+    }
+
+    /// [`Function::max_active_clusters`] for this kernel on the device of `ctx`.
+    ///
+    /// Wraps `cuOccupancyMaxActiveClusters`.
+    #[doc(alias = "cuOccupancyMaxActiveClusters")]
+    #[track_caller]
+    pub fn max_active_clusters(
+        &self,
+        ctx: &Context,
+        cfg: &LaunchConfig,
+        attrs: &LaunchAttributes,
+    ) -> Result<u32> {
+        ctx.ensure_current()?;
+        active_clusters(self.raw_function(), cfg, attrs)
+    }
+}
