@@ -104,6 +104,20 @@ fn element_addr<T>(ptr: sys::CUdeviceptr, index: usize) -> sys::CUdeviceptr {
 /// assert_eq!(buf.to_vec()?, [1, 2, 7, 7]);
 /// # Ok::<(), cuda_driver::Error>(())
 /// ```
+///
+/// # Ordering of the blocking operations
+///
+/// The operations without a stream run on the default stream (the legacy one, or the
+/// per-thread one with the `per-thread-default-stream` feature) with the driver's
+/// [synchronisation rules](https://docs.nvidia.com/cuda/cuda-driver-api/api-sync-behavior.html):
+/// a copy to the host is done when it returns; a copy from page-locked memory too; a copy
+/// from pageable memory has read `src` but may still be travelling to the device; memsets and
+/// device-to-device copies may still be running. Later work on the default stream, and on
+/// streams created with [`StreamFlags::DEFAULT`](crate::StreamFlags::DEFAULT), is ordered
+/// after them; work on [`NON_BLOCKING`](crate::StreamFlags::NON_BLOCKING) streams is not:
+/// synchronise the default stream first ([`Stream::null`]`(ctx).synchronize()`), or use the
+/// `*_async` forms on that stream. The constructors [`zeroed`](Self::zeroed) and
+/// [`from_slice`](Self::from_slice) return only when the data is in place.
 #[doc(alias = "CUdeviceptr")]
 pub struct DeviceBuffer<T: DeviceRepr> {
     /// Kept first and by value: a kernel argument is a pointer to this field.
@@ -172,25 +186,34 @@ impl<T: DeviceRepr> DeviceBuffer<T> {
         })
     }
 
-    /// Allocates `len` elements with every byte zero.
+    /// Allocates `len` elements with every byte zero, and returns once they are: the buffer
+    /// is ready for work on any stream.
     ///
-    /// Wraps `cuMemAlloc_v2` and `cuMemsetD8_v2`.
+    /// Wraps `cuMemAlloc_v2`, `cuMemsetD8_v2` and `cuStreamSynchronize` of the default stream.
     #[doc(alias = "cuMemsetD8")]
     #[track_caller]
     pub fn zeroed(ctx: &Context, len: usize) -> Result<Self> {
         let mut buf = Self::new(ctx, len)?;
-        buf.memset_u8(0)?;
+        if buf.bytes() > 0 {
+            buf.memset_u8(0)?;
+            Stream::null(ctx).synchronize()?;
+        }
         Ok(buf)
     }
 
-    /// Allocates a buffer holding a copy of `src`.
+    /// Allocates a buffer holding a copy of `src`, and returns once the copy has landed: the
+    /// buffer is ready for work on any stream.
     ///
-    /// Wraps `cuMemAlloc_v2` and `cuMemcpyHtoD_v2`.
+    /// Wraps `cuMemAlloc_v2`, `cuMemcpyHtoD_v2` and, for a pageable `src` whose copy may
+    /// still be in flight, `cuStreamSynchronize` of the default stream.
     #[doc(alias = "cuMemcpyHtoD")]
     #[track_caller]
     pub fn from_slice(ctx: &Context, src: &[T]) -> Result<Self> {
         let mut buf = Self::new(ctx, src.len())?;
-        buf.copy_from_host(src)?;
+        if buf.bytes() > 0 {
+            buf.copy_from_host(src)?;
+            Stream::null(ctx).synchronize()?;
+        }
         Ok(buf)
     }
 
@@ -647,9 +670,9 @@ impl<'a, T: DeviceRepr> DeviceSliceMut<'a, T> {
     }
 
     /// Copies `src` into the view; the lengths must agree. When it returns, `src` has been
-    /// read and may be changed (from page-locked memory the copy is complete; from pageable
-    /// memory it may still be travelling from the driver's staging buffer, in order before
-    /// any later work on the legacy default stream).
+    /// read and may be changed; from page-locked memory the copy is complete, from pageable
+    /// memory it may still be travelling from the driver's staging buffer (see
+    /// [ordering](crate::DeviceBuffer#ordering-of-the-blocking-operations)).
     ///
     /// Wraps [`cuMemcpyHtoD_v2`](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html).
     #[doc(alias = "cuMemcpyHtoD")]
@@ -710,10 +733,11 @@ impl<'a, T: DeviceRepr> DeviceSliceMut<'a, T> {
     }
 
     /// Copies `src` (device memory of the same context, or of another one on a device with
-    /// unified addressing) into the view; the lengths must agree. The copy is ordered on the
-    /// legacy default stream and may still run when this returns: later copies to the host
-    /// see its result. For memory of another device's context, [`copy_from_peer`] says so
-    /// explicitly.
+    /// unified addressing) into the view; the lengths must agree. The copy runs on the
+    /// default stream and may still run when this returns: later blocking copies to the host
+    /// see its result (see
+    /// [ordering](crate::DeviceBuffer#ordering-of-the-blocking-operations)). For memory of
+    /// another device's context, [`copy_from_peer`] says so explicitly.
     ///
     /// Wraps `cuMemcpyDtoD_v2`.
     ///
@@ -853,8 +877,9 @@ impl<'a, T: DeviceRepr> DeviceSliceMut<'a, T> {
         check(f(self.ptr, words), call)
     }
 
-    /// Sets every byte of the view to `value`. Ordered on the legacy default stream; later
-    /// copies to the host see it.
+    /// Sets every byte of the view to `value`. Runs on the default stream, and may still run
+    /// when this returns: later blocking copies to the host see it (see
+    /// [ordering](crate::DeviceBuffer#ordering-of-the-blocking-operations)).
     ///
     /// Wraps `cuMemsetD8_v2`.
     #[doc(alias = "cuMemsetD8")]

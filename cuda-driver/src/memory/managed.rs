@@ -118,26 +118,33 @@ impl<T: DeviceRepr> ManagedBuffer<T> {
     }
 
     /// Allocates `len` managed elements with every byte zero (set on the device with
-    /// `cuMemsetD8`).
+    /// `cuMemsetD8`), and returns once they are.
     ///
-    /// Wraps [`cuMemAllocManaged`](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html)
-    /// and `cuMemsetD8_v2`.
+    /// Wraps [`cuMemAllocManaged`](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html),
+    /// `cuMemsetD8_v2` and `cuStreamSynchronize` of the default stream.
     #[doc(alias = "cuMemAllocManaged")]
     #[track_caller]
     pub fn zeroed(ctx: &Context, len: usize, flags: AttachFlags) -> Result<Self> {
         let mut buf = Self::alloc_uninit(ctx, len, flags)?;
-        buf.memset_u8(0)?;
+        if buf.bytes() > 0 {
+            buf.memset_u8(0)?;
+            Stream::null(ctx).synchronize()?;
+        }
         Ok(buf)
     }
 
-    /// Allocates managed memory holding a copy of `src`.
+    /// Allocates managed memory holding a copy of `src`, and returns once the copy is done.
     ///
-    /// Wraps `cuMemAllocManaged` and `cuMemcpyHtoD_v2`.
+    /// Wraps `cuMemAllocManaged`, `cuMemcpyHtoD_v2` and `cuStreamSynchronize` of the default
+    /// stream.
     #[doc(alias = "cuMemAllocManaged")]
     #[track_caller]
     pub fn from_slice(ctx: &Context, src: &[T], flags: AttachFlags) -> Result<Self> {
         let mut buf = Self::alloc_uninit(ctx, src.len(), flags)?;
-        buf.device_view().copy_from_host(src)?;
+        if buf.bytes() > 0 {
+            buf.device_view().copy_from_host(src)?;
+            Stream::null(ctx).synchronize()?;
+        }
         Ok(buf)
     }
 

@@ -513,7 +513,7 @@ fn host_registration_guard() {
         assert_ne!(reg.device_ptr().unwrap(), 0);
         let mut dev = DeviceBuffer::from_slice(&ctx, &reg).unwrap();
         let stream = Stream::new(&ctx, StreamFlags::NON_BLOCKING).unwrap();
-        dev.memset_u32(5).unwrap();
+        dev.memset_u32_async(5, &stream).unwrap();
         // SAFETY: `reg` is not touched until the stream is synchronised.
         unsafe { dev.copy_to_host_async(&mut reg, &stream).unwrap() };
         stream.synchronize().unwrap();
@@ -617,7 +617,7 @@ fn copies_between_contexts_with_cu_memcpy_peer() {
     dst.copy_from_peer(&src.as_slice()).unwrap();
     assert_eq!(dst.to_vec().unwrap(), data);
     let stream = Stream::new(&other, StreamFlags::NON_BLOCKING).unwrap();
-    dst.memset_u32(0).unwrap();
+    dst.memset_u32_async(0, &stream).unwrap();
     dst.slice_mut(1000..)
         .unwrap()
         .copy_from_peer_async(&src.slice(..1048).unwrap(), &stream)
