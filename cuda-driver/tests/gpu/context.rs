@@ -10,12 +10,14 @@ use cuda_driver::{
     drop_error_count, sys, CacheConfig, Context, ContextFlags, Device, DeviceBuffer, Limit,
 };
 
-/// Serialises the tests that assert on [`drop_error_count`], which is global to the process:
-/// one of them makes it grow on purpose.
-pub static DROP_ERRORS_LOCK: Mutex<()> = Mutex::new(());
+/// Serialises the tests that assert on a counter global to the process or the device
+/// ([`drop_error_count`], which one test makes grow on purpose, and the device's free memory)
+/// with the tests that move it (created contexts take hundreds of MiB, memory pools cache).
+static SERIAL: Mutex<()> = Mutex::new(());
 
-fn lock_drop_errors() -> std::sync::MutexGuard<'static, ()> {
-    DROP_ERRORS_LOCK.lock().unwrap_or_else(|e| e.into_inner())
+/// Holds [`SERIAL`] for the rest of the test.
+pub fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 fn current() -> Option<sys::CUcontext> {
@@ -25,6 +27,7 @@ fn current() -> Option<sys::CUcontext> {
 #[test]
 fn created_contexts_are_pushed_and_popped_in_order() {
     let ctx = gpu_or_skip!();
+    let _serial = serial();
     let dev = ctx.device();
     // Each test runs on its own thread, with its own (empty) context stack.
     assert_eq!(current(), None);
@@ -60,7 +63,7 @@ fn created_contexts_are_pushed_and_popped_in_order() {
 #[test]
 fn a_guard_refuses_to_pop_a_context_it_did_not_push() {
     let ctx = gpu_or_skip!();
-    let _serial = lock_drop_errors();
+    let _serial = serial();
     let dev = ctx.device();
     let a = Context::new(dev, ContextFlags::SCHED_AUTO).unwrap();
     let b = Context::new(dev, ContextFlags::SCHED_AUTO).unwrap();
@@ -145,6 +148,7 @@ fn primary_context_flags_are_set_and_read_back() {
 #[test]
 fn limits_cache_config_and_versions() {
     let ctx = gpu_or_skip!();
+    let _serial = serial();
     let own = Context::new(ctx.device(), ContextFlags::SCHED_AUTO).unwrap();
     let stack = own.limit(Limit::STACK_SIZE).unwrap();
     assert!(stack > 0);
@@ -175,6 +179,7 @@ fn limits_cache_config_and_versions() {
 #[test]
 fn from_raw_and_into_raw_round_trip() {
     let ctx = gpu_or_skip!();
+    let _serial = serial();
     let dev = ctx.device();
     let own = Context::new(dev, ContextFlags::SCHED_AUTO).unwrap();
     let raw = own.as_raw();
