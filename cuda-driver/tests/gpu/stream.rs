@@ -42,8 +42,9 @@ fn query_and_synchronize() {
     let ctx = gpu_or_skip!();
     let s = Stream::new(&ctx, StreamFlags::NON_BLOCKING).unwrap();
     assert!(s.query().unwrap(), "a new stream is idle");
-    let release = block(&s);
+    // Allocate first: nothing that may synchronise with the stream runs while it is blocked.
     let mut buf = DeviceBuffer::<u32>::new(&ctx, 1024).unwrap();
+    let release = block(&s);
     buf.memset_u32_async(0x5A5A_5A5A, &s).unwrap();
     assert!(
         !s.query().unwrap(),
