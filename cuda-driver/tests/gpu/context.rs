@@ -149,7 +149,7 @@ fn primary_context_flags_are_set_and_read_back() {
 fn limits_cache_config_and_versions() {
     let ctx = gpu_or_skip!();
     let _serial = serial();
-    let own = Context::new(ctx.device(), ContextFlags::SCHED_AUTO).unwrap();
+    let own = Context::new(ctx.device(), ContextFlags::SCHED_BLOCKING_SYNC).unwrap();
     let stack = own.limit(Limit::STACK_SIZE).unwrap();
     assert!(stack > 0);
     own.set_limit(Limit::STACK_SIZE, stack + 4096).unwrap();
@@ -165,7 +165,11 @@ fn limits_cache_config_and_versions() {
     assert!(own.api_version().unwrap() >= 3020);
     assert!(ctx.api_version().unwrap() >= 3020);
     let flags = own.flags().unwrap();
-    assert_eq!(flags & ContextFlags::SCHED_MASK, ContextFlags::SCHED_AUTO);
+    assert_eq!(
+        flags & ContextFlags::SCHED_MASK,
+        ContextFlags::SCHED_BLOCKING_SYNC,
+        "{flags:?}"
+    );
 
     let (least, greatest) = ctx.stream_priority_range().unwrap();
     assert!(greatest <= least, "greatest {greatest} > least {least}");
