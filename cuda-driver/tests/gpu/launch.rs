@@ -1,1 +1,583 @@
-//! GPU tests: launch.
+//! GPU tests: launches (checked, unchecked, extended attributes, packed buffers), argument
+//! checks, bad configurations, occupancy.
+
+use cuda_driver::{
+    Context, ContextFlags, DeviceAttribute, DeviceBuffer, DeviceRepr, Double2, Error, ErrorCode,
+    Float2, Float4, Function, FunctionAttribute, Int4, LaunchAttributes, LaunchConfig, Library,
+    Module, ParamBuffer, ParamInfo, Stream, StreamFlags,
+};
+
+use crate::common::TEST_KERNELS;
+
+const PARAM_BUFFER: &str = include_str!("../../../ptx/param_buffer.ptx");
+const CLUSTER: &str = include_str!("../../../ptx/cluster.ptx");
+
+/// Non-zero, position-dependent floats, different per `seed`.
+fn floats(n: usize, seed: u32) -> Vec<f32> {
+    let mut x = seed.wrapping_mul(0x9E37_79B9) | 1;
+    (0..n)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 17;
+            x ^= x << 5;
+            (x % 10_000) as f32 * 0.25 + 1.0
+        })
+        .collect()
+}
+
+fn kernels(ctx: &Context) -> Module {
+    Module::load_data(ctx, TEST_KERNELS).unwrap()
+}
+
+fn stream(ctx: &Context) -> Stream {
+    Stream::new(ctx, StreamFlags::NON_BLOCKING).unwrap()
+}
+
+/// Runs saxpy through `launch` and checks y = a * x + y.
+fn check_saxpy(
+    ctx: &Context,
+    launch: impl FnOnce(&Stream, &LaunchConfig, f32, &DeviceBuffer<f32>, &mut DeviceBuffer<f32>, i32),
+) {
+    let s = stream(ctx);
+    let (x, y) = (floats(10_001, 11), floats(10_001, 12));
+    let dx = DeviceBuffer::from_slice(ctx, &x).unwrap();
+    let mut dy = DeviceBuffer::from_slice(ctx, &y).unwrap();
+    let cfg = LaunchConfig::for_num_elems(x.len()).unwrap();
+    launch(&s, &cfg, 2.5, &dx, &mut dy, x.len() as i32);
+    s.synchronize().unwrap();
+    let expected: Vec<f32> = x.iter().zip(&y).map(|(x, y)| 2.5 * x + y).collect();
+    assert_eq!(dy.to_vec().unwrap(), expected);
+}
+
+#[test]
+fn saxpy_checked_unchecked_and_through_views() {
+    let ctx = gpu_or_skip!();
+    let m = kernels(&ctx);
+    let f = m.function("saxpy").unwrap();
+    check_saxpy(&ctx, |s, cfg, a, x, y, n| {
+        // SAFETY: saxpy(float a, const float* x, float* y, int n); x and y hold n floats.
+        unsafe { f.launch(s, cfg, (&a, x, y, &n)) }.unwrap();
+    });
+    check_saxpy(&ctx, |s, cfg, a, x, y, n| {
+        // SAFETY: as above, arguments matching by construction.
+        unsafe { f.launch_unchecked(s, cfg, (&a, x, y, &n)) }.unwrap();
+    });
+    check_saxpy(&ctx, |s, cfg, a, x, y, n| {
+        // SAFETY: as above, with views in place of the buffers.
+        unsafe { f.launch(s, cfg, (&a, x.as_slice(), &y.as_mut_slice(), &n)) }.unwrap();
+    });
+    check_saxpy(&ctx, |s, cfg, a, x, y, n| {
+        // SAFETY: as above, through cuLaunchKernelEx without attributes.
+        unsafe { f.launch_ex(s, cfg, &LaunchAttributes::new(), (&a, x, y, &n)) }.unwrap();
+    });
+    check_saxpy(&ctx, |s, cfg, a, x, y, n| {
+        // SAFETY: as above.
+        unsafe { f.launch_ex_unchecked(s, cfg, &LaunchAttributes::new(), (&a, x, y, &n)) }.unwrap();
+    });
+    // The same through a library Kernel.
+    let lib = Library::load_data(TEST_KERNELS).unwrap();
+    let k = lib.kernel("saxpy").unwrap();
+    check_saxpy(&ctx, |s, cfg, a, x, y, n| {
+        // SAFETY: as above.
+        unsafe { k.launch(s, cfg, (&a, x, y, &n)) }.unwrap();
+    });
+    check_saxpy(&ctx, |s, cfg, a, x, y, n| {
+        // SAFETY: as above.
+        unsafe { k.launch_unchecked(s, cfg, (&a, x, y, &n)) }.unwrap();
+    });
+}
+
+#[test]
+fn the_driver_reports_saxpys_parameters() {
+    let ctx = gpu_or_skip!();
+    let f = kernels(&ctx).function("saxpy").unwrap();
+    let Some(params) = f.params().unwrap() else {
+        eprintln!("SKIP the_driver_reports_saxpys_parameters: no cuFuncGetParamInfo");
+        return;
+    };
+    let p = |offset, size| ParamInfo { offset, size };
+    assert_eq!(params, [p(0, 4), p(8, 8), p(16, 8), p(24, 4)]);
+    let k = Library::load_data(TEST_KERNELS)
+        .unwrap()
+        .kernel("saxpy")
+        .unwrap();
+    assert_eq!(k.params().unwrap().unwrap(), params);
+}
+
+/// The test kernels' `struct Params { int a; double b; float4 c; }` (size 32, align 16).
+#[repr(C, align(16))]
+#[derive(Clone, Copy, Debug)]
+struct Params {
+    a: i32,
+    b: f64,
+    c: [f32; 4],
+}
+
+// SAFETY: repr(C) of DeviceRepr fields with the device's layout (size 32, align 16); every bit
+// pattern of the fields is valid.
+unsafe impl DeviceRepr for Params {}
+
+#[test]
+fn a_struct_passes_by_value() {
+    let ctx = gpu_or_skip!();
+    assert_eq!(
+        (
+            std::mem::size_of::<Params>(),
+            std::mem::align_of::<Params>()
+        ),
+        (32, 16)
+    );
+    let f = kernels(&ctx).function("struct_param").unwrap();
+    let s = stream(&ctx);
+    let p = Params {
+        a: -17,
+        b: 2.75,
+        c: [1.5, -2.5, 3.25, 4.0],
+    };
+    let mut out = DeviceBuffer::from_slice(&ctx, &[0.0f32; 6]).unwrap();
+    // SAFETY: struct_param(Params p, float* out) writes out[0..6).
+    unsafe { f.launch(&s, &LaunchConfig::new(1, 1), (&p, &mut out)) }.unwrap();
+    s.synchronize().unwrap();
+    assert_eq!(out.to_vec().unwrap(), [-17.0, 2.75, 1.5, -2.5, 3.25, 4.0]);
+}
+
+#[test]
+fn vector_types_pass_by_value() {
+    let ctx = gpu_or_skip!();
+    let f = kernels(&ctx).function("vector_types").unwrap();
+    let s = stream(&ctx);
+    let (a, b, c, d) = (
+        Float2::new(1.5, -2.0),
+        Float4::new(3.0, 4.5, -5.0, 6.25),
+        Int4::new(7, -8, 9, 10),
+        Double2::new(11.5, -12.25),
+    );
+    let mut out = DeviceBuffer::from_slice(&ctx, &[0.0f32; 12]).unwrap();
+    // SAFETY: vector_types(float2, float4, int4, double2, float* out) writes out[0..12).
+    unsafe { f.launch(&s, &LaunchConfig::new(1, 1), (&a, &b, &c, &d, &mut out)) }.unwrap();
+    s.synchronize().unwrap();
+    assert_eq!(
+        out.to_vec().unwrap(),
+        [1.5, -2.0, 3.0, 4.5, -5.0, 6.25, 7.0, -8.0, 9.0, 10.0, 11.5, -12.25]
+    );
+}
+
+#[test]
+fn dynamic_shared_memory() {
+    let ctx = gpu_or_skip!();
+    let f = kernels(&ctx).function("use_dyn_shared").unwrap();
+    let s = stream(&ctx);
+    for n in [1usize, 33, 256, 1024] {
+        let mut out = DeviceBuffer::from_slice(&ctx, &vec![-1.0f32; n]).unwrap();
+        let cfg = LaunchConfig::new(1, n as u32).with_shared_mem(4 * n as u32);
+        // SAFETY: use_dyn_shared(float* out, int n): one block of n threads with n floats of
+        // dynamic shared memory writes out[0..n).
+        unsafe { f.launch(&s, &cfg, (&mut out, &(n as i32))) }.unwrap();
+        s.synchronize().unwrap();
+        let expected: Vec<f32> = (0..n).map(|t| (n - 1 - t) as f32).collect();
+        assert_eq!(out.to_vec().unwrap(), expected, "n = {n}");
+    }
+}
+
+#[test]
+fn argument_less_launches() {
+    let ctx = gpu_or_skip!();
+    let lib = Library::load_data(TEST_KERNELS).unwrap();
+    let mut counter = lib.global::<i32>("dev_counter", &ctx).unwrap();
+    counter.copy_from_host(&[1000]).unwrap();
+    let k = lib.kernel("increment_counter").unwrap();
+    let s = stream(&ctx);
+    // SAFETY: increment_counter() adds 1 per thread to dev_counter.
+    unsafe { k.launch(&s, &LaunchConfig::new(2, 50), ()) }.unwrap();
+    // SAFETY: as above.
+    unsafe { k.launch_unchecked(&s, &LaunchConfig::new(1, 7), ()) }.unwrap();
+    s.synchronize().unwrap();
+    assert_eq!(counter.to_vec().unwrap(), [1107]);
+}
+
+#[test]
+fn cooperative_launch_synchronises_the_grid() {
+    let ctx = gpu_or_skip!();
+    let dev = ctx.device();
+    if dev.attribute(DeviceAttribute::COOPERATIVE_LAUNCH).unwrap() == 0 {
+        eprintln!("SKIP cooperative_launch_synchronises_the_grid: no cooperative launch");
+        return;
+    }
+    let f = kernels(&ctx).function("grid_sync_sum").unwrap();
+    let sms = dev
+        .attribute(DeviceAttribute::MULTIPROCESSOR_COUNT)
+        .unwrap() as u32;
+    let per_sm = f.max_active_blocks_per_multiprocessor(256, 0).unwrap();
+    assert!(per_sm >= 1);
+    let blocks = sms * per_sm.min(2);
+    let n = 200_003usize;
+    let input: Vec<i32> = (0..n).map(|i| (i % 7) as i32 + 1).collect();
+    let din = DeviceBuffer::from_slice(&ctx, &input).unwrap();
+    let mut partial = DeviceBuffer::from_slice(&ctx, &vec![-1i32; blocks as usize]).unwrap();
+    let mut total = DeviceBuffer::from_slice(&ctx, &[-1i32]).unwrap();
+    let s = stream(&ctx);
+    let attrs = LaunchAttributes::new().cooperative(true);
+    // SAFETY: grid_sync_sum(const int* in, int* partial, int* total, int n) with a
+    // cooperative grid of `blocks` resident blocks of 256 threads; partial holds one int per
+    // block, total one.
+    unsafe {
+        f.launch_ex(
+            &s,
+            &LaunchConfig::new(blocks, 256),
+            &attrs,
+            (&din, &mut partial, &mut total, &(n as i32)),
+        )
+    }
+    .unwrap();
+    s.synchronize().unwrap();
+    assert_eq!(total.to_vec().unwrap(), [input.iter().sum::<i32>()]);
+}
+
+#[test]
+fn cluster_launch_on_hopper() {
+    let ctx = gpu_or_skip!();
+    let (major, minor) = ctx.device().compute_capability().unwrap();
+    if major < 9 {
+        eprintln!(
+            "SKIP cluster_launch_on_hopper: compute capability {major}.{minor} < 9.0 has no \
+             thread-block clusters"
+        );
+        return;
+    }
+    let m = Module::load_data(&ctx, CLUSTER).unwrap();
+    let f = m.function("cluster_info").unwrap();
+    let s = stream(&ctx);
+    let run = |blocks: u32, cluster: u32| -> Result<Vec<u32>, Error> {
+        let mut out = DeviceBuffer::from_slice(&ctx, &vec![u32::MAX; 4 * blocks as usize])?;
+        let attrs = LaunchAttributes::new().cluster_dim(cluster);
+        // SAFETY: cluster_info(unsigned* out) writes out[4b..4b + 4] for each block b of a
+        // one-dimensional grid of `blocks` blocks; out holds 4 * blocks words.
+        unsafe { f.launch_ex(&s, &LaunchConfig::new(blocks, 32), &attrs, (&mut out,)) }?;
+        s.synchronize()?;
+        out.to_vec()
+    };
+
+    let cfg = LaunchConfig::new(16, 32);
+    let largest = f
+        .max_potential_cluster_size(&cfg, &LaunchAttributes::new())
+        .unwrap();
+    assert!((4..=16).contains(&largest), "largest cluster {largest}");
+    let active = f
+        .max_active_clusters(&cfg, &LaunchAttributes::new().cluster_dim(4))
+        .unwrap();
+    assert!(active >= 1, "{active} clusters of 4");
+
+    for cluster in [2u32, 4, 8] {
+        let blocks = 16;
+        let out = run(blocks, cluster).unwrap();
+        for b in 0..blocks {
+            let w = &out[4 * b as usize..4 * b as usize + 4];
+            assert_eq!(
+                w,
+                [b % cluster, cluster, b / cluster, b - b % cluster],
+                "block {b}, clusters of {cluster}"
+            );
+        }
+    }
+
+    // 64 blocks per cluster is beyond both the portable (8) and non-portable (16) limits.
+    let e = run(64, 64).unwrap_err();
+    assert!(e.code().is_some(), "a driver error: {e}");
+    // The context still launches.
+    let out = run(8, 8).unwrap();
+    assert_eq!(&out[28..32], [7, 8, 0, 0]);
+}
+
+#[test]
+fn priority_attribute() {
+    let ctx = gpu_or_skip!();
+    let (least, greatest) = ctx.stream_priority_range().unwrap();
+    let f = kernels(&ctx).function("saxpy").unwrap();
+    for priority in [least, greatest] {
+        check_saxpy(&ctx, |s, cfg, a, x, y, n| {
+            let attrs = LaunchAttributes::new().priority(priority);
+            // SAFETY: saxpy's arguments, as in the tests above.
+            unsafe { f.launch_ex(s, cfg, &attrs, (&a, x, y, &n)) }.unwrap();
+        });
+    }
+}
+
+#[test]
+fn wrong_arguments_are_refused_before_launching() {
+    let ctx = gpu_or_skip!();
+    let f = kernels(&ctx).function("saxpy").unwrap();
+    if f.params().unwrap().is_none() {
+        eprintln!("SKIP wrong_arguments_are_refused_before_launching: no cuFuncGetParamInfo");
+        return;
+    }
+    let s = stream(&ctx);
+    let y0 = floats(512, 5);
+    let x = DeviceBuffer::from_slice(&ctx, &floats(512, 6)).unwrap();
+    let mut y = DeviceBuffer::from_slice(&ctx, &y0).unwrap();
+    let cfg = LaunchConfig::for_num_elems(512).unwrap();
+
+    // SAFETY: refused before any launch (three arguments for four parameters).
+    match unsafe { f.launch(&s, &cfg, (&2.0f32, &x, &mut y)) } {
+        Err(Error::ArgumentCount {
+            kernel,
+            expected,
+            actual,
+        }) => assert_eq!((kernel.as_str(), expected, actual), ("saxpy", 4, 3)),
+        other => panic!("expected ArgumentCount, got {other:?}"),
+    }
+    // SAFETY: refused before any launch (a double for the float a).
+    match unsafe { f.launch(&s, &cfg, (&2.0f64, &x, &mut y, &512i32)) } {
+        Err(Error::ArgumentSize {
+            kernel,
+            index,
+            expected,
+            actual,
+        }) => assert_eq!(
+            (kernel.as_str(), index, expected, actual),
+            ("saxpy", 0, 4, 8)
+        ),
+        other => panic!("expected ArgumentSize, got {other:?}"),
+    }
+    // SAFETY: refused before any launch (an i64 for the int n).
+    let e = unsafe {
+        f.launch_ex(
+            &s,
+            &cfg,
+            &LaunchAttributes::new(),
+            (&2.0f32, &x, &mut y, &512i64),
+        )
+    }
+    .unwrap_err();
+    assert!(matches!(e, Error::ArgumentSize { index: 3, .. }), "{e}");
+    let k = Library::load_data(TEST_KERNELS)
+        .unwrap()
+        .kernel("saxpy")
+        .unwrap();
+    // SAFETY: refused before any launch.
+    let e = unsafe { k.launch(&s, &cfg, (&x,)) }.unwrap_err();
+    assert!(
+        matches!(
+            e,
+            Error::ArgumentCount {
+                expected: 4,
+                actual: 1,
+                ..
+            }
+        ),
+        "{e}"
+    );
+
+    // Nothing ran: y is unchanged.
+    s.synchronize().unwrap();
+    assert_eq!(y.to_vec().unwrap(), y0);
+    check_saxpy(&ctx, |s, cfg, a, x, y, n| {
+        // SAFETY: saxpy's arguments.
+        unsafe { f.launch(s, cfg, (&a, x, y, &n)) }.unwrap();
+    });
+}
+
+#[test]
+fn bad_launch_configurations_fail_and_the_context_recovers() {
+    let ctx = gpu_or_skip!();
+    let dev = ctx.device();
+    let m = kernels(&ctx);
+    let saxpy = m.function("saxpy").unwrap();
+    let s = stream(&ctx);
+    let x = DeviceBuffer::from_slice(&ctx, &floats(4096, 1)).unwrap();
+    let mut y = DeviceBuffer::from_slice(&ctx, &floats(4096, 2)).unwrap();
+
+    // 2048 threads per block: more than any device allows.
+    // SAFETY: saxpy's arguments; the launch is refused.
+    let e = unsafe {
+        saxpy.launch(
+            &s,
+            &LaunchConfig::new(2, 2048),
+            (&1.0f32, &x, &mut y, &4096i32),
+        )
+    }
+    .unwrap_err();
+    assert_eq!(e.code(), Some(ErrorCode::INVALID_VALUE), "{e}");
+    assert_eq!(e.call(), Some("cuLaunchKernel"));
+
+    // More dynamic shared memory than a block may have.
+    let optin = dev
+        .attribute(DeviceAttribute::MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)
+        .unwrap() as u32;
+    let dyn_shared = m.function("use_dyn_shared").unwrap();
+    let mut out = DeviceBuffer::from_slice(&ctx, &[0.0f32; 32]).unwrap();
+    let cfg = LaunchConfig::new(1, 32).with_shared_mem(optin + 1);
+    // SAFETY: use_dyn_shared's arguments; the launch is refused.
+    let e = unsafe { dyn_shared.launch(&s, &cfg, (&mut out, &32i32)) }.unwrap_err();
+    assert!(
+        matches!(
+            e.code(),
+            Some(ErrorCode::INVALID_VALUE | ErrorCode::LAUNCH_OUT_OF_RESOURCES)
+        ),
+        "{e}"
+    );
+
+    // A Function launches only on streams of its own context.
+    let other = Context::new(dev, ContextFlags::SCHED_AUTO).unwrap();
+    let other_stream = stream(&other);
+    // SAFETY: refused before any launch.
+    let e = unsafe {
+        saxpy.launch(
+            &other_stream,
+            &LaunchConfig::new(1, 1),
+            (&1.0f32, &x, &mut y, &1i32),
+        )
+    }
+    .unwrap_err();
+    assert!(matches!(e, Error::InvalidArgument(_)), "{e}");
+    drop(other_stream);
+    drop(other);
+
+    // The same context still computes correctly.
+    check_saxpy(&ctx, |s, cfg, a, x, y, n| {
+        // SAFETY: saxpy's arguments.
+        unsafe { saxpy.launch(s, cfg, (&a, x, y, &n)) }.unwrap();
+    });
+}
+
+/// Pushes the programming guide's six parameters (`param_buffer.cu`), launches through
+/// `launch` and checks every word the kernel writes back.
+fn check_param_buffer(ctx: &Context, launch: impl FnOnce(&Stream, &ParamBuffer<'_>)) {
+    let s = stream(ctx);
+    let mut out = DeviceBuffer::from_slice(ctx, &[0.0f32; 11]).unwrap();
+    let address = out.as_raw();
+    let (i, f4, c, f, f2) = (
+        -123_456i32,
+        Float4::new(1.25, -2.5, 3.75, -5.0),
+        -7i8,
+        0.125f32,
+        Float2::new(6.5, -7.75),
+    );
+    {
+        let mut params = ParamBuffer::new();
+        params
+            .push(i)
+            .unwrap()
+            .push(f4)
+            .unwrap()
+            .push(c)
+            .unwrap()
+            .push(f)
+            .unwrap()
+            .push_arg(&mut out)
+            .unwrap()
+            .push(f2)
+            .unwrap();
+        let offsets: Vec<usize> = params.params().map(|p| p.offset).collect();
+        assert_eq!(offsets, [0, 16, 32, 36, 40, 48]);
+        assert_eq!(params.len(), 56);
+        launch(&s, &params);
+    }
+    s.synchronize().unwrap();
+    let words: Vec<u32> = out.to_vec().unwrap().iter().map(|x| x.to_bits()).collect();
+    assert_eq!(words[0], i as u32);
+    assert_eq!(words[1..5], [1.25f32, -2.5, 3.75, -5.0].map(f32::to_bits));
+    assert_eq!(words[5], c as i32 as u32);
+    assert_eq!(words[6], f.to_bits());
+    assert_eq!(words[7..9], [6.5f32, -7.75].map(f32::to_bits));
+    assert_eq!(words[9], address as u32);
+    assert_eq!(words[10], (address >> 32) as u32);
+}
+
+#[test]
+fn packed_parameter_buffer() {
+    let ctx = gpu_or_skip!();
+    let m = Module::load_data(&ctx, PARAM_BUFFER).unwrap();
+    let f = m.function("param_buffer").unwrap();
+    check_param_buffer(&ctx, |s, params| {
+        // SAFETY: the buffer holds param_buffer's parameters in its layout; out holds 11
+        // floats.
+        unsafe { f.launch_packed(s, &LaunchConfig::new(1, 1), params) }.unwrap();
+    });
+    check_param_buffer(&ctx, |s, params| {
+        // SAFETY: as above.
+        unsafe { f.launch_packed_unchecked(s, &LaunchConfig::new(1, 1), params) }.unwrap();
+    });
+    let lib = Library::load_data(PARAM_BUFFER).unwrap();
+    let k = lib.kernel("param_buffer").unwrap();
+    check_param_buffer(&ctx, |s, params| {
+        // SAFETY: as above.
+        unsafe { k.launch_packed(s, &LaunchConfig::new(1, 1), params) }.unwrap();
+    });
+
+    // [f32; 4] is 4-byte aligned, float4 16: the checked launch sees the wrong offset.
+    if f.params().unwrap().is_some() {
+        let s = stream(&ctx);
+        let mut out = DeviceBuffer::from_slice(&ctx, &[0.0f32; 11]).unwrap();
+        let mut wrong = ParamBuffer::new();
+        wrong
+            .push(1i32)
+            .unwrap()
+            .push([1.0f32; 4])
+            .unwrap()
+            .push(1i8)
+            .unwrap()
+            .push(1.0f32)
+            .unwrap()
+            .push_arg(&mut out)
+            .unwrap()
+            .push(Float2::default())
+            .unwrap();
+        // SAFETY: refused before any launch.
+        let e = unsafe { f.launch_packed(&s, &LaunchConfig::new(1, 1), &wrong) }.unwrap_err();
+        assert!(
+            matches!(&e, Error::InvalidArgument(m) if m.contains("offset")),
+            "{e}"
+        );
+    }
+}
+
+#[test]
+fn occupancy_is_sane() {
+    let ctx = gpu_or_skip!();
+    let dev = ctx.device();
+    let sms = dev
+        .attribute(DeviceAttribute::MULTIPROCESSOR_COUNT)
+        .unwrap() as u32;
+    let f: Function = kernels(&ctx).function("fill_u32").unwrap();
+    let per_sm = f.max_active_blocks_per_multiprocessor(256, 0).unwrap();
+    assert!((1..=32).contains(&per_sm), "{per_sm} blocks of 256 per SM");
+    let fewer = f.max_active_blocks_per_multiprocessor(1024, 0).unwrap();
+    assert!(fewer <= per_sm, "{fewer} blocks of 1024 vs {per_sm} of 256");
+
+    let suggestion = f.max_potential_block_size(0, 0).unwrap();
+    assert!(
+        (32..=1024).contains(&suggestion.block_size) && suggestion.block_size % 32 == 0,
+        "{suggestion:?}"
+    );
+    assert!(
+        suggestion.min_grid_size >= sms,
+        "{suggestion:?} on {sms} SMs"
+    );
+    let limited = f.max_potential_block_size(0, 128).unwrap();
+    assert!(limited.block_size <= 128, "{limited:?}");
+
+    let smem = f.available_dynamic_shared_memory_per_block(1, 256).unwrap();
+    assert!(smem >= 16 * 1024, "{smem} bytes");
+
+    // The same through a library kernel in this context.
+    let k = Library::load_data(TEST_KERNELS)
+        .unwrap()
+        .kernel("fill_u32")
+        .unwrap();
+    assert_eq!(
+        k.max_active_blocks_per_multiprocessor(&ctx, 256, 0)
+            .unwrap(),
+        per_sm
+    );
+    assert_eq!(k.max_potential_block_size(&ctx, 0, 0).unwrap(), suggestion);
+    assert!(
+        k.available_dynamic_shared_memory_per_block(&ctx, 1, 256)
+            .unwrap()
+            >= 16 * 1024
+    );
+    // Registers of the two are the same code's.
+    assert_eq!(
+        k.attribute(FunctionAttribute::NUM_REGS, dev).unwrap(),
+        f.attribute(FunctionAttribute::NUM_REGS).unwrap()
+    );
+}
