@@ -192,6 +192,8 @@ fn kernel_functions_attributes_globals_and_modules() {
 #[test]
 fn library_unloads_after_its_context_is_destroyed() {
     let primary = gpu_or_skip!();
+    // Created contexts take much device memory: not while memory-level tests run.
+    let _serial = super::context::serial();
     let dev = primary.device();
     {
         let library = Library::load_data(LIBRARY).unwrap();
