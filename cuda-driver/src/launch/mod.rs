@@ -800,6 +800,9 @@ macro_rules! launch_methods {
             ///   and memory it writes is neither read nor written by the host or other work
             ///   until then (synchronise the stream or order the work with events), nor
             ///   memory it reads written meanwhile;
+            /// * the kernel's code stays loaded until the kernel has finished: the last handle
+            ///   to its module or library (this one included) is not dropped before the
+            ///   stream is synchronised;
             /// * the kernel's own requirements hold: the dynamic shared memory and block
             ///   shape it assumes, and so on.
             #[inline]
