@@ -1,0 +1,1412 @@
+//! The same work through raw `cuda_driver_sys` calls and through the safe `cuda_driver` API,
+//! side by side: kernel launches, launch round trips, copies, memset, allocation, module and
+//! library loading, events. One table, `metric | raw | safe | safe/raw | target | status`,
+//! where `safe/raw` is always the safe side's cost over the raw side's (above 1: the safe
+//! side is slower; for bandwidths, the ratio of the times, `raw GB/s / safe GB/s`).
+//!
+//! Run: `cargo run --release -p cuda-driver-examples --example bench -- [--json FILE] [--quick]`
+//!
+//! * `--json FILE` also writes the numbers, the device, the driver, the date and the targets
+//!   to FILE, which `cargo xtask bench-report FILE` turns into `docs/bench.md` and
+//!   `docs/bench.svg`.
+//! * `--quick` shrinks every count and size, for a smoke run.
+//!
+//! How it is fair: both sides use one context, one stream, the same buffers, the same
+//! function handles, grid and synchronisation points; every metric is warmed up once on
+//! each side, then measured in rounds that alternate which side goes first (raw then safe,
+//! safe then raw, ...), one sample per side and round; the table shows the medians. Every
+//! result is checked outside the timed regions (the kernels' output, every copied byte), and
+//! a wrong result makes the program exit non-zero; a missed target does not.
+//!
+//! Each safe metric's comment lists the driver calls the safe API makes per iteration.
+
+use std::ffi::{c_int, c_uint, c_void};
+use std::fmt;
+use std::process::ExitCode;
+use std::ptr::null_mut;
+use std::time::{Duration, Instant, SystemTime};
+
+use cuda_driver::{
+    sys, Context, Device, DeviceBuffer, DeviceRepr, Event, EventFlags, LaunchConfig, Library,
+    Module, ParamBuffer, PinnedBuffer, PinnedFlags, Stream, StreamFlags,
+};
+use cuda_driver_examples::bench::{first_difference, median, utc_date, Metric, Report, XorShift};
+use cuda_driver_examples::ptx;
+
+/// Launches and event records are enqueued in batches of this many, the stream synchronized
+/// between batches outside the timed region, so the driver's queue never fills (a full
+/// queue makes the host wait for the GPU, and both sides would then measure the GPU).
+const BATCH: usize = 500;
+/// Threads per block of every add4 launch.
+const BLOCK: u32 = 256;
+/// Elements of the add4 launches: small, so the GPU keeps up with the host.
+const ADD4_N: usize = 1 << 14;
+const MIB: usize = 1 << 20;
+
+/// Counts and sizes; `--quick` shrinks them.
+struct Config {
+    quick: bool,
+    rounds: usize,
+    launches: usize,
+    round_trips: usize,
+    /// Bytes of each pinned and pageable copy.
+    copy_bytes: usize,
+    copy_reps: usize,
+    /// Bytes of the device-to-device copy and the memset.
+    big_bytes: usize,
+    big_reps: usize,
+    allocs: usize,
+    alloc_bytes: usize,
+    loads: usize,
+    events: usize,
+}
+
+impl Config {
+    fn full() -> Config {
+        Config {
+            quick: false,
+            rounds: 7,
+            launches: 100_000,
+            round_trips: 20_000,
+            copy_bytes: 256 * MIB,
+            copy_reps: 4,
+            big_bytes: 1024 * MIB,
+            big_reps: 20,
+            allocs: 10_000,
+            alloc_bytes: MIB,
+            loads: 20,
+            events: 100_000,
+        }
+    }
+
+    fn quick() -> Config {
+        Config {
+            quick: true,
+            rounds: 3,
+            launches: 10_000,
+            round_trips: 2_000,
+            copy_bytes: 16 * MIB,
+            copy_reps: 2,
+            big_bytes: 64 * MIB,
+            big_reps: 5,
+            allocs: 1_000,
+            alloc_bytes: MIB,
+            loads: 5,
+            events: 10_000,
+        }
+    }
+}
+
+/// A size as the metric names show it.
+fn size_name(bytes: usize) -> String {
+    if bytes >= 1 << 30 && bytes % (1 << 30) == 0 {
+        format!("{} GiB", bytes >> 30)
+    } else {
+        format!("{} MiB", bytes >> 20)
+    }
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Side {
+    Raw,
+    Safe,
+}
+
+/// Why the benchmark stopped.
+enum Failure {
+    /// The safe API returned an error.
+    Safe(cuda_driver::Error),
+    /// A raw driver call failed.
+    Raw {
+        call: &'static str,
+        code: sys::CUresult,
+    },
+    /// A result was wrong.
+    Wrong(String),
+    /// Bad command line or output file.
+    Usage(String),
+    /// A failure while measuring a metric.
+    In {
+        metric: String,
+        side: Option<Side>,
+        source: Box<Failure>,
+    },
+}
+
+impl From<cuda_driver::Error> for Failure {
+    fn from(e: cuda_driver::Error) -> Failure {
+        Failure::Safe(e)
+    }
+}
+
+impl fmt::Display for Failure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Failure::Safe(e) => write!(f, "{e}"),
+            Failure::Raw { call, code } => write!(
+                f,
+                "{call} failed: {}",
+                cuda_driver::ErrorCode::from_raw(*code)
+            ),
+            Failure::Wrong(s) => write!(f, "wrong result: {s}"),
+            Failure::Usage(s) => write!(f, "{s}"),
+            Failure::In {
+                metric,
+                side,
+                source,
+            } => match side {
+                Some(Side::Raw) => write!(f, "{metric} (raw side): {source}"),
+                Some(Side::Safe) => write!(f, "{metric} (safe side): {source}"),
+                None => write!(f, "{metric}: {source}"),
+            },
+        }
+    }
+}
+
+type Res<T> = Result<T, Failure>;
+
+/// Calls a `cuda_driver_sys` function (inside an `unsafe` block) and returns
+/// [`Failure::Raw`] from the enclosing function or closure when it does not succeed: the
+/// raw side's one check per call, as the safe side's `?`.
+macro_rules! raw {
+    ($call:ident ( $($arg:expr),* $(,)? )) => {{
+        let code = sys::$call($($arg),*);
+        if code != sys::CUDA_SUCCESS {
+            return Err(Failure::Raw { call: stringify!($call), code });
+        }
+    }};
+}
+
+/// Fails with [`Failure::Wrong`] unless `cond`.
+macro_rules! check {
+    ($cond:expr, $($msg:tt)+) => {
+        if !$cond {
+            return Err(Failure::Wrong(format!($($msg)+)));
+        }
+    };
+}
+
+fn main() -> ExitCode {
+    match run() {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("bench: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+struct Args {
+    json: Option<String>,
+    quick: bool,
+    line: String,
+}
+
+fn parse_args() -> Res<Args> {
+    let mut args = Args {
+        json: None,
+        quick: false,
+        line: String::new(),
+    };
+    let mut shown = Vec::new();
+    let mut it = std::env::args().skip(1);
+    while let Some(a) = it.next() {
+        match a.as_str() {
+            "--json" => {
+                let file = it
+                    .next()
+                    .ok_or_else(|| Failure::Usage("--json needs a file name".into()))?;
+                shown.push(format!("--json {file}"));
+                args.json = Some(file);
+            }
+            "--quick" => {
+                shown.push(a.clone());
+                args.quick = true;
+            }
+            "-h" | "--help" => {
+                println!(
+                    "usage: bench [--json FILE] [--quick]\n\
+                     Measures the same work through cuda_driver_sys and cuda_driver and prints \
+                     one table of medians; --json also writes them to FILE."
+                );
+                std::process::exit(0);
+            }
+            other => {
+                return Err(Failure::Usage(format!(
+                    "unknown argument `{other}` (usage: bench [--json FILE] [--quick])"
+                )))
+            }
+        }
+    }
+    args.line = format!(
+        "cargo run --release -p cuda-driver-examples --example bench --{}",
+        shown.iter().map(|s| format!(" {s}")).collect::<String>()
+    );
+    Ok(args)
+}
+
+fn run() -> Res<()> {
+    let args = parse_args()?;
+    let cfg = if args.quick {
+        Config::quick()
+    } else {
+        Config::full()
+    };
+    let date_utc = utc_date(SystemTime::now());
+
+    // The first driver call: without a driver or a device this is where the program stops,
+    // with the error's one sentence.
+    let dev = Device::get(0)?;
+    let ctx = dev.primary_context()?;
+    // The raw side's calls act on the current context: make it this one, once.
+    ctx.set_current()?;
+    let (cc_major, cc_minor) = dev.compute_capability()?;
+    let (drv_major, drv_minor) = cuda_driver::driver_version()?;
+    let stream = Stream::new(&ctx, StreamFlags::NON_BLOCKING)?;
+
+    let mut r = Runner {
+        rounds: cfg.rounds,
+        metrics: Vec::new(),
+    };
+    let started = Instant::now();
+    eprintln!(
+        "bench: {} rounds of raw and safe per metric on {}{}...",
+        cfg.rounds,
+        dev.name()?,
+        if cfg.quick { " (--quick)" } else { "" }
+    );
+    launches(&mut r, &cfg, &ctx, &stream)?;
+    copies(&mut r, &cfg, &ctx)?;
+    allocations(&mut r, &cfg, &ctx, &stream)?;
+    loading(&mut r, &cfg, &ctx, &stream)?;
+    events(&mut r, &cfg, &ctx, &stream)?;
+
+    let notes = vec![
+        format!(
+            "Every metric is warmed up once per side, then measured in {} rounds alternating \
+             which side goes first; the table shows the median of each side's samples.",
+            cfg.rounds
+        ),
+        format!(
+            "Launches and event records: host time (monotonic clock) of the enqueue loop, \
+             {} calls per sample in batches of {BATCH}, the stream synchronized between \
+             batches outside the timed region so the driver's queue never fills.",
+            cfg.launches
+        ),
+        "Round trip: median over the iterations of (launch empty(); cuStreamSynchronize).".into(),
+        "Copies and memset: host clock around the repeated operation plus one \
+         cuCtxSynchronize; GB/s are 10^9 bytes per second (device-to-device counts the bytes \
+         read plus written); every copied byte is compared outside the timed region."
+            .into(),
+        format!(
+            "Allocation: host clock around {} allocate-and-free pairs of {}; the stream-ordered \
+             ones end with one cuStreamSynchronize, inside the timed region.",
+            cfg.allocs,
+            size_name(cfg.alloc_bytes)
+        ),
+        format!(
+            "Module and library loading: host clock around {} loads of ptx/bench.ptx, each \
+             with its unload (the library's also with cuLibraryGetKernel, the first launch \
+             of add4 and a cuStreamSynchronize); the driver's JIT cache serves both sides \
+             alike.",
+            cfg.loads
+        ),
+        "cuEventElapsedTime: both sides call the CUDA 2.0 version (cuda.h 13.0 maps the name \
+         to the CUDA 12.8 one), which the raw side looks up once with cuGetProcAddress."
+            .into(),
+        "Both sides share the device's primary context (current throughout), one \
+         non-blocking stream, the buffers and the function handles; the safe side makes the \
+         context current with one cuCtxGetCurrent per call, which the raw side does not."
+            .into(),
+        "Ratio: safe cost / raw cost (for bandwidths raw GB/s / safe GB/s); above 1 the safe \
+         side is slower."
+            .into(),
+    ];
+    let report = Report {
+        device: dev.name()?,
+        compute_capability: format!("{cc_major}.{cc_minor}"),
+        driver_version: format!("{drv_major}.{drv_minor}"),
+        date_utc,
+        command: args.line,
+        quick: cfg.quick,
+        rounds: cfg.rounds,
+        notes,
+        metrics: r.metrics,
+    };
+
+    println!(
+        "{} (compute capability {}), driver CUDA {}, {}{}",
+        report.device,
+        report.compute_capability,
+        report.driver_version,
+        report.date_utc,
+        if cfg.quick { ", --quick" } else { "" }
+    );
+    println!();
+    print!("{}", report.table());
+    println!();
+    for n in &report.notes {
+        println!("* {n}");
+    }
+    println!("({:.0} s)", started.elapsed().as_secs_f64());
+    if let Some(file) = &args.json {
+        std::fs::write(file, report.to_json())
+            .map_err(|e| Failure::Usage(format!("cannot write {file}: {e}")))?;
+        println!("wrote {file}");
+    }
+    Ok(())
+}
+
+/// Runs the metrics and keeps their samples.
+struct Runner {
+    rounds: usize,
+    metrics: Vec<Metric>,
+}
+
+impl Runner {
+    /// Warms up both sides with one sample each, then takes `rounds` samples of each side,
+    /// alternating which goes first. `sample` returns one sample of the given side, in the
+    /// metric's unit.
+    fn run(
+        &mut self,
+        name: String,
+        unit: &'static str,
+        higher_is_better: bool,
+        target: Option<f64>,
+        mut sample: impl FnMut(Side) -> Res<f64>,
+    ) -> Res<()> {
+        let full = format!("{name} [{unit}]");
+        let mut m = Metric::new(full.clone(), unit, higher_is_better, target);
+        let mut one = |side: Side| -> Res<f64> {
+            let v = sample(side).map_err(|e| Failure::In {
+                metric: full.clone(),
+                side: Some(side),
+                source: Box::new(e),
+            })?;
+            if !(v.is_finite() && v > 0.0) {
+                return Err(Failure::In {
+                    metric: full.clone(),
+                    side: Some(side),
+                    source: Box::new(Failure::Wrong(format!("sample {v} is not positive"))),
+                });
+            }
+            Ok(v)
+        };
+        one(Side::Raw)?;
+        one(Side::Safe)?;
+        for round in 0..self.rounds {
+            let order = if round % 2 == 0 {
+                [Side::Raw, Side::Safe]
+            } else {
+                [Side::Safe, Side::Raw]
+            };
+            for side in order {
+                let v = one(side)?;
+                match side {
+                    Side::Raw => m.raw.push(v),
+                    Side::Safe => m.safe.push(v),
+                }
+            }
+        }
+        self.metrics.push(m);
+        Ok(())
+    }
+}
+
+/// Nanoseconds per call of `count` calls of `call`, enqueued in batches of [`BATCH`], with
+/// the stream synchronized between batches, outside the timed region.
+#[inline(always)]
+fn enqueue_ns(count: usize, stream: sys::CUstream, mut call: impl FnMut() -> Res<()>) -> Res<f64> {
+    let mut total = Duration::ZERO;
+    let mut left = count;
+    while left > 0 {
+        let n = left.min(BATCH);
+        let start = Instant::now();
+        for _ in 0..n {
+            call()?;
+        }
+        total += start.elapsed();
+        // SAFETY: `stream` is a live stream of the current context.
+        unsafe { raw!(cuStreamSynchronize(stream)) };
+        left -= n;
+    }
+    Ok(total.as_nanos() as f64 / count as f64)
+}
+
+/// Blocks until the current context is idle (the copies' and memsets' end point, the same
+/// raw call on both sides).
+fn ctx_sync() -> Res<()> {
+    // SAFETY: no arguments; acts on the current context.
+    unsafe { raw!(cuCtxSynchronize()) };
+    Ok(())
+}
+
+fn secs(d: Duration) -> f64 {
+    d.as_secs_f64()
+}
+
+// ---------------------------------------------------------------------------------------
+// Launches
+// ---------------------------------------------------------------------------------------
+
+/// `n` pseudo-random floats in [1, 2): their sums are exact in f32.
+fn random_f32(rng: &mut XorShift, n: usize) -> Vec<f32> {
+    (0..n)
+        .map(|_| f32::from_bits(0x3F80_0000 | (rng.next_u64() >> 41) as u32))
+        .collect()
+}
+
+/// Sets every 32-bit word of `buf` to `value` and waits (untimed preparation, the same raw
+/// call before either side's sample).
+fn fill_words<T: DeviceRepr>(buf: &DeviceBuffer<T>, value: u32) -> Res<()> {
+    check!(
+        buf.bytes() % 4 == 0,
+        "fill_words: {} bytes are not whole words",
+        buf.bytes()
+    );
+    // SAFETY: `buf` is a live allocation of `bytes()` bytes, 4-byte aligned, in the current
+    // context.
+    unsafe { raw!(cuMemsetD32(buf.as_raw(), value, buf.bytes() / 4)) };
+    ctx_sync()
+}
+
+/// Copies `buf[offset..offset + out.len()]` into `out` (untimed checking). The copy is ordered
+/// on the legacy default stream; callers synchronize other streams first.
+fn read_back<T: DeviceRepr>(buf: &DeviceBuffer<T>, offset: usize, out: &mut [T]) -> Res<()> {
+    check!(
+        offset
+            .checked_add(out.len())
+            .is_some_and(|end| end <= buf.len()),
+        "read_back: {offset}..+{} is outside a buffer of {}",
+        out.len(),
+        buf.len()
+    );
+    let src = buf.as_raw() + (offset * size_of::<T>()) as u64;
+    // SAFETY: the range is inside `buf` (checked); `out` is valid for as many bytes of
+    // writes, and any bytes are a valid T (T: DeviceRepr).
+    unsafe {
+        raw!(cuMemcpyDtoH(
+            out.as_mut_ptr().cast::<c_void>(),
+            src,
+            size_of_val(out)
+        ))
+    };
+    Ok(())
+}
+
+/// A device buffer holding `data` (untimed preparation).
+fn upload<T: DeviceRepr>(ctx: &Context, data: &[T]) -> Res<DeviceBuffer<T>> {
+    let buf = DeviceBuffer::<T>::new(ctx, data.len())?;
+    // SAFETY: `buf` holds `data.len()` elements of T, as many bytes as `data`.
+    unsafe {
+        raw!(cuMemcpyHtoD(
+            buf.as_raw(),
+            data.as_ptr().cast(),
+            size_of_val(data)
+        ))
+    };
+    Ok(buf)
+}
+
+/// The add4 launches' fixture: inputs, output and what the output must be.
+struct Add4 {
+    a: DeviceBuffer<f32>,
+    b: DeviceBuffer<f32>,
+    c: DeviceBuffer<f32>,
+    /// `n`, as the kernel's `int n` parameter.
+    n: c_int,
+    expected: Vec<f32>,
+}
+
+impl Add4 {
+    fn new(ctx: &Context) -> Res<Add4> {
+        let mut rng = XorShift::new(0xADD4);
+        let ha = random_f32(&mut rng, ADD4_N);
+        let hb = random_f32(&mut rng, ADD4_N);
+        let expected = ha.iter().zip(&hb).map(|(x, y)| x + y).collect();
+        Ok(Add4 {
+            a: upload(ctx, &ha)?,
+            b: upload(ctx, &hb)?,
+            c: DeviceBuffer::<f32>::new(ctx, ADD4_N)?,
+            n: ADD4_N as c_int,
+            expected,
+        })
+    }
+
+    /// The launch configuration of every add4 launch: one thread per element.
+    fn config(&self) -> LaunchConfig {
+        LaunchConfig::new(grid(ADD4_N), BLOCK)
+    }
+
+    /// Clears c (untimed), so that launches that did nothing cannot pass [`Add4::check`].
+    fn clear(&self) -> Res<()> {
+        fill_words(&self.c, 0)
+    }
+
+    /// Checks every element of c against a + b (untimed; the launches' stream has been
+    /// synchronized).
+    fn check(&self) -> Res<()> {
+        let mut got = vec![0.0f32; ADD4_N];
+        read_back(&self.c, 0, &mut got)?;
+        if let Some(i) = first_difference(&got, &self.expected) {
+            return Err(Failure::Wrong(format!(
+                "add4: c[{i}] = {}, expected {}",
+                got[i], self.expected[i]
+            )));
+        }
+        Ok(())
+    }
+}
+
+fn grid(n: usize) -> c_uint {
+    n.div_ceil(BLOCK as usize) as c_uint
+}
+
+fn launches(r: &mut Runner, cfg: &Config, ctx: &Context, stream: &Stream) -> Res<()> {
+    // One module, loaded through the safe API; the raw side launches the same CUfunction
+    // handles.
+    let module = Module::load_data(ctx, ptx::BENCH)?;
+    let empty = module.function("empty")?;
+    let add4_fn = module.function("add4")?;
+    let (f_empty, f_add4) = (empty.as_raw(), add4_fn.as_raw());
+    let s = stream.as_raw();
+    let count = cfg.launches;
+    let mut add4 = Add4::new(ctx)?;
+    let one = LaunchConfig::new(1, 1);
+    let add4_cfg = add4.config();
+    let g = add4_cfg.grid.x;
+    // Read the parameter lists now, as the warm-up would: the checked launches' first call
+    // asks the driver once and caches the answer.
+    check!(
+        empty.params()?.is_none_or(|p| p.is_empty()),
+        "empty() has parameters: {:?}",
+        empty.params()
+    );
+    check!(
+        add4_fn.params()?.is_none_or(|p| p.len() == 4),
+        "add4 does not have 4 parameters: {:?}",
+        add4_fn.params()
+    );
+
+    // empty(): no parameters.
+    // Safe: Function::launch = cuCtxGetCurrent + a context comparison + the (empty) argument
+    // check against the cached parameter list + cuLaunchKernel.
+    r.run(
+        "launch empty()".into(),
+        "us/launch",
+        false,
+        Some(1.02),
+        |side| {
+            let ns = match side {
+                Side::Raw => enqueue_ns(count, s, || {
+                    // SAFETY: empty() takes no parameters; one thread of one block.
+                    unsafe {
+                        raw!(cuLaunchKernel(
+                            f_empty,
+                            1,
+                            1,
+                            1,
+                            1,
+                            1,
+                            1,
+                            0,
+                            s,
+                            null_mut(),
+                            null_mut()
+                        ))
+                    };
+                    Ok(())
+                })?,
+                Side::Safe => enqueue_ns(count, s, || {
+                    // SAFETY: empty() takes no parameters and touches no memory.
+                    unsafe { empty.launch(stream, &one, ())? };
+                    Ok(())
+                })?,
+            };
+            Ok(ns / 1e3)
+        },
+    )?;
+
+    // add4(a, b, c, n): the raw argument array is built once, as a C program would.
+    let (mut pa, mut pb, mut pc, mut pn) =
+        (add4.a.as_raw(), add4.b.as_raw(), add4.c.as_raw(), add4.n);
+    let mut args: [*mut c_void; 4] = [
+        (&raw mut pa).cast(),
+        (&raw mut pb).cast(),
+        (&raw mut pc).cast(),
+        (&raw mut pn).cast(),
+    ];
+    let mut raw_add4 = || {
+        enqueue_ns(count, s, || {
+            // SAFETY: add4 is (const float*, const float*, float*, int): `args` points to
+            // three CUdeviceptr and a c_int, alive across the call; the grid covers ADD4_N
+            // threads and the kernel skips i >= n, inside the three ADD4_N-float buffers.
+            unsafe {
+                raw!(cuLaunchKernel(
+                    f_add4,
+                    g,
+                    1,
+                    1,
+                    BLOCK,
+                    1,
+                    1,
+                    0,
+                    s,
+                    args.as_mut_ptr(),
+                    null_mut()
+                ))
+            };
+            Ok(())
+        })
+    };
+
+    // Safe: Function::launch = cuCtxGetCurrent + a context comparison + 4 size comparisons
+    // against the cached parameter list + the 4 argument pointers on the stack +
+    // cuLaunchKernel.
+    r.run(
+        "launch add4(a, b, c, n), checked".into(),
+        "us/launch",
+        false,
+        Some(1.03),
+        |side| {
+            add4.clear()?;
+            let ns = match side {
+                Side::Raw => raw_add4()?,
+                Side::Safe => {
+                    let Add4 { a, b, c, n, .. } = &mut add4;
+                    enqueue_ns(count, s, || {
+                        // SAFETY: the arguments are add4's parameters; a, b and c hold
+                        // ADD4_N floats, the grid covers ADD4_N threads, the kernel skips
+                        // i >= n; the host touches c only after the stream is synchronized.
+                        unsafe { add4_fn.launch(stream, &add4_cfg, (&*a, &*b, &mut *c, &*n))? };
+                        Ok(())
+                    })?
+                }
+            };
+            add4.check()?;
+            Ok(ns / 1e3)
+        },
+    )?;
+
+    // Safe: Function::launch_unchecked = cuCtxGetCurrent + the 4 argument pointers +
+    // cuLaunchKernel.
+    r.run(
+        "launch add4(a, b, c, n), unchecked".into(),
+        "us/launch",
+        false,
+        Some(1.03),
+        |side| {
+            add4.clear()?;
+            let ns = match side {
+                Side::Raw => raw_add4()?,
+                Side::Safe => {
+                    let Add4 { a, b, c, n, .. } = &mut add4;
+                    enqueue_ns(count, s, || {
+                        // SAFETY: as for the checked launch; the tuple matches add4's
+                        // parameters (checked by the metric above).
+                        unsafe {
+                            add4_fn.launch_unchecked(stream, &add4_cfg, (&*a, &*b, &mut *c, &*n))?
+                        };
+                        Ok(())
+                    })?
+                }
+            };
+            add4.check()?;
+            Ok(ns / 1e3)
+        },
+    )?;
+
+    // add4 through a packed parameter buffer: the device layout of (ptr, ptr, ptr, int) is
+    // offsets 0, 8, 16, 24 and 28 bytes. Both sides pack once, outside the loop.
+    let mut packed = [0u64; 4];
+    packed[0] = pa;
+    packed[1] = pb;
+    packed[2] = pc;
+    packed[3] = u64::from(pn as u32);
+    let mut packed_size: usize = 28;
+    let mut extra: [*mut c_void; 5] = [
+        sys::CU_LAUNCH_PARAM_BUFFER_POINTER,
+        packed.as_mut_ptr().cast(),
+        sys::CU_LAUNCH_PARAM_BUFFER_SIZE,
+        (&raw mut packed_size).cast(),
+        sys::CU_LAUNCH_PARAM_END,
+    ];
+    let mut params = ParamBuffer::new();
+    params
+        .push_arg(&add4.a)?
+        .push_arg(&add4.b)?
+        .push_arg(&add4.c)?
+        .push(add4.n)?;
+    // SAFETY: the ParamBuffer's first `len()` bytes are initialised; `packed` holds 32.
+    let (safe_bytes, raw_bytes) = unsafe {
+        (
+            std::slice::from_raw_parts(params.as_ptr(), params.len()),
+            std::slice::from_raw_parts(packed.as_ptr().cast::<u8>(), packed_size),
+        )
+    };
+    check!(
+        safe_bytes == raw_bytes,
+        "the ParamBuffer of add4 ({safe_bytes:?}) differs from the hand-packed one \
+         ({raw_bytes:?})"
+    );
+    // Safe: Function::launch_packed = cuCtxGetCurrent + a context comparison + the buffer's 4
+    // offsets and sizes compared with the cached parameter list + the 5-entry `extra` array
+    // on the stack + cuLaunchKernel.
+    r.run(
+        "launch add4 from a parameter buffer".into(),
+        "us/launch",
+        false,
+        Some(1.03),
+        |side| {
+            add4.clear()?;
+            let ns = match side {
+                Side::Raw => enqueue_ns(count, s, || {
+                    // SAFETY: `extra` is CU_LAUNCH_PARAM_END-terminated and points to the
+                    // 28-byte parameter buffer of add4 at the device's offsets and to its
+                    // size, alive across the call; kernelParams is null. In bounds as above.
+                    unsafe {
+                        raw!(cuLaunchKernel(
+                            f_add4,
+                            g,
+                            1,
+                            1,
+                            BLOCK,
+                            1,
+                            1,
+                            0,
+                            s,
+                            null_mut(),
+                            extra.as_mut_ptr()
+                        ))
+                    };
+                    Ok(())
+                })?,
+                Side::Safe => enqueue_ns(count, s, || {
+                    // SAFETY: the buffer holds add4's parameters (layout checked by the
+                    // call), pointing to a, b and c of ADD4_N floats; in bounds as above.
+                    unsafe { add4_fn.launch_packed(stream, &add4_cfg, &params)? };
+                    Ok(())
+                })?,
+            };
+            add4.check()?;
+            Ok(ns / 1e3)
+        },
+    )?;
+
+    // Round trip: launch empty(), wait for it; the median iteration.
+    // Safe: Function::launch as above + Stream::synchronize = cuCtxGetCurrent +
+    // cuStreamSynchronize.
+    let trips = cfg.round_trips;
+    let mut times = Vec::with_capacity(trips);
+    r.run(
+        "launch empty() + cuStreamSynchronize".into(),
+        "us",
+        false,
+        Some(1.02),
+        |side| {
+            times.clear();
+            match side {
+                Side::Raw => {
+                    for _ in 0..trips {
+                        let start = Instant::now();
+                        // SAFETY: as for the empty() launches; the stream is live.
+                        unsafe {
+                            raw!(cuLaunchKernel(
+                                f_empty,
+                                1,
+                                1,
+                                1,
+                                1,
+                                1,
+                                1,
+                                0,
+                                s,
+                                null_mut(),
+                                null_mut()
+                            ));
+                            raw!(cuStreamSynchronize(s));
+                        }
+                        times.push(secs(start.elapsed()));
+                    }
+                }
+                Side::Safe => {
+                    for _ in 0..trips {
+                        let start = Instant::now();
+                        // SAFETY: empty() takes no parameters and touches no memory.
+                        unsafe { empty.launch(stream, &one, ())? };
+                        stream.synchronize()?;
+                        times.push(secs(start.elapsed()));
+                    }
+                }
+            }
+            Ok(median(&times).unwrap_or(f64::NAN) * 1e6)
+        },
+    )?;
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------
+// Copies and memset
+// ---------------------------------------------------------------------------------------
+
+/// Compares `got` with `want`, naming the first difference.
+fn compare(what: &str, got: &[u32], want: &[u32]) -> Res<()> {
+    if let Some(i) = first_difference(got, want) {
+        return Err(Failure::Wrong(format!(
+            "{what}: word {i} is {:#010x}, expected {:#010x}",
+            got.get(i).copied().unwrap_or(0),
+            want.get(i).copied().unwrap_or(0)
+        )));
+    }
+    Ok(())
+}
+
+/// Reads `buf` back chunk by chunk through `scratch` (untimed) and hands each chunk to
+/// `check` with its offset in words.
+fn check_big(
+    scratch: &mut [u32],
+    buf: &DeviceBuffer<u32>,
+    mut check: impl FnMut(usize, &[u32]) -> Res<()>,
+) -> Res<()> {
+    for off in (0..buf.len()).step_by(scratch.len()) {
+        let n = scratch.len().min(buf.len() - off);
+        let got = &mut scratch[..n];
+        read_back(buf, off, got)?;
+        check(off, got)?;
+    }
+    Ok(())
+}
+
+fn copies(r: &mut Runner, cfg: &Config, ctx: &Context) -> Res<()> {
+    let words = cfg.copy_bytes / 4;
+    let big_words = cfg.big_bytes / 4;
+    let reps = cfg.copy_reps;
+    let mut rng = XorShift::new(0xC0B1E5);
+
+    // The data: pseudo-random, never zero; the pageable source is also the expected value.
+    // Both sides copy between the same buffers.
+    let mut host = vec![0u32; words];
+    rng.fill_nonzero_u32(&mut host);
+    let pinned_src = PinnedBuffer::from_slice(ctx, &host, PinnedFlags::empty())?;
+    let mut pinned_dst = PinnedBuffer::<u32>::zeroed(ctx, words, PinnedFlags::empty())?;
+    let mut pageable_dst = vec![1u32; words];
+    let mut dev = DeviceBuffer::<u32>::new(ctx, words)?;
+    let d = dev.as_raw();
+    let bytes = cfg.copy_bytes;
+    let gbps = |total_bytes: usize, t: Duration| total_bytes as f64 / secs(t) / 1e9;
+
+    // Host to device from page-locked memory.
+    // Safe: DeviceBuffer::copy_from_host = length check + cuCtxGetCurrent + cuMemcpyHtoD_v2.
+    r.run(
+        format!("copy HtoD, page-locked, {}", size_name(bytes)),
+        "GB/s",
+        true,
+        Some(1.01),
+        |side| {
+            fill_words(&dev, 0)?;
+            let start = Instant::now();
+            match side {
+                Side::Raw => {
+                    for _ in 0..reps {
+                        // SAFETY: the page-locked source and `dev` hold `bytes` bytes each.
+                        unsafe { raw!(cuMemcpyHtoD(d, pinned_src.as_ptr().cast(), bytes)) };
+                    }
+                }
+                Side::Safe => {
+                    for _ in 0..reps {
+                        dev.copy_from_host(&pinned_src)?;
+                    }
+                }
+            }
+            ctx_sync()?;
+            let t = start.elapsed();
+            read_back(&dev, 0, &mut pinned_dst)?;
+            compare("HtoD page-locked", &pinned_dst, &host)?;
+            Ok(gbps(reps * bytes, t))
+        },
+    )?;
+
+    // Device to host into page-locked memory (`dev` holds `host`, checked above).
+    // Safe: DeviceBuffer::copy_to_host = length check + cuCtxGetCurrent + cuMemcpyDtoH_v2.
+    r.run(
+        format!("copy DtoH, page-locked, {}", size_name(bytes)),
+        "GB/s",
+        true,
+        Some(1.01),
+        |side| {
+            pinned_dst.fill(0);
+            let start = Instant::now();
+            match side {
+                Side::Raw => {
+                    for _ in 0..reps {
+                        // SAFETY: the page-locked destination and `dev` hold `bytes` bytes.
+                        unsafe { raw!(cuMemcpyDtoH(pinned_dst.as_mut_ptr().cast(), d, bytes)) };
+                    }
+                }
+                Side::Safe => {
+                    for _ in 0..reps {
+                        dev.copy_to_host(&mut pinned_dst)?;
+                    }
+                }
+            }
+            ctx_sync()?;
+            let t = start.elapsed();
+            compare("DtoH page-locked", &pinned_dst, &host)?;
+            Ok(gbps(reps * bytes, t))
+        },
+    )?;
+
+    // Host to device from pageable memory.
+    // Safe: as for page-locked memory.
+    r.run(
+        format!("copy HtoD, pageable, {}", size_name(bytes)),
+        "GB/s",
+        true,
+        Some(1.01),
+        |side| {
+            fill_words(&dev, 0)?;
+            let start = Instant::now();
+            match side {
+                Side::Raw => {
+                    for _ in 0..reps {
+                        // SAFETY: `host` and `dev` hold `bytes` bytes each.
+                        unsafe { raw!(cuMemcpyHtoD(d, host.as_ptr().cast(), bytes)) };
+                    }
+                }
+                Side::Safe => {
+                    for _ in 0..reps {
+                        dev.copy_from_host(&host)?;
+                    }
+                }
+            }
+            // From pageable memory the copy may still be in flight when the call returns.
+            ctx_sync()?;
+            let t = start.elapsed();
+            read_back(&dev, 0, &mut pinned_dst)?;
+            compare("HtoD pageable", &pinned_dst, &host)?;
+            Ok(gbps(reps * bytes, t))
+        },
+    )?;
+
+    // Device to host into pageable memory.
+    // Safe: as for page-locked memory.
+    r.run(
+        format!("copy DtoH, pageable, {}", size_name(bytes)),
+        "GB/s",
+        true,
+        Some(1.01),
+        |side| {
+            pageable_dst.fill(0);
+            let start = Instant::now();
+            match side {
+                Side::Raw => {
+                    for _ in 0..reps {
+                        // SAFETY: `pageable_dst` and `dev` hold `bytes` bytes each.
+                        unsafe { raw!(cuMemcpyDtoH(pageable_dst.as_mut_ptr().cast(), d, bytes)) };
+                    }
+                }
+                Side::Safe => {
+                    for _ in 0..reps {
+                        dev.copy_to_host(&mut pageable_dst)?;
+                    }
+                }
+            }
+            ctx_sync()?;
+            let t = start.elapsed();
+            compare("DtoH pageable", &pageable_dst, &host)?;
+            Ok(gbps(reps * bytes, t))
+        },
+    )?;
+    drop(pageable_dst);
+    drop(dev);
+
+    // Device to device, and memset: two big buffers; the source holds pseudo-random words.
+    let big_bytes = cfg.big_bytes;
+    let big_reps = cfg.big_reps;
+    let mut big_host = vec![0u32; big_words];
+    rng.fill_nonzero_u32(&mut big_host);
+    let big_src = upload(ctx, &big_host)?;
+    let mut big_dst = DeviceBuffer::<u32>::new(ctx, big_words)?;
+    let (bs, bd) = (big_src.as_raw(), big_dst.as_raw());
+
+    // Safe: DeviceBuffer::copy_from_device = length check + cuCtxGetCurrent + cuMemcpyDtoD_v2.
+    r.run(
+        format!("copy DtoD, {} (read + write)", size_name(big_bytes)),
+        "GB/s",
+        true,
+        Some(1.01),
+        |side| {
+            fill_words(&big_dst, 0)?;
+            let start = Instant::now();
+            match side {
+                Side::Raw => {
+                    for _ in 0..big_reps {
+                        // SAFETY: both buffers hold `big_bytes` bytes and do not overlap.
+                        unsafe { raw!(cuMemcpyDtoD(bd, bs, big_bytes)) };
+                    }
+                }
+                Side::Safe => {
+                    for _ in 0..big_reps {
+                        big_dst.copy_from_device(&big_src.as_slice())?;
+                    }
+                }
+            }
+            ctx_sync()?;
+            let t = start.elapsed();
+            check_big(&mut pinned_dst, &big_dst, |off, got| {
+                compare(
+                    &format!("DtoD, from word {off}"),
+                    got,
+                    &big_host[off..off + got.len()],
+                )
+            })?;
+            Ok(gbps(2 * big_reps * big_bytes, t))
+        },
+    )?;
+
+    // memset: a different non-zero value each sample, so a memset that did nothing fails.
+    // Safe: DeviceBuffer::memset_u32 = size check + cuCtxGetCurrent + cuMemsetD32_v2.
+    let mut sample_no: u32 = 0;
+    r.run(
+        format!("memset cuMemsetD32, {}", size_name(big_bytes)),
+        "GB/s",
+        true,
+        Some(1.01),
+        |side| {
+            sample_no += 1;
+            // Odd multiples of an odd constant: distinct for distinct sample numbers.
+            let value = (2 * sample_no + 1).wrapping_mul(0x9E37_79B1);
+            let start = Instant::now();
+            match side {
+                Side::Raw => {
+                    for _ in 0..big_reps {
+                        // SAFETY: big_dst holds `big_words` words.
+                        unsafe { raw!(cuMemsetD32(bd, value, big_words)) };
+                    }
+                }
+                Side::Safe => {
+                    for _ in 0..big_reps {
+                        big_dst.memset_u32(value)?;
+                    }
+                }
+            }
+            ctx_sync()?;
+            let t = start.elapsed();
+            check_big(&mut pinned_dst, &big_dst, |off, got| {
+                match got.iter().position(|&w| w != value) {
+                    None => Ok(()),
+                    Some(i) => Err(Failure::Wrong(format!(
+                        "memset: word {} is {:#010x}, expected {value:#010x}",
+                        off + i,
+                        got[i]
+                    ))),
+                }
+            })?;
+            Ok(gbps(big_reps * big_bytes, t))
+        },
+    )?;
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------
+// Allocation
+// ---------------------------------------------------------------------------------------
+
+fn allocations(r: &mut Runner, cfg: &Config, ctx: &Context, stream: &Stream) -> Res<()> {
+    let (count, bytes) = (cfg.allocs, cfg.alloc_bytes);
+    let s = stream.as_raw();
+    r.run(
+        format!("cuMemAlloc + cuMemFree, {}", size_name(bytes)),
+        "us/pair",
+        false,
+        Some(1.05),
+        |side| {
+            let start = Instant::now();
+            match side {
+                Side::Raw => {
+                    for _ in 0..count {
+                        let mut p: sys::CUdeviceptr = 0;
+                        // SAFETY: writes one CUdeviceptr, freed right after; context current.
+                        unsafe {
+                            raw!(cuMemAlloc(&mut p, bytes));
+                            raw!(cuMemFree(p));
+                        }
+                    }
+                }
+                // Safe: DeviceBuffer::new = size check + cuCtxGetCurrent + cuMemAlloc_v2 +
+                // a Context clone (atomic increment); drop = cuCtxGetCurrent + cuMemFree_v2 +
+                // an atomic decrement.
+                Side::Safe => {
+                    for _ in 0..count {
+                        drop(DeviceBuffer::<u8>::new(ctx, bytes)?);
+                    }
+                }
+            }
+            Ok(secs(start.elapsed()) * 1e6 / count as f64)
+        },
+    )?;
+    r.run(
+        format!(
+            "cuMemAllocAsync + cuMemFreeAsync, {}, one sync",
+            size_name(bytes)
+        ),
+        "us/pair",
+        false,
+        Some(1.05),
+        |side| {
+            let start = Instant::now();
+            match side {
+                Side::Raw => {
+                    for _ in 0..count {
+                        let mut p: sys::CUdeviceptr = 0;
+                        // SAFETY: writes one CUdeviceptr, freed in stream order right after;
+                        // the stream is live.
+                        unsafe {
+                            raw!(cuMemAllocAsync(&mut p, bytes, s));
+                            raw!(cuMemFreeAsync(p, s));
+                        }
+                    }
+                    // SAFETY: live stream.
+                    unsafe { raw!(cuStreamSynchronize(s)) };
+                }
+                // Safe: DeviceBuffer::new_async = size check + cuCtxGetCurrent +
+                // cuMemAllocAsync; AsyncDeviceBuffer::free_async = cuCtxGetCurrent +
+                // cuMemFreeAsync; Stream::synchronize = cuCtxGetCurrent + cuStreamSynchronize.
+                Side::Safe => {
+                    for _ in 0..count {
+                        DeviceBuffer::<u8>::new_async(stream, bytes)?.free_async()?;
+                    }
+                    stream.synchronize()?;
+                }
+            }
+            Ok(secs(start.elapsed()) * 1e6 / count as f64)
+        },
+    )?;
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------
+// Module and library loading
+// ---------------------------------------------------------------------------------------
+
+fn loading(r: &mut Runner, cfg: &Config, ctx: &Context, stream: &Stream) -> Res<()> {
+    let count = cfg.loads;
+    let s = stream.as_raw();
+    r.run(
+        "cuModuleLoadData(bench.ptx) + cuModuleUnload".into(),
+        "ms",
+        false,
+        Some(1.05),
+        |side| {
+            let start = Instant::now();
+            match side {
+                Side::Raw => {
+                    for _ in 0..count {
+                        let mut m: sys::CUmodule = null_mut();
+                        // SAFETY: NUL-terminated PTX; the module is unloaded right after.
+                        unsafe {
+                            raw!(cuModuleLoadData(
+                                &mut m,
+                                ptx::BENCH.as_ptr().cast::<c_void>()
+                            ));
+                            raw!(cuModuleUnload(m));
+                        }
+                    }
+                }
+                // Safe: Module::load_data = cuCtxGetCurrent + cuModuleLoadDataEx with 5 JIT
+                // options (info and error log buffers, allocated and zeroed per load, and the
+                // wall time) + the info log copied into a String + an Arc; drop =
+                // cuCtxGetCurrent + cuModuleUnload. ptx::BENCH ends in NUL: no copy.
+                Side::Safe => {
+                    for _ in 0..count {
+                        drop(Module::load_data(ctx, ptx::BENCH)?);
+                    }
+                }
+            }
+            Ok(secs(start.elapsed()) * 1e3 / count as f64)
+        },
+    )?;
+
+    let mut add4 = Add4::new(ctx)?;
+    let (mut pa, mut pb, mut pc, mut pn) =
+        (add4.a.as_raw(), add4.b.as_raw(), add4.c.as_raw(), add4.n);
+    let mut args: [*mut c_void; 4] = [
+        (&raw mut pa).cast(),
+        (&raw mut pb).cast(),
+        (&raw mut pc).cast(),
+        (&raw mut pn).cast(),
+    ];
+    let add4_cfg = add4.config();
+    let g = add4_cfg.grid.x;
+    // Safe: Library::load_data = cuLibraryLoadData with 5 JIT options (two 16 KiB log
+    // buffers allocated and zeroed, the wall time) + the info log copied into a String + an
+    // Arc; Library::kernel = cuLibraryGetKernel (the name copied to the stack) + the name
+    // boxed into the kernel's cache; the first checked Kernel::launch = cuCtxGetCurrent +
+    // cuKernelGetParamInfo for each of the 4 parameters and once more (the end of the list)
+    // + a boxed list + cuLaunchKernel; Stream::synchronize = cuCtxGetCurrent +
+    // cuStreamSynchronize; dropping the kernel and the library = cuLibraryUnload.
+    r.run(
+        "cuLibraryLoadData + GetKernel + first add4 launch + sync + unload".into(),
+        "ms",
+        false,
+        Some(1.05),
+        |side| {
+            add4.clear()?;
+            let start = Instant::now();
+            match side {
+                Side::Raw => {
+                    for _ in 0..count {
+                        let mut lib: sys::CUlibrary = null_mut();
+                        let mut k: sys::CUkernel = null_mut();
+                        // SAFETY: NUL-terminated PTX, no options; the kernel handle is used
+                        // as a CUfunction for cuLaunchKernel (allowed for CUkernel) while the
+                        // library is loaded; add4's arguments as in `launches`.
+                        unsafe {
+                            raw!(cuLibraryLoadData(
+                                &mut lib,
+                                ptx::BENCH.as_ptr().cast::<c_void>(),
+                                null_mut(),
+                                null_mut(),
+                                0,
+                                null_mut(),
+                                null_mut(),
+                                0
+                            ));
+                            raw!(cuLibraryGetKernel(&mut k, lib, c"add4".as_ptr()));
+                            raw!(cuLaunchKernel(
+                                k.cast(),
+                                g,
+                                1,
+                                1,
+                                BLOCK,
+                                1,
+                                1,
+                                0,
+                                s,
+                                args.as_mut_ptr(),
+                                null_mut()
+                            ));
+                            raw!(cuStreamSynchronize(s));
+                            raw!(cuLibraryUnload(lib));
+                        }
+                    }
+                }
+                Side::Safe => {
+                    for _ in 0..count {
+                        let lib = Library::load_data(ptx::BENCH)?;
+                        let kernel = lib.kernel("add4")?;
+                        let Add4 { a, b, c, n, .. } = &mut add4;
+                        // SAFETY: the arguments are add4's parameters; a, b and c hold
+                        // ADD4_N floats, the grid covers ADD4_N threads, the kernel skips
+                        // i >= n; the stream is synchronized before the host reads c.
+                        unsafe { kernel.launch(stream, &add4_cfg, (&*a, &*b, &mut *c, &*n))? };
+                        stream.synchronize()?;
+                        drop(kernel);
+                        drop(lib);
+                    }
+                }
+            }
+            let t = start.elapsed();
+            add4.check()?;
+            Ok(secs(t) * 1e3 / count as f64)
+        },
+    )?;
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------
+// Events
+// ---------------------------------------------------------------------------------------
+
+fn events(r: &mut Runner, cfg: &Config, ctx: &Context, stream: &Stream) -> Res<()> {
+    let count = cfg.events;
+    let s = stream.as_raw();
+    let ev = Event::new(ctx, EventFlags::DEFAULT)?;
+    let e = ev.as_raw();
+    r.run(
+        "cuEventRecord".into(),
+        "ns/call",
+        false,
+        None,
+        |side| match side {
+            Side::Raw => enqueue_ns(count, s, || {
+                // SAFETY: event and stream are live, of the current context.
+                unsafe { raw!(cuEventRecord(e, s)) };
+                Ok(())
+            }),
+            // Safe: Event::record = cuCtxGetCurrent + cuEventRecord.
+            Side::Safe => enqueue_ns(count, s, || Ok(ev.record(stream)?)),
+        },
+    )?;
+
+    // Two events recorded one after the other on the stream, both completed.
+    let start_ev = Event::new(ctx, EventFlags::DEFAULT)?;
+    let end_ev = Event::new(ctx, EventFlags::DEFAULT)?;
+    start_ev.record(stream)?;
+    end_ev.record(stream)?;
+    stream.synchronize()?;
+    // The raw side calls the same driver function as the safe side: the first
+    // cuEventElapsedTime (CUDA 2.0), looked up once with cuGetProcAddress with the flags the
+    // safe crate uses, as a program that supports CUDA 12.0 drivers must (cuda.h 13.0 maps
+    // the name to the CUDA 12.8 version).
+    let mut fp: *mut c_void = null_mut();
+    let mut status: sys::CUdriverProcAddressQueryResult = 0;
+    // SAFETY: NUL-terminated name; out-pointers live.
+    unsafe {
+        raw!(cuGetProcAddress_v2(
+            c"cuEventElapsedTime".as_ptr(),
+            &mut fp,
+            2000,
+            sys::CU_GET_PROC_ADDRESS_LEGACY_STREAM as u64,
+            &mut status
+        ))
+    };
+    check!(
+        !fp.is_null() && status == sys::CU_GET_PROC_ADDRESS_SUCCESS,
+        "cuGetProcAddress(cuEventElapsedTime, 2000) found nothing (status {status})"
+    );
+    // SAFETY: the driver returned the CUDA 2.0 cuEventElapsedTime, whose type is this PFN.
+    let elapsed_v1: unsafe extern "C" fn(*mut f32, sys::CUevent, sys::CUevent) -> sys::CUresult =
+        unsafe { std::mem::transmute(fp) };
+    let (e0, e1) = (start_ev.as_raw(), end_ev.as_raw());
+    let mut raw_ms = f32::NAN;
+    let mut safe_ms = f32::NAN;
+    r.run(
+        "cuEventElapsedTime".into(),
+        "ns/call",
+        false,
+        None,
+        |side| {
+            let start = Instant::now();
+            match side {
+                Side::Raw => {
+                    for _ in 0..count {
+                        let mut ms = 0.0f32;
+                        // SAFETY: both events are live, recorded and completed.
+                        let code = unsafe { elapsed_v1(&mut ms, e0, e1) };
+                        if code != sys::CUDA_SUCCESS {
+                            return Err(Failure::Raw {
+                                call: "cuEventElapsedTime",
+                                code,
+                            });
+                        }
+                        raw_ms = std::hint::black_box(ms);
+                    }
+                }
+                // Safe: Event::elapsed_ms = the cached entry point (an atomic load) +
+                // cuCtxGetCurrent + cuEventElapsedTime (v1).
+                Side::Safe => {
+                    for _ in 0..count {
+                        safe_ms = std::hint::black_box(start_ev.elapsed_ms(&end_ev)?);
+                    }
+                }
+            }
+            Ok(secs(start.elapsed()) * 1e9 / count as f64)
+        },
+    )?;
+    check!(
+        raw_ms.is_finite() && raw_ms >= 0.0 && raw_ms == safe_ms,
+        "cuEventElapsedTime: raw {raw_ms} ms, safe {safe_ms} ms"
+    );
+    Ok(())
+}
