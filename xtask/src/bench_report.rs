@@ -550,12 +550,25 @@ fn xml(s: &str) -> String {
 }
 
 const ROW_H: f64 = 26.0;
-const LABEL_W: f64 = 400.0;
 const PLOT_W: f64 = 440.0;
 const TOP: f64 = 64.0;
+/// A generous average advance of a 13 px sans-serif character, for sizing the label column.
+const CHAR_W: f64 = 7.2;
+
+/// The width of the label column: the longest metric name, within bounds.
+fn label_width(b: &Bench) -> f64 {
+    let longest = b
+        .metrics
+        .iter()
+        .map(|r| r.name.chars().count())
+        .max()
+        .unwrap_or(0);
+    (longest as f64 * CHAR_W + 16.0).clamp(160.0, 720.0)
+}
 
 fn svg(b: &Bench) -> String {
-    let x0 = LABEL_W + 10.0;
+    let label_w = label_width(b);
+    let x0 = label_w + 10.0;
     let x1 = x0 + PLOT_W;
     let width = x1 + 90.0;
     let n = b.metrics.len();
@@ -616,7 +629,7 @@ fn svg(b: &Bench) -> String {
         let _ = writeln!(
             o,
             r#"<text x="{:.1}" y="{:.1}" text-anchor="end">{}</text>"#,
-            LABEL_W,
+            label_w,
             mid + 4.5,
             xml(&r.name)
         );
@@ -846,6 +859,17 @@ mod tests {
     }
 
     #[test]
+    fn labels_fit_their_column() {
+        let mut b = Bench::from_json(SAMPLE).unwrap();
+        let longest = "copy HtoD, page-locked, 256 MiB [GB/s]".chars().count() as f64;
+        assert!(label_width(&b) >= longest * CHAR_W);
+        b.metrics[0].name = "x".repeat(500);
+        assert_eq!(label_width(&b), 720.0);
+        b.metrics.clear();
+        assert_eq!(label_width(&b), 160.0);
+    }
+
+    #[test]
     fn tick_steps_are_round() {
         assert_eq!(tick_step(0.06), 0.01);
         assert_eq!(tick_step(0.12), 0.02);
@@ -868,6 +892,7 @@ mod tests {
         assert!(s.contains("1.042 MISS"));
         // The bar of the 0.967 row lies left of the 1.0 line, the others right of it.
         let one = {
+            let x0 = label_width(&b) + 10.0;
             let sc = Scale::new(
                 &[
                     1.01,
@@ -877,8 +902,8 @@ mod tests {
                     0.9666666666666667,
                     1.05,
                 ],
-                410.0,
-                850.0,
+                x0,
+                x0 + PLOT_W,
             );
             sc.x(1.0)
         };
