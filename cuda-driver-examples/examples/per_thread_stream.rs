@@ -15,14 +15,13 @@
 //!
 //! Run: `cargo run --release -p cuda-driver-examples --example per_thread_stream`
 
-use std::ffi::c_void;
 use std::process::ExitCode;
 use std::sync::Barrier;
 use std::time::Instant;
 
-use cuda_driver::{sys, Context, Device, ErrorCode, Event, EventFlags, Stream};
+use cuda_driver::{Context, Device, Event, EventFlags, Function, LaunchConfig, Module, Stream};
 
-/// `ptx/streams.cu`, NUL-terminated for `cuModuleLoadData`.
+/// `ptx/streams.cu`, NUL-terminated like the PTX of `cuda_driver_examples::ptx`.
 const STREAMS_PTX: &str = concat!(include_str!("../../ptx/streams.ptx"), "\0");
 
 /// How long one kernel spins.
@@ -34,85 +33,12 @@ const THREADS: usize = 2;
 
 type Failure = Box<dyn std::error::Error>;
 
-fn ok(r: sys::CUresult, call: &str) -> Result<(), Failure> {
-    let code = ErrorCode::from_raw(r);
-    if code == ErrorCode::SUCCESS {
-        Ok(())
-    } else {
-        Err(format!("{call} failed: {code}").into())
-    }
-}
-
-/// `spin_ns` of `ptx/streams.cu`, in a module unloaded on drop.
-struct SpinKernel {
-    module: sys::CUmodule,
-    function: sys::CUfunction,
-}
-
-// SAFETY: a module and its function handles may be used from any host thread that has their
-// context current; the module is unloaded once, in Drop, after every thread has joined.
-unsafe impl Sync for SpinKernel {}
-
-impl SpinKernel {
-    fn load(ctx: &Context) -> Result<SpinKernel, Failure> {
-        ctx.set_current()?;
-        let mut kernel = SpinKernel {
-            module: std::ptr::null_mut(),
-            function: std::ptr::null_mut(),
-        };
-        // SAFETY: STREAMS_PTX is NUL-terminated PTX; writes one CUmodule into `kernel`, which
-        // unloads it on drop.
-        ok(
-            unsafe { sys::cuModuleLoadData(&mut kernel.module, STREAMS_PTX.as_ptr().cast()) },
-            "cuModuleLoadData",
-        )?;
-        // SAFETY: the module is loaded; the name is NUL-terminated; writes one CUfunction.
-        ok(
-            unsafe {
-                sys::cuModuleGetFunction(&mut kernel.function, kernel.module, c"spin_ns".as_ptr())
-            },
-            "cuModuleGetFunction",
-        )?;
-        Ok(kernel)
-    }
-
-    /// Queues `spin_ns(ns)` with one thread on `stream`, whose context is current.
-    fn launch(&self, stream: &Stream, ns: i64) -> Result<(), Failure> {
-        let mut ns = ns;
-        let mut params = [(&mut ns as *mut i64).cast::<c_void>()];
-        // SAFETY: spin_ns takes one `long long`, and params[0] points to a live i64; the
-        // function's module is loaded in the stream's context, which the caller made current.
-        ok(
-            unsafe {
-                sys::cuLaunchKernel(
-                    self.function,
-                    1,
-                    1,
-                    1,
-                    1,
-                    1,
-                    1,
-                    0,
-                    stream.as_raw(),
-                    params.as_mut_ptr(),
-                    std::ptr::null_mut(),
-                )
-            },
-            "cuLaunchKernel",
-        )
-    }
-}
-
-impl Drop for SpinKernel {
-    fn drop(&mut self) {
-        if !self.module.is_null() {
-            // SAFETY: the module was loaded by cuModuleLoadData and is unloaded once.
-            let r = unsafe { sys::cuModuleUnload(self.module) };
-            if let Err(e) = ok(r, "cuModuleUnload") {
-                eprintln!("warning: {e}");
-            }
-        }
-    }
+/// Queues `spin_ns(ns)` with one thread on `stream`.
+fn launch_spin(spin: &Function, stream: &Stream, ns: i64) -> Result<(), Failure> {
+    // SAFETY: spin_ns takes one `long long`, which `ns` is (the launch checks the size); it
+    // touches no memory.
+    unsafe { spin.launch(stream, &LaunchConfig::new(1, 1), (&ns,))? };
+    Ok(())
 }
 
 #[derive(Clone, Copy, PartialEq)]
@@ -141,7 +67,7 @@ struct Measured {
     wall_overlap: f64,
 }
 
-fn measure(ctx: &Context, kernel: &SpinKernel, which: DefaultStream) -> Result<Measured, Failure> {
+fn measure(ctx: &Context, spin: &Function, which: DefaultStream) -> Result<Measured, Failure> {
     // A reference point every thread's events are measured from.
     let t0 = Event::new(ctx, EventFlags::DEFAULT)?;
     t0.record(&Stream::legacy(ctx))?;
@@ -171,7 +97,7 @@ fn measure(ctx: &Context, kernel: &SpinKernel, which: DefaultStream) -> Result<M
                         let wall_start = Instant::now();
                         start.record(&stream)?;
                         for _ in 0..LAUNCHES {
-                            kernel.launch(&stream, SPIN_NS)?;
+                            launch_spin(spin, &stream, SPIN_NS)?;
                         }
                         end.record(&stream)?;
                         end.synchronize()?;
@@ -238,14 +164,15 @@ fn main() -> ExitCode {
 
 fn run() -> Result<(), Failure> {
     let ctx = Device::get(0)?.primary_context()?;
-    let kernel = SpinKernel::load(&ctx)?;
+    let module = Module::load_data(&ctx, STREAMS_PTX)?;
+    let spin = module.function("spin_ns")?;
     // Warm up: the first launch pays for loading the kernel onto the device.
     let legacy = Stream::legacy(&ctx);
-    kernel.launch(&legacy, 1_000)?;
+    launch_spin(&spin, &legacy, 1_000)?;
     legacy.synchronize()?;
 
-    let per_thread = measure(&ctx, &kernel, DefaultStream::PerThread)?;
-    let legacy = measure(&ctx, &kernel, DefaultStream::Legacy)?;
+    let per_thread = measure(&ctx, &spin, DefaultStream::PerThread)?;
+    let legacy = measure(&ctx, &spin, DefaultStream::Legacy)?;
 
     if per_thread.gpu_overlap < legacy.gpu_overlap + 0.5 {
         return Err(format!(

@@ -81,16 +81,12 @@ fn run() -> Result<(), Failure> {
     let stream = Stream::new(&ctx, StreamFlags::NON_BLOCKING)?;
     // SAFETY: `begin_v2` is cuStreamBeginCapture_v2 (its type says so, from the marker); the
     // stream is a live stream of the current context, not the legacy one, and not capturing.
-    ok(
-        unsafe { begin_v2(stream.as_raw(), sys::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL) },
-        "cuStreamBeginCapture_v2",
-    )?;
+    let r = unsafe { begin_v2(stream.as_raw(), sys::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL) };
+    ok(r, "cuStreamBeginCapture_v2")?;
     let mut status = sys::CU_STREAM_CAPTURE_STATUS_NONE;
     // SAFETY: live stream; writes one status.
-    ok(
-        unsafe { is_capturing(stream.as_raw(), &mut status) },
-        "cuStreamIsCapturing",
-    )?;
+    let r = unsafe { is_capturing(stream.as_raw(), &mut status) };
+    ok(r, "cuStreamIsCapturing")?;
     check!(
         status == sys::CU_STREAM_CAPTURE_STATUS_ACTIVE,
         "after cuStreamBeginCapture_v2 the stream must be capturing (status {status})"
@@ -98,21 +94,16 @@ fn run() -> Result<(), Failure> {
     let mut graph: sys::CUgraph = std::ptr::null_mut();
     // SAFETY: the stream is capturing, begun on this thread; writes one CUgraph, which we own
     // and destroy below.
-    ok(
-        unsafe { end_capture(stream.as_raw(), &mut graph) },
-        "cuStreamEndCapture",
-    )?;
+    let r = unsafe { end_capture(stream.as_raw(), &mut graph) };
+    ok(r, "cuStreamEndCapture")?;
     check!(!graph.is_null(), "cuStreamEndCapture must return a graph");
     let mut nodes = usize::MAX;
     // SAFETY: `graph` is live; a null node array asks only for the count.
-    let counted = ok(
-        unsafe { graph_nodes(graph, std::ptr::null_mut(), &mut nodes) },
-        "cuGraphGetNodes",
-    );
+    let counted = unsafe { graph_nodes(graph, std::ptr::null_mut(), &mut nodes) };
     // SAFETY: `graph` came from cuStreamEndCapture and is destroyed once, here.
-    let destroyed = ok(unsafe { graph_destroy(graph) }, "cuGraphDestroy");
-    counted?;
-    destroyed?;
+    let destroyed = unsafe { graph_destroy(graph) };
+    ok(counted, "cuGraphGetNodes")?;
+    ok(destroyed, "cuGraphDestroy")?;
     check!(
         nodes == 0,
         "nothing was captured, yet the graph has {nodes} nodes"

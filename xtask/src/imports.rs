@@ -171,6 +171,7 @@ fn build(release: bool, per_thread: bool) -> Result<Vec<Binary>, String> {
             });
         }
     }
+    out.sort_by(|a, b| a.name.cmp(&b.name));
     if !out.iter().any(|b| b.name.starts_with("example ")) {
         return Err("cargo built no cuda-driver example to check".into());
     }
