@@ -32,15 +32,21 @@ impl ErrorCode {
     /// \deprecated This error return is deprecated as of CUDA 5.0. It is no longer an error to attempt to enable/disable the profiling via ::cuProfilerStart or ::cuProfilerStop without initialization.
     ///
     /// `CUDA_ERROR_PROFILER_NOT_INITIALIZED`
-    pub const PROFILER_NOT_INITIALIZED: Self = Self(sys::CUDA_ERROR_PROFILER_NOT_INITIALIZED);
+    pub const PROFILER_NOT_INITIALIZED: Self = Self(
+        sys::CUDA_ERROR_PROFILER_NOT_INITIALIZED,
+    );
     /// \deprecated This error return is deprecated as of CUDA 5.0. It is no longer an error to call cuProfilerStart() when profiling is already enabled.
     ///
     /// `CUDA_ERROR_PROFILER_ALREADY_STARTED`
-    pub const PROFILER_ALREADY_STARTED: Self = Self(sys::CUDA_ERROR_PROFILER_ALREADY_STARTED);
+    pub const PROFILER_ALREADY_STARTED: Self = Self(
+        sys::CUDA_ERROR_PROFILER_ALREADY_STARTED,
+    );
     /// \deprecated This error return is deprecated as of CUDA 5.0. It is no longer an error to call cuProfilerStop() when profiling is already disabled.
     ///
     /// `CUDA_ERROR_PROFILER_ALREADY_STOPPED`
-    pub const PROFILER_ALREADY_STOPPED: Self = Self(sys::CUDA_ERROR_PROFILER_ALREADY_STOPPED);
+    pub const PROFILER_ALREADY_STOPPED: Self = Self(
+        sys::CUDA_ERROR_PROFILER_ALREADY_STOPPED,
+    );
     /// This indicates that the CUDA driver that the application has loaded is a stub library. Applications that run with the stub rather than a real driver loaded will result in CUDA API returning this error.
     ///
     /// `CUDA_ERROR_STUB_LIBRARY`
@@ -48,7 +54,9 @@ impl ErrorCode {
     /// This indicates that the API call requires a newer CUDA driver than the one currently installed. Users should install an updated NVIDIA CUDA driver to allow the API call to succeed.
     ///
     /// `CUDA_ERROR_CALL_REQUIRES_NEWER_DRIVER`
-    pub const CALL_REQUIRES_NEWER_DRIVER: Self = Self(sys::CUDA_ERROR_CALL_REQUIRES_NEWER_DRIVER);
+    pub const CALL_REQUIRES_NEWER_DRIVER: Self = Self(
+        sys::CUDA_ERROR_CALL_REQUIRES_NEWER_DRIVER,
+    );
     /// This indicates that requested CUDA device is unavailable at the current time. Devices are often unavailable due to use of ::CU_COMPUTEMODE_EXCLUSIVE_PROCESS or ::CU_COMPUTEMODE_PROHIBITED.
     ///
     /// `CUDA_ERROR_DEVICE_UNAVAILABLE`
@@ -76,7 +84,9 @@ impl ErrorCode {
     /// This indicated that the context being supplied as a parameter to the API call was already the active context. \deprecated This error return is deprecated as of CUDA 3.2. It is no longer an error to attempt to push the active context via ::cuCtxPushCurrent().
     ///
     /// `CUDA_ERROR_CONTEXT_ALREADY_CURRENT`
-    pub const CONTEXT_ALREADY_CURRENT: Self = Self(sys::CUDA_ERROR_CONTEXT_ALREADY_CURRENT);
+    pub const CONTEXT_ALREADY_CURRENT: Self = Self(
+        sys::CUDA_ERROR_CONTEXT_ALREADY_CURRENT,
+    );
     /// This indicates that a map or register operation has failed.
     ///
     /// `CUDA_ERROR_MAP_FAILED`
@@ -124,11 +134,15 @@ impl ErrorCode {
     /// This indicates that the ::CUcontext passed to the API call can only be bound to a single CPU thread at a time but is already bound to a CPU thread.
     ///
     /// `CUDA_ERROR_CONTEXT_ALREADY_IN_USE`
-    pub const CONTEXT_ALREADY_IN_USE: Self = Self(sys::CUDA_ERROR_CONTEXT_ALREADY_IN_USE);
+    pub const CONTEXT_ALREADY_IN_USE: Self = Self(
+        sys::CUDA_ERROR_CONTEXT_ALREADY_IN_USE,
+    );
     /// This indicates that peer access is not supported across the given devices.
     ///
     /// `CUDA_ERROR_PEER_ACCESS_UNSUPPORTED`
-    pub const PEER_ACCESS_UNSUPPORTED: Self = Self(sys::CUDA_ERROR_PEER_ACCESS_UNSUPPORTED);
+    pub const PEER_ACCESS_UNSUPPORTED: Self = Self(
+        sys::CUDA_ERROR_PEER_ACCESS_UNSUPPORTED,
+    );
     /// This indicates that a PTX JIT compilation failed.
     ///
     /// `CUDA_ERROR_INVALID_PTX`
@@ -136,7 +150,9 @@ impl ErrorCode {
     /// This indicates an error with OpenGL or DirectX context.
     ///
     /// `CUDA_ERROR_INVALID_GRAPHICS_CONTEXT`
-    pub const INVALID_GRAPHICS_CONTEXT: Self = Self(sys::CUDA_ERROR_INVALID_GRAPHICS_CONTEXT);
+    pub const INVALID_GRAPHICS_CONTEXT: Self = Self(
+        sys::CUDA_ERROR_INVALID_GRAPHICS_CONTEXT,
+    );
     /// This indicates that an uncorrectable NVLink error was detected during the execution.
     ///
     /// `CUDA_ERROR_NVLINK_UNCORRECTABLE`
@@ -144,23 +160,33 @@ impl ErrorCode {
     /// This indicates that the PTX JIT compiler library was not found.
     ///
     /// `CUDA_ERROR_JIT_COMPILER_NOT_FOUND`
-    pub const JIT_COMPILER_NOT_FOUND: Self = Self(sys::CUDA_ERROR_JIT_COMPILER_NOT_FOUND);
+    pub const JIT_COMPILER_NOT_FOUND: Self = Self(
+        sys::CUDA_ERROR_JIT_COMPILER_NOT_FOUND,
+    );
     /// This indicates that the provided PTX was compiled with an unsupported toolchain.
     ///
     /// `CUDA_ERROR_UNSUPPORTED_PTX_VERSION`
-    pub const UNSUPPORTED_PTX_VERSION: Self = Self(sys::CUDA_ERROR_UNSUPPORTED_PTX_VERSION);
+    pub const UNSUPPORTED_PTX_VERSION: Self = Self(
+        sys::CUDA_ERROR_UNSUPPORTED_PTX_VERSION,
+    );
     /// This indicates that the PTX JIT compilation was disabled.
     ///
     /// `CUDA_ERROR_JIT_COMPILATION_DISABLED`
-    pub const JIT_COMPILATION_DISABLED: Self = Self(sys::CUDA_ERROR_JIT_COMPILATION_DISABLED);
+    pub const JIT_COMPILATION_DISABLED: Self = Self(
+        sys::CUDA_ERROR_JIT_COMPILATION_DISABLED,
+    );
     /// This indicates that the ::CUexecAffinityType passed to the API call is not supported by the active device.
     ///
     /// `CUDA_ERROR_UNSUPPORTED_EXEC_AFFINITY`
-    pub const UNSUPPORTED_EXEC_AFFINITY: Self = Self(sys::CUDA_ERROR_UNSUPPORTED_EXEC_AFFINITY);
+    pub const UNSUPPORTED_EXEC_AFFINITY: Self = Self(
+        sys::CUDA_ERROR_UNSUPPORTED_EXEC_AFFINITY,
+    );
     /// This indicates that the code to be compiled by the PTX JIT contains unsupported call to cudaDeviceSynchronize.
     ///
     /// `CUDA_ERROR_UNSUPPORTED_DEVSIDE_SYNC`
-    pub const UNSUPPORTED_DEVSIDE_SYNC: Self = Self(sys::CUDA_ERROR_UNSUPPORTED_DEVSIDE_SYNC);
+    pub const UNSUPPORTED_DEVSIDE_SYNC: Self = Self(
+        sys::CUDA_ERROR_UNSUPPORTED_DEVSIDE_SYNC,
+    );
     /// This indicates that an exception occurred on the device that is now contained by the GPU's error containment capability. Common causes are - a. Certain types of invalid accesses of peer GPU memory over nvlink b. Certain classes of hardware errors This leaves the process in an inconsistent state and any further CUDA work will return the same error. To continue using CUDA, the process must be terminated and relaunched.
     ///
     /// `CUDA_ERROR_CONTAINED`
@@ -176,12 +202,15 @@ impl ErrorCode {
     /// This indicates that a link to a shared object failed to resolve.
     ///
     /// `CUDA_ERROR_SHARED_OBJECT_SYMBOL_NOT_FOUND`
-    pub const SHARED_OBJECT_SYMBOL_NOT_FOUND: Self =
-        Self(sys::CUDA_ERROR_SHARED_OBJECT_SYMBOL_NOT_FOUND);
+    pub const SHARED_OBJECT_SYMBOL_NOT_FOUND: Self = Self(
+        sys::CUDA_ERROR_SHARED_OBJECT_SYMBOL_NOT_FOUND,
+    );
     /// This indicates that initialization of a shared object failed.
     ///
     /// `CUDA_ERROR_SHARED_OBJECT_INIT_FAILED`
-    pub const SHARED_OBJECT_INIT_FAILED: Self = Self(sys::CUDA_ERROR_SHARED_OBJECT_INIT_FAILED);
+    pub const SHARED_OBJECT_INIT_FAILED: Self = Self(
+        sys::CUDA_ERROR_SHARED_OBJECT_INIT_FAILED,
+    );
     /// This indicates that an OS call failed.
     ///
     /// `CUDA_ERROR_OPERATING_SYSTEM`
@@ -213,7 +242,9 @@ impl ErrorCode {
     /// This indicates that a launch did not occur because it did not have appropriate resources. This error usually indicates that the user has attempted to pass too many arguments to the device kernel, or the kernel launch specifies too many threads for the kernel's register count. Passing arguments of the wrong size (i.e. a 64-bit pointer when a 32-bit int is expected) is equivalent to passing too many arguments and can also result in this error.
     ///
     /// `CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES`
-    pub const LAUNCH_OUT_OF_RESOURCES: Self = Self(sys::CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES);
+    pub const LAUNCH_OUT_OF_RESOURCES: Self = Self(
+        sys::CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES,
+    );
     /// This indicates that the device kernel took too long to execute. This can only occur if timeouts are enabled - see the device attribute ::CU_DEVICE_ATTRIBUTE_KERNEL_EXEC_TIMEOUT for more information. This leaves the process in an inconsistent state and any further CUDA work will return the same error. To continue using CUDA, the process must be terminated and relaunched.
     ///
     /// `CUDA_ERROR_LAUNCH_TIMEOUT`
@@ -221,20 +252,27 @@ impl ErrorCode {
     /// This error indicates a kernel launch that uses an incompatible texturing mode.
     ///
     /// `CUDA_ERROR_LAUNCH_INCOMPATIBLE_TEXTURING`
-    pub const LAUNCH_INCOMPATIBLE_TEXTURING: Self =
-        Self(sys::CUDA_ERROR_LAUNCH_INCOMPATIBLE_TEXTURING);
+    pub const LAUNCH_INCOMPATIBLE_TEXTURING: Self = Self(
+        sys::CUDA_ERROR_LAUNCH_INCOMPATIBLE_TEXTURING,
+    );
     /// This error indicates that a call to ::cuCtxEnablePeerAccess() is trying to re-enable peer access to a context which has already had peer access to it enabled.
     ///
     /// `CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED`
-    pub const PEER_ACCESS_ALREADY_ENABLED: Self = Self(sys::CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED);
+    pub const PEER_ACCESS_ALREADY_ENABLED: Self = Self(
+        sys::CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED,
+    );
     /// This error indicates that ::cuCtxDisablePeerAccess() is trying to disable peer access which has not been enabled yet via ::cuCtxEnablePeerAccess().
     ///
     /// `CUDA_ERROR_PEER_ACCESS_NOT_ENABLED`
-    pub const PEER_ACCESS_NOT_ENABLED: Self = Self(sys::CUDA_ERROR_PEER_ACCESS_NOT_ENABLED);
+    pub const PEER_ACCESS_NOT_ENABLED: Self = Self(
+        sys::CUDA_ERROR_PEER_ACCESS_NOT_ENABLED,
+    );
     /// This error indicates that the primary context for the specified device has already been initialized.
     ///
     /// `CUDA_ERROR_PRIMARY_CONTEXT_ACTIVE`
-    pub const PRIMARY_CONTEXT_ACTIVE: Self = Self(sys::CUDA_ERROR_PRIMARY_CONTEXT_ACTIVE);
+    pub const PRIMARY_CONTEXT_ACTIVE: Self = Self(
+        sys::CUDA_ERROR_PRIMARY_CONTEXT_ACTIVE,
+    );
     /// This error indicates that the context current to the calling thread has been destroyed using ::cuCtxDestroy, or is a primary context which has not yet been initialized.
     ///
     /// `CUDA_ERROR_CONTEXT_IS_DESTROYED`
@@ -250,12 +288,15 @@ impl ErrorCode {
     /// This error indicates that the memory range passed to ::cuMemHostRegister() has already been registered.
     ///
     /// `CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED`
-    pub const HOST_MEMORY_ALREADY_REGISTERED: Self =
-        Self(sys::CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED);
+    pub const HOST_MEMORY_ALREADY_REGISTERED: Self = Self(
+        sys::CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED,
+    );
     /// This error indicates that the pointer passed to ::cuMemHostUnregister() does not correspond to any currently registered memory region.
     ///
     /// `CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED`
-    pub const HOST_MEMORY_NOT_REGISTERED: Self = Self(sys::CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED);
+    pub const HOST_MEMORY_NOT_REGISTERED: Self = Self(
+        sys::CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED,
+    );
     /// While executing a kernel, the device encountered a stack error. This can be due to stack corruption or exceeding the stack size limit. This leaves the process in an inconsistent state and any further CUDA work will return the same error. To continue using CUDA, the process must be terminated and relaunched.
     ///
     /// `CUDA_ERROR_HARDWARE_STACK_ERROR`
@@ -283,8 +324,9 @@ impl ErrorCode {
     /// This error indicates that the number of blocks launched per grid for a kernel that was launched via either ::cuLaunchCooperativeKernel or ::cuLaunchCooperativeKernelMultiDevice exceeds the maximum number of blocks as allowed by ::cuOccupancyMaxActiveBlocksPerMultiprocessor or ::cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags times the number of multiprocessors as specified by the device attribute ::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT.
     ///
     /// `CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE`
-    pub const COOPERATIVE_LAUNCH_TOO_LARGE: Self =
-        Self(sys::CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE);
+    pub const COOPERATIVE_LAUNCH_TOO_LARGE: Self = Self(
+        sys::CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE,
+    );
     /// An exception occurred on the device while exiting a kernel using tensor memory: the tensor memory was not completely deallocated. This leaves the process in an inconsistent state and any further CUDA work will return the same error. To continue using CUDA, the process must be terminated and relaunched.
     ///
     /// `CUDA_ERROR_TENSOR_MEMORY_LEAK`
@@ -304,12 +346,15 @@ impl ErrorCode {
     /// This error indicates that there is a mismatch between the versions of the display driver and the CUDA driver. Refer to the compatibility documentation for supported versions.
     ///
     /// `CUDA_ERROR_SYSTEM_DRIVER_MISMATCH`
-    pub const SYSTEM_DRIVER_MISMATCH: Self = Self(sys::CUDA_ERROR_SYSTEM_DRIVER_MISMATCH);
+    pub const SYSTEM_DRIVER_MISMATCH: Self = Self(
+        sys::CUDA_ERROR_SYSTEM_DRIVER_MISMATCH,
+    );
     /// This error indicates that the system was upgraded to run with forward compatibility but the visible hardware detected by CUDA does not support this configuration. Refer to the compatibility documentation for the supported hardware matrix or ensure that only supported hardware is visible during initialization via the CUDA_VISIBLE_DEVICES environment variable.
     ///
     /// `CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE`
-    pub const COMPAT_NOT_SUPPORTED_ON_DEVICE: Self =
-        Self(sys::CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE);
+    pub const COMPAT_NOT_SUPPORTED_ON_DEVICE: Self = Self(
+        sys::CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE,
+    );
     /// This error indicates that the MPS client failed to connect to the MPS control daemon or the MPS server.
     ///
     /// `CUDA_ERROR_MPS_CONNECTION_FAILED`
@@ -325,11 +370,15 @@ impl ErrorCode {
     /// This error indicates that the hardware resources required to create MPS client have been exhausted.
     ///
     /// `CUDA_ERROR_MPS_MAX_CLIENTS_REACHED`
-    pub const MPS_MAX_CLIENTS_REACHED: Self = Self(sys::CUDA_ERROR_MPS_MAX_CLIENTS_REACHED);
+    pub const MPS_MAX_CLIENTS_REACHED: Self = Self(
+        sys::CUDA_ERROR_MPS_MAX_CLIENTS_REACHED,
+    );
     /// This error indicates the the hardware resources required to support device connections have been exhausted.
     ///
     /// `CUDA_ERROR_MPS_MAX_CONNECTIONS_REACHED`
-    pub const MPS_MAX_CONNECTIONS_REACHED: Self = Self(sys::CUDA_ERROR_MPS_MAX_CONNECTIONS_REACHED);
+    pub const MPS_MAX_CONNECTIONS_REACHED: Self = Self(
+        sys::CUDA_ERROR_MPS_MAX_CONNECTIONS_REACHED,
+    );
     /// This error indicates that the MPS client has been terminated by the server. To continue using CUDA, the process must be terminated and relaunched.
     ///
     /// `CUDA_ERROR_MPS_CLIENT_TERMINATED`
@@ -345,11 +394,15 @@ impl ErrorCode {
     /// This error indicates that the operation is not permitted when the stream is capturing.
     ///
     /// `CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED`
-    pub const STREAM_CAPTURE_UNSUPPORTED: Self = Self(sys::CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED);
+    pub const STREAM_CAPTURE_UNSUPPORTED: Self = Self(
+        sys::CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED,
+    );
     /// This error indicates that the current capture sequence on the stream has been invalidated due to a previous error.
     ///
     /// `CUDA_ERROR_STREAM_CAPTURE_INVALIDATED`
-    pub const STREAM_CAPTURE_INVALIDATED: Self = Self(sys::CUDA_ERROR_STREAM_CAPTURE_INVALIDATED);
+    pub const STREAM_CAPTURE_INVALIDATED: Self = Self(
+        sys::CUDA_ERROR_STREAM_CAPTURE_INVALIDATED,
+    );
     /// This error indicates that the operation would have resulted in a merge of two independent capture sequences.
     ///
     /// `CUDA_ERROR_STREAM_CAPTURE_MERGE`
@@ -357,19 +410,27 @@ impl ErrorCode {
     /// This error indicates that the capture was not initiated in this stream.
     ///
     /// `CUDA_ERROR_STREAM_CAPTURE_UNMATCHED`
-    pub const STREAM_CAPTURE_UNMATCHED: Self = Self(sys::CUDA_ERROR_STREAM_CAPTURE_UNMATCHED);
+    pub const STREAM_CAPTURE_UNMATCHED: Self = Self(
+        sys::CUDA_ERROR_STREAM_CAPTURE_UNMATCHED,
+    );
     /// This error indicates that the capture sequence contains a fork that was not joined to the primary stream.
     ///
     /// `CUDA_ERROR_STREAM_CAPTURE_UNJOINED`
-    pub const STREAM_CAPTURE_UNJOINED: Self = Self(sys::CUDA_ERROR_STREAM_CAPTURE_UNJOINED);
+    pub const STREAM_CAPTURE_UNJOINED: Self = Self(
+        sys::CUDA_ERROR_STREAM_CAPTURE_UNJOINED,
+    );
     /// This error indicates that a dependency would have been created which crosses the capture sequence boundary. Only implicit in-stream ordering dependencies are allowed to cross the boundary.
     ///
     /// `CUDA_ERROR_STREAM_CAPTURE_ISOLATION`
-    pub const STREAM_CAPTURE_ISOLATION: Self = Self(sys::CUDA_ERROR_STREAM_CAPTURE_ISOLATION);
+    pub const STREAM_CAPTURE_ISOLATION: Self = Self(
+        sys::CUDA_ERROR_STREAM_CAPTURE_ISOLATION,
+    );
     /// This error indicates a disallowed implicit dependency on a current capture sequence from cudaStreamLegacy.
     ///
     /// `CUDA_ERROR_STREAM_CAPTURE_IMPLICIT`
-    pub const STREAM_CAPTURE_IMPLICIT: Self = Self(sys::CUDA_ERROR_STREAM_CAPTURE_IMPLICIT);
+    pub const STREAM_CAPTURE_IMPLICIT: Self = Self(
+        sys::CUDA_ERROR_STREAM_CAPTURE_IMPLICIT,
+    );
     /// This error indicates that the operation is not permitted on an event which was last recorded in a capturing stream.
     ///
     /// `CUDA_ERROR_CAPTURED_EVENT`
@@ -377,7 +438,9 @@ impl ErrorCode {
     /// A stream capture sequence not initiated with the ::CU_STREAM_CAPTURE_MODE_RELAXED argument to ::cuStreamBeginCapture was passed to ::cuStreamEndCapture in a different thread.
     ///
     /// `CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD`
-    pub const STREAM_CAPTURE_WRONG_THREAD: Self = Self(sys::CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD);
+    pub const STREAM_CAPTURE_WRONG_THREAD: Self = Self(
+        sys::CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD,
+    );
     /// This error indicates that the timeout specified for the wait operation has lapsed.
     ///
     /// `CUDA_ERROR_TIMEOUT`
@@ -385,7 +448,9 @@ impl ErrorCode {
     /// This error indicates that the graph update was not performed because it included changes which violated constraints specific to instantiated graph update.
     ///
     /// `CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE`
-    pub const GRAPH_EXEC_UPDATE_FAILURE: Self = Self(sys::CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE);
+    pub const GRAPH_EXEC_UPDATE_FAILURE: Self = Self(
+        sys::CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE,
+    );
     /// This indicates that an async error has occurred in a device outside of CUDA. If CUDA was waiting for an external device's signal before consuming shared data, the external device signaled an error indicating that the data is not valid for consumption. This leaves the process in an inconsistent state and any further CUDA work will return the same error. To continue using CUDA, the process must be terminated and relaunched.
     ///
     /// `CUDA_ERROR_EXTERNAL_DEVICE`
@@ -405,8 +470,9 @@ impl ErrorCode {
     /// This error indicates one or more resources are insufficient or non-applicable for the operation.
     ///
     /// `CUDA_ERROR_INVALID_RESOURCE_CONFIGURATION`
-    pub const INVALID_RESOURCE_CONFIGURATION: Self =
-        Self(sys::CUDA_ERROR_INVALID_RESOURCE_CONFIGURATION);
+    pub const INVALID_RESOURCE_CONFIGURATION: Self = Self(
+        sys::CUDA_ERROR_INVALID_RESOURCE_CONFIGURATION,
+    );
     /// This error indicates that an error happened during the key rotation sequence.
     ///
     /// `CUDA_ERROR_KEY_ROTATION`
@@ -1033,7 +1099,9 @@ impl DeviceAttribute {
     /// < Maximum number of threads per block
     ///
     /// `CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK`
-    pub const MAX_THREADS_PER_BLOCK: Self = Self(sys::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK);
+    pub const MAX_THREADS_PER_BLOCK: Self = Self(
+        sys::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK,
+    );
     /// < Maximum block dimension X
     ///
     /// `CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X`
@@ -1061,17 +1129,21 @@ impl DeviceAttribute {
     /// < Maximum shared memory available per block in bytes
     ///
     /// `CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK`
-    pub const MAX_SHARED_MEMORY_PER_BLOCK: Self =
-        Self(sys::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK);
+    pub const MAX_SHARED_MEMORY_PER_BLOCK: Self = Self(
+        sys::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK,
+    );
     /// < Deprecated, use CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK
     ///
     /// `CU_DEVICE_ATTRIBUTE_SHARED_MEMORY_PER_BLOCK`
-    pub const SHARED_MEMORY_PER_BLOCK: Self =
-        Self(sys::CU_DEVICE_ATTRIBUTE_SHARED_MEMORY_PER_BLOCK);
+    pub const SHARED_MEMORY_PER_BLOCK: Self = Self(
+        sys::CU_DEVICE_ATTRIBUTE_SHARED_MEMORY_PER_BLOCK,
+    );
     /// < Memory available on device for __constant__ variables in a CUDA C kernel in bytes
     ///
     /// `CU_DEVICE_ATTRIBUTE_TOTAL_CONSTANT_MEMORY`
-    pub const TOTAL_CONSTANT_MEMORY: Self = Self(sys::CU_DEVICE_ATTRIBUTE_TOTAL_CONSTANT_MEMORY);
+    pub const TOTAL_CONSTANT_MEMORY: Self = Self(
+        sys::CU_DEVICE_ATTRIBUTE_TOTAL_CONSTANT_MEMORY,
+    );
     /// < Warp size in threads
     ///
     /// `CU_DEVICE_ATTRIBUTE_WARP_SIZE`
@@ -1083,12 +1155,15 @@ impl DeviceAttribute {
     /// < Maximum number of 32-bit registers available per block
     ///
     /// `CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_BLOCK`
-    pub const MAX_REGISTERS_PER_BLOCK: Self =
-        Self(sys::CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_BLOCK);
+    pub const MAX_REGISTERS_PER_BLOCK: Self = Self(
+        sys::CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_BLOCK,
+    );
     /// < Deprecated, use CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_BLOCK
     ///
     /// `CU_DEVICE_ATTRIBUTE_REGISTERS_PER_BLOCK`
-    pub const REGISTERS_PER_BLOCK: Self = Self(sys::CU_DEVICE_ATTRIBUTE_REGISTERS_PER_BLOCK);
+    pub const REGISTERS_PER_BLOCK: Self = Self(
+        sys::CU_DEVICE_ATTRIBUTE_REGISTERS_PER_BLOCK,
+    );
     /// < Typical clock frequency in kilohertz
     ///
     /// `CU_DEVICE_ATTRIBUTE_CLOCK_RATE`
@@ -1104,11 +1179,15 @@ impl DeviceAttribute {
     /// < Number of multiprocessors on device
     ///
     /// `CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT`
-    pub const MULTIPROCESSOR_COUNT: Self = Self(sys::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT);
+    pub const MULTIPROCESSOR_COUNT: Self = Self(
+        sys::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
+    );
     /// < Specifies whether there is a run time limit on kernels
     ///
     /// `CU_DEVICE_ATTRIBUTE_KERNEL_EXEC_TIMEOUT`
-    pub const KERNEL_EXEC_TIMEOUT: Self = Self(sys::CU_DEVICE_ATTRIBUTE_KERNEL_EXEC_TIMEOUT);
+    pub const KERNEL_EXEC_TIMEOUT: Self = Self(
+        sys::CU_DEVICE_ATTRIBUTE_KERNEL_EXEC_TIMEOUT,
+    );
     /// < Device is integrated with host memory
     ///
     /// `CU_DEVICE_ATTRIBUTE_INTEGRATED`
@@ -1116,7 +1195,9 @@ impl DeviceAttribute {
     /// < Device can map host memory into CUDA address space
     ///
     /// `CU_DEVICE_ATTRIBUTE_CAN_MAP_HOST_MEMORY`
-    pub const CAN_MAP_HOST_MEMORY: Self = Self(sys::CU_DEVICE_ATTRIBUTE_CAN_MAP_HOST_MEMORY);
+    pub const CAN_MAP_HOST_MEMORY: Self = Self(
+        sys::CU_DEVICE_ATTRIBUTE_CAN_MAP_HOST_MEMORY,
+    );
     /// < Compute mode (See ::CUcomputemode for details)
     ///
     /// `CU_DEVICE_ATTRIBUTE_COMPUTE_MODE`
@@ -1124,63 +1205,75 @@ impl DeviceAttribute {
     /// < Maximum 1D texture width
     ///
     /// `CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE1D_WIDTH`
-    pub const MAXIMUM_TEXTURE1D_WIDTH: Self =
-        Self(sys::CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE1D_WIDTH);
+    pub const MAXIMUM_TEXTURE1D_WIDTH: Self = Self(
+        sys::CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE1D_WIDTH,
+    );
     /// < Maximum 2D texture width
     ///
     /// `CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_WIDTH`
-    pub const MAXIMUM_TEXTURE2D_WIDTH: Self =
-        Self(sys::CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_WIDTH);
+    pub const MAXIMUM_TEXTURE2D_WIDTH: Self = Self(
+        sys::CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_WIDTH,
+    );
     /// < Maximum 2D texture height
     ///
     /// `CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_HEIGHT`
-    pub const MAXIMUM_TEXTURE2D_HEIGHT: Self =
-        Self(sys::CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_HEIGHT);
+    pub const MAXIMUM_TEXTURE2D_HEIGHT: Self = Self(
+        sys::CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_HEIGHT,
+    );
     /// < Maximum 3D texture width
     ///
     /// `CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE3D_WIDTH`
-    pub const MAXIMUM_TEXTURE3D_WIDTH: Self =
-        Self(sys::CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE3D_WIDTH);
+    pub const MAXIMUM_TEXTURE3D_WIDTH: Self = Self(
+        sys::CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE3D_WIDTH,
+    );
     /// < Maximum 3D texture height
     ///
     /// `CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE3D_HEIGHT`
-    pub const MAXIMUM_TEXTURE3D_HEIGHT: Self =
-        Self(sys::CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE3D_HEIGHT);
+    pub const MAXIMUM_TEXTURE3D_HEIGHT: Self = Self(
+        sys::CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE3D_HEIGHT,
+    );
     /// < Maximum 3D texture depth
     ///
     /// `CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE3D_DEPTH`
-    pub const MAXIMUM_TEXTURE3D_DEPTH: Self =
-        Self(sys::CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE3D_DEPTH);
+    pub const MAXIMUM_TEXTURE3D_DEPTH: Self = Self(
+        sys::CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE3D_DEPTH,
+    );
     /// < Maximum 2D layered texture width
     ///
     /// `CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_LAYERED_WIDTH`
-    pub const MAXIMUM_TEXTURE2D_LAYERED_WIDTH: Self =
-        Self(sys::CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_LAYERED_WIDTH);
+    pub const MAXIMUM_TEXTURE2D_LAYERED_WIDTH: Self = Self(
+        sys::CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_LAYERED_WIDTH,
+    );
     /// < Maximum 2D layered texture height
     ///
     /// `CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_LAYERED_HEIGHT`
-    pub const MAXIMUM_TEXTURE2D_LAYERED_HEIGHT: Self =
-        Self(sys::CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_LAYERED_HEIGHT);
+    pub const MAXIMUM_TEXTURE2D_LAYERED_HEIGHT: Self = Self(
+        sys::CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_LAYERED_HEIGHT,
+    );
     /// < Maximum layers in a 2D layered texture
     ///
     /// `CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_LAYERED_LAYERS`
-    pub const MAXIMUM_TEXTURE2D_LAYERED_LAYERS: Self =
-        Self(sys::CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_LAYERED_LAYERS);
+    pub const MAXIMUM_TEXTURE2D_LAYERED_LAYERS: Self = Self(
+        sys::CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_LAYERED_LAYERS,
+    );
     /// < Deprecated, use CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_LAYERED_WIDTH
     ///
     /// `CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_ARRAY_WIDTH`
-    pub const MAXIMUM_TEXTURE2D_ARRAY_WIDTH: Self =
-        Self(sys::CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_ARRAY_WIDTH);
+    pub const MAXIMUM_TEXTURE2D_ARRAY_WIDTH: Self = Self(
+        sys::CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_ARRAY_WIDTH,
+    );
     /// < Deprecated, use CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_LAYERED_HEIGHT
     ///
     /// `CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_ARRAY_HEIGHT`
-    pub const MAXIMUM_TEXTURE2D_ARRAY_HEIGHT: Self =
-        Self(sys::CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_ARRAY_HEIGHT);
+    pub const MAXIMUM_TEXTURE2D_ARRAY_HEIGHT: Self = Self(
+        sys::CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_ARRAY_HEIGHT,
+    );
     /// < Deprecated, use CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_LAYERED_LAYERS
     ///
     /// `CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_ARRAY_NUMSLICES`
-    pub const MAXIMUM_TEXTURE2D_ARRAY_NUMSLICES: Self =
-        Self(sys::CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_ARRAY_NUMSLICES);
+    pub const MAXIMUM_TEXTURE2D_ARRAY_NUMSLICES: Self = Self(
+        sys::CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_ARRAY_NUMSLICES,
+    );
     /// < Alignment requirement for surfaces
     ///
     /// `CU_DEVICE_ATTRIBUTE_SURFACE_ALIGNMENT`
@@ -1188,7 +1281,9 @@ impl DeviceAttribute {
     /// < Device can possibly execute multiple kernels concurrently
     ///
     /// `CU_DEVICE_ATTRIBUTE_CONCURRENT_KERNELS`
-    pub const CONCURRENT_KERNELS: Self = Self(sys::CU_DEVICE_ATTRIBUTE_CONCURRENT_KERNELS);
+    pub const CONCURRENT_KERNELS: Self = Self(
+        sys::CU_DEVICE_ATTRIBUTE_CONCURRENT_KERNELS,
+    );
     /// < Device has ECC support enabled
     ///
     /// `CU_DEVICE_ATTRIBUTE_ECC_ENABLED`
@@ -1212,8 +1307,9 @@ impl DeviceAttribute {
     /// < Global memory bus width in bits
     ///
     /// `CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH`
-    pub const GLOBAL_MEMORY_BUS_WIDTH: Self =
-        Self(sys::CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH);
+    pub const GLOBAL_MEMORY_BUS_WIDTH: Self = Self(
+        sys::CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH,
+    );
     /// < Size of L2 cache in bytes
     ///
     /// `CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE`
@@ -1221,26 +1317,33 @@ impl DeviceAttribute {
     /// < Maximum resident threads per multiprocessor
     ///
     /// `CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR`
-    pub const MAX_THREADS_PER_MULTIPROCESSOR: Self =
-        Self(sys::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR);
+    pub const MAX_THREADS_PER_MULTIPROCESSOR: Self = Self(
+        sys::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR,
+    );
     /// < Number of asynchronous engines
     ///
     /// `CU_DEVICE_ATTRIBUTE_ASYNC_ENGINE_COUNT`
-    pub const ASYNC_ENGINE_COUNT: Self = Self(sys::CU_DEVICE_ATTRIBUTE_ASYNC_ENGINE_COUNT);
+    pub const ASYNC_ENGINE_COUNT: Self = Self(
+        sys::CU_DEVICE_ATTRIBUTE_ASYNC_ENGINE_COUNT,
+    );
     /// < Device shares a unified address space with the host
     ///
     /// `CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING`
-    pub const UNIFIED_ADDRESSING: Self = Self(sys::CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING);
+    pub const UNIFIED_ADDRESSING: Self = Self(
+        sys::CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING,
+    );
     /// < Maximum 1D layered texture width
     ///
     /// `CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE1D_LAYERED_WIDTH`
-    pub const MAXIMUM_TEXTURE1D_LAYERED_WIDTH: Self =
-        Self(sys::CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE1D_LAYERED_WIDTH);
+    pub const MAXIMUM_TEXTURE1D_LAYERED_WIDTH: Self = Self(
+        sys::CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE1D_LAYERED_WIDTH,
+    );
     /// < Maximum layers in a 1D layered texture
     ///
     /// `CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE1D_LAYERED_LAYERS`
-    pub const MAXIMUM_TEXTURE1D_LAYERED_LAYERS: Self =
-        Self(sys::CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE1D_LAYERED_LAYERS);
+    pub const MAXIMUM_TEXTURE1D_LAYERED_LAYERS: Self = Self(
+        sys::CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE1D_LAYERED_LAYERS,
+    );
     /// < Deprecated, do not use.
     ///
     /// `CU_DEVICE_ATTRIBUTE_CAN_TEX2D_GATHER`
@@ -1248,28 +1351,33 @@ impl DeviceAttribute {
     /// < Maximum 2D texture width if CUDA_ARRAY3D_TEXTURE_GATHER is set
     ///
     /// `CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_GATHER_WIDTH`
-    pub const MAXIMUM_TEXTURE2D_GATHER_WIDTH: Self =
-        Self(sys::CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_GATHER_WIDTH);
+    pub const MAXIMUM_TEXTURE2D_GATHER_WIDTH: Self = Self(
+        sys::CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_GATHER_WIDTH,
+    );
     /// < Maximum 2D texture height if CUDA_ARRAY3D_TEXTURE_GATHER is set
     ///
     /// `CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_GATHER_HEIGHT`
-    pub const MAXIMUM_TEXTURE2D_GATHER_HEIGHT: Self =
-        Self(sys::CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_GATHER_HEIGHT);
+    pub const MAXIMUM_TEXTURE2D_GATHER_HEIGHT: Self = Self(
+        sys::CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_GATHER_HEIGHT,
+    );
     /// < Alternate maximum 3D texture width
     ///
     /// `CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE3D_WIDTH_ALTERNATE`
-    pub const MAXIMUM_TEXTURE3D_WIDTH_ALTERNATE: Self =
-        Self(sys::CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE3D_WIDTH_ALTERNATE);
+    pub const MAXIMUM_TEXTURE3D_WIDTH_ALTERNATE: Self = Self(
+        sys::CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE3D_WIDTH_ALTERNATE,
+    );
     /// < Alternate maximum 3D texture height
     ///
     /// `CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE3D_HEIGHT_ALTERNATE`
-    pub const MAXIMUM_TEXTURE3D_HEIGHT_ALTERNATE: Self =
-        Self(sys::CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE3D_HEIGHT_ALTERNATE);
+    pub const MAXIMUM_TEXTURE3D_HEIGHT_ALTERNATE: Self = Self(
+        sys::CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE3D_HEIGHT_ALTERNATE,
+    );
     /// < Alternate maximum 3D texture depth
     ///
     /// `CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE3D_DEPTH_ALTERNATE`
-    pub const MAXIMUM_TEXTURE3D_DEPTH_ALTERNATE: Self =
-        Self(sys::CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE3D_DEPTH_ALTERNATE);
+    pub const MAXIMUM_TEXTURE3D_DEPTH_ALTERNATE: Self = Self(
+        sys::CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE3D_DEPTH_ALTERNATE,
+    );
     /// < PCI domain ID of the device
     ///
     /// `CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID`
@@ -1277,163 +1385,195 @@ impl DeviceAttribute {
     /// < Pitch alignment requirement for textures
     ///
     /// `CU_DEVICE_ATTRIBUTE_TEXTURE_PITCH_ALIGNMENT`
-    pub const TEXTURE_PITCH_ALIGNMENT: Self =
-        Self(sys::CU_DEVICE_ATTRIBUTE_TEXTURE_PITCH_ALIGNMENT);
+    pub const TEXTURE_PITCH_ALIGNMENT: Self = Self(
+        sys::CU_DEVICE_ATTRIBUTE_TEXTURE_PITCH_ALIGNMENT,
+    );
     /// < Maximum cubemap texture width/height
     ///
     /// `CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURECUBEMAP_WIDTH`
-    pub const MAXIMUM_TEXTURECUBEMAP_WIDTH: Self =
-        Self(sys::CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURECUBEMAP_WIDTH);
+    pub const MAXIMUM_TEXTURECUBEMAP_WIDTH: Self = Self(
+        sys::CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURECUBEMAP_WIDTH,
+    );
     /// < Maximum cubemap layered texture width/height
     ///
     /// `CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURECUBEMAP_LAYERED_WIDTH`
-    pub const MAXIMUM_TEXTURECUBEMAP_LAYERED_WIDTH: Self =
-        Self(sys::CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURECUBEMAP_LAYERED_WIDTH);
+    pub const MAXIMUM_TEXTURECUBEMAP_LAYERED_WIDTH: Self = Self(
+        sys::CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURECUBEMAP_LAYERED_WIDTH,
+    );
     /// < Maximum layers in a cubemap layered texture
     ///
     /// `CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURECUBEMAP_LAYERED_LAYERS`
-    pub const MAXIMUM_TEXTURECUBEMAP_LAYERED_LAYERS: Self =
-        Self(sys::CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURECUBEMAP_LAYERED_LAYERS);
+    pub const MAXIMUM_TEXTURECUBEMAP_LAYERED_LAYERS: Self = Self(
+        sys::CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURECUBEMAP_LAYERED_LAYERS,
+    );
     /// < Maximum 1D surface width
     ///
     /// `CU_DEVICE_ATTRIBUTE_MAXIMUM_SURFACE1D_WIDTH`
-    pub const MAXIMUM_SURFACE1D_WIDTH: Self =
-        Self(sys::CU_DEVICE_ATTRIBUTE_MAXIMUM_SURFACE1D_WIDTH);
+    pub const MAXIMUM_SURFACE1D_WIDTH: Self = Self(
+        sys::CU_DEVICE_ATTRIBUTE_MAXIMUM_SURFACE1D_WIDTH,
+    );
     /// < Maximum 2D surface width
     ///
     /// `CU_DEVICE_ATTRIBUTE_MAXIMUM_SURFACE2D_WIDTH`
-    pub const MAXIMUM_SURFACE2D_WIDTH: Self =
-        Self(sys::CU_DEVICE_ATTRIBUTE_MAXIMUM_SURFACE2D_WIDTH);
+    pub const MAXIMUM_SURFACE2D_WIDTH: Self = Self(
+        sys::CU_DEVICE_ATTRIBUTE_MAXIMUM_SURFACE2D_WIDTH,
+    );
     /// < Maximum 2D surface height
     ///
     /// `CU_DEVICE_ATTRIBUTE_MAXIMUM_SURFACE2D_HEIGHT`
-    pub const MAXIMUM_SURFACE2D_HEIGHT: Self =
-        Self(sys::CU_DEVICE_ATTRIBUTE_MAXIMUM_SURFACE2D_HEIGHT);
+    pub const MAXIMUM_SURFACE2D_HEIGHT: Self = Self(
+        sys::CU_DEVICE_ATTRIBUTE_MAXIMUM_SURFACE2D_HEIGHT,
+    );
     /// < Maximum 3D surface width
     ///
     /// `CU_DEVICE_ATTRIBUTE_MAXIMUM_SURFACE3D_WIDTH`
-    pub const MAXIMUM_SURFACE3D_WIDTH: Self =
-        Self(sys::CU_DEVICE_ATTRIBUTE_MAXIMUM_SURFACE3D_WIDTH);
+    pub const MAXIMUM_SURFACE3D_WIDTH: Self = Self(
+        sys::CU_DEVICE_ATTRIBUTE_MAXIMUM_SURFACE3D_WIDTH,
+    );
     /// < Maximum 3D surface height
     ///
     /// `CU_DEVICE_ATTRIBUTE_MAXIMUM_SURFACE3D_HEIGHT`
-    pub const MAXIMUM_SURFACE3D_HEIGHT: Self =
-        Self(sys::CU_DEVICE_ATTRIBUTE_MAXIMUM_SURFACE3D_HEIGHT);
+    pub const MAXIMUM_SURFACE3D_HEIGHT: Self = Self(
+        sys::CU_DEVICE_ATTRIBUTE_MAXIMUM_SURFACE3D_HEIGHT,
+    );
     /// < Maximum 3D surface depth
     ///
     /// `CU_DEVICE_ATTRIBUTE_MAXIMUM_SURFACE3D_DEPTH`
-    pub const MAXIMUM_SURFACE3D_DEPTH: Self =
-        Self(sys::CU_DEVICE_ATTRIBUTE_MAXIMUM_SURFACE3D_DEPTH);
+    pub const MAXIMUM_SURFACE3D_DEPTH: Self = Self(
+        sys::CU_DEVICE_ATTRIBUTE_MAXIMUM_SURFACE3D_DEPTH,
+    );
     /// < Maximum 1D layered surface width
     ///
     /// `CU_DEVICE_ATTRIBUTE_MAXIMUM_SURFACE1D_LAYERED_WIDTH`
-    pub const MAXIMUM_SURFACE1D_LAYERED_WIDTH: Self =
-        Self(sys::CU_DEVICE_ATTRIBUTE_MAXIMUM_SURFACE1D_LAYERED_WIDTH);
+    pub const MAXIMUM_SURFACE1D_LAYERED_WIDTH: Self = Self(
+        sys::CU_DEVICE_ATTRIBUTE_MAXIMUM_SURFACE1D_LAYERED_WIDTH,
+    );
     /// < Maximum layers in a 1D layered surface
     ///
     /// `CU_DEVICE_ATTRIBUTE_MAXIMUM_SURFACE1D_LAYERED_LAYERS`
-    pub const MAXIMUM_SURFACE1D_LAYERED_LAYERS: Self =
-        Self(sys::CU_DEVICE_ATTRIBUTE_MAXIMUM_SURFACE1D_LAYERED_LAYERS);
+    pub const MAXIMUM_SURFACE1D_LAYERED_LAYERS: Self = Self(
+        sys::CU_DEVICE_ATTRIBUTE_MAXIMUM_SURFACE1D_LAYERED_LAYERS,
+    );
     /// < Maximum 2D layered surface width
     ///
     /// `CU_DEVICE_ATTRIBUTE_MAXIMUM_SURFACE2D_LAYERED_WIDTH`
-    pub const MAXIMUM_SURFACE2D_LAYERED_WIDTH: Self =
-        Self(sys::CU_DEVICE_ATTRIBUTE_MAXIMUM_SURFACE2D_LAYERED_WIDTH);
+    pub const MAXIMUM_SURFACE2D_LAYERED_WIDTH: Self = Self(
+        sys::CU_DEVICE_ATTRIBUTE_MAXIMUM_SURFACE2D_LAYERED_WIDTH,
+    );
     /// < Maximum 2D layered surface height
     ///
     /// `CU_DEVICE_ATTRIBUTE_MAXIMUM_SURFACE2D_LAYERED_HEIGHT`
-    pub const MAXIMUM_SURFACE2D_LAYERED_HEIGHT: Self =
-        Self(sys::CU_DEVICE_ATTRIBUTE_MAXIMUM_SURFACE2D_LAYERED_HEIGHT);
+    pub const MAXIMUM_SURFACE2D_LAYERED_HEIGHT: Self = Self(
+        sys::CU_DEVICE_ATTRIBUTE_MAXIMUM_SURFACE2D_LAYERED_HEIGHT,
+    );
     /// < Maximum layers in a 2D layered surface
     ///
     /// `CU_DEVICE_ATTRIBUTE_MAXIMUM_SURFACE2D_LAYERED_LAYERS`
-    pub const MAXIMUM_SURFACE2D_LAYERED_LAYERS: Self =
-        Self(sys::CU_DEVICE_ATTRIBUTE_MAXIMUM_SURFACE2D_LAYERED_LAYERS);
+    pub const MAXIMUM_SURFACE2D_LAYERED_LAYERS: Self = Self(
+        sys::CU_DEVICE_ATTRIBUTE_MAXIMUM_SURFACE2D_LAYERED_LAYERS,
+    );
     /// < Maximum cubemap surface width
     ///
     /// `CU_DEVICE_ATTRIBUTE_MAXIMUM_SURFACECUBEMAP_WIDTH`
-    pub const MAXIMUM_SURFACECUBEMAP_WIDTH: Self =
-        Self(sys::CU_DEVICE_ATTRIBUTE_MAXIMUM_SURFACECUBEMAP_WIDTH);
+    pub const MAXIMUM_SURFACECUBEMAP_WIDTH: Self = Self(
+        sys::CU_DEVICE_ATTRIBUTE_MAXIMUM_SURFACECUBEMAP_WIDTH,
+    );
     /// < Maximum cubemap layered surface width
     ///
     /// `CU_DEVICE_ATTRIBUTE_MAXIMUM_SURFACECUBEMAP_LAYERED_WIDTH`
-    pub const MAXIMUM_SURFACECUBEMAP_LAYERED_WIDTH: Self =
-        Self(sys::CU_DEVICE_ATTRIBUTE_MAXIMUM_SURFACECUBEMAP_LAYERED_WIDTH);
+    pub const MAXIMUM_SURFACECUBEMAP_LAYERED_WIDTH: Self = Self(
+        sys::CU_DEVICE_ATTRIBUTE_MAXIMUM_SURFACECUBEMAP_LAYERED_WIDTH,
+    );
     /// < Maximum layers in a cubemap layered surface
     ///
     /// `CU_DEVICE_ATTRIBUTE_MAXIMUM_SURFACECUBEMAP_LAYERED_LAYERS`
-    pub const MAXIMUM_SURFACECUBEMAP_LAYERED_LAYERS: Self =
-        Self(sys::CU_DEVICE_ATTRIBUTE_MAXIMUM_SURFACECUBEMAP_LAYERED_LAYERS);
+    pub const MAXIMUM_SURFACECUBEMAP_LAYERED_LAYERS: Self = Self(
+        sys::CU_DEVICE_ATTRIBUTE_MAXIMUM_SURFACECUBEMAP_LAYERED_LAYERS,
+    );
     /// < Deprecated, do not use. Use cudaDeviceGetTexture1DLinearMaxWidth() or cuDeviceGetTexture1DLinearMaxWidth() instead.
     ///
     /// `CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE1D_LINEAR_WIDTH`
-    pub const MAXIMUM_TEXTURE1D_LINEAR_WIDTH: Self =
-        Self(sys::CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE1D_LINEAR_WIDTH);
+    pub const MAXIMUM_TEXTURE1D_LINEAR_WIDTH: Self = Self(
+        sys::CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE1D_LINEAR_WIDTH,
+    );
     /// < Maximum 2D linear texture width
     ///
     /// `CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_LINEAR_WIDTH`
-    pub const MAXIMUM_TEXTURE2D_LINEAR_WIDTH: Self =
-        Self(sys::CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_LINEAR_WIDTH);
+    pub const MAXIMUM_TEXTURE2D_LINEAR_WIDTH: Self = Self(
+        sys::CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_LINEAR_WIDTH,
+    );
     /// < Maximum 2D linear texture height
     ///
     /// `CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_LINEAR_HEIGHT`
-    pub const MAXIMUM_TEXTURE2D_LINEAR_HEIGHT: Self =
-        Self(sys::CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_LINEAR_HEIGHT);
+    pub const MAXIMUM_TEXTURE2D_LINEAR_HEIGHT: Self = Self(
+        sys::CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_LINEAR_HEIGHT,
+    );
     /// < Maximum 2D linear texture pitch in bytes
     ///
     /// `CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_LINEAR_PITCH`
-    pub const MAXIMUM_TEXTURE2D_LINEAR_PITCH: Self =
-        Self(sys::CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_LINEAR_PITCH);
+    pub const MAXIMUM_TEXTURE2D_LINEAR_PITCH: Self = Self(
+        sys::CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_LINEAR_PITCH,
+    );
     /// < Maximum mipmapped 2D texture width
     ///
     /// `CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_MIPMAPPED_WIDTH`
-    pub const MAXIMUM_TEXTURE2D_MIPMAPPED_WIDTH: Self =
-        Self(sys::CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_MIPMAPPED_WIDTH);
+    pub const MAXIMUM_TEXTURE2D_MIPMAPPED_WIDTH: Self = Self(
+        sys::CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_MIPMAPPED_WIDTH,
+    );
     /// < Maximum mipmapped 2D texture height
     ///
     /// `CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_MIPMAPPED_HEIGHT`
-    pub const MAXIMUM_TEXTURE2D_MIPMAPPED_HEIGHT: Self =
-        Self(sys::CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_MIPMAPPED_HEIGHT);
+    pub const MAXIMUM_TEXTURE2D_MIPMAPPED_HEIGHT: Self = Self(
+        sys::CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE2D_MIPMAPPED_HEIGHT,
+    );
     /// < Major compute capability version number
     ///
     /// `CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR`
-    pub const COMPUTE_CAPABILITY_MAJOR: Self =
-        Self(sys::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR);
+    pub const COMPUTE_CAPABILITY_MAJOR: Self = Self(
+        sys::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR,
+    );
     /// < Minor compute capability version number
     ///
     /// `CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR`
-    pub const COMPUTE_CAPABILITY_MINOR: Self =
-        Self(sys::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR);
+    pub const COMPUTE_CAPABILITY_MINOR: Self = Self(
+        sys::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR,
+    );
     /// < Maximum mipmapped 1D texture width
     ///
     /// `CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE1D_MIPMAPPED_WIDTH`
-    pub const MAXIMUM_TEXTURE1D_MIPMAPPED_WIDTH: Self =
-        Self(sys::CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE1D_MIPMAPPED_WIDTH);
+    pub const MAXIMUM_TEXTURE1D_MIPMAPPED_WIDTH: Self = Self(
+        sys::CU_DEVICE_ATTRIBUTE_MAXIMUM_TEXTURE1D_MIPMAPPED_WIDTH,
+    );
     /// < Device supports stream priorities
     ///
     /// `CU_DEVICE_ATTRIBUTE_STREAM_PRIORITIES_SUPPORTED`
-    pub const STREAM_PRIORITIES_SUPPORTED: Self =
-        Self(sys::CU_DEVICE_ATTRIBUTE_STREAM_PRIORITIES_SUPPORTED);
+    pub const STREAM_PRIORITIES_SUPPORTED: Self = Self(
+        sys::CU_DEVICE_ATTRIBUTE_STREAM_PRIORITIES_SUPPORTED,
+    );
     /// < Device supports caching globals in L1
     ///
     /// `CU_DEVICE_ATTRIBUTE_GLOBAL_L1_CACHE_SUPPORTED`
-    pub const GLOBAL_L1_CACHE_SUPPORTED: Self =
-        Self(sys::CU_DEVICE_ATTRIBUTE_GLOBAL_L1_CACHE_SUPPORTED);
+    pub const GLOBAL_L1_CACHE_SUPPORTED: Self = Self(
+        sys::CU_DEVICE_ATTRIBUTE_GLOBAL_L1_CACHE_SUPPORTED,
+    );
     /// < Device supports caching locals in L1
     ///
     /// `CU_DEVICE_ATTRIBUTE_LOCAL_L1_CACHE_SUPPORTED`
-    pub const LOCAL_L1_CACHE_SUPPORTED: Self =
-        Self(sys::CU_DEVICE_ATTRIBUTE_LOCAL_L1_CACHE_SUPPORTED);
+    pub const LOCAL_L1_CACHE_SUPPORTED: Self = Self(
+        sys::CU_DEVICE_ATTRIBUTE_LOCAL_L1_CACHE_SUPPORTED,
+    );
     /// < Maximum shared memory available per multiprocessor in bytes
     ///
     /// `CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR`
-    pub const MAX_SHARED_MEMORY_PER_MULTIPROCESSOR: Self =
-        Self(sys::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR);
+    pub const MAX_SHARED_MEMORY_PER_MULTIPROCESSOR: Self = Self(
+        sys::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR,
+    );
     /// < Maximum number of 32-bit registers available per multiprocessor
     ///
     /// `CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_MULTIPROCESSOR`
-    pub const MAX_REGISTERS_PER_MULTIPROCESSOR: Self =
-        Self(sys::CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_MULTIPROCESSOR);
+    pub const MAX_REGISTERS_PER_MULTIPROCESSOR: Self = Self(
+        sys::CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_MULTIPROCESSOR,
+    );
     /// < Device can allocate managed memory on this system
     ///
     /// `CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY`
@@ -1445,180 +1585,219 @@ impl DeviceAttribute {
     /// < Unique id for a group of devices on the same multi-GPU board
     ///
     /// `CU_DEVICE_ATTRIBUTE_MULTI_GPU_BOARD_GROUP_ID`
-    pub const MULTI_GPU_BOARD_GROUP_ID: Self =
-        Self(sys::CU_DEVICE_ATTRIBUTE_MULTI_GPU_BOARD_GROUP_ID);
+    pub const MULTI_GPU_BOARD_GROUP_ID: Self = Self(
+        sys::CU_DEVICE_ATTRIBUTE_MULTI_GPU_BOARD_GROUP_ID,
+    );
     /// < Link between the device and the host supports all native atomic operations
     ///
     /// `CU_DEVICE_ATTRIBUTE_HOST_NATIVE_ATOMIC_SUPPORTED`
-    pub const HOST_NATIVE_ATOMIC_SUPPORTED: Self =
-        Self(sys::CU_DEVICE_ATTRIBUTE_HOST_NATIVE_ATOMIC_SUPPORTED);
+    pub const HOST_NATIVE_ATOMIC_SUPPORTED: Self = Self(
+        sys::CU_DEVICE_ATTRIBUTE_HOST_NATIVE_ATOMIC_SUPPORTED,
+    );
     /// < Ratio of single precision performance (in floating-point operations per second) to double precision performance
     ///
     /// `CU_DEVICE_ATTRIBUTE_SINGLE_TO_DOUBLE_PRECISION_PERF_RATIO`
-    pub const SINGLE_TO_DOUBLE_PRECISION_PERF_RATIO: Self =
-        Self(sys::CU_DEVICE_ATTRIBUTE_SINGLE_TO_DOUBLE_PRECISION_PERF_RATIO);
+    pub const SINGLE_TO_DOUBLE_PRECISION_PERF_RATIO: Self = Self(
+        sys::CU_DEVICE_ATTRIBUTE_SINGLE_TO_DOUBLE_PRECISION_PERF_RATIO,
+    );
     /// < Device supports coherently accessing pageable memory without calling cudaHostRegister on it
     ///
     /// `CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS`
-    pub const PAGEABLE_MEMORY_ACCESS: Self = Self(sys::CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS);
+    pub const PAGEABLE_MEMORY_ACCESS: Self = Self(
+        sys::CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS,
+    );
     /// < Device can coherently access managed memory concurrently with the CPU
     ///
     /// `CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS`
-    pub const CONCURRENT_MANAGED_ACCESS: Self =
-        Self(sys::CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS);
+    pub const CONCURRENT_MANAGED_ACCESS: Self = Self(
+        sys::CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS,
+    );
     /// < Device supports compute preemption.
     ///
     /// `CU_DEVICE_ATTRIBUTE_COMPUTE_PREEMPTION_SUPPORTED`
-    pub const COMPUTE_PREEMPTION_SUPPORTED: Self =
-        Self(sys::CU_DEVICE_ATTRIBUTE_COMPUTE_PREEMPTION_SUPPORTED);
+    pub const COMPUTE_PREEMPTION_SUPPORTED: Self = Self(
+        sys::CU_DEVICE_ATTRIBUTE_COMPUTE_PREEMPTION_SUPPORTED,
+    );
     /// < Device can access host registered memory at the same virtual address as the CPU
     ///
     /// `CU_DEVICE_ATTRIBUTE_CAN_USE_HOST_POINTER_FOR_REGISTERED_MEM`
-    pub const CAN_USE_HOST_POINTER_FOR_REGISTERED_MEM: Self =
-        Self(sys::CU_DEVICE_ATTRIBUTE_CAN_USE_HOST_POINTER_FOR_REGISTERED_MEM);
+    pub const CAN_USE_HOST_POINTER_FOR_REGISTERED_MEM: Self = Self(
+        sys::CU_DEVICE_ATTRIBUTE_CAN_USE_HOST_POINTER_FOR_REGISTERED_MEM,
+    );
     /// < Deprecated, along with v1 MemOps API, ::cuStreamBatchMemOp and related APIs are supported.
     ///
     /// `CU_DEVICE_ATTRIBUTE_CAN_USE_STREAM_MEM_OPS_V1`
-    pub const CAN_USE_STREAM_MEM_OPS_V1: Self =
-        Self(sys::CU_DEVICE_ATTRIBUTE_CAN_USE_STREAM_MEM_OPS_V1);
+    pub const CAN_USE_STREAM_MEM_OPS_V1: Self = Self(
+        sys::CU_DEVICE_ATTRIBUTE_CAN_USE_STREAM_MEM_OPS_V1,
+    );
     /// < Deprecated, along with v1 MemOps API, 64-bit operations are supported in ::cuStreamBatchMemOp and related APIs.
     ///
     /// `CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS_V1`
-    pub const CAN_USE_64_BIT_STREAM_MEM_OPS_V1: Self =
-        Self(sys::CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS_V1);
+    pub const CAN_USE_64_BIT_STREAM_MEM_OPS_V1: Self = Self(
+        sys::CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS_V1,
+    );
     /// < Deprecated, along with v1 MemOps API, ::CU_STREAM_WAIT_VALUE_NOR is supported.
     ///
     /// `CU_DEVICE_ATTRIBUTE_CAN_USE_STREAM_WAIT_VALUE_NOR_V1`
-    pub const CAN_USE_STREAM_WAIT_VALUE_NOR_V1: Self =
-        Self(sys::CU_DEVICE_ATTRIBUTE_CAN_USE_STREAM_WAIT_VALUE_NOR_V1);
+    pub const CAN_USE_STREAM_WAIT_VALUE_NOR_V1: Self = Self(
+        sys::CU_DEVICE_ATTRIBUTE_CAN_USE_STREAM_WAIT_VALUE_NOR_V1,
+    );
     /// < Device supports launching cooperative kernels via ::cuLaunchCooperativeKernel
     ///
     /// `CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH`
-    pub const COOPERATIVE_LAUNCH: Self = Self(sys::CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH);
+    pub const COOPERATIVE_LAUNCH: Self = Self(
+        sys::CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH,
+    );
     /// < Deprecated, ::cuLaunchCooperativeKernelMultiDevice is deprecated.
     ///
     /// `CU_DEVICE_ATTRIBUTE_COOPERATIVE_MULTI_DEVICE_LAUNCH`
-    pub const COOPERATIVE_MULTI_DEVICE_LAUNCH: Self =
-        Self(sys::CU_DEVICE_ATTRIBUTE_COOPERATIVE_MULTI_DEVICE_LAUNCH);
+    pub const COOPERATIVE_MULTI_DEVICE_LAUNCH: Self = Self(
+        sys::CU_DEVICE_ATTRIBUTE_COOPERATIVE_MULTI_DEVICE_LAUNCH,
+    );
     /// < Maximum optin shared memory per block
     ///
     /// `CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN`
-    pub const MAX_SHARED_MEMORY_PER_BLOCK_OPTIN: Self =
-        Self(sys::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN);
+    pub const MAX_SHARED_MEMORY_PER_BLOCK_OPTIN: Self = Self(
+        sys::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
+    );
     /// < The ::CU_STREAM_WAIT_VALUE_FLUSH flag and the ::CU_STREAM_MEM_OP_FLUSH_REMOTE_WRITES MemOp are supported on the device. See \ref CUDA_MEMOP for additional details.
     ///
     /// `CU_DEVICE_ATTRIBUTE_CAN_FLUSH_REMOTE_WRITES`
-    pub const CAN_FLUSH_REMOTE_WRITES: Self =
-        Self(sys::CU_DEVICE_ATTRIBUTE_CAN_FLUSH_REMOTE_WRITES);
+    pub const CAN_FLUSH_REMOTE_WRITES: Self = Self(
+        sys::CU_DEVICE_ATTRIBUTE_CAN_FLUSH_REMOTE_WRITES,
+    );
     /// < Device supports host memory registration via ::cudaHostRegister.
     ///
     /// `CU_DEVICE_ATTRIBUTE_HOST_REGISTER_SUPPORTED`
-    pub const HOST_REGISTER_SUPPORTED: Self =
-        Self(sys::CU_DEVICE_ATTRIBUTE_HOST_REGISTER_SUPPORTED);
+    pub const HOST_REGISTER_SUPPORTED: Self = Self(
+        sys::CU_DEVICE_ATTRIBUTE_HOST_REGISTER_SUPPORTED,
+    );
     /// < Device accesses pageable memory via the host's page tables.
     ///
     /// `CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS_USES_HOST_PAGE_TABLES`
-    pub const PAGEABLE_MEMORY_ACCESS_USES_HOST_PAGE_TABLES: Self =
-        Self(sys::CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS_USES_HOST_PAGE_TABLES);
+    pub const PAGEABLE_MEMORY_ACCESS_USES_HOST_PAGE_TABLES: Self = Self(
+        sys::CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS_USES_HOST_PAGE_TABLES,
+    );
     /// < The host can directly access managed memory on the device without migration.
     ///
     /// `CU_DEVICE_ATTRIBUTE_DIRECT_MANAGED_MEM_ACCESS_FROM_HOST`
-    pub const DIRECT_MANAGED_MEM_ACCESS_FROM_HOST: Self =
-        Self(sys::CU_DEVICE_ATTRIBUTE_DIRECT_MANAGED_MEM_ACCESS_FROM_HOST);
+    pub const DIRECT_MANAGED_MEM_ACCESS_FROM_HOST: Self = Self(
+        sys::CU_DEVICE_ATTRIBUTE_DIRECT_MANAGED_MEM_ACCESS_FROM_HOST,
+    );
     /// < Deprecated, Use CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED
     ///
     /// `CU_DEVICE_ATTRIBUTE_VIRTUAL_ADDRESS_MANAGEMENT_SUPPORTED`
-    pub const VIRTUAL_ADDRESS_MANAGEMENT_SUPPORTED: Self =
-        Self(sys::CU_DEVICE_ATTRIBUTE_VIRTUAL_ADDRESS_MANAGEMENT_SUPPORTED);
+    pub const VIRTUAL_ADDRESS_MANAGEMENT_SUPPORTED: Self = Self(
+        sys::CU_DEVICE_ATTRIBUTE_VIRTUAL_ADDRESS_MANAGEMENT_SUPPORTED,
+    );
     /// < Device supports virtual memory management APIs like ::cuMemAddressReserve, ::cuMemCreate, ::cuMemMap and related APIs
     ///
     /// `CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED`
-    pub const VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED: Self =
-        Self(sys::CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED);
+    pub const VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED: Self = Self(
+        sys::CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED,
+    );
     /// < Device supports exporting memory to a posix file descriptor with ::cuMemExportToShareableHandle, if requested via ::cuMemCreate
     ///
     /// `CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED`
-    pub const HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED: Self =
-        Self(sys::CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED);
+    pub const HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED: Self = Self(
+        sys::CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED,
+    );
     /// < Device supports exporting memory to a Win32 NT handle with ::cuMemExportToShareableHandle, if requested via ::cuMemCreate
     ///
     /// `CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_WIN32_HANDLE_SUPPORTED`
-    pub const HANDLE_TYPE_WIN32_HANDLE_SUPPORTED: Self =
-        Self(sys::CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_WIN32_HANDLE_SUPPORTED);
+    pub const HANDLE_TYPE_WIN32_HANDLE_SUPPORTED: Self = Self(
+        sys::CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_WIN32_HANDLE_SUPPORTED,
+    );
     /// < Device supports exporting memory to a Win32 KMT handle with ::cuMemExportToShareableHandle, if requested via ::cuMemCreate
     ///
     /// `CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_WIN32_KMT_HANDLE_SUPPORTED`
-    pub const HANDLE_TYPE_WIN32_KMT_HANDLE_SUPPORTED: Self =
-        Self(sys::CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_WIN32_KMT_HANDLE_SUPPORTED);
+    pub const HANDLE_TYPE_WIN32_KMT_HANDLE_SUPPORTED: Self = Self(
+        sys::CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_WIN32_KMT_HANDLE_SUPPORTED,
+    );
     /// < Maximum number of blocks per multiprocessor
     ///
     /// `CU_DEVICE_ATTRIBUTE_MAX_BLOCKS_PER_MULTIPROCESSOR`
-    pub const MAX_BLOCKS_PER_MULTIPROCESSOR: Self =
-        Self(sys::CU_DEVICE_ATTRIBUTE_MAX_BLOCKS_PER_MULTIPROCESSOR);
+    pub const MAX_BLOCKS_PER_MULTIPROCESSOR: Self = Self(
+        sys::CU_DEVICE_ATTRIBUTE_MAX_BLOCKS_PER_MULTIPROCESSOR,
+    );
     /// < Device supports compression of memory
     ///
     /// `CU_DEVICE_ATTRIBUTE_GENERIC_COMPRESSION_SUPPORTED`
-    pub const GENERIC_COMPRESSION_SUPPORTED: Self =
-        Self(sys::CU_DEVICE_ATTRIBUTE_GENERIC_COMPRESSION_SUPPORTED);
+    pub const GENERIC_COMPRESSION_SUPPORTED: Self = Self(
+        sys::CU_DEVICE_ATTRIBUTE_GENERIC_COMPRESSION_SUPPORTED,
+    );
     /// < Maximum L2 persisting lines capacity setting in bytes.
     ///
     /// `CU_DEVICE_ATTRIBUTE_MAX_PERSISTING_L2_CACHE_SIZE`
-    pub const MAX_PERSISTING_L2_CACHE_SIZE: Self =
-        Self(sys::CU_DEVICE_ATTRIBUTE_MAX_PERSISTING_L2_CACHE_SIZE);
+    pub const MAX_PERSISTING_L2_CACHE_SIZE: Self = Self(
+        sys::CU_DEVICE_ATTRIBUTE_MAX_PERSISTING_L2_CACHE_SIZE,
+    );
     /// < Maximum value of CUaccessPolicyWindow::num_bytes.
     ///
     /// `CU_DEVICE_ATTRIBUTE_MAX_ACCESS_POLICY_WINDOW_SIZE`
-    pub const MAX_ACCESS_POLICY_WINDOW_SIZE: Self =
-        Self(sys::CU_DEVICE_ATTRIBUTE_MAX_ACCESS_POLICY_WINDOW_SIZE);
+    pub const MAX_ACCESS_POLICY_WINDOW_SIZE: Self = Self(
+        sys::CU_DEVICE_ATTRIBUTE_MAX_ACCESS_POLICY_WINDOW_SIZE,
+    );
     /// < Device supports specifying the GPUDirect RDMA flag with ::cuMemCreate
     ///
     /// `CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_WITH_CUDA_VMM_SUPPORTED`
-    pub const GPU_DIRECT_RDMA_WITH_CUDA_VMM_SUPPORTED: Self =
-        Self(sys::CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_WITH_CUDA_VMM_SUPPORTED);
+    pub const GPU_DIRECT_RDMA_WITH_CUDA_VMM_SUPPORTED: Self = Self(
+        sys::CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_WITH_CUDA_VMM_SUPPORTED,
+    );
     /// < Shared memory reserved by CUDA driver per block in bytes
     ///
     /// `CU_DEVICE_ATTRIBUTE_RESERVED_SHARED_MEMORY_PER_BLOCK`
-    pub const RESERVED_SHARED_MEMORY_PER_BLOCK: Self =
-        Self(sys::CU_DEVICE_ATTRIBUTE_RESERVED_SHARED_MEMORY_PER_BLOCK);
+    pub const RESERVED_SHARED_MEMORY_PER_BLOCK: Self = Self(
+        sys::CU_DEVICE_ATTRIBUTE_RESERVED_SHARED_MEMORY_PER_BLOCK,
+    );
     /// < Device supports sparse CUDA arrays and sparse CUDA mipmapped arrays
     ///
     /// `CU_DEVICE_ATTRIBUTE_SPARSE_CUDA_ARRAY_SUPPORTED`
-    pub const SPARSE_CUDA_ARRAY_SUPPORTED: Self =
-        Self(sys::CU_DEVICE_ATTRIBUTE_SPARSE_CUDA_ARRAY_SUPPORTED);
+    pub const SPARSE_CUDA_ARRAY_SUPPORTED: Self = Self(
+        sys::CU_DEVICE_ATTRIBUTE_SPARSE_CUDA_ARRAY_SUPPORTED,
+    );
     /// < Device supports using the ::cuMemHostRegister flag ::CU_MEMHOSTERGISTER_READ_ONLY to register memory that must be mapped as read-only to the GPU
     ///
     /// `CU_DEVICE_ATTRIBUTE_READ_ONLY_HOST_REGISTER_SUPPORTED`
-    pub const READ_ONLY_HOST_REGISTER_SUPPORTED: Self =
-        Self(sys::CU_DEVICE_ATTRIBUTE_READ_ONLY_HOST_REGISTER_SUPPORTED);
+    pub const READ_ONLY_HOST_REGISTER_SUPPORTED: Self = Self(
+        sys::CU_DEVICE_ATTRIBUTE_READ_ONLY_HOST_REGISTER_SUPPORTED,
+    );
     /// < External timeline semaphore interop is supported on the device
     ///
     /// `CU_DEVICE_ATTRIBUTE_TIMELINE_SEMAPHORE_INTEROP_SUPPORTED`
-    pub const TIMELINE_SEMAPHORE_INTEROP_SUPPORTED: Self =
-        Self(sys::CU_DEVICE_ATTRIBUTE_TIMELINE_SEMAPHORE_INTEROP_SUPPORTED);
+    pub const TIMELINE_SEMAPHORE_INTEROP_SUPPORTED: Self = Self(
+        sys::CU_DEVICE_ATTRIBUTE_TIMELINE_SEMAPHORE_INTEROP_SUPPORTED,
+    );
     /// < Device supports using the ::cuMemAllocAsync and ::cuMemPool family of APIs
     ///
     /// `CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED`
-    pub const MEMORY_POOLS_SUPPORTED: Self = Self(sys::CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED);
+    pub const MEMORY_POOLS_SUPPORTED: Self = Self(
+        sys::CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED,
+    );
     /// < Device supports GPUDirect RDMA APIs, like nvidia_p2p_get_pages (see https://docs.nvidia.com/cuda/gpudirect-rdma for more information)
     ///
     /// `CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_SUPPORTED`
-    pub const GPU_DIRECT_RDMA_SUPPORTED: Self =
-        Self(sys::CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_SUPPORTED);
+    pub const GPU_DIRECT_RDMA_SUPPORTED: Self = Self(
+        sys::CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_SUPPORTED,
+    );
     /// < The returned attribute shall be interpreted as a bitmask, where the individual bits are described by the ::CUflushGPUDirectRDMAWritesOptions enum
     ///
     /// `CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_FLUSH_WRITES_OPTIONS`
-    pub const GPU_DIRECT_RDMA_FLUSH_WRITES_OPTIONS: Self =
-        Self(sys::CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_FLUSH_WRITES_OPTIONS);
+    pub const GPU_DIRECT_RDMA_FLUSH_WRITES_OPTIONS: Self = Self(
+        sys::CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_FLUSH_WRITES_OPTIONS,
+    );
     /// < GPUDirect RDMA writes to the device do not need to be flushed for consumers within the scope indicated by the returned attribute. See ::CUGPUDirectRDMAWritesOrdering for the numerical values returned here.
     ///
     /// `CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_WRITES_ORDERING`
-    pub const GPU_DIRECT_RDMA_WRITES_ORDERING: Self =
-        Self(sys::CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_WRITES_ORDERING);
+    pub const GPU_DIRECT_RDMA_WRITES_ORDERING: Self = Self(
+        sys::CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_WRITES_ORDERING,
+    );
     /// < Handle types supported with mempool based IPC
     ///
     /// `CU_DEVICE_ATTRIBUTE_MEMPOOL_SUPPORTED_HANDLE_TYPES`
-    pub const MEMPOOL_SUPPORTED_HANDLE_TYPES: Self =
-        Self(sys::CU_DEVICE_ATTRIBUTE_MEMPOOL_SUPPORTED_HANDLE_TYPES);
+    pub const MEMPOOL_SUPPORTED_HANDLE_TYPES: Self = Self(
+        sys::CU_DEVICE_ATTRIBUTE_MEMPOOL_SUPPORTED_HANDLE_TYPES,
+    );
     /// < Indicates device supports cluster launch
     ///
     /// `CU_DEVICE_ATTRIBUTE_CLUSTER_LAUNCH`
@@ -1626,18 +1805,21 @@ impl DeviceAttribute {
     /// < Device supports deferred mapping CUDA arrays and CUDA mipmapped arrays
     ///
     /// `CU_DEVICE_ATTRIBUTE_DEFERRED_MAPPING_CUDA_ARRAY_SUPPORTED`
-    pub const DEFERRED_MAPPING_CUDA_ARRAY_SUPPORTED: Self =
-        Self(sys::CU_DEVICE_ATTRIBUTE_DEFERRED_MAPPING_CUDA_ARRAY_SUPPORTED);
+    pub const DEFERRED_MAPPING_CUDA_ARRAY_SUPPORTED: Self = Self(
+        sys::CU_DEVICE_ATTRIBUTE_DEFERRED_MAPPING_CUDA_ARRAY_SUPPORTED,
+    );
     /// < 64-bit operations are supported in ::cuStreamBatchMemOp and related MemOp APIs.
     ///
     /// `CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS`
-    pub const CAN_USE_64_BIT_STREAM_MEM_OPS: Self =
-        Self(sys::CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS);
+    pub const CAN_USE_64_BIT_STREAM_MEM_OPS: Self = Self(
+        sys::CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS,
+    );
     /// < ::CU_STREAM_WAIT_VALUE_NOR is supported by MemOp APIs.
     ///
     /// `CU_DEVICE_ATTRIBUTE_CAN_USE_STREAM_WAIT_VALUE_NOR`
-    pub const CAN_USE_STREAM_WAIT_VALUE_NOR: Self =
-        Self(sys::CU_DEVICE_ATTRIBUTE_CAN_USE_STREAM_WAIT_VALUE_NOR);
+    pub const CAN_USE_STREAM_WAIT_VALUE_NOR: Self = Self(
+        sys::CU_DEVICE_ATTRIBUTE_CAN_USE_STREAM_WAIT_VALUE_NOR,
+    );
     /// < Device supports buffer sharing with dma_buf mechanism.
     ///
     /// `CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED`
@@ -1645,26 +1827,33 @@ impl DeviceAttribute {
     /// < Device supports IPC Events.
     ///
     /// `CU_DEVICE_ATTRIBUTE_IPC_EVENT_SUPPORTED`
-    pub const IPC_EVENT_SUPPORTED: Self = Self(sys::CU_DEVICE_ATTRIBUTE_IPC_EVENT_SUPPORTED);
+    pub const IPC_EVENT_SUPPORTED: Self = Self(
+        sys::CU_DEVICE_ATTRIBUTE_IPC_EVENT_SUPPORTED,
+    );
     /// < Number of memory domains the device supports.
     ///
     /// `CU_DEVICE_ATTRIBUTE_MEM_SYNC_DOMAIN_COUNT`
-    pub const MEM_SYNC_DOMAIN_COUNT: Self = Self(sys::CU_DEVICE_ATTRIBUTE_MEM_SYNC_DOMAIN_COUNT);
+    pub const MEM_SYNC_DOMAIN_COUNT: Self = Self(
+        sys::CU_DEVICE_ATTRIBUTE_MEM_SYNC_DOMAIN_COUNT,
+    );
     /// < Device supports accessing memory using Tensor Map.
     ///
     /// `CU_DEVICE_ATTRIBUTE_TENSOR_MAP_ACCESS_SUPPORTED`
-    pub const TENSOR_MAP_ACCESS_SUPPORTED: Self =
-        Self(sys::CU_DEVICE_ATTRIBUTE_TENSOR_MAP_ACCESS_SUPPORTED);
+    pub const TENSOR_MAP_ACCESS_SUPPORTED: Self = Self(
+        sys::CU_DEVICE_ATTRIBUTE_TENSOR_MAP_ACCESS_SUPPORTED,
+    );
     /// < Device supports exporting memory to a fabric handle with cuMemExportToShareableHandle() or requested with cuMemCreate()
     ///
     /// `CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_FABRIC_SUPPORTED`
-    pub const HANDLE_TYPE_FABRIC_SUPPORTED: Self =
-        Self(sys::CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_FABRIC_SUPPORTED);
+    pub const HANDLE_TYPE_FABRIC_SUPPORTED: Self = Self(
+        sys::CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_FABRIC_SUPPORTED,
+    );
     /// < Device supports unified function pointers.
     ///
     /// `CU_DEVICE_ATTRIBUTE_UNIFIED_FUNCTION_POINTERS`
-    pub const UNIFIED_FUNCTION_POINTERS: Self =
-        Self(sys::CU_DEVICE_ATTRIBUTE_UNIFIED_FUNCTION_POINTERS);
+    pub const UNIFIED_FUNCTION_POINTERS: Self = Self(
+        sys::CU_DEVICE_ATTRIBUTE_UNIFIED_FUNCTION_POINTERS,
+    );
     /// < NUMA configuration of a device: value is of type ::CUdeviceNumaConfig enum
     ///
     /// `CU_DEVICE_ATTRIBUTE_NUMA_CONFIG`
@@ -1676,7 +1865,9 @@ impl DeviceAttribute {
     /// < Device supports switch multicast and reduction operations.
     ///
     /// `CU_DEVICE_ATTRIBUTE_MULTICAST_SUPPORTED`
-    pub const MULTICAST_SUPPORTED: Self = Self(sys::CU_DEVICE_ATTRIBUTE_MULTICAST_SUPPORTED);
+    pub const MULTICAST_SUPPORTED: Self = Self(
+        sys::CU_DEVICE_ATTRIBUTE_MULTICAST_SUPPORTED,
+    );
     /// < Indicates if contexts created on this device will be shared via MPS
     ///
     /// `CU_DEVICE_ATTRIBUTE_MPS_ENABLED`
@@ -1688,21 +1879,27 @@ impl DeviceAttribute {
     /// < Device supports CIG with D3D12.
     ///
     /// `CU_DEVICE_ATTRIBUTE_D3D12_CIG_SUPPORTED`
-    pub const D3D12_CIG_SUPPORTED: Self = Self(sys::CU_DEVICE_ATTRIBUTE_D3D12_CIG_SUPPORTED);
+    pub const D3D12_CIG_SUPPORTED: Self = Self(
+        sys::CU_DEVICE_ATTRIBUTE_D3D12_CIG_SUPPORTED,
+    );
     /// < The returned valued shall be interpreted as a bitmask, where the individual bits are described by the ::CUmemDecompressAlgorithm enum.
     ///
     /// `CU_DEVICE_ATTRIBUTE_MEM_DECOMPRESS_ALGORITHM_MASK`
-    pub const MEM_DECOMPRESS_ALGORITHM_MASK: Self =
-        Self(sys::CU_DEVICE_ATTRIBUTE_MEM_DECOMPRESS_ALGORITHM_MASK);
+    pub const MEM_DECOMPRESS_ALGORITHM_MASK: Self = Self(
+        sys::CU_DEVICE_ATTRIBUTE_MEM_DECOMPRESS_ALGORITHM_MASK,
+    );
     /// < The returned valued is the maximum length in bytes of a single decompress operation that is allowed.
     ///
     /// `CU_DEVICE_ATTRIBUTE_MEM_DECOMPRESS_MAXIMUM_LENGTH`
-    pub const MEM_DECOMPRESS_MAXIMUM_LENGTH: Self =
-        Self(sys::CU_DEVICE_ATTRIBUTE_MEM_DECOMPRESS_MAXIMUM_LENGTH);
+    pub const MEM_DECOMPRESS_MAXIMUM_LENGTH: Self = Self(
+        sys::CU_DEVICE_ATTRIBUTE_MEM_DECOMPRESS_MAXIMUM_LENGTH,
+    );
     /// < Device supports CIG with Vulkan.
     ///
     /// `CU_DEVICE_ATTRIBUTE_VULKAN_CIG_SUPPORTED`
-    pub const VULKAN_CIG_SUPPORTED: Self = Self(sys::CU_DEVICE_ATTRIBUTE_VULKAN_CIG_SUPPORTED);
+    pub const VULKAN_CIG_SUPPORTED: Self = Self(
+        sys::CU_DEVICE_ATTRIBUTE_VULKAN_CIG_SUPPORTED,
+    );
     /// < The combined 16-bit PCI device ID and 16-bit PCI vendor ID.
     ///
     /// `CU_DEVICE_ATTRIBUTE_GPU_PCI_DEVICE_ID`
@@ -1710,42 +1907,51 @@ impl DeviceAttribute {
     /// < The combined 16-bit PCI subsystem ID and 16-bit PCI subsystem vendor ID.
     ///
     /// `CU_DEVICE_ATTRIBUTE_GPU_PCI_SUBSYSTEM_ID`
-    pub const GPU_PCI_SUBSYSTEM_ID: Self = Self(sys::CU_DEVICE_ATTRIBUTE_GPU_PCI_SUBSYSTEM_ID);
+    pub const GPU_PCI_SUBSYSTEM_ID: Self = Self(
+        sys::CU_DEVICE_ATTRIBUTE_GPU_PCI_SUBSYSTEM_ID,
+    );
     /// < Device supports HOST_NUMA location with the virtual memory management APIs like ::cuMemCreate, ::cuMemMap and related APIs
     ///
     /// `CU_DEVICE_ATTRIBUTE_HOST_NUMA_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED`
-    pub const HOST_NUMA_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED: Self =
-        Self(sys::CU_DEVICE_ATTRIBUTE_HOST_NUMA_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED);
+    pub const HOST_NUMA_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED: Self = Self(
+        sys::CU_DEVICE_ATTRIBUTE_HOST_NUMA_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED,
+    );
     /// < Device supports HOST_NUMA location with the ::cuMemAllocAsync and ::cuMemPool family of APIs
     ///
     /// `CU_DEVICE_ATTRIBUTE_HOST_NUMA_MEMORY_POOLS_SUPPORTED`
-    pub const HOST_NUMA_MEMORY_POOLS_SUPPORTED: Self =
-        Self(sys::CU_DEVICE_ATTRIBUTE_HOST_NUMA_MEMORY_POOLS_SUPPORTED);
+    pub const HOST_NUMA_MEMORY_POOLS_SUPPORTED: Self = Self(
+        sys::CU_DEVICE_ATTRIBUTE_HOST_NUMA_MEMORY_POOLS_SUPPORTED,
+    );
     /// < Device supports HOST_NUMA location IPC between nodes in a multi-node system.
     ///
     /// `CU_DEVICE_ATTRIBUTE_HOST_NUMA_MULTINODE_IPC_SUPPORTED`
-    pub const HOST_NUMA_MULTINODE_IPC_SUPPORTED: Self =
-        Self(sys::CU_DEVICE_ATTRIBUTE_HOST_NUMA_MULTINODE_IPC_SUPPORTED);
+    pub const HOST_NUMA_MULTINODE_IPC_SUPPORTED: Self = Self(
+        sys::CU_DEVICE_ATTRIBUTE_HOST_NUMA_MULTINODE_IPC_SUPPORTED,
+    );
     /// < Device suports HOST location with the ::cuMemAllocAsync and ::cuMemPool family of APIs
     ///
     /// `CU_DEVICE_ATTRIBUTE_HOST_MEMORY_POOLS_SUPPORTED`
-    pub const HOST_MEMORY_POOLS_SUPPORTED: Self =
-        Self(sys::CU_DEVICE_ATTRIBUTE_HOST_MEMORY_POOLS_SUPPORTED);
+    pub const HOST_MEMORY_POOLS_SUPPORTED: Self = Self(
+        sys::CU_DEVICE_ATTRIBUTE_HOST_MEMORY_POOLS_SUPPORTED,
+    );
     /// < Device supports HOST location with the virtual memory management APIs like ::cuMemCreate, ::cuMemMap and related APIs
     ///
     /// `CU_DEVICE_ATTRIBUTE_HOST_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED`
-    pub const HOST_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED: Self =
-        Self(sys::CU_DEVICE_ATTRIBUTE_HOST_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED);
+    pub const HOST_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED: Self = Self(
+        sys::CU_DEVICE_ATTRIBUTE_HOST_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED,
+    );
     /// < Device supports page-locked host memory buffer sharing with dma_buf mechanism.
     ///
     /// `CU_DEVICE_ATTRIBUTE_HOST_ALLOC_DMA_BUF_SUPPORTED`
-    pub const HOST_ALLOC_DMA_BUF_SUPPORTED: Self =
-        Self(sys::CU_DEVICE_ATTRIBUTE_HOST_ALLOC_DMA_BUF_SUPPORTED);
+    pub const HOST_ALLOC_DMA_BUF_SUPPORTED: Self = Self(
+        sys::CU_DEVICE_ATTRIBUTE_HOST_ALLOC_DMA_BUF_SUPPORTED,
+    );
     /// < Link between the device and the host supports only some native atomic operations
     ///
     /// `CU_DEVICE_ATTRIBUTE_ONLY_PARTIAL_HOST_NATIVE_ATOMIC_SUPPORTED`
-    pub const ONLY_PARTIAL_HOST_NATIVE_ATOMIC_SUPPORTED: Self =
-        Self(sys::CU_DEVICE_ATTRIBUTE_ONLY_PARTIAL_HOST_NATIVE_ATOMIC_SUPPORTED);
+    pub const ONLY_PARTIAL_HOST_NATIVE_ATOMIC_SUPPORTED: Self = Self(
+        sys::CU_DEVICE_ATTRIBUTE_ONLY_PARTIAL_HOST_NATIVE_ATOMIC_SUPPORTED,
+    );
     ///
     ///
     /// `CU_DEVICE_ATTRIBUTE_MAX`
@@ -2636,7 +2842,9 @@ impl FunctionAttribute {
     /// The maximum number of threads per block, beyond which a launch of the function would fail. This number depends on both the function and the device on which the function is currently loaded.
     ///
     /// `CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK`
-    pub const MAX_THREADS_PER_BLOCK: Self = Self(sys::CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK);
+    pub const MAX_THREADS_PER_BLOCK: Self = Self(
+        sys::CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK,
+    );
     /// The size in bytes of statically-allocated shared memory required by this function. This does not include dynamically-allocated shared memory requested by the user at runtime.
     ///
     /// `CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES`
@@ -2668,40 +2876,51 @@ impl FunctionAttribute {
     /// The maximum size in bytes of dynamically-allocated shared memory that can be used by this function. If the user-specified dynamic shared memory size is larger than this value, the launch will fail. The default value of this attribute is ::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK - ::CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, except when ::CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES is greater than ::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK, then the default value of this attribute is 0. The value can be increased to ::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN - ::CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES. See ::cuFuncSetAttribute, ::cuKernelSetAttribute
     ///
     /// `CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES`
-    pub const MAX_DYNAMIC_SHARED_SIZE_BYTES: Self =
-        Self(sys::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES);
+    pub const MAX_DYNAMIC_SHARED_SIZE_BYTES: Self = Self(
+        sys::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+    );
     /// On devices where the L1 cache and shared memory use the same hardware resources, this sets the shared memory carveout preference, in percent of the total shared memory. Refer to ::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR. This is only a hint, and the driver can choose a different ratio if required to execute the function. See ::cuFuncSetAttribute, ::cuKernelSetAttribute
     ///
     /// `CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT`
-    pub const PREFERRED_SHARED_MEMORY_CARVEOUT: Self =
-        Self(sys::CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT);
+    pub const PREFERRED_SHARED_MEMORY_CARVEOUT: Self = Self(
+        sys::CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT,
+    );
     /// If this attribute is set, the kernel must launch with a valid cluster size specified. See ::cuFuncSetAttribute, ::cuKernelSetAttribute
     ///
     /// `CU_FUNC_ATTRIBUTE_CLUSTER_SIZE_MUST_BE_SET`
-    pub const CLUSTER_SIZE_MUST_BE_SET: Self =
-        Self(sys::CU_FUNC_ATTRIBUTE_CLUSTER_SIZE_MUST_BE_SET);
+    pub const CLUSTER_SIZE_MUST_BE_SET: Self = Self(
+        sys::CU_FUNC_ATTRIBUTE_CLUSTER_SIZE_MUST_BE_SET,
+    );
     /// The required cluster width in blocks. The values must either all be 0 or all be positive. The validity of the cluster dimensions is otherwise checked at launch time. If the value is set during compile time, it cannot be set at runtime. Setting it at runtime will return CUDA_ERROR_NOT_PERMITTED. See ::cuFuncSetAttribute, ::cuKernelSetAttribute
     ///
     /// `CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH`
-    pub const REQUIRED_CLUSTER_WIDTH: Self = Self(sys::CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH);
+    pub const REQUIRED_CLUSTER_WIDTH: Self = Self(
+        sys::CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH,
+    );
     /// The required cluster height in blocks. The values must either all be 0 or all be positive. The validity of the cluster dimensions is otherwise checked at launch time. If the value is set during compile time, it cannot be set at runtime. Setting it at runtime should return CUDA_ERROR_NOT_PERMITTED. See ::cuFuncSetAttribute, ::cuKernelSetAttribute
     ///
     /// `CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_HEIGHT`
-    pub const REQUIRED_CLUSTER_HEIGHT: Self = Self(sys::CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_HEIGHT);
+    pub const REQUIRED_CLUSTER_HEIGHT: Self = Self(
+        sys::CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_HEIGHT,
+    );
     /// The required cluster depth in blocks. The values must either all be 0 or all be positive. The validity of the cluster dimensions is otherwise checked at launch time. If the value is set during compile time, it cannot be set at runtime. Setting it at runtime should return CUDA_ERROR_NOT_PERMITTED. See ::cuFuncSetAttribute, ::cuKernelSetAttribute
     ///
     /// `CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_DEPTH`
-    pub const REQUIRED_CLUSTER_DEPTH: Self = Self(sys::CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_DEPTH);
+    pub const REQUIRED_CLUSTER_DEPTH: Self = Self(
+        sys::CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_DEPTH,
+    );
     /// Whether the function can be launched with non-portable cluster size. 1 is allowed, 0 is disallowed. A non-portable cluster size may only function on the specific SKUs the program is tested on. The launch might fail if the program is run on a different hardware platform. CUDA API provides cudaOccupancyMaxActiveClusters to assist with checking whether the desired size can be launched on the current device. Portable Cluster Size A portable cluster size is guaranteed to be functional on all compute capabilities higher than the target compute capability. The portable cluster size for sm_90 is 8 blocks per cluster. This value may increase for future compute capabilities. The specific hardware unit may support higher cluster sizes that’s not guaranteed to be portable. See ::cuFuncSetAttribute, ::cuKernelSetAttribute
     ///
     /// `CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED`
-    pub const NON_PORTABLE_CLUSTER_SIZE_ALLOWED: Self =
-        Self(sys::CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED);
+    pub const NON_PORTABLE_CLUSTER_SIZE_ALLOWED: Self = Self(
+        sys::CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED,
+    );
     /// The block scheduling policy of a function. The value type is CUclusterSchedulingPolicy / cudaClusterSchedulingPolicy. See ::cuFuncSetAttribute, ::cuKernelSetAttribute
     ///
     /// `CU_FUNC_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE`
-    pub const CLUSTER_SCHEDULING_POLICY_PREFERENCE: Self =
-        Self(sys::CU_FUNC_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE);
+    pub const CLUSTER_SCHEDULING_POLICY_PREFERENCE: Self = Self(
+        sys::CU_FUNC_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE,
+    );
     /// The block scheduling policy of a function. The value type is CUclusterSchedulingPolicy / cudaClusterSchedulingPolicy. See ::cuFuncSetAttribute, ::cuKernelSetAttribute
     ///
     /// `CU_FUNC_ATTRIBUTE_MAX`
@@ -2836,16 +3055,21 @@ impl Limit {
     /// < GPU device runtime pending launch count
     ///
     /// `CU_LIMIT_DEV_RUNTIME_PENDING_LAUNCH_COUNT`
-    pub const DEV_RUNTIME_PENDING_LAUNCH_COUNT: Self =
-        Self(sys::CU_LIMIT_DEV_RUNTIME_PENDING_LAUNCH_COUNT);
+    pub const DEV_RUNTIME_PENDING_LAUNCH_COUNT: Self = Self(
+        sys::CU_LIMIT_DEV_RUNTIME_PENDING_LAUNCH_COUNT,
+    );
     /// < A value between 0 and 128 that indicates the maximum fetch granularity of L2 (in Bytes). This is a hint
     ///
     /// `CU_LIMIT_MAX_L2_FETCH_GRANULARITY`
-    pub const MAX_L2_FETCH_GRANULARITY: Self = Self(sys::CU_LIMIT_MAX_L2_FETCH_GRANULARITY);
+    pub const MAX_L2_FETCH_GRANULARITY: Self = Self(
+        sys::CU_LIMIT_MAX_L2_FETCH_GRANULARITY,
+    );
     /// < A size in bytes for L2 persisting lines cache size
     ///
     /// `CU_LIMIT_PERSISTING_L2_CACHE_SIZE`
-    pub const PERSISTING_L2_CACHE_SIZE: Self = Self(sys::CU_LIMIT_PERSISTING_L2_CACHE_SIZE);
+    pub const PERSISTING_L2_CACHE_SIZE: Self = Self(
+        sys::CU_LIMIT_PERSISTING_L2_CACHE_SIZE,
+    );
     /// < A maximum size in bytes of shared memory available to CUDA kernels on a CIG context. Can only be queried, cannot be set
     ///
     /// `CU_LIMIT_SHMEM_SIZE`
@@ -2857,7 +3081,9 @@ impl Limit {
     /// < When set to zero, CUDA will fail to launch a kernel on a CIG context, instead of using the fallback path, if the kernel uses more shared memory than available
     ///
     /// `CU_LIMIT_CIG_SHMEM_FALLBACK_ENABLED`
-    pub const CIG_SHMEM_FALLBACK_ENABLED: Self = Self(sys::CU_LIMIT_CIG_SHMEM_FALLBACK_ENABLED);
+    pub const CIG_SHMEM_FALLBACK_ENABLED: Self = Self(
+        sys::CU_LIMIT_CIG_SHMEM_FALLBACK_ENABLED,
+    );
     ///
     ///
     /// `CU_LIMIT_MAX`
@@ -2943,22 +3169,30 @@ impl CacheConfig {
     /// value this crate's cuda.h does not define (a newer driver's).
     pub(crate) const fn c_info(self) -> Option<(&'static str, &'static str)> {
         match self.0 {
-            sys::CU_FUNC_CACHE_PREFER_NONE => Some((
-                "CU_FUNC_CACHE_PREFER_NONE",
-                "< no preference for shared memory or L1 (default)",
-            )),
-            sys::CU_FUNC_CACHE_PREFER_SHARED => Some((
-                "CU_FUNC_CACHE_PREFER_SHARED",
-                "< prefer larger shared memory and smaller L1 cache",
-            )),
-            sys::CU_FUNC_CACHE_PREFER_L1 => Some((
-                "CU_FUNC_CACHE_PREFER_L1",
-                "< prefer larger L1 cache and smaller shared memory",
-            )),
-            sys::CU_FUNC_CACHE_PREFER_EQUAL => Some((
-                "CU_FUNC_CACHE_PREFER_EQUAL",
-                "< prefer equal sized L1 cache and shared memory",
-            )),
+            sys::CU_FUNC_CACHE_PREFER_NONE => {
+                Some((
+                    "CU_FUNC_CACHE_PREFER_NONE",
+                    "< no preference for shared memory or L1 (default)",
+                ))
+            }
+            sys::CU_FUNC_CACHE_PREFER_SHARED => {
+                Some((
+                    "CU_FUNC_CACHE_PREFER_SHARED",
+                    "< prefer larger shared memory and smaller L1 cache",
+                ))
+            }
+            sys::CU_FUNC_CACHE_PREFER_L1 => {
+                Some((
+                    "CU_FUNC_CACHE_PREFER_L1",
+                    "< prefer larger L1 cache and smaller shared memory",
+                ))
+            }
+            sys::CU_FUNC_CACHE_PREFER_EQUAL => {
+                Some((
+                    "CU_FUNC_CACHE_PREFER_EQUAL",
+                    "< prefer equal sized L1 cache and shared memory",
+                ))
+            }
             _ => None,
         }
     }
@@ -2967,31 +3201,43 @@ impl SharedMemConfig {
     /// < set default shared memory bank size
     ///
     /// `CU_SHARED_MEM_CONFIG_DEFAULT_BANK_SIZE`
-    pub const DEFAULT_BANK_SIZE: Self = Self(sys::CU_SHARED_MEM_CONFIG_DEFAULT_BANK_SIZE);
+    pub const DEFAULT_BANK_SIZE: Self = Self(
+        sys::CU_SHARED_MEM_CONFIG_DEFAULT_BANK_SIZE,
+    );
     /// < set shared memory bank width to four bytes
     ///
     /// `CU_SHARED_MEM_CONFIG_FOUR_BYTE_BANK_SIZE`
-    pub const FOUR_BYTE_BANK_SIZE: Self = Self(sys::CU_SHARED_MEM_CONFIG_FOUR_BYTE_BANK_SIZE);
+    pub const FOUR_BYTE_BANK_SIZE: Self = Self(
+        sys::CU_SHARED_MEM_CONFIG_FOUR_BYTE_BANK_SIZE,
+    );
     /// < set shared memory bank width to eight bytes
     ///
     /// `CU_SHARED_MEM_CONFIG_EIGHT_BYTE_BANK_SIZE`
-    pub const EIGHT_BYTE_BANK_SIZE: Self = Self(sys::CU_SHARED_MEM_CONFIG_EIGHT_BYTE_BANK_SIZE);
+    pub const EIGHT_BYTE_BANK_SIZE: Self = Self(
+        sys::CU_SHARED_MEM_CONFIG_EIGHT_BYTE_BANK_SIZE,
+    );
     /// The C name of this value and cuda.h's description of it, or `None` for a
     /// value this crate's cuda.h does not define (a newer driver's).
     pub(crate) const fn c_info(self) -> Option<(&'static str, &'static str)> {
         match self.0 {
-            sys::CU_SHARED_MEM_CONFIG_DEFAULT_BANK_SIZE => Some((
-                "CU_SHARED_MEM_CONFIG_DEFAULT_BANK_SIZE",
-                "< set default shared memory bank size",
-            )),
-            sys::CU_SHARED_MEM_CONFIG_FOUR_BYTE_BANK_SIZE => Some((
-                "CU_SHARED_MEM_CONFIG_FOUR_BYTE_BANK_SIZE",
-                "< set shared memory bank width to four bytes",
-            )),
-            sys::CU_SHARED_MEM_CONFIG_EIGHT_BYTE_BANK_SIZE => Some((
-                "CU_SHARED_MEM_CONFIG_EIGHT_BYTE_BANK_SIZE",
-                "< set shared memory bank width to eight bytes",
-            )),
+            sys::CU_SHARED_MEM_CONFIG_DEFAULT_BANK_SIZE => {
+                Some((
+                    "CU_SHARED_MEM_CONFIG_DEFAULT_BANK_SIZE",
+                    "< set default shared memory bank size",
+                ))
+            }
+            sys::CU_SHARED_MEM_CONFIG_FOUR_BYTE_BANK_SIZE => {
+                Some((
+                    "CU_SHARED_MEM_CONFIG_FOUR_BYTE_BANK_SIZE",
+                    "< set shared memory bank width to four bytes",
+                ))
+            }
+            sys::CU_SHARED_MEM_CONFIG_EIGHT_BYTE_BANK_SIZE => {
+                Some((
+                    "CU_SHARED_MEM_CONFIG_EIGHT_BYTE_BANK_SIZE",
+                    "< set shared memory bank width to eight bytes",
+                ))
+            }
             _ => None,
         }
     }
@@ -3018,7 +3264,9 @@ impl MemoryType {
     pub(crate) const fn c_info(self) -> Option<(&'static str, &'static str)> {
         match self.0 {
             sys::CU_MEMORYTYPE_HOST => Some(("CU_MEMORYTYPE_HOST", "< Host memory")),
-            sys::CU_MEMORYTYPE_DEVICE => Some(("CU_MEMORYTYPE_DEVICE", "< Device memory")),
+            sys::CU_MEMORYTYPE_DEVICE => {
+                Some(("CU_MEMORYTYPE_DEVICE", "< Device memory"))
+            }
             sys::CU_MEMORYTYPE_ARRAY => Some(("CU_MEMORYTYPE_ARRAY", "< Array memory")),
             sys::CU_MEMORYTYPE_UNIFIED => {
                 Some(("CU_MEMORYTYPE_UNIFIED", "< Unified device or host memory"))
@@ -3039,11 +3287,15 @@ impl MemAdvice {
     /// < Set the preferred location for the data as the specified device
     ///
     /// `CU_MEM_ADVISE_SET_PREFERRED_LOCATION`
-    pub const SET_PREFERRED_LOCATION: Self = Self(sys::CU_MEM_ADVISE_SET_PREFERRED_LOCATION);
+    pub const SET_PREFERRED_LOCATION: Self = Self(
+        sys::CU_MEM_ADVISE_SET_PREFERRED_LOCATION,
+    );
     /// < Clear the preferred location for the data
     ///
     /// `CU_MEM_ADVISE_UNSET_PREFERRED_LOCATION`
-    pub const UNSET_PREFERRED_LOCATION: Self = Self(sys::CU_MEM_ADVISE_UNSET_PREFERRED_LOCATION);
+    pub const UNSET_PREFERRED_LOCATION: Self = Self(
+        sys::CU_MEM_ADVISE_UNSET_PREFERRED_LOCATION,
+    );
     /// < Data will be accessed by the specified device, so prevent page faults as much as possible
     ///
     /// `CU_MEM_ADVISE_SET_ACCESSED_BY`
@@ -3407,10 +3659,12 @@ impl JitCacheMode {
     /// value this crate's cuda.h does not define (a newer driver's).
     pub(crate) const fn c_info(self) -> Option<(&'static str, &'static str)> {
         match self.0 {
-            sys::CU_JIT_CACHE_OPTION_NONE => Some((
-                "CU_JIT_CACHE_OPTION_NONE",
-                "< Compile with no -dlcm flag specified",
-            )),
+            sys::CU_JIT_CACHE_OPTION_NONE => {
+                Some((
+                    "CU_JIT_CACHE_OPTION_NONE",
+                    "< Compile with no -dlcm flag specified",
+                ))
+            }
             sys::CU_JIT_CACHE_OPTION_CG => {
                 Some(("CU_JIT_CACHE_OPTION_CG", "< Compile with L1 cache disabled"))
             }
@@ -3434,14 +3688,18 @@ impl JitFallback {
     /// value this crate's cuda.h does not define (a newer driver's).
     pub(crate) const fn c_info(self) -> Option<(&'static str, &'static str)> {
         match self.0 {
-            sys::CU_PREFER_PTX => Some((
-                "CU_PREFER_PTX",
-                "< Prefer to compile ptx if exact binary match not found",
-            )),
-            sys::CU_PREFER_BINARY => Some((
-                "CU_PREFER_BINARY",
-                "< Prefer to fall back to compatible binary code if exact match not found",
-            )),
+            sys::CU_PREFER_PTX => {
+                Some((
+                    "CU_PREFER_PTX",
+                    "< Prefer to compile ptx if exact binary match not found",
+                ))
+            }
+            sys::CU_PREFER_BINARY => {
+                Some((
+                    "CU_PREFER_BINARY",
+                    "< Prefer to fall back to compatible binary code if exact match not found",
+                ))
+            }
             _ => None,
         }
     }
@@ -3458,23 +3716,28 @@ impl ProcAddressStatus {
     /// < Symbol was found but version supplied was not sufficient
     ///
     /// `CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT`
-    pub const VERSION_NOT_SUFFICIENT: Self = Self(sys::CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT);
+    pub const VERSION_NOT_SUFFICIENT: Self = Self(
+        sys::CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT,
+    );
     /// The C name of this value and cuda.h's description of it, or `None` for a
     /// value this crate's cuda.h does not define (a newer driver's).
     pub(crate) const fn c_info(self) -> Option<(&'static str, &'static str)> {
         match self.0 {
-            sys::CU_GET_PROC_ADDRESS_SUCCESS => Some((
-                "CU_GET_PROC_ADDRESS_SUCCESS",
-                "< Symbol was succesfully found",
-            )),
-            sys::CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND => Some((
-                "CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND",
-                "< Symbol was not found in search",
-            )),
-            sys::CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT => Some((
-                "CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT",
-                "< Symbol was found but version supplied was not sufficient",
-            )),
+            sys::CU_GET_PROC_ADDRESS_SUCCESS => {
+                Some(("CU_GET_PROC_ADDRESS_SUCCESS", "< Symbol was succesfully found"))
+            }
+            sys::CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND => {
+                Some((
+                    "CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND",
+                    "< Symbol was not found in search",
+                ))
+            }
+            sys::CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT => {
+                Some((
+                    "CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT",
+                    "< Symbol was found but version supplied was not sufficient",
+                ))
+            }
             _ => None,
         }
     }

@@ -41,6 +41,7 @@ mod macros;
     rustdoc::invalid_html_tags,
     rustdoc::bare_urls
 )]
+#[rustfmt::skip]
 mod consts;
 mod context;
 mod device;

@@ -1,6 +1,8 @@
 //! Shared helpers of the GPU tests.
 
 use std::io::Write;
+use std::ops::Deref;
+use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use cuda_driver::{Context, Device};
 
@@ -34,10 +36,59 @@ pub fn gpu() -> Option<Context> {
     }
 }
 
-/// `let ctx = gpu_or_skip!();` at the top of every GPU test.
+/// Tests run in parallel threads of one process. Most share the GPU freely (a read lock);
+/// a test that blocks a stream, or asserts on process- or device-wide state (free device
+/// memory, the drop-error count, the context stack around created contexts), takes the GPU
+/// exclusively (the write lock), so that no other test's synchronising call can wait on its
+/// blocked work or disturb what it measures.
+static GPU_LOCK: RwLock<()> = RwLock::new(());
+
+#[allow(dead_code)]
+enum Guard {
+    Shared(RwLockReadGuard<'static, ()>),
+    Exclusive(RwLockWriteGuard<'static, ()>),
+}
+
+/// The primary context of device 0, held with the test's share of the GPU. Derefs to the
+/// [`Context`].
+pub struct Gpu {
+    ctx: Context,
+    _guard: Guard,
+}
+
+impl Deref for Gpu {
+    type Target = Context;
+    fn deref(&self) -> &Context {
+        &self.ctx
+    }
+}
+
+#[track_caller]
+pub fn gpu_shared() -> Option<Gpu> {
+    let guard = Guard::Shared(GPU_LOCK.read().unwrap_or_else(|e| e.into_inner()));
+    gpu().map(|ctx| Gpu { ctx, _guard: guard })
+}
+
+#[track_caller]
+pub fn gpu_exclusive() -> Option<Gpu> {
+    let guard = Guard::Exclusive(GPU_LOCK.write().unwrap_or_else(|e| e.into_inner()));
+    gpu().map(|ctx| Gpu { ctx, _guard: guard })
+}
+
+/// `let ctx = gpu_or_skip!();` at the top of every GPU test: the GPU shared with other tests.
 macro_rules! gpu_or_skip {
     () => {
-        match $crate::common::gpu() {
+        match $crate::common::gpu_shared() {
+            Some(ctx) => ctx,
+            None => return,
+        }
+    };
+}
+
+/// `let ctx = gpu_exclusive_or_skip!();`: the GPU for this test alone (see `GPU_LOCK`).
+macro_rules! gpu_exclusive_or_skip {
+    () => {
+        match $crate::common::gpu_exclusive() {
             Some(ctx) => ctx,
             None => return,
         }

@@ -4,21 +4,9 @@
 //! own limits or cache configuration use a created context, so tests running in parallel on
 //! the primary context are not disturbed.
 
-use std::sync::Mutex;
-
 use cuda_driver::{
     drop_error_count, sys, CacheConfig, Context, ContextFlags, Device, DeviceBuffer, Limit,
 };
-
-/// Serialises the tests that assert on a counter global to the process or the device
-/// ([`drop_error_count`], which one test makes grow on purpose, and the device's free memory)
-/// with the tests that move it (created contexts take hundreds of MiB, memory pools cache).
-static SERIAL: Mutex<()> = Mutex::new(());
-
-/// Holds [`SERIAL`] for the rest of the test.
-pub fn serial() -> std::sync::MutexGuard<'static, ()> {
-    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
-}
 
 fn current() -> Option<sys::CUcontext> {
     Context::current_raw().unwrap()
@@ -26,8 +14,7 @@ fn current() -> Option<sys::CUcontext> {
 
 #[test]
 fn created_contexts_are_pushed_and_popped_in_order() {
-    let ctx = gpu_or_skip!();
-    let _serial = serial();
+    let ctx = gpu_exclusive_or_skip!();
     let dev = ctx.device();
     // Each test runs on its own thread, with its own (empty) context stack.
     assert_eq!(current(), None);
@@ -62,8 +49,7 @@ fn created_contexts_are_pushed_and_popped_in_order() {
 
 #[test]
 fn a_guard_refuses_to_pop_a_context_it_did_not_push() {
-    let ctx = gpu_or_skip!();
-    let _serial = serial();
+    let ctx = gpu_exclusive_or_skip!();
     let dev = ctx.device();
     let a = Context::new(dev, ContextFlags::SCHED_AUTO).unwrap();
     let b = Context::new(dev, ContextFlags::SCHED_AUTO).unwrap();
@@ -105,7 +91,7 @@ fn the_primary_context_is_shared_through_clones_and_threads() {
     assert!(active, "a retained primary context is active");
     // A second retain is the same context; releasing it leaves ours usable.
     let again = dev.primary_context().unwrap();
-    assert_eq!(again, ctx);
+    assert_eq!(again, *ctx);
     drop(again);
     let clone = ctx.clone();
     drop(clone);
@@ -115,7 +101,7 @@ fn the_primary_context_is_shared_through_clones_and_threads() {
             s.spawn(move || {
                 let mine = dev.primary_context().unwrap();
                 assert_eq!(mine.as_raw(), ctx.as_raw());
-                let shared = ctx.clone();
+                let shared = (*ctx).clone();
                 let buf = DeviceBuffer::from_slice(&shared, &[i + 1; 16]).unwrap();
                 assert_eq!(buf.to_vec().unwrap(), vec![i + 1; 16]);
             });
@@ -147,8 +133,7 @@ fn primary_context_flags_are_set_and_read_back() {
 
 #[test]
 fn limits_cache_config_and_versions() {
-    let ctx = gpu_or_skip!();
-    let _serial = serial();
+    let ctx = gpu_exclusive_or_skip!();
     let own = Context::new(ctx.device(), ContextFlags::SCHED_BLOCKING_SYNC).unwrap();
     let stack = own.limit(Limit::STACK_SIZE).unwrap();
     assert!(stack > 0);
@@ -182,8 +167,7 @@ fn limits_cache_config_and_versions() {
 
 #[test]
 fn from_raw_and_into_raw_round_trip() {
-    let ctx = gpu_or_skip!();
-    let _serial = serial();
+    let ctx = gpu_exclusive_or_skip!();
     let dev = ctx.device();
     let own = Context::new(dev, ContextFlags::SCHED_AUTO).unwrap();
     let raw = own.as_raw();

@@ -378,9 +378,8 @@ fn wrong_arguments_are_refused_before_launching() {
 
 #[test]
 fn bad_launch_configurations_fail_and_the_context_recovers() {
-    let ctx = gpu_or_skip!();
+    let ctx = gpu_exclusive_or_skip!();
     // A created context takes much device memory: not while memory-level tests run.
-    let _serial = super::context::serial();
     let dev = ctx.device();
     let m = kernels(&ctx);
     let saxpy = m.function("saxpy").unwrap();
@@ -535,7 +534,7 @@ fn packed_parameter_buffer() {
 
 #[test]
 fn occupancy_is_sane() {
-    let ctx = gpu_or_skip!();
+    let ctx = gpu_exclusive_or_skip!();
     let dev = ctx.device();
     let sms = dev
         .attribute(DeviceAttribute::MULTIPROCESSOR_COUNT)

@@ -158,7 +158,7 @@ fn kernel_functions_attributes_globals_and_modules() {
     // The kernel as a Function of the library's module in ctx.
     let f = kernel.function(&ctx).unwrap();
     assert_eq!(f.name(), "use_dyn_shared");
-    assert_eq!(f.context(), &ctx);
+    assert_eq!(f.context(), &*ctx);
     let stream = Stream::new(&ctx, StreamFlags::NON_BLOCKING).unwrap();
     let n = 300usize;
     let mut out = DeviceBuffer::from_slice(&ctx, &vec![-1.0f32; n]).unwrap();
@@ -191,9 +191,8 @@ fn kernel_functions_attributes_globals_and_modules() {
 
 #[test]
 fn library_unloads_after_its_context_is_destroyed() {
-    let primary = gpu_or_skip!();
+    let primary = gpu_exclusive_or_skip!();
     // Created contexts take much device memory: not while memory-level tests run.
-    let _serial = super::context::serial();
     let dev = primary.device();
     {
         let library = Library::load_data(LIBRARY).unwrap();

@@ -302,8 +302,7 @@ fn a_buffer_works_from_a_thread_with_no_current_context() {
 
 #[test]
 fn a_buffer_outlives_the_handle_of_its_context() {
-    let _ctx = gpu_or_skip!();
-    let _serial = super::context::serial();
+    let _ctx = gpu_exclusive_or_skip!();
     let errors = drop_error_count();
     let dev = Device::get(0).unwrap();
     let ctx = Context::new(dev, ContextFlags::SCHED_AUTO).unwrap();
@@ -322,8 +321,7 @@ fn a_buffer_outlives_the_handle_of_its_context() {
 
 #[test]
 fn memory_returns_to_its_level_after_10_000_alloc_free_pairs() {
-    let ctx = gpu_or_skip!();
-    let _serial = super::context::serial();
+    let ctx = gpu_exclusive_or_skip!();
     // Warm up: the first allocations may grow the driver's bookkeeping.
     drop(DeviceBuffer::<u8>::new(&ctx, 1 << 20).unwrap());
     let (free_before, total) = ctx.mem_info().unwrap();
@@ -335,7 +333,7 @@ fn memory_returns_to_its_level_after_10_000_alloc_free_pairs() {
     let (free_after, _) = ctx.mem_info().unwrap();
     // A leak would lose 10 000 MiB. Allow 256 MiB: the driver's bookkeeping, and the small
     // buffers of other tests running meanwhile (those that create contexts or pools, which
-    // take far more, hold `serial()` as this test does).
+    // take far more, hold the GPU exclusively, as this test does).
     const SLACK: usize = 256 << 20;
     assert!(
         free_after + SLACK >= free_before,
@@ -365,8 +363,7 @@ fn an_impossible_allocation_is_out_of_memory_and_the_next_one_works() {
 
 #[test]
 fn stream_ordered_allocation_and_free() {
-    let ctx = gpu_or_skip!();
-    let _serial = super::context::serial();
+    let ctx = gpu_exclusive_or_skip!();
     let stream = Stream::new(&ctx, StreamFlags::NON_BLOCKING).unwrap();
     let data = words(10_000, 13);
     let mut host = PinnedBuffer::<u32>::zeroed(&ctx, data.len(), PinnedFlags::empty()).unwrap();
@@ -400,8 +397,7 @@ fn stream_ordered_allocation_and_free() {
 
 #[test]
 fn memory_pools_threshold_trim_and_allocation() {
-    let ctx = gpu_or_skip!();
-    let _serial = super::context::serial();
+    let ctx = gpu_exclusive_or_skip!();
     let dev = ctx.device();
     if dev
         .attribute(DeviceAttribute::MEMORY_POOLS_SUPPORTED)
@@ -608,8 +604,7 @@ fn pointer_attributes() {
 
 #[test]
 fn copies_between_contexts_with_cu_memcpy_peer() {
-    let ctx = gpu_or_skip!();
-    let _serial = super::context::serial();
+    let ctx = gpu_exclusive_or_skip!();
     let data = words(2048, 19);
     let src = DeviceBuffer::from_slice(&ctx, &data).unwrap();
 
@@ -660,8 +655,7 @@ fn copies_between_contexts_with_cu_memcpy_peer() {
 
 #[test]
 fn every_kind_of_memory_drops_without_errors() {
-    let ctx = gpu_or_skip!();
-    let _serial = super::context::serial();
+    let ctx = gpu_exclusive_or_skip!();
     let before = drop_error_count();
     let stream = Stream::new(&ctx, StreamFlags::DEFAULT).unwrap();
     let pool = MemPool::new(ctx.device()).unwrap();

@@ -62,7 +62,7 @@ fn load_ptx_and_launch() {
     let ctx = gpu_or_skip!();
     let module = Module::load_data(&ctx, TEST_KERNELS).unwrap();
     assert!(!module.as_raw().is_null());
-    assert_eq!(module.context(), &ctx);
+    assert_eq!(module.context(), &*ctx);
     check_fill(&ctx, &module, 0xA5A5_0001);
     check_saxpy(&ctx, &module);
     // A NUL-terminated copy loads the same (no copy is made then).

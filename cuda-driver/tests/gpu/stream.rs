@@ -25,7 +25,7 @@ fn create_with_flags_and_priority() {
     let ctx = gpu_or_skip!();
     let s = Stream::new(&ctx, StreamFlags::NON_BLOCKING).unwrap();
     assert!(s.flags().unwrap().contains(StreamFlags::NON_BLOCKING));
-    assert_eq!(s.context(), &ctx);
+    assert_eq!(s.context(), &*ctx);
     let d = Stream::new(&ctx, StreamFlags::DEFAULT).unwrap();
     assert!(!d.flags().unwrap().contains(StreamFlags::NON_BLOCKING));
 
@@ -39,7 +39,7 @@ fn create_with_flags_and_priority() {
 
 #[test]
 fn query_and_synchronize() {
-    let ctx = gpu_or_skip!();
+    let ctx = gpu_exclusive_or_skip!();
     let s = Stream::new(&ctx, StreamFlags::NON_BLOCKING).unwrap();
     assert!(s.query().unwrap(), "a new stream is idle");
     // Allocate first: nothing that may synchronise with the stream runs while it is blocked.
@@ -58,7 +58,7 @@ fn query_and_synchronize() {
 
 #[test]
 fn wait_event_orders_two_streams() {
-    let ctx = gpu_or_skip!();
+    let ctx = gpu_exclusive_or_skip!();
     let a = Stream::new(&ctx, StreamFlags::NON_BLOCKING).unwrap();
     let b = Stream::new(&ctx, StreamFlags::NON_BLOCKING).unwrap();
     let event = Event::new(&ctx, EventFlags::DISABLE_TIMING).unwrap();
@@ -117,7 +117,7 @@ fn events_record_synchronize_query_and_time() {
     assert!(start.query().unwrap());
     let ms = start.elapsed_ms(&end).unwrap();
     assert!(ms >= 0.0 && ms.is_finite(), "{ms}");
-    assert_eq!(start.context(), &ctx);
+    assert_eq!(start.context(), &*ctx);
     assert!(buf.to_vec().unwrap().iter().all(|&b| b == 7));
 }
 
