@@ -8,26 +8,10 @@
 use std::process::ExitCode;
 
 use cuda_driver::{Device, DeviceAttribute, Error};
-
-type Failure = Box<dyn std::error::Error>;
-
-/// Fails with `msg` unless `cond` holds.
-macro_rules! check {
-    ($cond:expr, $($msg:tt)+) => {
-        if !$cond {
-            return Err(format!("check failed: {}: {}", stringify!($cond), format_args!($($msg)+)).into());
-        }
-    };
-}
+use cuda_driver_examples::{check, run_example, Failure};
 
 fn main() -> ExitCode {
-    match run() {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("error: {e}");
-            ExitCode::FAILURE
-        }
-    }
+    run_example(run)
 }
 
 /// A UUID as `xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx`, as nvidia-smi shows it (after `GPU-`).

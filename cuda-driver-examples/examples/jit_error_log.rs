@@ -13,9 +13,7 @@ use std::process::ExitCode;
 use cuda_driver::{
     Device, DeviceBuffer, Error, JitOptions, LaunchConfig, Module, Stream, StreamFlags,
 };
-use cuda_driver_examples::ptx;
-
-type Failure = Box<dyn std::error::Error>;
+use cuda_driver_examples::{ptx, run_example, Failure};
 
 /// PTX with a valid header and an instruction that does not exist.
 const BROKEN_PTX: &str = "\
@@ -32,13 +30,7 @@ const BROKEN_PTX: &str = "\
 ";
 
 fn main() -> ExitCode {
-    match run() {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("error: {e}");
-            ExitCode::FAILURE
-        }
-    }
+    run_example(run)
 }
 
 fn run() -> Result<(), Failure> {

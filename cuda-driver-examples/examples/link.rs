@@ -14,18 +14,10 @@ use cuda_driver::{
     Device, DeviceBuffer, Error, JitInputType, JitOptions, LaunchConfig, Linker, Module, Stream,
     StreamFlags,
 };
-use cuda_driver_examples::ptx;
-
-type Failure = Box<dyn std::error::Error>;
+use cuda_driver_examples::{ptx, run_example, Failure};
 
 fn main() -> ExitCode {
-    match run() {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("error: {e}");
-            ExitCode::FAILURE
-        }
-    }
+    run_example(run)
 }
 
 fn run() -> Result<(), Failure> {

@@ -14,18 +14,10 @@ use std::process::ExitCode;
 use cuda_driver::{
     Device, DeviceBuffer, Float2, Float4, LaunchConfig, Module, ParamBuffer, Stream, StreamFlags,
 };
-use cuda_driver_examples::ptx;
-
-type Failure = Box<dyn std::error::Error>;
+use cuda_driver_examples::{ptx, run_example, Failure};
 
 fn main() -> ExitCode {
-    match run() {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("error: {e}");
-            ExitCode::FAILURE
-        }
-    }
+    run_example(run)
 }
 
 fn run() -> Result<(), Failure> {

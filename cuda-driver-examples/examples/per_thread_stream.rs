@@ -20,6 +20,7 @@ use std::sync::Barrier;
 use std::time::Instant;
 
 use cuda_driver::{Context, Device, Event, EventFlags, Function, LaunchConfig, Module, Stream};
+use cuda_driver_examples::{run_example, Failure};
 
 /// `ptx/streams.cu`, NUL-terminated like the PTX of `cuda_driver_examples::ptx`.
 const STREAMS_PTX: &str = concat!(include_str!("../../ptx/streams.ptx"), "\0");
@@ -30,8 +31,6 @@ const SPIN_NS: i64 = 20_000_000;
 const LAUNCHES: usize = 5;
 /// Host threads.
 const THREADS: usize = 2;
-
-type Failure = Box<dyn std::error::Error>;
 
 /// Queues `spin_ns(ns)` with one thread on `stream`.
 fn launch_spin(spin: &Function, stream: &Stream, ns: i64) -> Result<(), Failure> {
@@ -153,13 +152,7 @@ fn measure(ctx: &Context, spin: &Function, which: DefaultStream) -> Result<Measu
 }
 
 fn main() -> ExitCode {
-    match run() {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("error: {e}");
-            ExitCode::FAILURE
-        }
-    }
+    run_example(run)
 }
 
 fn run() -> Result<(), Failure> {

@@ -21,17 +21,7 @@ use cuda_driver::entry_point::{self, pfn, proc_address};
 use cuda_driver::{
     sys, Device, Error, ErrorCode, ProcAddressFlags, ProcAddressStatus, Stream, StreamFlags,
 };
-
-type Failure = Box<dyn std::error::Error>;
-
-/// Fails with `msg` unless `cond` holds.
-macro_rules! check {
-    ($cond:expr, $($msg:tt)+) => {
-        if !$cond {
-            return Err(format!("check failed: {}: {}", stringify!($cond), format_args!($($msg)+)).into());
-        }
-    };
-}
+use cuda_driver_examples::{check, run_example, Failure};
 
 /// A driver call made through a looked-up pointer returns a raw `CUresult`.
 fn ok(r: sys::CUresult, call: &str) -> Result<(), Failure> {
@@ -44,13 +34,7 @@ fn ok(r: sys::CUresult, call: &str) -> Result<(), Failure> {
 }
 
 fn main() -> ExitCode {
-    match run() {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("error: {e}");
-            ExitCode::FAILURE
-        }
-    }
+    run_example(run)
 }
 
 fn run() -> Result<(), Failure> {

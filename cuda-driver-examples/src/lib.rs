@@ -1,6 +1,9 @@
 //! Shared helpers for the examples.
 //!
 //! * [`ptx`]: the PTX of every kernel under `ptx/`, embedded and NUL-terminated.
+//! * For the safe examples (`examples/*.rs` without the `raw_` prefix): [`run_example`], their
+//!   `main`, which turns a [`Failure`] into one sentence on stderr and exit status 1, and
+//!   [`check!`] for checking results.
 //! * For the raw ports of the seed documents (`examples/raw_*.rs`, which use only
 //!   `cuda_driver_sys`): [`raw_init_or_exit`], the seed's `checkDriver` as [`check_driver!`]
 //!   (over [`check_cuda_driver`]), [`ensure!`] for checking results, [`raw_create_context`],
@@ -9,6 +12,7 @@
 
 use std::borrow::Cow;
 use std::ffi::{c_char, c_void, CStr};
+use std::process::ExitCode;
 
 use cuda_driver_sys::*;
 
@@ -74,6 +78,56 @@ pub mod ptx {
     /// the cluster's rank in the grid and the block index of its cluster's rank-0 block
     /// (read through distributed shared memory) to `out[4b..4b + 4]`.
     pub const CLUSTER: &str = concat!(include_str!("../../ptx/cluster.ptx"), "\0");
+}
+
+/// What a safe example's `run` fails with: a `cuda_driver::Error`, a failed [`check!`], or
+/// any other error, whose `Display` is one sentence saying what went wrong.
+pub type Failure = Box<dyn std::error::Error>;
+
+/// A safe example's `main`: calls `run` and, when it fails, prints `error: ` and the error's
+/// `Display` (one sentence: without a driver or a device, `cuda_driver::Error` says so
+/// plainly) to stderr and returns exit status 1, with no panic and no backtrace.
+///
+/// ```no_run
+/// use std::process::ExitCode;
+/// use cuda_driver_examples::{run_example, Failure};
+///
+/// fn main() -> ExitCode {
+///     run_example(run)
+/// }
+///
+/// fn run() -> Result<(), Failure> {
+///     let ctx = cuda_driver::Device::get(0)?.primary_context()?;
+///     println!("context {:p}", ctx.as_raw());
+///     Ok(())
+/// }
+/// ```
+pub fn run_example(run: impl FnOnce() -> Result<(), Failure>) -> ExitCode {
+    match run() {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Checks a result in a safe example: when `cond` is false, returns from the enclosing
+/// function with an error saying `check failed: `, the condition and the formatted message
+/// (which [`run_example`] prints). Unlike [`ensure!`] it does not exit, so everything the
+/// example holds is dropped (released in the driver) first.
+#[macro_export]
+macro_rules! check {
+    ($cond:expr, $($msg:tt)+) => {
+        if !$cond {
+            return Err(format!(
+                "check failed: {}: {}",
+                stringify!($cond),
+                format_args!($($msg)+)
+            )
+            .into());
+        }
+    };
 }
 
 /// The seed's `__check_cuda_driver`: on anything but `CUDA_SUCCESS`, prints `file:line`, the
