@@ -411,6 +411,19 @@ impl Runner {
         self.metrics.push(m);
         Ok(())
     }
+
+    /// [`run`](Self::run) for a bandwidth in GB/s (10^9 bytes per second, higher is better,
+    /// target 1.01): `sample` moves `bytes` bytes and returns the time it took.
+    fn bandwidth(
+        &mut self,
+        name: String,
+        bytes: usize,
+        mut sample: impl FnMut(Side) -> Res<Duration>,
+    ) -> Res<()> {
+        self.run(name, "GB/s", true, Some(1.01), |side| {
+            Ok(bytes as f64 / secs(sample(side)?) / 1e9)
+        })
+    }
 }
 
 /// Nanoseconds per call of `count` calls of `call`, enqueued in batches of [`BATCH`], with
@@ -431,6 +444,53 @@ fn enqueue_ns(count: usize, stream: sys::CUstream, mut call: impl FnMut() -> Res
         left -= n;
     }
     Ok(total.as_nanos() as f64 / count as f64)
+}
+
+/// Host time of `count` calls of `body` followed by one call of `end` (the metric's end
+/// point: a synchronisation, or nothing), the timed region of every metric that is not
+/// enqueued in batches.
+#[inline(always)]
+fn time_loop(
+    count: usize,
+    end: impl FnOnce() -> Res<()>,
+    mut body: impl FnMut() -> Res<()>,
+) -> Res<Duration> {
+    let start = Instant::now();
+    for _ in 0..count {
+        body()?;
+    }
+    end()?;
+    Ok(start.elapsed())
+}
+
+/// No end point: for [`time_loop`] where each call is complete when it returns.
+fn no_end() -> Res<()> {
+    Ok(())
+}
+
+/// The raw side's `cuLaunchKernel` of `f` on `s`: a grid of `grid` blocks of `block` threads
+/// (one-dimensional), no dynamic shared memory, the arguments in `params` or `extra`.
+///
+/// # Safety
+/// As for `cuLaunchKernel`: `f` is a live function (or kernel) of the current context, `s` a
+/// live stream of it, `params` or `extra` describe `f`'s parameters and stay alive for the
+/// call, and the kernel stays in bounds of the memory they point to.
+#[inline(always)]
+unsafe fn raw_launch(
+    f: sys::CUfunction,
+    grid: c_uint,
+    block: c_uint,
+    s: sys::CUstream,
+    params: *mut *mut c_void,
+    extra: *mut *mut c_void,
+) -> Res<()> {
+    // SAFETY: the caller's guarantees.
+    unsafe {
+        raw!(cuLaunchKernel(
+            f, grid, 1, 1, block, 1, 1, 0, s, params, extra
+        ))
+    };
+    Ok(())
 }
 
 /// Blocks until the current context is idle (the copies' and memsets' end point, the same
@@ -600,22 +660,7 @@ fn launches(r: &mut Runner, cfg: &Config, ctx: &Context, stream: &Stream) -> Res
             let ns = match side {
                 Side::Raw => enqueue_ns(count, s, || {
                     // SAFETY: empty() takes no parameters; one thread of one block.
-                    unsafe {
-                        raw!(cuLaunchKernel(
-                            f_empty,
-                            1,
-                            1,
-                            1,
-                            1,
-                            1,
-                            1,
-                            0,
-                            s,
-                            null_mut(),
-                            null_mut()
-                        ))
-                    };
-                    Ok(())
+                    unsafe { raw_launch(f_empty, 1, 1, s, null_mut(), null_mut()) }
                 })?,
                 Side::Safe => enqueue_ns(count, s, || {
                     // SAFETY: empty() takes no parameters and touches no memory.
@@ -641,22 +686,7 @@ fn launches(r: &mut Runner, cfg: &Config, ctx: &Context, stream: &Stream) -> Res
             // SAFETY: add4 is (const float*, const float*, float*, int): `args` points to
             // three CUdeviceptr and a c_int, alive across the call; the grid covers ADD4_N
             // threads and the kernel skips i >= n, inside the three ADD4_N-float buffers.
-            unsafe {
-                raw!(cuLaunchKernel(
-                    f_add4,
-                    g,
-                    1,
-                    1,
-                    BLOCK,
-                    1,
-                    1,
-                    0,
-                    s,
-                    args.as_mut_ptr(),
-                    null_mut()
-                ))
-            };
-            Ok(())
+            unsafe { raw_launch(f_add4, g, BLOCK, s, args.as_mut_ptr(), null_mut()) }
         })
     };
 
@@ -764,22 +794,7 @@ fn launches(r: &mut Runner, cfg: &Config, ctx: &Context, stream: &Stream) -> Res
                     // SAFETY: `extra` is CU_LAUNCH_PARAM_END-terminated and points to the
                     // 28-byte parameter buffer of add4 at the device's offsets and to its
                     // size, alive across the call; kernelParams is null. In bounds as above.
-                    unsafe {
-                        raw!(cuLaunchKernel(
-                            f_add4,
-                            g,
-                            1,
-                            1,
-                            BLOCK,
-                            1,
-                            1,
-                            0,
-                            s,
-                            null_mut(),
-                            extra.as_mut_ptr()
-                        ))
-                    };
-                    Ok(())
+                    unsafe { raw_launch(f_add4, g, BLOCK, s, null_mut(), extra.as_mut_ptr()) }
                 })?,
                 Side::Safe => enqueue_ns(count, s, || {
                     // SAFETY: the buffer holds add4's parameters (layout checked by the
@@ -811,19 +826,7 @@ fn launches(r: &mut Runner, cfg: &Config, ctx: &Context, stream: &Stream) -> Res
                         let start = Instant::now();
                         // SAFETY: as for the empty() launches; the stream is live.
                         unsafe {
-                            raw!(cuLaunchKernel(
-                                f_empty,
-                                1,
-                                1,
-                                1,
-                                1,
-                                1,
-                                1,
-                                0,
-                                s,
-                                null_mut(),
-                                null_mut()
-                            ));
+                            raw_launch(f_empty, 1, 1, s, null_mut(), null_mut())?;
                             raw!(cuStreamSynchronize(s));
                         }
                         times.push(secs(start.elapsed()));
@@ -877,6 +880,63 @@ fn check_big(
     Ok(())
 }
 
+/// The two copies between `dev` and host memory of one kind (`"page-locked"` or
+/// `"pageable"`): host to device from `src`, then device to host into `dst`, each as long as
+/// `dev`; both checked against `src` (the first read back through `dst`).
+fn host_copies(
+    r: &mut Runner,
+    kind: &str,
+    reps: usize,
+    dev: &mut DeviceBuffer<u32>,
+    src: &[u32],
+    dst: &mut [u32],
+) -> Res<()> {
+    let bytes = size_of_val(src);
+    let d = dev.as_raw();
+
+    // Host to device. From pageable memory the copy may still be in flight when the call
+    // returns: the context synchronisation ends the timed region.
+    // Safe: DeviceBuffer::copy_from_host = length check + cuCtxGetCurrent + cuMemcpyHtoD_v2.
+    r.bandwidth(
+        format!("copy HtoD, {kind}, {}", size_name(bytes)),
+        reps * bytes,
+        |side| {
+            fill_words(dev, 0)?;
+            let t = match side {
+                Side::Raw => time_loop(reps, ctx_sync, || {
+                    // SAFETY: `src` and `dev` hold `bytes` bytes each.
+                    unsafe { raw!(cuMemcpyHtoD(d, src.as_ptr().cast(), bytes)) };
+                    Ok(())
+                })?,
+                Side::Safe => time_loop(reps, ctx_sync, || Ok(dev.copy_from_host(src)?))?,
+            };
+            read_back(dev, 0, dst)?;
+            compare(&format!("HtoD {kind}"), dst, src)?;
+            Ok(t)
+        },
+    )?;
+
+    // Device to host (`dev` holds `src`, checked above).
+    // Safe: DeviceBuffer::copy_to_host = length check + cuCtxGetCurrent + cuMemcpyDtoH_v2.
+    r.bandwidth(
+        format!("copy DtoH, {kind}, {}", size_name(bytes)),
+        reps * bytes,
+        |side| {
+            dst.fill(0);
+            let t = match side {
+                Side::Raw => time_loop(reps, ctx_sync, || {
+                    // SAFETY: `dst` and `dev` hold `bytes` bytes each.
+                    unsafe { raw!(cuMemcpyDtoH(dst.as_mut_ptr().cast(), d, bytes)) };
+                    Ok(())
+                })?,
+                Side::Safe => time_loop(reps, ctx_sync, || Ok(dev.copy_to_host(dst)?))?,
+            };
+            compare(&format!("DtoH {kind}"), dst, src)?;
+            Ok(t)
+        },
+    )
+}
+
 fn copies(r: &mut Runner, cfg: &Config, ctx: &Context) -> Res<()> {
     let words = cfg.copy_bytes / 4;
     let big_words = cfg.big_bytes / 4;
@@ -891,132 +951,16 @@ fn copies(r: &mut Runner, cfg: &Config, ctx: &Context) -> Res<()> {
     let mut pinned_dst = PinnedBuffer::<u32>::zeroed(ctx, words, PinnedFlags::empty())?;
     let mut pageable_dst = vec![1u32; words];
     let mut dev = DeviceBuffer::<u32>::new(ctx, words)?;
-    let d = dev.as_raw();
-    let bytes = cfg.copy_bytes;
-    let gbps = |total_bytes: usize, t: Duration| total_bytes as f64 / secs(t) / 1e9;
 
-    // Host to device from page-locked memory.
-    // Safe: DeviceBuffer::copy_from_host = length check + cuCtxGetCurrent + cuMemcpyHtoD_v2.
-    r.run(
-        format!("copy HtoD, page-locked, {}", size_name(bytes)),
-        "GB/s",
-        true,
-        Some(1.01),
-        |side| {
-            fill_words(&dev, 0)?;
-            let start = Instant::now();
-            match side {
-                Side::Raw => {
-                    for _ in 0..reps {
-                        // SAFETY: the page-locked source and `dev` hold `bytes` bytes each.
-                        unsafe { raw!(cuMemcpyHtoD(d, pinned_src.as_ptr().cast(), bytes)) };
-                    }
-                }
-                Side::Safe => {
-                    for _ in 0..reps {
-                        dev.copy_from_host(&pinned_src)?;
-                    }
-                }
-            }
-            ctx_sync()?;
-            let t = start.elapsed();
-            read_back(&dev, 0, &mut pinned_dst)?;
-            compare("HtoD page-locked", &pinned_dst, &host)?;
-            Ok(gbps(reps * bytes, t))
-        },
+    host_copies(
+        r,
+        "page-locked",
+        reps,
+        &mut dev,
+        &pinned_src,
+        &mut pinned_dst,
     )?;
-
-    // Device to host into page-locked memory (`dev` holds `host`, checked above).
-    // Safe: DeviceBuffer::copy_to_host = length check + cuCtxGetCurrent + cuMemcpyDtoH_v2.
-    r.run(
-        format!("copy DtoH, page-locked, {}", size_name(bytes)),
-        "GB/s",
-        true,
-        Some(1.01),
-        |side| {
-            pinned_dst.fill(0);
-            let start = Instant::now();
-            match side {
-                Side::Raw => {
-                    for _ in 0..reps {
-                        // SAFETY: the page-locked destination and `dev` hold `bytes` bytes.
-                        unsafe { raw!(cuMemcpyDtoH(pinned_dst.as_mut_ptr().cast(), d, bytes)) };
-                    }
-                }
-                Side::Safe => {
-                    for _ in 0..reps {
-                        dev.copy_to_host(&mut pinned_dst)?;
-                    }
-                }
-            }
-            ctx_sync()?;
-            let t = start.elapsed();
-            compare("DtoH page-locked", &pinned_dst, &host)?;
-            Ok(gbps(reps * bytes, t))
-        },
-    )?;
-
-    // Host to device from pageable memory.
-    // Safe: as for page-locked memory.
-    r.run(
-        format!("copy HtoD, pageable, {}", size_name(bytes)),
-        "GB/s",
-        true,
-        Some(1.01),
-        |side| {
-            fill_words(&dev, 0)?;
-            let start = Instant::now();
-            match side {
-                Side::Raw => {
-                    for _ in 0..reps {
-                        // SAFETY: `host` and `dev` hold `bytes` bytes each.
-                        unsafe { raw!(cuMemcpyHtoD(d, host.as_ptr().cast(), bytes)) };
-                    }
-                }
-                Side::Safe => {
-                    for _ in 0..reps {
-                        dev.copy_from_host(&host)?;
-                    }
-                }
-            }
-            // From pageable memory the copy may still be in flight when the call returns.
-            ctx_sync()?;
-            let t = start.elapsed();
-            read_back(&dev, 0, &mut pinned_dst)?;
-            compare("HtoD pageable", &pinned_dst, &host)?;
-            Ok(gbps(reps * bytes, t))
-        },
-    )?;
-
-    // Device to host into pageable memory.
-    // Safe: as for page-locked memory.
-    r.run(
-        format!("copy DtoH, pageable, {}", size_name(bytes)),
-        "GB/s",
-        true,
-        Some(1.01),
-        |side| {
-            pageable_dst.fill(0);
-            let start = Instant::now();
-            match side {
-                Side::Raw => {
-                    for _ in 0..reps {
-                        // SAFETY: `pageable_dst` and `dev` hold `bytes` bytes each.
-                        unsafe { raw!(cuMemcpyDtoH(pageable_dst.as_mut_ptr().cast(), d, bytes)) };
-                    }
-                }
-                Side::Safe => {
-                    for _ in 0..reps {
-                        dev.copy_to_host(&mut pageable_dst)?;
-                    }
-                }
-            }
-            ctx_sync()?;
-            let t = start.elapsed();
-            compare("DtoH pageable", &pageable_dst, &host)?;
-            Ok(gbps(reps * bytes, t))
-        },
-    )?;
+    host_copies(r, "pageable", reps, &mut dev, &host, &mut pageable_dst)?;
     drop(pageable_dst);
     drop(dev);
 
@@ -1030,29 +974,21 @@ fn copies(r: &mut Runner, cfg: &Config, ctx: &Context) -> Res<()> {
     let (bs, bd) = (big_src.as_raw(), big_dst.as_raw());
 
     // Safe: DeviceBuffer::copy_from_device = length check + cuCtxGetCurrent + cuMemcpyDtoD_v2.
-    r.run(
+    r.bandwidth(
         format!("copy DtoD, {} (read + write)", size_name(big_bytes)),
-        "GB/s",
-        true,
-        Some(1.01),
+        2 * big_reps * big_bytes,
         |side| {
             fill_words(&big_dst, 0)?;
-            let start = Instant::now();
-            match side {
-                Side::Raw => {
-                    for _ in 0..big_reps {
-                        // SAFETY: both buffers hold `big_bytes` bytes and do not overlap.
-                        unsafe { raw!(cuMemcpyDtoD(bd, bs, big_bytes)) };
-                    }
-                }
-                Side::Safe => {
-                    for _ in 0..big_reps {
-                        big_dst.copy_from_device(&big_src.as_slice())?;
-                    }
-                }
-            }
-            ctx_sync()?;
-            let t = start.elapsed();
+            let t = match side {
+                Side::Raw => time_loop(big_reps, ctx_sync, || {
+                    // SAFETY: both buffers hold `big_bytes` bytes and do not overlap.
+                    unsafe { raw!(cuMemcpyDtoD(bd, bs, big_bytes)) };
+                    Ok(())
+                })?,
+                Side::Safe => time_loop(big_reps, ctx_sync, || {
+                    Ok(big_dst.copy_from_device(&big_src.as_slice())?)
+                })?,
+            };
             check_big(&mut pinned_dst, &big_dst, |off, got| {
                 compare(
                     &format!("DtoD, from word {off}"),
@@ -1060,38 +996,28 @@ fn copies(r: &mut Runner, cfg: &Config, ctx: &Context) -> Res<()> {
                     &big_host[off..off + got.len()],
                 )
             })?;
-            Ok(gbps(2 * big_reps * big_bytes, t))
+            Ok(t)
         },
     )?;
 
     // memset: a different non-zero value each sample, so a memset that did nothing fails.
     // Safe: DeviceBuffer::memset_u32 = size check + cuCtxGetCurrent + cuMemsetD32_v2.
     let mut sample_no: u32 = 0;
-    r.run(
+    r.bandwidth(
         format!("memset cuMemsetD32, {}", size_name(big_bytes)),
-        "GB/s",
-        true,
-        Some(1.01),
+        big_reps * big_bytes,
         |side| {
             sample_no += 1;
             // Odd multiples of an odd constant: distinct for distinct sample numbers.
             let value = (2 * sample_no + 1).wrapping_mul(0x9E37_79B1);
-            let start = Instant::now();
-            match side {
-                Side::Raw => {
-                    for _ in 0..big_reps {
-                        // SAFETY: big_dst holds `big_words` words.
-                        unsafe { raw!(cuMemsetD32(bd, value, big_words)) };
-                    }
-                }
-                Side::Safe => {
-                    for _ in 0..big_reps {
-                        big_dst.memset_u32(value)?;
-                    }
-                }
-            }
-            ctx_sync()?;
-            let t = start.elapsed();
+            let t = match side {
+                Side::Raw => time_loop(big_reps, ctx_sync, || {
+                    // SAFETY: big_dst holds `big_words` words.
+                    unsafe { raw!(cuMemsetD32(bd, value, big_words)) };
+                    Ok(())
+                })?,
+                Side::Safe => time_loop(big_reps, ctx_sync, || Ok(big_dst.memset_u32(value)?))?,
+            };
             check_big(&mut pinned_dst, &big_dst, |off, got| {
                 match got.iter().position(|&w| w != value) {
                     None => Ok(()),
@@ -1102,7 +1028,7 @@ fn copies(r: &mut Runner, cfg: &Config, ctx: &Context) -> Res<()> {
                     ))),
                 }
             })?;
-            Ok(gbps(big_reps * big_bytes, t))
+            Ok(t)
         },
     )?;
     Ok(())
@@ -1121,28 +1047,25 @@ fn allocations(r: &mut Runner, cfg: &Config, ctx: &Context, stream: &Stream) -> 
         false,
         Some(1.05),
         |side| {
-            let start = Instant::now();
-            match side {
-                Side::Raw => {
-                    for _ in 0..count {
-                        let mut p: sys::CUdeviceptr = 0;
-                        // SAFETY: writes one CUdeviceptr, freed right after; context current.
-                        unsafe {
-                            raw!(cuMemAlloc(&mut p, bytes));
-                            raw!(cuMemFree(p));
-                        }
+            let t = match side {
+                Side::Raw => time_loop(count, no_end, || {
+                    let mut p: sys::CUdeviceptr = 0;
+                    // SAFETY: writes one CUdeviceptr, freed right after; context current.
+                    unsafe {
+                        raw!(cuMemAlloc(&mut p, bytes));
+                        raw!(cuMemFree(p));
                     }
-                }
+                    Ok(())
+                })?,
                 // Safe: DeviceBuffer::new = size check + cuCtxGetCurrent + cuMemAlloc_v2 +
                 // a Context clone (atomic increment); drop = cuCtxGetCurrent + cuMemFree_v2 +
                 // an atomic decrement.
-                Side::Safe => {
-                    for _ in 0..count {
-                        drop(DeviceBuffer::<u8>::new(ctx, bytes)?);
-                    }
-                }
-            }
-            Ok(secs(start.elapsed()) * 1e6 / count as f64)
+                Side::Safe => time_loop(count, no_end, || {
+                    drop(DeviceBuffer::<u8>::new(ctx, bytes)?);
+                    Ok(())
+                })?,
+            };
+            Ok(secs(t) * 1e6 / count as f64)
         },
     )?;
     r.run(
@@ -1154,10 +1077,14 @@ fn allocations(r: &mut Runner, cfg: &Config, ctx: &Context, stream: &Stream) -> 
         false,
         Some(1.05),
         |side| {
-            let start = Instant::now();
-            match side {
+            let t = match side {
                 Side::Raw => {
-                    for _ in 0..count {
+                    let sync = || {
+                        // SAFETY: live stream.
+                        unsafe { raw!(cuStreamSynchronize(s)) };
+                        Ok(())
+                    };
+                    time_loop(count, sync, || {
                         let mut p: sys::CUdeviceptr = 0;
                         // SAFETY: writes one CUdeviceptr, freed in stream order right after;
                         // the stream is live.
@@ -1165,21 +1092,19 @@ fn allocations(r: &mut Runner, cfg: &Config, ctx: &Context, stream: &Stream) -> 
                             raw!(cuMemAllocAsync(&mut p, bytes, s));
                             raw!(cuMemFreeAsync(p, s));
                         }
-                    }
-                    // SAFETY: live stream.
-                    unsafe { raw!(cuStreamSynchronize(s)) };
+                        Ok(())
+                    })?
                 }
                 // Safe: DeviceBuffer::new_async = size check + cuCtxGetCurrent +
                 // cuMemAllocAsync; AsyncDeviceBuffer::free_async = cuCtxGetCurrent +
                 // cuMemFreeAsync; Stream::synchronize = cuCtxGetCurrent + cuStreamSynchronize.
-                Side::Safe => {
-                    for _ in 0..count {
-                        DeviceBuffer::<u8>::new_async(stream, bytes)?.free_async()?;
-                    }
-                    stream.synchronize()?;
-                }
-            }
-            Ok(secs(start.elapsed()) * 1e6 / count as f64)
+                Side::Safe => time_loop(
+                    count,
+                    || Ok(stream.synchronize()?),
+                    || Ok(DeviceBuffer::<u8>::new_async(stream, bytes)?.free_async()?),
+                )?,
+            };
+            Ok(secs(t) * 1e6 / count as f64)
         },
     )?;
     Ok(())
@@ -1198,32 +1123,29 @@ fn loading(r: &mut Runner, cfg: &Config, ctx: &Context, stream: &Stream) -> Res<
         false,
         Some(1.05),
         |side| {
-            let start = Instant::now();
-            match side {
-                Side::Raw => {
-                    for _ in 0..count {
-                        let mut m: sys::CUmodule = null_mut();
-                        // SAFETY: NUL-terminated PTX; the module is unloaded right after.
-                        unsafe {
-                            raw!(cuModuleLoadData(
-                                &mut m,
-                                ptx::BENCH.as_ptr().cast::<c_void>()
-                            ));
-                            raw!(cuModuleUnload(m));
-                        }
+            let t = match side {
+                Side::Raw => time_loop(count, no_end, || {
+                    let mut m: sys::CUmodule = null_mut();
+                    // SAFETY: NUL-terminated PTX; the module is unloaded right after.
+                    unsafe {
+                        raw!(cuModuleLoadData(
+                            &mut m,
+                            ptx::BENCH.as_ptr().cast::<c_void>()
+                        ));
+                        raw!(cuModuleUnload(m));
                     }
-                }
+                    Ok(())
+                })?,
                 // Safe: Module::load_data = cuCtxGetCurrent + cuModuleLoadDataEx with 5 JIT
                 // options (info and error log buffers, allocated and zeroed per load, and the
                 // wall time) + the info log copied into a String + an Arc; drop =
                 // cuCtxGetCurrent + cuModuleUnload. ptx::BENCH ends in NUL: no copy.
-                Side::Safe => {
-                    for _ in 0..count {
-                        drop(Module::load_data(ctx, ptx::BENCH)?);
-                    }
-                }
-            }
-            Ok(secs(start.elapsed()) * 1e3 / count as f64)
+                Side::Safe => time_loop(count, no_end, || {
+                    drop(Module::load_data(ctx, ptx::BENCH)?);
+                    Ok(())
+                })?,
+            };
+            Ok(secs(t) * 1e3 / count as f64)
         },
     )?;
 
@@ -1252,50 +1174,36 @@ fn loading(r: &mut Runner, cfg: &Config, ctx: &Context, stream: &Stream) -> Res<
         Some(1.05),
         |side| {
             add4.clear()?;
-            let start = Instant::now();
-            match side {
-                Side::Raw => {
-                    for _ in 0..count {
-                        let mut lib: sys::CUlibrary = null_mut();
-                        let mut k: sys::CUkernel = null_mut();
-                        // SAFETY: NUL-terminated PTX, no options; the kernel handle is used
-                        // as a CUfunction for cuLaunchKernel (allowed for CUkernel) while the
-                        // library is loaded; add4's arguments as in `launches`.
-                        unsafe {
-                            raw!(cuLibraryLoadData(
-                                &mut lib,
-                                ptx::BENCH.as_ptr().cast::<c_void>(),
-                                null_mut(),
-                                null_mut(),
-                                0,
-                                null_mut(),
-                                null_mut(),
-                                0
-                            ));
-                            raw!(cuLibraryGetKernel(&mut k, lib, c"add4".as_ptr()));
-                            raw!(cuLaunchKernel(
-                                k.cast(),
-                                g,
-                                1,
-                                1,
-                                BLOCK,
-                                1,
-                                1,
-                                0,
-                                s,
-                                args.as_mut_ptr(),
-                                null_mut()
-                            ));
-                            raw!(cuStreamSynchronize(s));
-                            raw!(cuLibraryUnload(lib));
-                        }
+            let t = match side {
+                Side::Raw => time_loop(count, no_end, || {
+                    let mut lib: sys::CUlibrary = null_mut();
+                    let mut k: sys::CUkernel = null_mut();
+                    // SAFETY: NUL-terminated PTX, no options; the kernel handle is used as a
+                    // CUfunction for cuLaunchKernel (allowed for CUkernel) while the library
+                    // is loaded; add4's arguments as in `launches`.
+                    unsafe {
+                        raw!(cuLibraryLoadData(
+                            &mut lib,
+                            ptx::BENCH.as_ptr().cast::<c_void>(),
+                            null_mut(),
+                            null_mut(),
+                            0,
+                            null_mut(),
+                            null_mut(),
+                            0
+                        ));
+                        raw!(cuLibraryGetKernel(&mut k, lib, c"add4".as_ptr()));
+                        raw_launch(k.cast(), g, BLOCK, s, args.as_mut_ptr(), null_mut())?;
+                        raw!(cuStreamSynchronize(s));
+                        raw!(cuLibraryUnload(lib));
                     }
-                }
+                    Ok(())
+                })?,
                 Side::Safe => {
-                    for _ in 0..count {
+                    let Add4 { a, b, c, n, .. } = &mut add4;
+                    time_loop(count, no_end, || {
                         let lib = Library::load_data(ptx::BENCH)?;
                         let kernel = lib.kernel("add4")?;
-                        let Add4 { a, b, c, n, .. } = &mut add4;
                         // SAFETY: the arguments are add4's parameters; a, b and c hold
                         // ADD4_N floats, the grid covers ADD4_N threads, the kernel skips
                         // i >= n; the stream is synchronized before the host reads c.
@@ -1303,10 +1211,10 @@ fn loading(r: &mut Runner, cfg: &Config, ctx: &Context, stream: &Stream) -> Res<
                         stream.synchronize()?;
                         drop(kernel);
                         drop(lib);
-                    }
+                        Ok(())
+                    })?
                 }
-            }
-            let t = start.elapsed();
+            };
             add4.check()?;
             Ok(secs(t) * 1e3 / count as f64)
         },
@@ -1377,31 +1285,28 @@ fn events(r: &mut Runner, cfg: &Config, ctx: &Context, stream: &Stream) -> Res<(
         false,
         None,
         |side| {
-            let start = Instant::now();
-            match side {
-                Side::Raw => {
-                    for _ in 0..count {
-                        let mut ms = 0.0f32;
-                        // SAFETY: both events are live, recorded and completed.
-                        let code = unsafe { elapsed_v1(&mut ms, e0, e1) };
-                        if code != sys::CUDA_SUCCESS {
-                            return Err(Failure::Raw {
-                                call: "cuEventElapsedTime",
-                                code,
-                            });
-                        }
-                        raw_ms = std::hint::black_box(ms);
+            let t = match side {
+                Side::Raw => time_loop(count, no_end, || {
+                    let mut ms = 0.0f32;
+                    // SAFETY: both events are live, recorded and completed.
+                    let code = unsafe { elapsed_v1(&mut ms, e0, e1) };
+                    if code != sys::CUDA_SUCCESS {
+                        return Err(Failure::Raw {
+                            call: "cuEventElapsedTime",
+                            code,
+                        });
                     }
-                }
+                    raw_ms = std::hint::black_box(ms);
+                    Ok(())
+                })?,
                 // Safe: Event::elapsed_ms = the cached entry point (an atomic load) +
                 // cuCtxGetCurrent + cuEventElapsedTime (v1).
-                Side::Safe => {
-                    for _ in 0..count {
-                        safe_ms = std::hint::black_box(start_ev.elapsed_ms(&end_ev)?);
-                    }
-                }
-            }
-            Ok(secs(start.elapsed()) * 1e9 / count as f64)
+                Side::Safe => time_loop(count, no_end, || {
+                    safe_ms = std::hint::black_box(start_ev.elapsed_ms(&end_ev)?);
+                    Ok(())
+                })?,
+            };
+            Ok(secs(t) * 1e9 / count as f64)
         },
     )?;
     check!(
