@@ -625,6 +625,53 @@ fn packed_error<L: Launchable, const N: usize>(
     Error::InvalidArgument(format!("kernel `{kernel}`: the ParamBuffer does not match"))
 }
 
+/// The one `cuLaunchKernel` call: `f` in the configuration `cfg` on `stream`, its arguments
+/// in `params` (`kernelParams`) or `extra`.
+///
+/// # Safety
+/// As for [`Function::launch_unchecked`]; `f` is a live function or kernel; `params` or
+/// `extra` is null or describes `f`'s arguments as `cuLaunchKernel` requires, alive for the
+/// call.
+#[inline(always)]
+#[track_caller]
+unsafe fn cu_launch_kernel(
+    f: sys::CUfunction,
+    stream: &Stream,
+    cfg: &LaunchConfig,
+    params: *mut *mut c_void,
+    extra: *mut *mut c_void,
+) -> Result<()> {
+    check(
+        // SAFETY: the caller's guarantees.
+        unsafe {
+            sys::cuLaunchKernel(
+                f,
+                cfg.grid.x,
+                cfg.grid.y,
+                cfg.grid.z,
+                cfg.block.x,
+                cfg.block.y,
+                cfg.block.z,
+                cfg.shared_mem_bytes,
+                stream.as_raw(),
+                params,
+                extra,
+            )
+        },
+        "cuLaunchKernel",
+    )
+}
+
+/// `kernelParams` for the argument pointers of a launch: null when there are none.
+#[inline(always)]
+fn kernel_params(pointers: &mut [*mut c_void]) -> *mut *mut c_void {
+    if pointers.is_empty() {
+        ptr::null_mut()
+    } else {
+        pointers.as_mut_ptr()
+    }
+}
+
 /// `cuLaunchKernel` with a parameter pointer array.
 ///
 /// # Safety
@@ -638,33 +685,11 @@ unsafe fn launch_kernel<A: KernelArgs>(
     args: A,
 ) -> Result<()> {
     let mut pointers = args.pointers();
-    let pointers = pointers.as_mut();
-    let params = if pointers.is_empty() {
-        ptr::null_mut()
-    } else {
-        pointers.as_mut_ptr()
-    };
-    check(
-        // SAFETY: `params` holds one pointer per argument, each to the argument's bytes, alive
-        // until `args` drops at the end of this function, after the call (the driver copies the
-        // parameters during it); the caller guarantees the rest.
-        unsafe {
-            sys::cuLaunchKernel(
-                f,
-                cfg.grid.x,
-                cfg.grid.y,
-                cfg.grid.z,
-                cfg.block.x,
-                cfg.block.y,
-                cfg.block.z,
-                cfg.shared_mem_bytes,
-                stream.as_raw(),
-                params,
-                ptr::null_mut(),
-            )
-        },
-        "cuLaunchKernel",
-    )
+    let params = kernel_params(pointers.as_mut());
+    // SAFETY: `params` holds one pointer per argument, each to the argument's bytes, alive
+    // until `args` drops at the end of this function, after the call (the driver copies the
+    // parameters during it); the caller guarantees the rest.
+    unsafe { cu_launch_kernel(f, stream, cfg, params, ptr::null_mut()) }
 }
 
 /// `cuLaunchKernelEx` with a parameter pointer array.
@@ -682,12 +707,7 @@ unsafe fn launch_kernel_ex<A: KernelArgs>(
 ) -> Result<()> {
     let config = attrs.raw_config(cfg, stream.as_raw());
     let mut pointers = args.pointers();
-    let pointers = pointers.as_mut();
-    let params = if pointers.is_empty() {
-        ptr::null_mut()
-    } else {
-        pointers.as_mut_ptr()
-    };
+    let params = kernel_params(pointers.as_mut());
     check(
         // SAFETY: as in launch_kernel; `config` points to `attrs`' array, alive for the call.
         unsafe { sys::cuLaunchKernelEx(&config, f, params, ptr::null_mut()) },
@@ -715,27 +735,10 @@ unsafe fn launch_kernel_packed<const N: usize>(
         (&mut size as *mut usize).cast(),
         sys::CU_LAUNCH_PARAM_END,
     ];
-    check(
-        // SAFETY: `extra` is an END-terminated list naming the buffer (len initialised bytes,
-        // borrowed for the call) and a pointer to its size, both alive for the call; no
-        // kernelParams; the caller guarantees the rest.
-        unsafe {
-            sys::cuLaunchKernel(
-                f,
-                cfg.grid.x,
-                cfg.grid.y,
-                cfg.grid.z,
-                cfg.block.x,
-                cfg.block.y,
-                cfg.block.z,
-                cfg.shared_mem_bytes,
-                stream.as_raw(),
-                ptr::null_mut(),
-                extra.as_mut_ptr(),
-            )
-        },
-        "cuLaunchKernel",
-    )
+    // SAFETY: `extra` is an END-terminated list naming the buffer (len initialised bytes,
+    // borrowed for the call) and a pointer to its size, both alive for the call; no
+    // kernelParams; the caller guarantees the rest.
+    unsafe { cu_launch_kernel(f, stream, cfg, ptr::null_mut(), extra.as_mut_ptr()) }
 }
 
 macro_rules! launch_methods {
