@@ -116,156 +116,71 @@ fn active_clusters(
     Ok(n as u32)
 }
 
-impl Function {
+/// The occupancy queries of [`Function`] (in its own context) and [`Kernel`] (in a context
+/// given to each call), from one list: each method makes the context current and calls its
+/// helper above with the kernel's handle and its own arguments.
+macro_rules! occupancy_methods {
+    ($(
+        $(#[doc = $doc:literal])*
+        fn $name:ident($($arg:ident: $arg_ty:ty),*) -> $ret:ty = $helper:ident($call:literal);
+    )*) => {
+        impl Function {
+            $(
+                $(#[doc = $doc])*
+                ///
+                #[doc = concat!("Wraps `", $call, "`.")]
+                #[doc(alias = $call)]
+                #[track_caller]
+                pub fn $name(&self, $($arg: $arg_ty),*) -> Result<$ret> {
+                    self.context().ensure_current()?;
+                    $helper(self.raw_function(), $($arg),*)
+                }
+            )*
+        }
+
+        impl Kernel {
+            $(
+                #[doc = concat!(
+                    "[`Function::", stringify!($name), "`] for this kernel on the device of `ctx`."
+                )]
+                ///
+                #[doc = concat!("Wraps `", $call, "`.")]
+                #[doc(alias = $call)]
+                #[track_caller]
+                pub fn $name(&self, ctx: &Context, $($arg: $arg_ty),*) -> Result<$ret> {
+                    ctx.ensure_current()?;
+                    $helper(self.raw_function(), $($arg),*)
+                }
+            )*
+        }
+    };
+}
+
+occupancy_methods! {
     /// How many blocks of `block_size` threads with `dynamic_smem_bytes` of dynamic shared
     /// memory can be resident on one multiprocessor at once.
-    ///
-    /// Wraps `cuOccupancyMaxActiveBlocksPerMultiprocessor`.
-    #[doc(alias = "cuOccupancyMaxActiveBlocksPerMultiprocessor")]
-    #[track_caller]
-    pub fn max_active_blocks_per_multiprocessor(
-        &self,
-        block_size: u32,
-        dynamic_smem_bytes: usize,
-    ) -> Result<u32> {
-        self.context().ensure_current()?;
-        active_blocks(self.raw_function(), block_size, dynamic_smem_bytes)
-    }
+    fn max_active_blocks_per_multiprocessor(block_size: u32, dynamic_smem_bytes: usize) -> u32
+        = active_blocks("cuOccupancyMaxActiveBlocksPerMultiprocessor");
 
     /// The block size with the highest occupancy for a constant `dynamic_smem_bytes` per
     /// block, at most `block_size_limit` threads (0: no limit), and the smallest grid that
-    /// fills the device with it.
-    ///
-    /// Wraps `cuOccupancyMaxPotentialBlockSize` (without a shared-memory callback).
-    #[doc(alias = "cuOccupancyMaxPotentialBlockSize")]
-    #[track_caller]
-    pub fn max_potential_block_size(
-        &self,
-        dynamic_smem_bytes: usize,
-        block_size_limit: u32,
-    ) -> Result<BlockSizeSuggestion> {
-        self.context().ensure_current()?;
-        potential_block_size(self.raw_function(), dynamic_smem_bytes, block_size_limit)
-    }
+    /// fills the device with it (without a shared-memory callback).
+    fn max_potential_block_size(dynamic_smem_bytes: usize, block_size_limit: u32)
+        -> BlockSizeSuggestion = potential_block_size("cuOccupancyMaxPotentialBlockSize");
 
     /// The dynamic shared memory per block available when `num_blocks` blocks of
     /// `block_size` threads are resident on a multiprocessor.
-    ///
-    /// Wraps `cuOccupancyAvailableDynamicSMemPerBlock`.
-    #[doc(alias = "cuOccupancyAvailableDynamicSMemPerBlock")]
-    #[track_caller]
-    pub fn available_dynamic_shared_memory_per_block(
-        &self,
-        num_blocks: u32,
-        block_size: u32,
-    ) -> Result<usize> {
-        self.context().ensure_current()?;
-        available_smem(self.raw_function(), num_blocks, block_size)
-    }
+    fn available_dynamic_shared_memory_per_block(num_blocks: u32, block_size: u32) -> usize
+        = available_smem("cuOccupancyAvailableDynamicSMemPerBlock");
 
     /// The largest cluster (in blocks) this kernel can launch with in the configuration
     /// `cfg` (the cluster dimension in `attrs` is ignored): portable sizes (at most 8) unless
     /// the kernel allows non-portable ones.
-    ///
-    /// Wraps `cuOccupancyMaxPotentialClusterSize`.
-    #[doc(alias = "cuOccupancyMaxPotentialClusterSize")]
-    #[track_caller]
-    pub fn max_potential_cluster_size(
-        &self,
-        cfg: &LaunchConfig,
-        attrs: &LaunchAttributes,
-    ) -> Result<u32> {
-        self.context().ensure_current()?;
-        potential_cluster_size(self.raw_function(), cfg, attrs)
-    }
+    fn max_potential_cluster_size(cfg: &LaunchConfig, attrs: &LaunchAttributes) -> u32
+        = potential_cluster_size("cuOccupancyMaxPotentialClusterSize");
 
     /// How many clusters of the shape in `attrs` ([`LaunchAttributes::cluster_dim`], required
     /// unless the kernel fixes it) can be resident on the device at once.
-    ///
-    /// Wraps `cuOccupancyMaxActiveClusters`.
-    #[doc(alias = "cuOccupancyMaxActiveClusters")]
-    #[track_caller]
-    pub fn max_active_clusters(&self, cfg: &LaunchConfig, attrs: &LaunchAttributes) -> Result<u32> {
-        self.context().ensure_current()?;
-        active_clusters(self.raw_function(), cfg, attrs)
-    }
-}
-
-impl Kernel {
-    /// [`Function::max_active_blocks_per_multiprocessor`] for this kernel on the device of
-    /// `ctx`.
-    ///
-    /// Wraps `cuOccupancyMaxActiveBlocksPerMultiprocessor`.
-    #[doc(alias = "cuOccupancyMaxActiveBlocksPerMultiprocessor")]
-    #[track_caller]
-    pub fn max_active_blocks_per_multiprocessor(
-        &self,
-        ctx: &Context,
-        block_size: u32,
-        dynamic_smem_bytes: usize,
-    ) -> Result<u32> {
-        ctx.ensure_current()?;
-        active_blocks(self.raw_function(), block_size, dynamic_smem_bytes)
-    }
-
-    /// [`Function::max_potential_block_size`] for this kernel on the device of `ctx`.
-    ///
-    /// Wraps `cuOccupancyMaxPotentialBlockSize`.
-    #[doc(alias = "cuOccupancyMaxPotentialBlockSize")]
-    #[track_caller]
-    pub fn max_potential_block_size(
-        &self,
-        ctx: &Context,
-        dynamic_smem_bytes: usize,
-        block_size_limit: u32,
-    ) -> Result<BlockSizeSuggestion> {
-        ctx.ensure_current()?;
-        potential_block_size(self.raw_function(), dynamic_smem_bytes, block_size_limit)
-    }
-
-    /// [`Function::available_dynamic_shared_memory_per_block`] for this kernel on the device
-    /// of `ctx`.
-    ///
-    /// Wraps `cuOccupancyAvailableDynamicSMemPerBlock`.
-    #[doc(alias = "cuOccupancyAvailableDynamicSMemPerBlock")]
-    #[track_caller]
-    pub fn available_dynamic_shared_memory_per_block(
-        &self,
-        ctx: &Context,
-        num_blocks: u32,
-        block_size: u32,
-    ) -> Result<usize> {
-        ctx.ensure_current()?;
-        available_smem(self.raw_function(), num_blocks, block_size)
-    }
-
-    /// [`Function::max_potential_cluster_size`] for this kernel on the device of `ctx`.
-    ///
-    /// Wraps `cuOccupancyMaxPotentialClusterSize`.
-    #[doc(alias = "cuOccupancyMaxPotentialClusterSize")]
-    #[track_caller]
-    pub fn max_potential_cluster_size(
-        &self,
-        ctx: &Context,
-        cfg: &LaunchConfig,
-        attrs: &LaunchAttributes,
-    ) -> Result<u32> {
-        ctx.ensure_current()?;
-        potential_cluster_size(self.raw_function(), cfg, attrs)
-    }
-
-    /// [`Function::max_active_clusters`] for this kernel on the device of `ctx`.
-    ///
-    /// Wraps `cuOccupancyMaxActiveClusters`.
-    #[doc(alias = "cuOccupancyMaxActiveClusters")]
-    #[track_caller]
-    pub fn max_active_clusters(
-        &self,
-        ctx: &Context,
-        cfg: &LaunchConfig,
-        attrs: &LaunchAttributes,
-    ) -> Result<u32> {
-        ctx.ensure_current()?;
-        active_clusters(self.raw_function(), cfg, attrs)
-    }
+    fn max_active_clusters(cfg: &LaunchConfig, attrs: &LaunchAttributes) -> u32
+        = active_clusters("cuOccupancyMaxActiveClusters");
 }
