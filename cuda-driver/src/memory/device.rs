@@ -238,57 +238,14 @@ impl<T: DeviceRepr> DeviceBuffer<T> {
         unsafe { std::ptr::read(&this.ctx) };
         this.ptr
     }
+}
 
-    /// The device address, valid while `self` lives (0 for a buffer of zero bytes).
-    #[inline]
-    pub fn as_raw(&self) -> sys::CUdeviceptr {
-        self.ptr
-    }
-
-    /// Number of elements.
-    #[inline]
-    pub fn len(&self) -> usize {
-        self.len
-    }
-
-    /// Whether the buffer holds no elements.
-    #[inline]
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-
-    /// Size in bytes.
-    #[inline]
-    pub fn bytes(&self) -> usize {
-        self.len * size_of::<T>()
-    }
-
-    /// The buffer's context.
-    #[inline]
-    pub fn context(&self) -> &Context {
-        &self.ctx
-    }
-
-    /// The whole buffer as a shared view.
-    #[inline]
-    pub fn as_slice(&self) -> DeviceSlice<'_, T> {
-        DeviceSlice {
-            ptr: self.ptr,
-            len: self.len,
-            ctx: &self.ctx,
-            _marker: PhantomData,
-        }
-    }
-
-    /// The whole buffer as a mutable view.
-    #[inline]
-    pub fn as_mut_slice(&mut self) -> DeviceSliceMut<'_, T> {
-        DeviceSliceMut {
-            ptr: self.ptr,
-            len: self.len,
-            ctx: &self.ctx,
-            _marker: PhantomData,
-        }
+device_memory_accessors! {
+    impl<T> DeviceBuffer<T>, "buffer" {
+        /// The device address, valid while `self` lives (0 for a buffer of zero bytes).
+        fn as_raw;
+        /// The buffer's context.
+        fn context(buf) -> &Context { &buf.ctx }
     }
 }
 
@@ -363,54 +320,43 @@ impl<T: DeviceRepr> std::fmt::Debug for DeviceSliceMut<'_, T> {
     }
 }
 
+device_memory_accessors! {
+    impl<'a, T> DeviceSlice<'a, T>, "view" {
+        /// A view of `len` elements at `ptr`, device-accessible memory of `ctx` that this crate
+        /// did not allocate (another library's, or the device address of mapped page-locked
+        /// memory).
+        ///
+        /// # Safety
+        /// `ptr` is valid for reads of `len * size_of::<T>()` bytes from `ctx` for `'a`, and the
+        /// host does not write that memory while the view or work queued through it may read
+        /// it.
+        unsafe fn from_raw;
+        /// The device address of the first element.
+        fn as_raw;
+        /// The context of the memory.
+        fn context;
+    }
+}
+
+device_memory_accessors! {
+    impl<'a, T> DeviceSliceMut<'a, T>, "view" {
+        /// A mutable view of `len` elements at `ptr`, device memory of `ctx` that this crate did
+        /// not allocate.
+        ///
+        /// # Safety
+        /// `ptr` is valid for reads and writes of `len * size_of::<T>()` bytes from `ctx` for
+        /// `'a`; nothing else accesses that memory while the view lives; and the host does not
+        /// access it while work queued through the view (the `*_async` operations, or blocking
+        /// device-to-device copies, which return before they are done) may still run.
+        unsafe fn from_raw;
+        /// The device address of the first element.
+        fn as_raw;
+        /// The context of the memory.
+        fn context;
+    }
+}
+
 impl<'a, T: DeviceRepr> DeviceSlice<'a, T> {
-    /// A view of `len` elements at `ptr`, device-accessible memory of `ctx` that this crate
-    /// did not allocate (another library's, or the device address of mapped page-locked
-    /// memory).
-    ///
-    /// # Safety
-    /// `ptr` is valid for reads of `len * size_of::<T>()` bytes from `ctx` for `'a`, and the
-    /// host does not write that memory while the view or work queued through it may read it.
-    #[inline]
-    pub unsafe fn from_raw(ptr: sys::CUdeviceptr, len: usize, ctx: &'a Context) -> Self {
-        DeviceSlice {
-            ptr,
-            len,
-            ctx,
-            _marker: PhantomData,
-        }
-    }
-
-    /// The device address of the first element.
-    #[inline]
-    pub fn as_raw(&self) -> sys::CUdeviceptr {
-        self.ptr
-    }
-
-    /// Number of elements.
-    #[inline]
-    pub fn len(&self) -> usize {
-        self.len
-    }
-
-    /// Whether the view is empty.
-    #[inline]
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-
-    /// Size in bytes.
-    #[inline]
-    pub fn bytes(&self) -> usize {
-        self.len * size_of::<T>()
-    }
-
-    /// The context of the memory.
-    #[inline]
-    pub fn context(&self) -> &'a Context {
-        self.ctx
-    }
-
     /// The elements in `range`, as a view borrowed from the same buffer; a range outside the
     /// view is [`Error::OutOfBounds`].
     #[inline]
@@ -522,54 +468,6 @@ impl<'a, T: DeviceRepr> DeviceSlice<'a, T> {
 }
 
 impl<'a, T: DeviceRepr> DeviceSliceMut<'a, T> {
-    /// A mutable view of `len` elements at `ptr`, device memory of `ctx` that this crate did
-    /// not allocate.
-    ///
-    /// # Safety
-    /// `ptr` is valid for reads and writes of `len * size_of::<T>()` bytes from `ctx` for
-    /// `'a`; nothing else accesses that memory while the view lives; and the host does not
-    /// access it while work queued through the view (the `*_async` operations, or blocking
-    /// device-to-device copies, which return before they are done) may still run.
-    #[inline]
-    pub unsafe fn from_raw(ptr: sys::CUdeviceptr, len: usize, ctx: &'a Context) -> Self {
-        DeviceSliceMut {
-            ptr,
-            len,
-            ctx,
-            _marker: PhantomData,
-        }
-    }
-
-    /// The device address of the first element.
-    #[inline]
-    pub fn as_raw(&self) -> sys::CUdeviceptr {
-        self.ptr
-    }
-
-    /// Number of elements.
-    #[inline]
-    pub fn len(&self) -> usize {
-        self.len
-    }
-
-    /// Whether the view is empty.
-    #[inline]
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-
-    /// Size in bytes.
-    #[inline]
-    pub fn bytes(&self) -> usize {
-        self.len * size_of::<T>()
-    }
-
-    /// The context of the memory.
-    #[inline]
-    pub fn context(&self) -> &'a Context {
-        self.ctx
-    }
-
     /// A shared view of the same elements.
     #[inline]
     pub fn as_slice(&self) -> DeviceSlice<'_, T> {

@@ -1,7 +1,6 @@
 //! Managed (unified) memory: [`ManagedBuffer`] (`cuMemAllocManaged`).
 
 use std::marker::PhantomData;
-use std::mem::size_of;
 use std::ptr::NonNull;
 
 use cuda_driver_sys as sys;
@@ -147,38 +146,19 @@ impl<T: DeviceRepr> ManagedBuffer<T> {
         }
         Ok(buf)
     }
+}
 
-    /// The managed address, valid on the host and the devices while `self` lives (0 for zero
-    /// bytes). For kernels: the host must not read the memory while a kernel may write it.
-    #[inline]
-    pub fn as_raw(&self) -> sys::CUdeviceptr {
-        self.ptr
+device_memory_accessors! {
+    impl<T> ManagedBuffer<T>, "buffer" {
+        /// The managed address, valid on the host and the devices while `self` lives (0 for zero
+        /// bytes). For kernels: the host must not read the memory while a kernel may write it.
+        fn as_raw;
+        /// The context it was allocated in.
+        fn context(buf) -> &Context { &buf.ctx }
     }
+}
 
-    /// Number of elements.
-    #[inline]
-    pub fn len(&self) -> usize {
-        self.len
-    }
-
-    /// Whether the buffer holds no elements.
-    #[inline]
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-
-    /// Size in bytes.
-    #[inline]
-    pub fn bytes(&self) -> usize {
-        self.len * size_of::<T>()
-    }
-
-    /// The context it was allocated in.
-    #[inline]
-    pub fn context(&self) -> &Context {
-        &self.ctx
-    }
-
+impl<T: DeviceRepr> ManagedBuffer<T> {
     /// The memory as a device view, for this module's blocking operations only: a safe view
     /// would allow asynchronous device writes while the host reads through `as_slice`.
     fn device_view(&mut self) -> DeviceSliceMut<'_, T> {

@@ -15,11 +15,119 @@ use cuda_driver_sys as sys;
 
 use crate::Device;
 
-/// Adds the view operations to a buffer type with `as_slice()` and `as_mut_slice()`, each
-/// delegating to the one implementation on [`DeviceSlice`] / [`DeviceSliceMut`].
+/// Adds the accessors every typed device memory type has, over its `ptr` and `len` fields:
+/// `as_raw` (documented by the caller: how long the address is valid), `len`, `is_empty`,
+/// `bytes` and `context` (documented by the caller, its body an expression of the receiver,
+/// named by the caller). For a view ([`DeviceSlice`], [`DeviceSliceMut`]), whose `ctx` field
+/// borrows the context for its lifetime, also `from_raw`, documented by the caller.
+macro_rules! device_memory_accessors {
+    (
+        impl<$lt:lifetime, T> $ty:ident<$lt2:lifetime, T>, $what:literal {
+            $(#[doc = $from_raw_doc:literal])+
+            unsafe fn from_raw;
+            $(#[doc = $as_raw_doc:literal])+
+            fn as_raw;
+            $(#[doc = $context_doc:literal])+
+            fn context;
+        }
+    ) => {
+        impl<$lt, T: $crate::DeviceRepr> $ty<$lt, T> {
+            $(#[doc = $from_raw_doc])+
+            #[inline]
+            pub unsafe fn from_raw(
+                ptr: ::cuda_driver_sys::CUdeviceptr,
+                len: usize,
+                ctx: &$lt $crate::Context,
+            ) -> Self {
+                $ty {
+                    ptr,
+                    len,
+                    ctx,
+                    _marker: ::std::marker::PhantomData,
+                }
+            }
+        }
+
+        device_memory_accessors! {
+            impl<$lt, T> $ty<$lt, T>, $what {
+                $(#[doc = $as_raw_doc])+
+                fn as_raw;
+                $(#[doc = $context_doc])+
+                fn context(view) -> &$lt Context { view.ctx }
+            }
+        }
+    };
+    (
+        impl<$($lt:lifetime,)? T> $ty:ty, $what:literal {
+            $(#[doc = $as_raw_doc:literal])+
+            fn as_raw;
+            $(#[doc = $context_doc:literal])+
+            fn context($this:ident) -> &$($ctx_lt:lifetime)? Context $context:block
+        }
+    ) => {
+        impl<$($lt,)? T: $crate::DeviceRepr> $ty {
+            $(#[doc = $as_raw_doc])+
+            #[inline]
+            pub fn as_raw(&self) -> ::cuda_driver_sys::CUdeviceptr {
+                self.ptr
+            }
+
+            /// Number of elements.
+            #[inline]
+            pub fn len(&self) -> usize {
+                self.len
+            }
+
+            #[doc = concat!("Whether the ", $what, " holds no elements.")]
+            #[inline]
+            pub fn is_empty(&self) -> bool {
+                self.len == 0
+            }
+
+            /// Size in bytes.
+            #[inline]
+            pub fn bytes(&self) -> usize {
+                self.len * ::std::mem::size_of::<T>()
+            }
+
+            $(#[doc = $context_doc])+
+            #[inline]
+            pub fn context(&self) -> &$($ctx_lt)? $crate::Context {
+                let $this = self;
+                $context
+            }
+        }
+    };
+}
+
+/// Adds the whole-buffer views and the view operations to a buffer type with `ptr` and `len`
+/// fields and a `context()`, each operation delegating to the one implementation on
+/// [`DeviceSlice`] / [`DeviceSliceMut`].
 macro_rules! delegate_to_views {
     (impl<$($lt:lifetime,)? T> $ty:ty) => {
         impl<$($lt,)? T: $crate::DeviceRepr> $ty {
+            /// The whole buffer as a shared view.
+            #[inline]
+            pub fn as_slice(&self) -> $crate::DeviceSlice<'_, T> {
+                $crate::DeviceSlice {
+                    ptr: self.ptr,
+                    len: self.len,
+                    ctx: self.context(),
+                    _marker: ::std::marker::PhantomData,
+                }
+            }
+
+            /// The whole buffer as a mutable view.
+            #[inline]
+            pub fn as_mut_slice(&mut self) -> $crate::DeviceSliceMut<'_, T> {
+                $crate::DeviceSliceMut {
+                    ptr: self.ptr,
+                    len: self.len,
+                    ctx: self.context(),
+                    _marker: ::std::marker::PhantomData,
+                }
+            }
+
             /// The elements in `range`, as a shared view; a range outside the buffer is
             /// [`Error::OutOfBounds`](crate::Error::OutOfBounds).
             #[inline]

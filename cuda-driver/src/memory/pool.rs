@@ -7,14 +7,13 @@
 //! [`MemPool::alloc_async`].
 
 use std::marker::PhantomData;
-use std::mem::size_of;
 use std::ptr;
 
 use cuda_driver_sys as sys;
 
 use super::device::byte_len;
 use crate::error::{check, report_drop_error, Result};
-use crate::{init, Context, Device, DeviceBuffer, DeviceRepr, DeviceSlice, DeviceSliceMut, Stream};
+use crate::{init, Device, DeviceBuffer, DeviceRepr, Stream};
 
 /// Device memory allocated in stream order on a stream it borrows, and freed in stream order
 /// on that stream when dropped.
@@ -166,62 +165,19 @@ impl<'s, T: DeviceRepr> AsyncDeviceBuffer<'s, T> {
         )
     }
 
-    /// The device address, valid until the stream reaches the free (0 for zero bytes).
-    #[inline]
-    pub fn as_raw(&self) -> sys::CUdeviceptr {
-        self.ptr
-    }
-
-    /// Number of elements.
-    #[inline]
-    pub fn len(&self) -> usize {
-        self.len
-    }
-
-    /// Whether the buffer holds no elements.
-    #[inline]
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-
-    /// Size in bytes.
-    #[inline]
-    pub fn bytes(&self) -> usize {
-        self.len * size_of::<T>()
-    }
-
     /// The stream the buffer was allocated on and will be freed on.
     #[inline]
     pub fn stream(&self) -> &'s Stream {
         self.stream
     }
+}
 
-    /// The stream's context.
-    #[inline]
-    pub fn context(&self) -> &'s Context {
-        self.stream.context()
-    }
-
-    /// The whole buffer as a shared view.
-    #[inline]
-    pub fn as_slice(&self) -> DeviceSlice<'_, T> {
-        DeviceSlice {
-            ptr: self.ptr,
-            len: self.len,
-            ctx: self.stream.context(),
-            _marker: PhantomData,
-        }
-    }
-
-    /// The whole buffer as a mutable view.
-    #[inline]
-    pub fn as_mut_slice(&mut self) -> DeviceSliceMut<'_, T> {
-        DeviceSliceMut {
-            ptr: self.ptr,
-            len: self.len,
-            ctx: self.stream.context(),
-            _marker: PhantomData,
-        }
+device_memory_accessors! {
+    impl<'s, T> AsyncDeviceBuffer<'s, T>, "buffer" {
+        /// The device address, valid until the stream reaches the free (0 for zero bytes).
+        fn as_raw;
+        /// The stream's context.
+        fn context(buf) -> &'s Context { buf.stream.context() }
     }
 }
 
