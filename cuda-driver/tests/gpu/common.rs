@@ -10,6 +10,19 @@ use cuda_driver::{Context, Device};
 #[allow(dead_code)]
 pub const TEST_KERNELS: &str = include_str!("../../../ptx/test_kernels.ptx");
 
+/// `n` position-dependent pseudo-random words (xorshift32), different per `seed` and never
+/// zero: the source of the tests' data (each module maps them to the values it needs).
+#[allow(dead_code)]
+pub fn xorshift32(n: usize, seed: u32) -> impl Iterator<Item = u32> {
+    let mut x = seed.wrapping_mul(0x9E37_79B9) | 1;
+    (0..n).map(move |_| {
+        x ^= x << 13;
+        x ^= x >> 17;
+        x ^= x << 5;
+        x
+    })
+}
+
 /// Whether a skipped GPU test must fail instead (`CUDA_DRIVER_REQUIRE_GPU=1`).
 pub fn require_gpu() -> bool {
     std::env::var("CUDA_DRIVER_REQUIRE_GPU").is_ok_and(|v| v == "1")

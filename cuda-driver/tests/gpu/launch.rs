@@ -7,21 +7,15 @@ use cuda_driver::{
     Module, ParamBuffer, ParamInfo, Stream, StreamFlags,
 };
 
-use crate::common::TEST_KERNELS;
+use crate::common::{xorshift32, TEST_KERNELS};
 
 const PARAM_BUFFER: &str = include_str!("../../../ptx/param_buffer.ptx");
 const CLUSTER: &str = include_str!("../../../ptx/cluster.ptx");
 
 /// Non-zero, position-dependent floats, different per `seed`.
 fn floats(n: usize, seed: u32) -> Vec<f32> {
-    let mut x = seed.wrapping_mul(0x9E37_79B9) | 1;
-    (0..n)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 17;
-            x ^= x << 5;
-            (x % 10_000) as f32 * 0.25 + 1.0
-        })
+    xorshift32(n, seed)
+        .map(|x| (x % 10_000) as f32 * 0.25 + 1.0)
         .collect()
 }
 

@@ -24,6 +24,12 @@ fn run_my_kernel(kernel: &Kernel, ctx: &Context, n: usize) {
     assert_eq!(out.to_vec().unwrap(), expected);
 }
 
+/// The library's managed `launch_count` (one int), read on the host in `ctx`.
+fn launch_count(library: &Library, ctx: &Context) -> Vec<i32> {
+    let count = library.managed::<i32>("launch_count").unwrap();
+    count.to_vec(ctx).unwrap()
+}
+
 #[test]
 fn one_library_launches_in_every_device_and_shares_its_managed_variables() {
     let ctx = gpu_or_skip!();
@@ -211,14 +217,7 @@ fn library_unloads_after_its_context_is_destroyed() {
     let kernel = library.kernel("myKernel").unwrap();
     let ctx = Context::new(dev, ContextFlags::SCHED_AUTO).unwrap();
     run_my_kernel(&kernel, &ctx, 777);
-    assert_eq!(
-        library
-            .managed::<i32>("launch_count")
-            .unwrap()
-            .to_vec(&ctx)
-            .unwrap(),
-        vec![1]
-    );
+    assert_eq!(launch_count(&library, &ctx), vec![1]);
     drop(ctx);
 }
 
@@ -231,14 +230,7 @@ fn kernels_keep_their_library_loaded() {
         .unwrap();
     run_my_kernel(&kernel, &ctx, 256);
     let library = kernel.library();
-    assert_eq!(
-        library
-            .managed::<i32>("launch_count")
-            .unwrap()
-            .to_vec(&ctx)
-            .unwrap(),
-        vec![1]
-    );
+    assert_eq!(launch_count(&library, &ctx), vec![1]);
 }
 
 #[test]

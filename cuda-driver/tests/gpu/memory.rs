@@ -9,17 +9,11 @@ use cuda_driver::{
     MemLocation, MemPool, MemoryType, PinnedBuffer, PinnedFlags, PointerInfo, Stream, StreamFlags,
 };
 
+use crate::common::xorshift32;
+
 /// Position-dependent, non-zero pseudo-random words (xorshift32), different per `seed`.
 fn words(n: usize, seed: u32) -> Vec<u32> {
-    let mut x = seed.wrapping_mul(0x9E37_79B9) | 1;
-    (0..n)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 17;
-            x ^= x << 5;
-            x | 1
-        })
-        .collect()
+    xorshift32(n, seed).map(|x| x | 1).collect()
 }
 
 /// Non-zero floats, different per `seed`.

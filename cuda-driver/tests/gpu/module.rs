@@ -6,7 +6,7 @@ use cuda_driver::{
     JitInputType, JitOptions, LaunchConfig, Library, Linker, Module, Stream, StreamFlags,
 };
 
-use crate::common::TEST_KERNELS;
+use crate::common::{xorshift32, TEST_KERNELS};
 
 const LINK_MAIN: &str = include_str!("../../../ptx/link_main.ptx");
 const LINK_HELPER: &str = include_str!("../../../ptx/link_helper.ptx");
@@ -17,14 +17,8 @@ const BAD_PTX: &str = ".version 7.0\n.target sm_75\n.address_size 64\n\
 
 /// Non-zero, position-dependent floats, different per `seed`.
 fn floats(n: usize, seed: u32) -> Vec<f32> {
-    let mut x = seed.wrapping_mul(0x9E37_79B9) | 1;
-    (0..n)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 17;
-            x ^= x << 5;
-            (x % 10_000) as f32 * 0.5 + 1.0
-        })
+    xorshift32(n, seed)
+        .map(|x| (x % 10_000) as f32 * 0.5 + 1.0)
         .collect()
 }
 
