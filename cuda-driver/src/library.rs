@@ -609,31 +609,14 @@ impl<T: DeviceRepr> std::fmt::Debug for Managed<T> {
     }
 }
 
+device_memory_accessors! {
+    impl<T> Managed<T>, "variable" {
+        /// The variable's address, the same in every context and on the host.
+        fn as_raw;
+    }
+}
+
 impl<T: DeviceRepr> Managed<T> {
-    /// The variable's address, the same in every context and on the host.
-    #[inline]
-    pub fn as_raw(&self) -> sys::CUdeviceptr {
-        self.ptr
-    }
-
-    /// Number of `T` elements.
-    #[inline]
-    pub fn len(&self) -> usize {
-        self.len
-    }
-
-    /// Whether the variable holds no elements.
-    #[inline]
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-
-    /// Size in bytes.
-    #[inline]
-    pub fn bytes(&self) -> usize {
-        self.len * size_of::<T>()
-    }
-
     /// Waits for all work in `ctx`, then copies the variable into `dst` (exactly
     /// [`len`](Self::len) elements). See [Host access](Self#host-access).
     ///
