@@ -76,7 +76,14 @@ fn load_with_options_keeps_the_info_log() {
         .optimization_level(3)
         .generate_line_info(true)
         .target_from_context();
-    let module = Module::load_data_with(&ctx, TEST_KERNELS, &opts).unwrap();
+    // The driver keeps compiled PTX in an on-disk cache across processes and writes no info
+    // log for a load it serves from there; a comment unique to this run makes the JIT run.
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos();
+    let ptx = format!("{TEST_KERNELS}\n// run {} {nanos}\n", std::process::id());
+    let module = Module::load_data_with(&ctx, &ptx, &opts).unwrap();
     let log = module.info_log();
     assert!(!log.is_empty(), "a verbose JIT writes an info log");
     assert!(
