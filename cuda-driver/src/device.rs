@@ -5,7 +5,7 @@ use std::ffi::CStr;
 use cuda_driver_sys as sys;
 
 use crate::error::{check, Error, Result};
-use crate::{init, Context, ContextFlags};
+use crate::init;
 
 c_enum! {
     /// A device attribute (`CUdevice_attribute`) for [`Device::attribute`].
@@ -190,66 +190,5 @@ impl Device {
         )?;
         Ok(v != 0)
     }
-
-    /// Retains the device's primary context, the one the CUDA runtime uses. It is released
-    /// when the last clone of the returned [`Context`] is dropped.
-    ///
-    /// Wraps `cuDevicePrimaryCtxRetain`.
-    #[doc(alias = "cuDevicePrimaryCtxRetain")]
-    #[track_caller]
-    pub fn primary_context(self) -> Result<Context> {
-        init()?;
-        Context::retain_primary(self)
-    }
-
-    /// The primary context's flags and whether it is active (retained by anyone).
-    ///
-    /// Wraps `cuDevicePrimaryCtxGetState`.
-    #[doc(alias = "cuDevicePrimaryCtxGetState")]
-    #[track_caller]
-    pub fn primary_context_state(self) -> Result<(ContextFlags, bool)> {
-        init()?;
-        let (mut flags, mut active) = (0u32, 0i32);
-        check(
-            // SAFETY: writes one unsigned and one int to valid pointers.
-            unsafe { sys::cuDevicePrimaryCtxGetState(self.0, &mut flags, &mut active) },
-            "cuDevicePrimaryCtxGetState",
-        )?;
-        Ok((ContextFlags::from_raw(flags), active != 0))
-    }
-
-    /// Sets the primary context's flags (scheduling mode and the rest). Takes effect when the
-    /// primary context is next created; on an active one only the scheduling flags may change.
-    ///
-    /// Wraps `cuDevicePrimaryCtxSetFlags_v2`.
-    #[doc(alias = "cuDevicePrimaryCtxSetFlags")]
-    #[doc(alias = "cuDevicePrimaryCtxSetFlags_v2")]
-    #[track_caller]
-    pub fn set_primary_context_flags(self, flags: ContextFlags) -> Result<()> {
-        init()?;
-        check(
-            // SAFETY: plain value arguments.
-            unsafe { sys::cuDevicePrimaryCtxSetFlags_v2(self.0, flags.as_raw()) },
-            "cuDevicePrimaryCtxSetFlags_v2",
-        )
-    }
-
-    /// Destroys all allocations and resets all state of the primary context.
-    ///
-    /// Wraps `cuDevicePrimaryCtxReset_v2`.
-    ///
-    /// # Safety
-    /// No buffer, stream, event, module or other object created in the primary context may
-    /// be used afterwards (their handles dangle), and no other thread may be using it.
-    #[doc(alias = "cuDevicePrimaryCtxReset")]
-    #[doc(alias = "cuDevicePrimaryCtxReset_v2")]
-    #[track_caller]
-    pub unsafe fn reset_primary_context(self) -> Result<()> {
-        init()?;
-        check(
-            // SAFETY: the caller guarantees nothing created in the primary context is used again.
-            unsafe { sys::cuDevicePrimaryCtxReset_v2(self.0) },
-            "cuDevicePrimaryCtxReset_v2",
-        )
-    }
 }
+

@@ -61,6 +61,29 @@ impl ErrorCode {
     }
 }
 
+impl ErrorCode {
+    /// Whether the code is one of the sticky errors that leave the context unusable; see
+    /// [`Error::is_sticky`].
+    pub const fn is_sticky(self) -> bool {
+        matches!(
+            self.0,
+            sys::CUDA_ERROR_ILLEGAL_ADDRESS
+                | sys::CUDA_ERROR_LAUNCH_FAILED
+                | sys::CUDA_ERROR_HARDWARE_STACK_ERROR
+                | sys::CUDA_ERROR_ILLEGAL_INSTRUCTION
+                | sys::CUDA_ERROR_MISALIGNED_ADDRESS
+                | sys::CUDA_ERROR_INVALID_ADDRESS_SPACE
+                | sys::CUDA_ERROR_INVALID_PC
+                | sys::CUDA_ERROR_ASSERT
+                | sys::CUDA_ERROR_LAUNCH_TIMEOUT
+                | sys::CUDA_ERROR_ECC_UNCORRECTABLE
+                | sys::CUDA_ERROR_NVLINK_UNCORRECTABLE
+                | sys::CUDA_ERROR_CONTAINED
+                | sys::CUDA_ERROR_TENSOR_MEMORY_LEAK
+        )
+    }
+}
+
 impl fmt::Display for ErrorCode {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let name = self.name();
@@ -186,9 +209,160 @@ pub enum Error {
         actual: usize,
     },
 
-    /// An argument the crate can tell is invalid before calling the driver.
+    /// An argument the crate can tell is invalid before calling the driver, and that no
+    /// more specific variant describes (a block of 0 threads, a grid too wide).
     #[error("invalid argument: {0}")]
     InvalidArgument(String),
+
+    /// An object of one context was used with an object of another (a `Function` launched
+    /// on a stream of another context, an event recorded on another context's stream).
+    #[error(
+        "{what}: the object belongs to context {expected:#x}, but the other one to context \
+         {found:#x}"
+    )]
+    ContextMismatch {
+        /// The operation.
+        what: &'static str,
+        /// The raw `CUcontext` the operation needed.
+        expected: usize,
+        /// The raw `CUcontext` it was given.
+        found: usize,
+    },
+
+    /// A context guard was popped while another context was on top of the thread's stack
+    /// (contexts pushed out of order, or changed behind the guard's back with raw calls).
+    #[error(
+        "cannot pop context {expected:#x}: the top of this thread's context stack is {found:#x}"
+    )]
+    ContextStackMismatch {
+        /// The context the guard pushed.
+        expected: usize,
+        /// The context on top of the stack (0: none).
+        found: usize,
+    },
+
+    /// Stream-ordered memory was used on a stream other than the one it belongs to; order
+    /// the streams explicitly first (see
+    /// [`AsyncDeviceBuffer::move_to_stream`](crate::AsyncDeviceBuffer::move_to_stream)).
+    #[error(
+        "{what}: the memory is ordered on stream {expected:#x}, but the operation was queued \
+         on stream {found:#x}; move it to that stream first (AsyncDeviceBuffer::move_to_stream)"
+    )]
+    StreamMismatch {
+        /// The operation.
+        what: &'static str,
+        /// The raw `CUstream` the memory belongs to.
+        expected: usize,
+        /// The raw `CUstream` of the operation.
+        found: usize,
+    },
+
+    /// A stream that cannot serve the operation, such as the per-thread default stream for
+    /// memory freed in stream order (it names a different stream on every thread).
+    #[error("{what}: {reason}")]
+    InvalidStream {
+        /// The operation.
+        what: &'static str,
+        /// Why the stream cannot serve it.
+        reason: &'static str,
+    },
+
+    /// A memset whose word width does not divide the element size.
+    #[error(
+        "{what} writes {width}-byte words, but the element type {elem} is {size} bytes, not a \
+         multiple of {width}"
+    )]
+    MemsetWidth {
+        /// The operation.
+        what: &'static str,
+        /// The word width in bytes (1, 2 or 4).
+        width: usize,
+        /// The element type's name.
+        elem: &'static str,
+        /// The element type's size in bytes.
+        size: usize,
+    },
+
+    /// An image (PTX, cubin, fatbin) that the crate refuses to hand to the driver: not
+    /// self-contained, truncated, or with tables pointing outside the bytes given.
+    #[error("malformed {kind} image: {reason}")]
+    MalformedImage {
+        /// What the bytes look like: "ELF", "fatbin", "PTX", "fat-binary wrapper", ...
+        kind: &'static str,
+        /// What is wrong.
+        reason: String,
+    },
+
+    /// A string handed to the driver contains a NUL byte, or a path is not valid UTF-8 where
+    /// the driver needs it to be.
+    #[error("{what} `{value}` cannot be passed to the driver: {reason}")]
+    InvalidString {
+        /// What the string is: "kernel name", "path", ...
+        what: &'static str,
+        /// The string (lossily converted).
+        value: String,
+        /// Why it cannot be passed.
+        reason: &'static str,
+    },
+
+    /// An exclusive handle to memory that another live handle already refers to (a module
+    /// global or a library managed variable looked up twice).
+    #[error("{kind} `{name}` is already borrowed by a live handle; drop that one first")]
+    AlreadyBorrowed {
+        /// What: "global", "managed variable".
+        kind: &'static str,
+        /// Its name.
+        name: String,
+    },
+
+    /// A CUDA call was attempted from inside a host function running on a driver thread
+    /// ([`Stream::launch_host_fn`](crate::Stream::launch_host_fn)); CUDA forbids it.
+    #[error(
+        "a CUDA call was attempted from inside a CUDA host function, where CUDA calls are not \
+         allowed, at {location}"
+    )]
+    InHostCallback {
+        /// Where in the caller's code the operation was requested.
+        location: &'static Location<'static>,
+    },
+
+    /// The driver returned a value the crate cannot represent (a null pointer from a
+    /// successful allocation, memory not aligned for the element type).
+    #[error("{call} returned an unusable value: {reason}")]
+    UnexpectedValue {
+        /// The driver call.
+        call: &'static str,
+        /// What was wrong with it.
+        reason: String,
+    },
+
+    /// A packed argument buffer whose layout differs from the kernel's parameters.
+    #[error(
+        "kernel `{kernel}` parameter {index} is at offset {expected} but the ParamBuffer puts \
+         it at offset {actual} (an argument before it has a different alignment on the \
+         device: use this crate's vector types)"
+    )]
+    ArgumentOffset {
+        /// The kernel's name.
+        kernel: String,
+        /// Position of the parameter, from 0.
+        index: usize,
+        /// The parameter's offset on the device.
+        expected: usize,
+        /// The offset in the buffer.
+        actual: usize,
+    },
+
+    /// A fixed-capacity container (launch attributes, a parameter buffer) is full.
+    #[error("{what} holds at most {capacity} {unit}")]
+    CapacityExceeded {
+        /// The container.
+        what: &'static str,
+        /// Its capacity.
+        capacity: usize,
+        /// What the capacity counts: "attributes", "bytes", "parameters".
+        unit: &'static str,
+    },
 
     /// A driver function newer than the installed driver.
     #[error(
@@ -298,6 +472,22 @@ impl Error {
         ) || matches!(self, Error::DeviceOutOfRange { count: 0, .. })
     }
 
+    /// Whether the error leaves the context unusable for the rest of the process: the
+    /// "sticky" errors that CUDA documents as corrupting the context (an illegal address, a
+    /// failed launch, a hardware stack error, an illegal instruction, a misaligned address,
+    /// an invalid address space or program counter, a device-side assert, a launch timeout,
+    /// a trap, an uncorrectable ECC error, a lost NVLink).
+    ///
+    /// After such an error every later call in that context fails with the same code. The
+    /// only recovery is to end the process: measured on an H200 (driver 580), after a
+    /// kernel that executes `trap` neither a new context nor a reset of the primary context
+    /// ([`Device::reset_primary_context`](crate::Device::reset_primary_context)) works again
+    /// in the same process. Report the error, drop what you can and exit; a supervisor (or
+    /// a worker process per job) restarts the work.
+    pub fn is_sticky(&self) -> bool {
+        self.code().is_some_and(ErrorCode::is_sticky)
+    }
+
     /// The driver symbol that failed, for errors that come from a driver call.
     pub fn call(&self) -> Option<&'static str> {
         match self {
@@ -338,9 +528,10 @@ fn driver_error(
 /// Counts failures of driver calls made in `Drop`, which are reported and never panic.
 static DROP_ERRORS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 
-/// How many driver calls made while dropping a handle (`cuMemFree`, `cuCtxDestroy`, ...) have
-/// failed in this process. `Drop` never panics: it counts the failure here and, in debug
-/// builds, prints it to stderr.
+/// How many releases made while dropping a handle (`cuMemFree`, `cuCtxDestroy`, a context
+/// guard's pop, ...) have failed in this process. `Drop` never panics: it counts the failure
+/// here and reports it through the [`log`] crate at the `warn` level (target
+/// `cuda_driver`), which costs nothing when no logger is installed.
 pub fn drop_error_count() -> usize {
     DROP_ERRORS.load(std::sync::atomic::Ordering::Relaxed)
 }
@@ -353,21 +544,19 @@ pub(crate) fn report_drop_error(call: &'static str, code: sys::CUresult) {
         return;
     }
     DROP_ERRORS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    if cfg!(debug_assertions) {
-        eprintln!(
-            "cuda-driver: {call} failed while dropping a handle: {}",
-            ErrorCode(code)
-        );
-    }
+    log::warn!(
+        target: "cuda_driver",
+        "{call} failed while dropping a handle: {}",
+        ErrorCode(code)
+    );
 }
 
-/// Records a refusal in `Drop` that is not a driver error (a guard that is not on top).
+/// Records a failure in `Drop` that is not a driver result code (a guard that is not on top
+/// of the stack, a panicking host function's payload).
 #[cold]
-pub(crate) fn report_drop_problem(what: &str) {
+pub(crate) fn report_drop_problem(what: &dyn fmt::Display) {
     DROP_ERRORS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    if cfg!(debug_assertions) {
-        eprintln!("cuda-driver: {what}");
-    }
+    log::warn!(target: "cuda_driver", "{what}");
 }
 
 #[cfg(test)]

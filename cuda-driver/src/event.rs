@@ -4,7 +4,8 @@ use std::ptr;
 
 use cuda_driver_sys as sys;
 
-use crate::error::{check, report_drop_error, Result};
+use crate::error::{check, Error, Result};
+use crate::release::SendRaw;
 use crate::{Context, ErrorCode, Stream};
 
 c_flags! {
@@ -42,11 +43,27 @@ impl std::fmt::Debug for Event {
 
 impl Drop for Event {
     fn drop(&mut self) {
-        if self.ctx.ensure_current_for_drop() {
-            // SAFETY: `raw` was created by cuEventCreate and is owned by self.
-            let r = unsafe { sys::cuEventDestroy_v2(self.raw) };
-            report_drop_error("cuEventDestroy_v2", r);
-        }
+        let raw = SendRaw(self.raw);
+        // SAFETY: `raw` was created by cuEventCreate (or handed over through from_raw) and is
+        // owned by self; a pending record or wait still completes.
+        self.ctx
+            .release("cuEventDestroy_v2", move || unsafe {
+                sys::cuEventDestroy_v2(raw.get())
+            });
+    }
+}
+
+/// Refuses an event and a stream of different contexts (the driver requires one).
+#[inline]
+fn same_context(what: &'static str, event: &Event, stream: &Stream) -> Result<()> {
+    if event.ctx.as_raw() == stream.context().as_raw() {
+        Ok(())
+    } else {
+        Err(Error::ContextMismatch {
+            what,
+            expected: event.ctx.as_raw() as usize,
+            found: stream.context().as_raw() as usize,
+        })
     }
 }
 
@@ -57,7 +74,7 @@ impl Event {
     #[doc(alias = "cuEventCreate")]
     #[track_caller]
     pub fn new(ctx: &Context, flags: EventFlags) -> Result<Event> {
-        ctx.ensure_current()?;
+        let _cur = ctx.enter()?;
         let mut raw = ptr::null_mut();
         check(
             // SAFETY: writes one CUevent; wrapped in the next statement.
@@ -68,6 +85,26 @@ impl Event {
             raw,
             ctx: ctx.clone(),
         })
+    }
+
+    /// Takes ownership of an event created in `ctx` with `cuEventCreate` (or opened from an
+    /// IPC handle); it is destroyed on drop.
+    ///
+    /// # Safety
+    /// `raw` is a live event of `ctx` that nothing else destroys.
+    pub unsafe fn from_raw(raw: sys::CUevent, ctx: &Context) -> Event {
+        Event {
+            raw,
+            ctx: ctx.clone(),
+        }
+    }
+
+    /// Gives up ownership: the caller destroys the event with `cuEventDestroy`.
+    pub fn into_raw(self) -> sys::CUevent {
+        let this = std::mem::ManuallyDrop::new(self);
+        // SAFETY: `this` is never used or dropped again; the context clone is dropped once.
+        unsafe { ptr::read(&this.ctx) };
+        this.raw
     }
 
     /// The raw `CUevent`, valid while `self` lives.
@@ -81,14 +118,17 @@ impl Event {
         &self.ctx
     }
 
-    /// Records the event on `stream`: it completes when the work queued before it does.
+    /// Records the event on `stream`, a stream of the event's context
+    /// ([`Error::ContextMismatch`] otherwise): it completes when the work queued before it
+    /// does.
     ///
     /// Wraps `cuEventRecord`.
     #[doc(alias = "cuEventRecord")]
     #[inline]
     #[track_caller]
     pub fn record(&self, stream: &Stream) -> Result<()> {
-        self.ctx.ensure_current()?;
+        same_context("Event::record", self, stream)?;
+        let _cur = self.ctx.enter()?;
         check(
             // SAFETY: event and stream are alive.
             unsafe { sys::cuEventRecord(self.raw, stream.as_raw()) },
@@ -102,7 +142,7 @@ impl Event {
     #[doc(alias = "cuEventSynchronize")]
     #[track_caller]
     pub fn synchronize(&self) -> Result<()> {
-        self.ctx.ensure_current()?;
+        let _cur = self.ctx.enter()?;
         check(
             // SAFETY: the event is alive.
             unsafe { sys::cuEventSynchronize(self.raw) },
@@ -116,7 +156,7 @@ impl Event {
     #[doc(alias = "cuEventQuery")]
     #[track_caller]
     pub fn query(&self) -> Result<bool> {
-        self.ctx.ensure_current()?;
+        let _cur = self.ctx.enter()?;
         // SAFETY: the event is alive.
         match check(unsafe { sys::cuEventQuery(self.raw) }, "cuEventQuery") {
             Ok(()) => Ok(true),
@@ -133,7 +173,7 @@ impl Event {
     #[track_caller]
     pub fn elapsed_ms(&self, end: &Event) -> Result<f32> {
         let f = crate::entry_point::newer::cuEventElapsedTime_v1()?;
-        self.ctx.ensure_current()?;
+        let _cur = self.ctx.enter()?;
         let mut ms = 0.0f32;
         check(
             // SAFETY: both events are alive; writes one float.
@@ -141,5 +181,22 @@ impl Event {
             "cuEventElapsedTime",
         )?;
         Ok(ms)
+    }
+}
+
+impl Stream {
+    /// Makes later work on this stream wait until `event` has completed. The event may be of
+    /// another context (cross-device waits are allowed).
+    ///
+    /// Wraps `cuStreamWaitEvent`.
+    #[doc(alias = "cuStreamWaitEvent")]
+    #[track_caller]
+    pub fn wait_event(&self, event: &Event) -> Result<()> {
+        let _cur = self.context().enter()?;
+        check(
+            // SAFETY: stream and event are alive; flags must be 0.
+            unsafe { sys::cuStreamWaitEvent(self.as_raw(), event.as_raw(), 0) },
+            "cuStreamWaitEvent",
+        )
     }
 }

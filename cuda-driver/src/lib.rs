@@ -53,6 +53,7 @@ mod library;
 mod linker;
 mod memory;
 mod module;
+mod release;
 mod repr;
 mod stream;
 mod vector;
@@ -68,7 +69,17 @@ pub use linker::*;
 pub use memory::*;
 pub use module::*;
 pub use repr::DeviceRepr;
-pub use stream::{host_fn_panic_count, Stream, StreamFlags};
+pub use stream::{host_fn_panic_count, Stream, StreamFlags, StreamRef};
+
+/// The traits most programs need in scope: the memory model's [`DeviceMemory`] and
+/// [`DeviceMemoryMut`], whose methods (copies, memsets, slicing) every memory owner has.
+///
+/// ```
+/// use cuda_driver::prelude::*;
+/// ```
+pub mod prelude {
+    pub use crate::{DeviceMemory, DeviceMemoryMut};
+}
 pub use vector::*;
 
 use std::sync::OnceLock;

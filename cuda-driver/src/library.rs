@@ -40,7 +40,8 @@ use crate::module::{
     FunctionOwner, ImageKind, JitCall, Keep,
 };
 use crate::{
-    init, CacheConfig, Context, Device, DeviceRepr, Function, FunctionAttribute, Global,
+    init, CacheConfig, Context, Device, DeviceRepr, DeviceSlice, DeviceSliceMut, Function,
+    FunctionAttribute, Global,
     JitOptions, Module, ModuleImage,
 };
 
@@ -423,7 +424,7 @@ impl Library {
     #[doc(alias = "cuLibraryGetGlobal")]
     #[track_caller]
     pub fn global<T: DeviceRepr>(&self, name: &str, ctx: &Context) -> Result<Global<T>> {
-        ctx.ensure_current()?;
+        let _cur = ctx.enter()?;
         let (mut ptr, mut bytes) = (0, 0);
         let r = with_c_str(name, |p| {
             // SAFETY: the library is alive, `ctx` is current; `p` is NUL-terminated; writes a
@@ -441,7 +442,7 @@ impl Library {
     #[doc(alias = "cuLibraryGetModule")]
     #[track_caller]
     pub fn module(&self, ctx: &Context) -> Result<Module> {
-        ctx.ensure_current()?;
+        let _cur = ctx.enter()?;
         let mut raw = ptr::null_mut();
         check(
             // SAFETY: the library is alive, `ctx` is current; writes one CUmodule.
@@ -511,7 +512,7 @@ impl Kernel {
     #[doc(alias = "cuKernelGetFunction")]
     #[track_caller]
     pub fn function(&self, ctx: &Context) -> Result<Function> {
-        ctx.ensure_current()?;
+        let _cur = ctx.enter()?;
         let mut raw = ptr::null_mut();
         check(
             // SAFETY: the kernel's library is alive and `ctx` is current; writes one CUfunction.
@@ -575,12 +576,11 @@ impl Kernel {
 /// The device may write the variable at any time from any context that runs a kernel of the
 /// library, and this crate cannot know which contexts those are. So:
 ///
-/// * the copies ([`copy_to_host`](Self::copy_to_host), [`copy_from_host`](Self::copy_from_host),
-///   [`to_vec`](Self::to_vec)) are safe: the driver copies between the variable and host memory
-///   this crate owns, and every bit pattern is a valid `T`, so a kernel running meanwhile can
-///   make the value stale or torn, never undefined behaviour. They first wait for all work in
-///   the context given (`cuCtxSynchronize`); work in other contexts that uses the variable is
-///   the caller's to synchronise.
+/// * copies through its views ([`view`](Self::view), [`view_mut`](Self::view_mut)) are safe:
+///   the driver copies between the variable and host memory this crate owns, and every bit
+///   pattern is a valid `T`, so a kernel running meanwhile can make the value stale or torn,
+///   never undefined behaviour. Work in other contexts that uses the variable is the
+///   caller's to synchronise.
 /// * direct host references ([`as_host_slice`](Self::as_host_slice),
 ///   [`as_host_slice_mut`](Self::as_host_slice_mut)) are `unsafe`: a Rust reference must not
 ///   change under the host's feet, which only the caller can promise (and on devices without
@@ -609,75 +609,52 @@ impl<T: DeviceRepr> std::fmt::Debug for Managed<T> {
     }
 }
 
-device_memory_accessors! {
-    impl<T> Managed<T>, "variable" {
-        /// The variable's address, the same in every context and on the host.
-        fn as_raw;
-    }
-}
-
 impl<T: DeviceRepr> Managed<T> {
-    /// Waits for all work in `ctx`, then copies the variable into `dst` (exactly
-    /// [`len`](Self::len) elements). See [Host access](Self#host-access).
-    ///
-    /// Wraps `cuCtxSynchronize` and `cuMemcpyDtoH_v2`.
-    #[doc(alias = "cuMemcpyDtoH_v2")]
-    #[track_caller]
-    pub fn copy_to_host(&self, ctx: &Context, dst: &mut [T]) -> Result<()> {
-        if dst.len() != self.len {
-            return Err(Error::LengthMismatch {
-                what: "Managed::copy_to_host",
-                dst: dst.len(),
-                src: self.len,
-            });
-        }
-        ctx.synchronize()?;
-        check(
-            // SAFETY: the variable holds len * size_of::<T>() bytes and stays allocated while the
-            // library is loaded (we hold it); `dst` has as many writable bytes; any bytes are a
-            // valid T.
-            unsafe { sys::cuMemcpyDtoH_v2(dst.as_mut_ptr().cast(), self.ptr, self.bytes()) },
-            "cuMemcpyDtoH_v2",
-        )
+    /// The variable's address, the same in every context and on the host.
+    #[inline]
+    pub fn as_raw(&self) -> sys::CUdeviceptr {
+        self.ptr
     }
 
-    /// Waits for all work in `ctx`, then copies the variable into a new vector.
-    #[track_caller]
-    pub fn to_vec(&self, ctx: &Context) -> Result<Vec<T>> {
-        ctx.synchronize()?;
-        let mut v = Vec::<T>::with_capacity(self.len);
-        // SAFETY: the capacity holds len * size_of::<T>() bytes, which the copy fills
-        // completely before set_len; any bytes are a valid T (DeviceRepr).
-        unsafe {
-            check(
-                sys::cuMemcpyDtoH_v2(v.as_mut_ptr().cast(), self.ptr, self.bytes()),
-                "cuMemcpyDtoH_v2",
-            )?;
-            v.set_len(self.len);
-        }
-        Ok(v)
+    /// Number of `T` elements.
+    #[inline]
+    pub fn len(&self) -> usize {
+        self.len
     }
 
-    /// Waits for all work in `ctx`, then copies `src` (exactly [`len`](Self::len) elements)
-    /// into the variable.
-    ///
-    /// Wraps `cuCtxSynchronize` and `cuMemcpyHtoD_v2`.
-    #[doc(alias = "cuMemcpyHtoD_v2")]
-    #[track_caller]
-    pub fn copy_from_host(&self, ctx: &Context, src: &[T]) -> Result<()> {
-        if src.len() != self.len {
-            return Err(Error::LengthMismatch {
-                what: "Managed::copy_from_host",
-                dst: self.len,
-                src: src.len(),
-            });
+    /// Whether the variable holds no elements (never, for a variable the driver found).
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The variable as a shared view in `ctx` (managed memory is reachable from every
+    /// context): copy it to the host, or pass it to a kernel. Blocking copies through the
+    /// view are ordered like any device memory's (after work on the default stream and on
+    /// blocking streams of `ctx`); work in other contexts that writes the variable is the
+    /// caller's to synchronise. Every bit pattern is a valid `T`, so a kernel running
+    /// meanwhile can make a copy stale or torn, never undefined behaviour.
+    #[inline]
+    pub fn view<'a>(&'a self, ctx: &'a Context) -> DeviceSlice<'a, T> {
+        DeviceSlice {
+            ptr: self.ptr,
+            len: self.len,
+            ctx,
+            home: ptr::null_mut(),
+            _marker: PhantomData,
         }
-        ctx.synchronize()?;
-        check(
-            // SAFETY: the variable holds len * size_of::<T>() bytes, `src` as many readable ones.
-            unsafe { sys::cuMemcpyHtoD_v2(self.ptr, src.as_ptr().cast(), self.bytes()) },
-            "cuMemcpyHtoD_v2",
-        )
+    }
+
+    /// The variable as a mutable view in `ctx`; see [`view`](Self::view).
+    #[inline]
+    pub fn view_mut<'a>(&'a mut self, ctx: &'a Context) -> DeviceSliceMut<'a, T> {
+        DeviceSliceMut {
+            ptr: self.ptr,
+            len: self.len,
+            ctx,
+            home: ptr::null_mut(),
+            _marker: PhantomData,
+        }
     }
 
     /// The variable as a host slice, read in place.

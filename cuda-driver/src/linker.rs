@@ -55,11 +55,11 @@ unsafe impl Send for Linker {}
 
 impl Drop for Linker {
     fn drop(&mut self) {
-        // The context is made current for symmetry with creation; cuLinkDestroy frees only
-        // host-side state.
-        let _ = self.ctx.ensure_current_for_drop();
+        // cuLinkDestroy frees only host-side state and needs no context. It runs now even
+        // inside a host function (it makes no device call), because `jit`, which the link
+        // state points into, is freed right after.
         // SAFETY: `raw` was created by cuLinkCreate_v2 and is owned by self; destroyed once,
-        // before `jit` (which it points into) is freed.
+        // before `jit` is freed.
         let r = unsafe { sys::cuLinkDestroy(self.raw) };
         report_drop_error("cuLinkDestroy", r);
     }
@@ -80,7 +80,7 @@ impl Linker {
     #[doc(alias = "cuLinkCreate_v2")]
     #[track_caller]
     pub fn new(ctx: &Context, options: &JitOptions) -> Result<Linker> {
-        ctx.ensure_current()?;
+        let _cur = ctx.enter()?;
         let mut jit = Box::new(JitCall::new(options));
         let mut raw = ptr::null_mut();
         // SAFETY: the option arrays hold jit.len() entries and live, with the log buffers they
@@ -115,7 +115,7 @@ impl Linker {
         data: &I,
         name: &str,
     ) -> Result<()> {
-        self.ctx.ensure_current()?;
+        let _cur = self.ctx.enter()?;
         let bytes = data.image_bytes();
         let raw = self.raw;
         let add = |p: *const u8, len: usize| {
@@ -154,7 +154,7 @@ impl Linker {
     #[track_caller]
     pub fn add_file(&mut self, kind: JitInputType, path: impl AsRef<Path>) -> Result<()> {
         let path = path_to_c_string(path.as_ref())?;
-        self.ctx.ensure_current()?;
+        let _cur = self.ctx.enter()?;
         // SAFETY: a NUL-terminated path alive for the call; no per-input options.
         let r = unsafe {
             sys::cuLinkAddFile_v2(
@@ -178,7 +178,7 @@ impl Linker {
     #[doc(alias = "cuLinkComplete")]
     #[track_caller]
     pub fn complete(&mut self) -> Result<Vec<u8>> {
-        self.ctx.ensure_current()?;
+        let _cur = self.ctx.enter()?;
         let mut cubin = ptr::null_mut();
         let mut size = 0;
         // SAFETY: the link state is alive; writes a pointer and a size.

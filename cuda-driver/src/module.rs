@@ -29,10 +29,14 @@ use std::sync::Arc;
 
 use cuda_driver_sys as sys;
 
-use crate::error::{check, report_drop_error, Error, Result};
+use crate::error::{check, Error, Result};
 use crate::launch::LaunchMeta;
 use crate::library::LibraryInner;
-use crate::{CacheConfig, Context, DeviceRepr, DeviceSlice, DeviceSliceMut, ErrorCode};
+use crate::release::SendRaw;
+use crate::{
+    CacheConfig, Context, DeviceMemory, DeviceMemoryMut, DeviceRepr, DeviceSlice, DeviceSliceMut,
+    ErrorCode,
+};
 
 c_enum! {
     /// A kernel attribute (`CUfunction_attribute`), for [`Function::attribute`] and
@@ -673,11 +677,12 @@ unsafe impl Sync for ModuleInner {}
 
 impl Drop for ModuleInner {
     fn drop(&mut self) {
-        if matches!(self.owner, ModuleOwner::Loaded) && self.ctx.ensure_current_for_drop() {
-            // SAFETY: `raw` was loaded into `ctx` (current now) and is owned by this inner, the
-            // last holder; every Function and Global of it held this Arc and is gone.
-            let r = unsafe { sys::cuModuleUnload(self.raw) };
-            report_drop_error("cuModuleUnload", r);
+        if matches!(self.owner, ModuleOwner::Loaded) {
+            let raw = SendRaw(self.raw);
+            // SAFETY: `raw` was loaded into `ctx` and is owned by this inner, the last holder;
+            // every Function and Global of it held this Arc and is gone.
+            self.ctx
+                .release("cuModuleUnload", move || unsafe { sys::cuModuleUnload(raw.get()) });
         }
     }
 }
@@ -754,7 +759,7 @@ impl Module {
         image: &I,
         options: &JitOptions,
     ) -> Result<Module> {
-        ctx.ensure_current()?;
+        let _cur = ctx.enter()?;
         let mut call = JitCall::new(options);
         let mut raw = ptr::null_mut();
         let r = with_image(image.image_bytes(), |p| {
@@ -786,7 +791,7 @@ impl Module {
     #[doc(alias = "cuModuleLoadData")]
     #[track_caller]
     pub unsafe fn load_data_unchecked(ctx: &Context, image: *const c_void) -> Result<Module> {
-        ctx.ensure_current()?;
+        let _cur = ctx.enter()?;
         let mut raw = ptr::null_mut();
         check(
             // SAFETY: the caller guarantees `image`; writes one CUmodule.
@@ -809,7 +814,7 @@ impl Module {
                 "load_fat_binary: the image does not start with the fatbin magic 0xBA55ED50".into(),
             ));
         }
-        ctx.ensure_current()?;
+        let _cur = ctx.enter()?;
         let mut raw = ptr::null_mut();
         check(
             // SAFETY: a fatbin whose header and payload lie within `bytes`, alive for the call;
@@ -831,7 +836,7 @@ impl Module {
     #[track_caller]
     pub fn load_file(ctx: &Context, path: impl AsRef<Path>) -> Result<Module> {
         let path = path_to_c_string(path.as_ref())?;
-        ctx.ensure_current()?;
+        let _cur = ctx.enter()?;
         let mut raw = ptr::null_mut();
         check(
             // SAFETY: a NUL-terminated path alive for the call; writes one CUmodule.
@@ -879,7 +884,7 @@ impl Module {
     #[doc(alias = "cuModuleGetFunction")]
     #[track_caller]
     pub fn function(&self, name: &str) -> Result<Function> {
-        self.inner.ctx.ensure_current()?;
+        let _cur = self.inner.ctx.enter()?;
         let mut raw = ptr::null_mut();
         let r = with_c_str(name, |p| {
             // SAFETY: the module is alive; `p` is NUL-terminated; writes one CUfunction.
@@ -910,7 +915,7 @@ impl Module {
     #[doc(alias = "cuModuleGetGlobal_v2")]
     #[track_caller]
     pub fn global<T: DeviceRepr>(&self, name: &str) -> Result<Global<T>> {
-        self.inner.ctx.ensure_current()?;
+        let _cur = self.inner.ctx.enter()?;
         let (mut ptr, mut bytes) = (0, 0);
         let r = with_c_str(name, |p| {
             // SAFETY: the module is alive; `p` is NUL-terminated; writes a pointer and a size.
@@ -1016,90 +1021,35 @@ impl<T: DeviceRepr> Global<T> {
     pub fn context(&self) -> &Context {
         &self.ctx
     }
+}
 
-    /// The variable as a shared view, for the memory functions of [`DeviceSlice`].
+// SAFETY: the view covers the variable (`len` elements, checked at lookup), which stays loaded
+// while `self` lives; not stream-ordered.
+unsafe impl<T: DeviceRepr> DeviceMemory for Global<T> {
+    type Elem = T;
     #[inline]
-    pub fn as_slice(&self) -> DeviceSlice<'_, T> {
+    fn as_view(&self) -> DeviceSlice<'_, T> {
         DeviceSlice {
             ptr: self.ptr,
             len: self.len,
             ctx: &self.ctx,
+            home: ptr::null_mut(),
             _marker: PhantomData,
         }
     }
+}
 
-    /// The variable as a mutable view, for the memory functions of [`DeviceSliceMut`].
+// SAFETY: as above, borrowed exclusively.
+unsafe impl<T: DeviceRepr> DeviceMemoryMut for Global<T> {
     #[inline]
-    pub fn as_mut_slice(&mut self) -> DeviceSliceMut<'_, T> {
+    fn as_view_mut(&mut self) -> DeviceSliceMut<'_, T> {
         DeviceSliceMut {
             ptr: self.ptr,
             len: self.len,
             ctx: &self.ctx,
+            home: ptr::null_mut(),
             _marker: PhantomData,
         }
-    }
-
-    /// Copies `src` (exactly [`len`](Self::len) elements) into the variable.
-    ///
-    /// Wraps `cuMemcpyHtoD_v2`.
-    #[doc(alias = "cuMemcpyHtoD")]
-    #[doc(alias = "cuMemcpyHtoD_v2")]
-    #[track_caller]
-    pub fn copy_from_host(&mut self, src: &[T]) -> Result<()> {
-        if src.len() != self.len {
-            return Err(Error::LengthMismatch {
-                what: "Global::copy_from_host",
-                dst: self.len,
-                src: src.len(),
-            });
-        }
-        self.ctx.ensure_current()?;
-        check(
-            // SAFETY: the variable holds len * size_of::<T>() bytes (checked at lookup) and stays
-            // loaded while `self` lives; `src` holds as many readable bytes.
-            unsafe { sys::cuMemcpyHtoD_v2(self.ptr, src.as_ptr().cast(), self.bytes()) },
-            "cuMemcpyHtoD_v2",
-        )
-    }
-
-    /// Copies the variable into `dst` (exactly [`len`](Self::len) elements).
-    ///
-    /// Wraps `cuMemcpyDtoH_v2`.
-    #[doc(alias = "cuMemcpyDtoH")]
-    #[doc(alias = "cuMemcpyDtoH_v2")]
-    #[track_caller]
-    pub fn copy_to_host(&self, dst: &mut [T]) -> Result<()> {
-        if dst.len() != self.len {
-            return Err(Error::LengthMismatch {
-                what: "Global::copy_to_host",
-                dst: dst.len(),
-                src: self.len,
-            });
-        }
-        self.ctx.ensure_current()?;
-        check(
-            // SAFETY: `dst` holds len * size_of::<T>() writable bytes, the variable as many; any
-            // bytes are a valid T (DeviceRepr).
-            unsafe { sys::cuMemcpyDtoH_v2(dst.as_mut_ptr().cast(), self.ptr, self.bytes()) },
-            "cuMemcpyDtoH_v2",
-        )
-    }
-
-    /// The variable's contents, copied to a new vector.
-    #[track_caller]
-    pub fn to_vec(&self) -> Result<Vec<T>> {
-        let mut v = Vec::<T>::with_capacity(self.len);
-        self.ctx.ensure_current()?;
-        // SAFETY: the capacity holds len * size_of::<T>() bytes, which the copy fills
-        // completely before set_len; any bytes are a valid T (DeviceRepr).
-        unsafe {
-            check(
-                sys::cuMemcpyDtoH_v2(v.as_mut_ptr().cast(), self.ptr, self.bytes()),
-                "cuMemcpyDtoH_v2",
-            )?;
-            v.set_len(self.len);
-        }
-        Ok(v)
     }
 }
 
@@ -1182,7 +1132,7 @@ impl Function {
     #[doc(alias = "cuFuncGetAttribute")]
     #[track_caller]
     pub fn attribute(&self, attr: FunctionAttribute) -> Result<i32> {
-        self.context().ensure_current()?;
+        let _cur = self.context().enter()?;
         let mut v = 0;
         check(
             // SAFETY: the function is alive; writes one int.
@@ -1201,7 +1151,7 @@ impl Function {
     #[doc(alias = "cuFuncSetAttribute")]
     #[track_caller]
     pub fn set_attribute(&self, attr: FunctionAttribute, value: i32) -> Result<()> {
-        self.context().ensure_current()?;
+        let _cur = self.context().enter()?;
         check(
             // SAFETY: the function is alive; plain values.
             unsafe { sys::cuFuncSetAttribute(self.raw, attr.0, value) },
@@ -1215,7 +1165,7 @@ impl Function {
     #[doc(alias = "cuFuncSetCacheConfig")]
     #[track_caller]
     pub fn set_cache_config(&self, config: CacheConfig) -> Result<()> {
-        self.context().ensure_current()?;
+        let _cur = self.context().enter()?;
         check(
             // SAFETY: the function is alive; a plain value.
             unsafe { sys::cuFuncSetCacheConfig(self.raw, config.as_raw()) },

@@ -1,14 +1,19 @@
 //! Streams: ordered queues of work on a device.
 
+use std::any::Any;
 use std::ffi::c_void;
+use std::marker::PhantomData;
+use std::mem::ManuallyDrop;
+use std::ops::Deref;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::ptr;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use cuda_driver_sys as sys;
 
-use crate::error::{check, report_drop_error, Result};
-use crate::{Context, ErrorCode, Event};
+use crate::error::{check, report_drop_problem, Result};
+use crate::release::{HostFnScope, SendRaw};
+use crate::{Context, ErrorCode};
 
 c_flags! {
     /// Stream creation flags (`CUstream_flags`).
@@ -21,17 +26,16 @@ c_flags! {
     }
 }
 
-/// A stream (`CUstream`) of a context: work queued on it runs in order.
+/// A stream (`CUstream`) created in a context, destroyed on drop: work queued on it runs in
+/// order. It keeps its context alive and can be used from any thread (`Send + Sync`).
 ///
-/// Created streams ([`Stream::new`]) are destroyed on drop. The default streams
-/// ([`Stream::legacy`], [`Stream::per_thread`], [`Stream::null`]) are borrowed handles that
-/// own nothing. Every stream keeps its context alive and can be used from any thread
-/// (`Send + Sync`).
+/// The default streams ([`Stream::legacy`], [`Stream::per_thread`], [`Stream::null`]) and
+/// streams passed in as raw handles are [`StreamRef`]s: borrowed handles that deref to
+/// `Stream` and destroy nothing.
 #[doc(alias = "CUstream")]
 pub struct Stream {
     raw: sys::CUstream,
     ctx: Context,
-    owned: bool,
 }
 
 // SAFETY: CUDA streams may be used from any host thread; the handle is destroyed once, in Drop.
@@ -43,18 +47,66 @@ impl std::fmt::Debug for Stream {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Stream")
             .field("raw", &self.raw)
-            .field("owned", &self.owned)
+            .field("context", &self.ctx.as_raw())
             .finish()
     }
 }
 
 impl Drop for Stream {
     fn drop(&mut self) {
-        if self.owned && self.ctx.ensure_current_for_drop() {
-            // SAFETY: `raw` was created by cuStreamCreate* and is owned by self; pending work
-            // completes before the driver releases it.
-            let r = unsafe { sys::cuStreamDestroy_v2(self.raw) };
-            report_drop_error("cuStreamDestroy_v2", r);
+        let raw = SendRaw(self.raw);
+        // SAFETY: `raw` was created by cuStreamCreate* (or handed over through from_raw) and
+        // is owned by self; pending work completes before the driver releases it.
+        self.ctx
+            .release("cuStreamDestroy_v2", move || unsafe {
+                sys::cuStreamDestroy_v2(raw.get())
+            });
+    }
+}
+
+/// A borrowed [`Stream`]: a default stream of a context, or a stream this crate did not
+/// create. Derefs to `Stream`, so it goes wherever a `&Stream` does; dropping it destroys
+/// nothing.
+pub struct StreamRef<'a> {
+    stream: ManuallyDrop<Stream>,
+    _borrow: PhantomData<&'a Context>,
+}
+
+impl Deref for StreamRef<'_> {
+    type Target = Stream;
+    #[inline]
+    fn deref(&self) -> &Stream {
+        &self.stream
+    }
+}
+
+impl Drop for StreamRef<'_> {
+    fn drop(&mut self) {
+        // SAFETY: the Stream inside is never used again; its context clone is dropped once,
+        // here, and its raw handle (not ours) is not destroyed.
+        unsafe { ptr::drop_in_place(&mut self.stream.ctx) };
+    }
+}
+
+impl std::fmt::Debug for StreamRef<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("StreamRef").field(&*self.stream).finish()
+    }
+}
+
+impl<'a> StreamRef<'a> {
+    /// Borrows a stream of `ctx` by its raw handle (or one of the special handles
+    /// `CU_STREAM_LEGACY`, `CU_STREAM_PER_THREAD`, null).
+    ///
+    /// # Safety
+    /// `raw` is a live stream of `ctx` that stays alive for `'a`, or a special handle.
+    pub unsafe fn from_raw(raw: sys::CUstream, ctx: &'a Context) -> StreamRef<'a> {
+        StreamRef {
+            stream: ManuallyDrop::new(Stream {
+                raw,
+                ctx: ctx.clone(),
+            }),
+            _borrow: PhantomData,
         }
     }
 }
@@ -74,7 +126,7 @@ impl Stream {
     #[doc(alias = "cuStreamCreate")]
     #[track_caller]
     pub fn new(ctx: &Context, flags: StreamFlags) -> Result<Stream> {
-        ctx.ensure_current()?;
+        let _cur = ctx.enter()?;
         let mut raw = ptr::null_mut();
         check(
             // SAFETY: writes one CUstream; wrapped in the next statement.
@@ -84,7 +136,6 @@ impl Stream {
         Ok(Stream {
             raw,
             ctx: ctx.clone(),
-            owned: true,
         })
     }
 
@@ -95,7 +146,7 @@ impl Stream {
     #[doc(alias = "cuStreamCreateWithPriority")]
     #[track_caller]
     pub fn with_priority(ctx: &Context, flags: StreamFlags, priority: i32) -> Result<Stream> {
-        ctx.ensure_current()?;
+        let _cur = ctx.enter()?;
         let mut raw = ptr::null_mut();
         check(
             // SAFETY: writes one CUstream; wrapped in the next statement.
@@ -105,43 +156,36 @@ impl Stream {
         Ok(Stream {
             raw,
             ctx: ctx.clone(),
-            owned: true,
         })
     }
 
     /// The legacy default stream (`CU_STREAM_LEGACY`) of `ctx`: it synchronises with every
-    /// blocking stream of the context. A borrowed handle; dropping it does nothing.
+    /// blocking stream of the context. A borrowed handle.
     #[doc(alias = "CU_STREAM_LEGACY")]
-    pub fn legacy(ctx: &Context) -> Stream {
-        Stream {
-            raw: sys::CU_STREAM_LEGACY,
-            ctx: ctx.clone(),
-            owned: false,
-        }
+    pub fn legacy(ctx: &Context) -> StreamRef<'_> {
+        // SAFETY: a special handle, valid for as long as the context.
+        unsafe { StreamRef::from_raw(sys::CU_STREAM_LEGACY, ctx) }
     }
 
     /// The per-thread default stream (`CU_STREAM_PER_THREAD`) of `ctx`: one per host thread,
-    /// not synchronising with other threads' default streams. A borrowed handle.
+    /// not synchronising with other threads' default streams. A borrowed handle. It names a
+    /// different stream on each thread, so it cannot order memory freed in stream order
+    /// ([`AsyncDeviceBuffer`](crate::AsyncDeviceBuffer) refuses it).
     #[doc(alias = "CU_STREAM_PER_THREAD")]
-    pub fn per_thread(ctx: &Context) -> Stream {
-        Stream {
-            raw: sys::CU_STREAM_PER_THREAD,
-            ctx: ctx.clone(),
-            owned: false,
-        }
+    pub fn per_thread(ctx: &Context) -> StreamRef<'_> {
+        // SAFETY: a special handle, valid for as long as the context.
+        unsafe { StreamRef::from_raw(sys::CU_STREAM_PER_THREAD, ctx) }
     }
 
     /// The null stream (handle 0) of `ctx`: the legacy default stream, or the per-thread one
     /// with the `per-thread-default-stream` feature. A borrowed handle.
-    pub fn null(ctx: &Context) -> Stream {
-        Stream {
-            raw: ptr::null_mut(),
-            ctx: ctx.clone(),
-            owned: false,
-        }
+    pub fn null(ctx: &Context) -> StreamRef<'_> {
+        // SAFETY: the null handle is valid for as long as the context.
+        unsafe { StreamRef::from_raw(ptr::null_mut(), ctx) }
     }
 
-    /// Takes ownership of a stream created in `ctx` with `cuStreamCreate*`.
+    /// Takes ownership of a stream created in `ctx` with `cuStreamCreate*`; it is destroyed
+    /// on drop. (A stream to borrow is a [`StreamRef::from_raw`].)
     ///
     /// # Safety
     /// `raw` is a live stream of `ctx` that nothing else destroys.
@@ -149,13 +193,12 @@ impl Stream {
         Stream {
             raw,
             ctx: ctx.clone(),
-            owned: true,
         }
     }
 
-    /// Gives up ownership: the caller destroys the returned stream (if it was created).
+    /// Gives up ownership: the caller destroys the returned stream.
     pub fn into_raw(self) -> sys::CUstream {
-        let this = std::mem::ManuallyDrop::new(self);
+        let this = ManuallyDrop::new(self);
         // SAFETY: `this` is never used or dropped again; the context clone is dropped once.
         unsafe { ptr::read(&this.ctx) };
         this.raw
@@ -179,7 +222,7 @@ impl Stream {
     #[doc(alias = "cuStreamSynchronize")]
     #[track_caller]
     pub fn synchronize(&self) -> Result<()> {
-        self.ctx.ensure_current()?;
+        let _cur = self.ctx.enter()?;
         check(
             // SAFETY: the stream is alive while self is.
             unsafe { sys::cuStreamSynchronize(self.raw) },
@@ -193,7 +236,7 @@ impl Stream {
     #[doc(alias = "cuStreamQuery")]
     #[track_caller]
     pub fn query(&self) -> Result<bool> {
-        self.ctx.ensure_current()?;
+        let _cur = self.ctx.enter()?;
         // SAFETY: the stream is alive while self is.
         match check(unsafe { sys::cuStreamQuery(self.raw) }, "cuStreamQuery") {
             Ok(()) => Ok(true),
@@ -202,27 +245,13 @@ impl Stream {
         }
     }
 
-    /// Makes later work on this stream wait until `event` has completed.
-    ///
-    /// Wraps `cuStreamWaitEvent`.
-    #[doc(alias = "cuStreamWaitEvent")]
-    #[track_caller]
-    pub fn wait_event(&self, event: &Event) -> Result<()> {
-        self.ctx.ensure_current()?;
-        check(
-            // SAFETY: stream and event are alive; flags must be 0.
-            unsafe { sys::cuStreamWaitEvent(self.raw, event.as_raw(), 0) },
-            "cuStreamWaitEvent",
-        )
-    }
-
     /// The stream's priority.
     ///
     /// Wraps `cuStreamGetPriority`.
     #[doc(alias = "cuStreamGetPriority")]
     #[track_caller]
     pub fn priority(&self) -> Result<i32> {
-        self.ctx.ensure_current()?;
+        let _cur = self.ctx.enter()?;
         let mut p = 0;
         check(
             // SAFETY: writes one int.
@@ -238,7 +267,7 @@ impl Stream {
     #[doc(alias = "cuStreamGetFlags")]
     #[track_caller]
     pub fn flags(&self) -> Result<StreamFlags> {
-        self.ctx.ensure_current()?;
+        let _cur = self.ctx.enter()?;
         let mut f = 0;
         check(
             // SAFETY: writes one unsigned int.
@@ -249,9 +278,16 @@ impl Stream {
     }
 
     /// Queues a Rust closure to run on a driver thread once all earlier work on the stream
-    /// is done; later work waits for it. The closure must not call CUDA functions (a driver
-    /// rule for host functions). A panic in it is caught, reported on stderr and counted in
-    /// [`host_fn_panic_count`]; it never unwinds into the driver.
+    /// is done; later work waits for it.
+    ///
+    /// CUDA forbids CUDA calls inside a host function. The crate makes them harmless: while
+    /// the closure runs, every operation of this crate fails with
+    /// [`Error::InHostCallback`](crate::Error::InHostCallback) before calling the driver, and
+    /// CUDA objects the closure drops (captured buffers, the last handle of a context) are
+    /// released on the crate's release thread once the closure has returned, not inside it.
+    /// A panic in the closure is caught, logged (`log::warn!`) and counted in
+    /// [`host_fn_panic_count`]; it never unwinds into the driver, and a panic payload whose
+    /// own `Drop` panics is leaked rather than aborting the process.
     ///
     /// Wraps `cuLaunchHostFunc`.
     #[doc(alias = "cuLaunchHostFunc")]
@@ -261,19 +297,14 @@ impl Stream {
             // SAFETY: `data` is the Box<F> leaked by launch_host_fn, handed to the driver once
             // and called once.
             let f = unsafe { Box::from_raw(data.cast::<F>()) };
-            if let Err(payload) = catch_unwind(AssertUnwindSafe(f)) {
-                HOST_FN_PANICS.fetch_add(1, Ordering::Relaxed);
-                let msg = payload
-                    .downcast_ref::<&str>()
-                    .map(|s| s.to_string())
-                    .or_else(|| payload.downcast_ref::<String>().cloned())
-                    .unwrap_or_else(|| "non-string panic payload".into());
-                eprintln!(
-                    "cuda-driver: a host function queued with launch_host_fn panicked: {msg}"
-                );
+            let _scope = HostFnScope::enter();
+            // The closure, and with it everything it captured, is consumed (dropped) inside
+            // catch_unwind and inside the host-function scope.
+            if let Err(payload) = catch_unwind(AssertUnwindSafe(move || f())) {
+                host_fn_panicked(payload);
             }
         }
-        self.ctx.ensure_current()?;
+        let _cur = self.ctx.enter()?;
         let data = Box::into_raw(Box::new(f)).cast::<c_void>();
         // SAFETY: the trampoline matches CUhostFn and takes back ownership of `data`.
         let r = unsafe { sys::cuLaunchHostFunc(self.raw, Some(trampoline::<F>), data) };
@@ -283,5 +314,23 @@ impl Stream {
             drop(unsafe { Box::from_raw(data.cast::<F>()) });
         }
         check(r, "cuLaunchHostFunc")
+    }
+}
+
+/// Counts and logs a panic caught in a host function, then drops its payload under a second
+/// `catch_unwind`: a payload whose `Drop` panics is leaked, never allowed to unwind into the
+/// driver (which would abort the process).
+#[cold]
+pub(crate) fn host_fn_panicked(payload: Box<dyn Any + Send>) {
+    HOST_FN_PANICS.fetch_add(1, Ordering::Relaxed);
+    let msg = payload
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "non-string panic payload".into());
+    log::warn!(target: "cuda_driver", "a host function panicked: {msg}");
+    if let Err(second) = catch_unwind(AssertUnwindSafe(move || drop(payload))) {
+        report_drop_problem(&"the panic payload of a host function panicked while dropped; it is leaked");
+        std::mem::forget(second);
     }
 }

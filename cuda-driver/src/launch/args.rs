@@ -5,16 +5,18 @@ use std::mem::{align_of, size_of};
 
 use cuda_driver_sys as sys;
 
-use crate::{DeviceBuffer, DeviceRepr, DeviceSlice, DeviceSliceMut, Global, Managed};
+use crate::{DeviceRepr, DeviceSlice, DeviceSliceMut};
 
 /// One kernel argument: something the driver can copy a kernel parameter from.
 ///
 /// Implemented for
 /// * `&T` where `T:` [`DeviceRepr`]: numbers, the [vector types](crate::Float4), `#[repr(C)]`
 ///   structs, raw `CUdeviceptr`s; the parameter is the value;
-/// * `&DeviceBuffer<T>`, `&mut DeviceBuffer<T>`, [`DeviceSlice`] and [`DeviceSliceMut`] (by
-///   value or by reference), `&Global<T>` and `&Managed<T>`: the parameter is the device
-///   pointer, a `T*` on the device.
+/// * the views [`DeviceSlice`] and [`DeviceSliceMut`] (by value or by reference), the one
+///   currency of device memory: the parameter is the device pointer, a `T*` on the device.
+///   Every memory owner hands them out (`buf.as_view()`, `buf.as_view_mut()`, see
+///   [`DeviceMemory`](crate::DeviceMemory)), so every kind of memory is an argument through
+///   its views, and a new kind needs nothing here.
 ///
 /// The parameter is read from [`param_ptr`](Self::param_ptr) during the launch call only,
 /// and the pointer of a buffer or view is the address of its `ptr` field, so packing
@@ -34,6 +36,11 @@ use crate::{DeviceBuffer, DeviceRepr, DeviceSlice, DeviceSliceMut, Global, Manag
 /// `param_ptr` returns a pointer to `PARAM_SIZE` readable, initialised bytes that stay valid
 /// while `self` is borrowed, and `PARAM_ALIGN` is a power of two: the alignment of the
 /// parameter on the device.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a kernel argument",
+    label = "not a kernel argument",
+    note = "pass scalars by reference (`&n`) and device memory as a view (`buf.as_view()`, `buf.as_view_mut()`)"
+)]
 pub unsafe trait KernelArg {
     /// Size of the parameter in bytes.
     const PARAM_SIZE: usize;
@@ -73,16 +80,11 @@ macro_rules! device_pointer_arg {
     };
 }
 
-device_pointer_arg!(['b, T: DeviceRepr] &'b DeviceBuffer<T>);
-device_pointer_arg!(['b, T: DeviceRepr] &'b mut DeviceBuffer<T>);
 device_pointer_arg!(['a, T: DeviceRepr] DeviceSlice<'a, T>);
 device_pointer_arg!(['a, 'b, T: DeviceRepr] &'b DeviceSlice<'a, T>);
 device_pointer_arg!(['a, T: DeviceRepr] DeviceSliceMut<'a, T>);
 device_pointer_arg!(['a, 'b, T: DeviceRepr] &'b DeviceSliceMut<'a, T>);
 device_pointer_arg!(['a, 'b, T: DeviceRepr] &'b mut DeviceSliceMut<'a, T>);
-device_pointer_arg!(['b, T: DeviceRepr] &'b Global<T>);
-device_pointer_arg!(['b, T: DeviceRepr] &'b mut Global<T>);
-device_pointer_arg!(['b, T: DeviceRepr] &'b Managed<T>);
 
 /// The arguments of a launch: a tuple of up to 12 [`KernelArg`]s (or `()` for none), packed
 /// into an array of parameter pointers on the stack.

@@ -460,7 +460,7 @@ impl Launchable for Function {
     #[track_caller]
     fn query_params(&self) -> Result<Box<[ParamInfo]>> {
         let f = newer::cuFuncGetParamInfo()?;
-        self.context().ensure_current()?;
+        let _cur = self.context().enter()?;
         read_param_list("cuFuncGetParamInfo", |i, offset, size| {
             // SAFETY: the function is alive; writes two size_t.
             unsafe { f(self.raw, i, offset, size) }
@@ -816,7 +816,7 @@ macro_rules! launch_methods {
                 cfg: &LaunchConfig,
                 args: A,
             ) -> Result<()> {
-                stream.context().ensure_current()?;
+                let _cur = stream.context().enter()?;
                 self.check_stream(stream)?;
                 check_args(self, A::SIZES)?;
                 // SAFETY: the caller's guarantees, with the argument sizes checked.
@@ -840,7 +840,7 @@ macro_rules! launch_methods {
                 cfg: &LaunchConfig,
                 args: A,
             ) -> Result<()> {
-                stream.context().ensure_current()?;
+                let _cur = stream.context().enter()?;
                 // SAFETY: the caller's guarantees.
                 unsafe { launch_kernel(self.raw_function(), stream, cfg, args) }
             }
@@ -865,7 +865,7 @@ macro_rules! launch_methods {
                 attrs: &LaunchAttributes,
                 args: A,
             ) -> Result<()> {
-                stream.context().ensure_current()?;
+                let _cur = stream.context().enter()?;
                 self.check_stream(stream)?;
                 check_args(self, A::SIZES)?;
                 // SAFETY: the caller's guarantees, with the argument sizes checked.
@@ -888,7 +888,7 @@ macro_rules! launch_methods {
                 attrs: &LaunchAttributes,
                 args: A,
             ) -> Result<()> {
-                stream.context().ensure_current()?;
+                let _cur = stream.context().enter()?;
                 // SAFETY: the caller's guarantees.
                 unsafe { launch_kernel_ex(self.raw_function(), stream, cfg, attrs, args) }
             }
@@ -911,7 +911,7 @@ macro_rules! launch_methods {
                 cfg: &LaunchConfig,
                 params: &ParamBuffer<'_, N>,
             ) -> Result<()> {
-                stream.context().ensure_current()?;
+                let _cur = stream.context().enter()?;
                 self.check_stream(stream)?;
                 check_packed(self, params)?;
                 // SAFETY: the caller's guarantees, with the layout checked.
@@ -933,7 +933,7 @@ macro_rules! launch_methods {
                 cfg: &LaunchConfig,
                 params: &ParamBuffer<'_, N>,
             ) -> Result<()> {
-                stream.context().ensure_current()?;
+                let _cur = stream.context().enter()?;
                 // SAFETY: the caller's guarantees.
                 unsafe { launch_kernel_packed(self.raw_function(), stream, cfg, params) }
             }

@@ -132,7 +132,7 @@ macro_rules! occupancy_methods {
                 #[doc(alias = $call)]
                 #[track_caller]
                 pub fn $name(&self, $($arg: $arg_ty),*) -> Result<$ret> {
-                    self.context().ensure_current()?;
+                    let _cur = self.context().enter()?;
                     $helper(self.raw_function(), $($arg),*)
                 }
             )*
@@ -148,7 +148,7 @@ macro_rules! occupancy_methods {
                 #[doc(alias = $call)]
                 #[track_caller]
                 pub fn $name(&self, ctx: &Context, $($arg: $arg_ty),*) -> Result<$ret> {
-                    ctx.ensure_current()?;
+                    let _cur = ctx.enter()?;
                     $helper(self.raw_function(), $($arg),*)
                 }
             )*

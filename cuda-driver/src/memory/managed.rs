@@ -1,14 +1,16 @@
 //! Managed (unified) memory: [`ManagedBuffer`] (`cuMemAllocManaged`).
 
-use std::marker::PhantomData;
 use std::ptr::NonNull;
 
 use cuda_driver_sys as sys;
 
-use super::device::{byte_len, memset_count};
+use super::view::byte_len;
 use super::{MemAdvice, MemLocation};
-use crate::error::{check, report_drop_error, Error, Result};
-use crate::{Context, DeviceRepr, DeviceSliceMut, Stream};
+use crate::error::{check, Error, Result};
+use crate::{
+    Context, DeviceBuffer, DeviceMemory, DeviceMemoryMut, DeviceRepr, DeviceSlice, DeviceSliceMut,
+    Stream,
+};
 
 c_flags! {
     /// How managed memory is attached when allocated (`CUmemAttach_flags`).
@@ -33,55 +35,29 @@ c_flags! {
 /// managed memory at all while the device runs. So [`as_slice`](Self::as_slice) and
 /// [`as_mut_slice`](Self::as_mut_slice) call `cuCtxSynchronize` before handing out a
 /// reference, and the borrow they return keeps this buffer's safe device operations (which
-/// take `&mut self`) from running meanwhile. On such older devices, also launch nothing else
-/// in the context while holding the reference.
+/// take `&mut self`) from running meanwhile. Its views accept streams of its own context only
+/// ([`Error::ContextMismatch`] otherwise), so the synchronisation covers all their work. On
+/// devices without concurrent managed access, also launch nothing else in the context while
+/// holding the reference.
+///
+/// Its device operations and kernel arguments are those of its views ([`DeviceMemory`],
+/// [`DeviceMemoryMut`]).
 ///
 /// ```no_run
+/// use cuda_driver::prelude::*;
 /// use cuda_driver::{AttachFlags, Device, ManagedBuffer};
 ///
 /// let ctx = Device::get(0)?.primary_context()?;
 /// let mut buf = ManagedBuffer::<u32>::zeroed(&ctx, 256, AttachFlags::GLOBAL)?;
-/// buf.memset_u32(42)?; // on the device
+/// buf.memset(42u32)?; // on the device
 /// assert!(buf.as_slice()?.iter().all(|&x| x == 42)); // synchronises, then reads on the host
 /// # Ok::<(), cuda_driver::Error>(())
 /// ```
 #[doc(alias = "cuMemAllocManaged")]
+#[derive(Debug)]
 pub struct ManagedBuffer<T: DeviceRepr> {
-    /// Kept first and by value, as in [`DeviceBuffer`](crate::DeviceBuffer). 0 for zero bytes.
-    ptr: sys::CUdeviceptr,
-    len: usize,
-    ctx: Context,
-    _marker: PhantomData<T>,
-}
-
-// SAFETY: the buffer owns its memory like a Box<[T]>; managed memory is not tied to a host
-// thread, and host references are handed out only through &self / &mut self.
-unsafe impl<T: DeviceRepr + Send> Send for ManagedBuffer<T> {}
-// SAFETY: shared access gives out only &[T] (after synchronising).
-unsafe impl<T: DeviceRepr + Sync> Sync for ManagedBuffer<T> {}
-
-impl<T: DeviceRepr> Drop for ManagedBuffer<T> {
-    fn drop(&mut self) {
-        if self.ptr == 0 {
-            return;
-        }
-        if self.ctx.ensure_current_for_drop() {
-            // SAFETY: `ptr` came from cuMemAllocManaged in `ctx`, is owned by self and freed
-            // once, here.
-            let r = unsafe { sys::cuMemFree_v2(self.ptr) };
-            report_drop_error("cuMemFree_v2", r);
-        }
-    }
-}
-
-impl<T: DeviceRepr> std::fmt::Debug for ManagedBuffer<T> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ManagedBuffer")
-            .field("ptr", &format_args!("{:#x}", self.ptr))
-            .field("len", &self.len)
-            .field("type", &std::any::type_name::<T>())
-            .finish()
-    }
+    /// A device allocation freed with `cuMemFree_v2` in its context, like a `DeviceBuffer`.
+    inner: DeviceBuffer<T>,
 }
 
 impl<T: DeviceRepr> ManagedBuffer<T> {
@@ -91,7 +67,7 @@ impl<T: DeviceRepr> ManagedBuffer<T> {
         let bytes = byte_len::<T>("ManagedBuffer", len)?;
         let mut ptr = 0;
         if bytes > 0 {
-            ctx.ensure_current()?;
+            let _cur = ctx.enter()?;
             check(
                 // SAFETY: writes one CUdeviceptr; the allocation is owned by the buffer built in
                 // the next statement.
@@ -100,18 +76,19 @@ impl<T: DeviceRepr> ManagedBuffer<T> {
             )?;
         }
         let buf = ManagedBuffer {
-            ptr,
-            len,
-            ctx: ctx.clone(),
-            _marker: PhantomData,
+            // SAFETY: `ptr` came from cuMemAllocManaged in `ctx` for `bytes` bytes (or is 0
+            // for zero bytes), owned by nothing else; cuMemFree_v2 frees it.
+            inner: unsafe { DeviceBuffer::from_raw(ptr, len, ctx) },
         };
-        if buf.ptr as usize % std::mem::align_of::<T>() != 0 {
+        if ptr as usize % std::mem::align_of::<T>() != 0 {
             // 256-byte aligned in practice; checked because `as_slice` relies on it.
-            return Err(Error::InvalidArgument(format!(
-                "cuMemAllocManaged returned {:#x}, not aligned for {}",
-                buf.ptr,
-                std::any::type_name::<T>()
-            )));
+            return Err(Error::UnexpectedValue {
+                call: "cuMemAllocManaged",
+                reason: format!(
+                    "{ptr:#x} is not aligned for {}",
+                    std::any::type_name::<T>()
+                ),
+            });
         }
         Ok(buf)
     }
@@ -126,7 +103,7 @@ impl<T: DeviceRepr> ManagedBuffer<T> {
     pub fn zeroed(ctx: &Context, len: usize, flags: AttachFlags) -> Result<Self> {
         let mut buf = Self::alloc_uninit(ctx, len, flags)?;
         if buf.bytes() > 0 {
-            buf.memset_u8(0)?;
+            buf.memset(0u8)?;
             Stream::null(ctx).synchronize()?;
         }
         Ok(buf)
@@ -141,33 +118,61 @@ impl<T: DeviceRepr> ManagedBuffer<T> {
     pub fn from_slice(ctx: &Context, src: &[T], flags: AttachFlags) -> Result<Self> {
         let mut buf = Self::alloc_uninit(ctx, src.len(), flags)?;
         if buf.bytes() > 0 {
-            buf.device_view().copy_from_host(src)?;
+            buf.copy_from_host(src)?;
             Stream::null(ctx).synchronize()?;
         }
         Ok(buf)
     }
 }
 
-device_memory_accessors! {
-    impl<T> ManagedBuffer<T>, "buffer" {
-        /// The managed address, valid on the host and the devices while `self` lives (0 for zero
-        /// bytes). For kernels: the host must not read the memory while a kernel may write it.
-        fn as_raw;
-        /// The context it was allocated in.
-        fn context(buf) -> &Context { &buf.ctx }
+// SAFETY: the view covers the managed allocation, borrowed from `self`; not stream-ordered.
+unsafe impl<T: DeviceRepr> DeviceMemory for ManagedBuffer<T> {
+    type Elem = T;
+    #[inline]
+    fn as_view(&self) -> DeviceSlice<'_, T> {
+        self.inner.as_view()
+    }
+}
+
+// SAFETY: as above, borrowed exclusively; host references need `&self`/`&mut self` too.
+unsafe impl<T: DeviceRepr> DeviceMemoryMut for ManagedBuffer<T> {
+    #[inline]
+    fn as_view_mut(&mut self) -> DeviceSliceMut<'_, T> {
+        self.inner.as_view_mut()
     }
 }
 
 impl<T: DeviceRepr> ManagedBuffer<T> {
-    /// The memory as a device view, for this module's blocking operations only: a safe view
-    /// would allow asynchronous device writes while the host reads through `as_slice`.
-    fn device_view(&mut self) -> DeviceSliceMut<'_, T> {
-        DeviceSliceMut {
-            ptr: self.ptr,
-            len: self.len,
-            ctx: &self.ctx,
-            _marker: PhantomData,
+    /// The managed address, valid on the host and the devices while `self` lives (0 for zero
+    /// bytes).
+    #[inline]
+    pub fn as_raw(&self) -> sys::CUdeviceptr {
+        self.inner.as_raw()
+    }
+
+    /// The context it was allocated in.
+    #[inline]
+    pub fn context(&self) -> &Context {
+        self.inner.context()
+    }
+
+    /// Takes ownership of `len` elements at `ptr`, allocated with `cuMemAllocManaged` in
+    /// `ctx`.
+    ///
+    /// # Safety
+    /// `ptr` was returned by `cuMemAllocManaged` in `ctx` for at least `len * size_of::<T>()`
+    /// bytes (or is 0 with a zero-byte length), aligned for `T`, its contents are
+    /// initialised, and nothing else frees it.
+    pub unsafe fn from_raw(ptr: sys::CUdeviceptr, len: usize, ctx: &Context) -> Self {
+        ManagedBuffer {
+            // SAFETY: the caller's guarantees; cuMemFree_v2 frees managed memory.
+            inner: unsafe { DeviceBuffer::from_raw(ptr, len, ctx) },
         }
+    }
+
+    /// Gives up ownership; the caller frees the pointer with `cuMemFree`.
+    pub fn into_raw(self) -> sys::CUdeviceptr {
+        self.inner.into_raw()
     }
 
     /// Waits for all work in the context, then reads the memory on the host.
@@ -176,18 +181,18 @@ impl<T: DeviceRepr> ManagedBuffer<T> {
     #[doc(alias = "cuCtxSynchronize")]
     #[track_caller]
     pub fn as_slice(&self) -> Result<&[T]> {
-        if self.ptr == 0 {
+        if self.as_raw() == 0 {
             // SAFETY: zero bytes (no element or a zero-sized T): a dangling aligned pointer
             // is a valid slice of `len` elements.
             return Ok(unsafe {
-                std::slice::from_raw_parts(NonNull::dangling().as_ptr(), self.len)
+                std::slice::from_raw_parts(NonNull::dangling().as_ptr(), self.len())
             });
         }
-        self.ctx.synchronize()?;
+        self.context().synchronize()?;
         // SAFETY: `ptr` is a live managed allocation of `len` initialised, aligned elements
         // (checked at allocation), valid on the host; the context is idle and `&self` keeps
         // this buffer's device operations from starting while the slice lives.
-        Ok(unsafe { std::slice::from_raw_parts(self.ptr as usize as *const T, self.len) })
+        Ok(unsafe { std::slice::from_raw_parts(self.as_raw() as usize as *const T, self.len()) })
     }
 
     /// Waits for all work in the context, then reads and writes the memory on the host.
@@ -196,66 +201,21 @@ impl<T: DeviceRepr> ManagedBuffer<T> {
     #[doc(alias = "cuCtxSynchronize")]
     #[track_caller]
     pub fn as_mut_slice(&mut self) -> Result<&mut [T]> {
-        if self.ptr == 0 {
+        if self.as_raw() == 0 {
             // SAFETY: as in `as_slice`.
             return Ok(unsafe {
-                std::slice::from_raw_parts_mut(NonNull::dangling().as_ptr(), self.len)
+                std::slice::from_raw_parts_mut(NonNull::dangling().as_ptr(), self.len())
             });
         }
-        self.ctx.synchronize()?;
+        self.context().synchronize()?;
         // SAFETY: as in `as_slice`, and `&mut self` makes the access exclusive.
-        Ok(unsafe { std::slice::from_raw_parts_mut(self.ptr as usize as *mut T, self.len) })
+        Ok(unsafe { std::slice::from_raw_parts_mut(self.as_raw() as usize as *mut T, self.len()) })
     }
 
     /// Copies the contents into a new `Vec`, after synchronising (see [`as_slice`](Self::as_slice)).
     #[track_caller]
     pub fn to_vec(&self) -> Result<Vec<T>> {
         Ok(self.as_slice()?.to_vec())
-    }
-
-    /// A blocking memset on the device, after checking the element size.
-    #[track_caller]
-    fn device_memset(
-        &mut self,
-        what: &'static str,
-        width: usize,
-        f: impl FnOnce(&mut DeviceSliceMut<'_, T>) -> Result<()>,
-    ) -> Result<()> {
-        memset_count::<T>(what, self.len, width)?;
-        f(&mut self.device_view())
-    }
-
-    /// Sets every byte to `value` on the device. Host access afterwards
-    /// ([`as_slice`](Self::as_slice)) waits for it.
-    ///
-    /// Wraps `cuMemsetD8_v2`.
-    #[doc(alias = "cuMemsetD8")]
-    #[doc(alias = "cuMemsetD8_v2")]
-    #[track_caller]
-    pub fn memset_u8(&mut self, value: u8) -> Result<()> {
-        self.device_memset("memset_u8", 1, |v| v.memset_u8(value))
-    }
-
-    /// Sets every 16-bit word to `value` on the device; the size of `T` must be a multiple
-    /// of 2 bytes.
-    ///
-    /// Wraps `cuMemsetD16_v2`.
-    #[doc(alias = "cuMemsetD16")]
-    #[doc(alias = "cuMemsetD16_v2")]
-    #[track_caller]
-    pub fn memset_u16(&mut self, value: u16) -> Result<()> {
-        self.device_memset("memset_u16", 2, |v| v.memset_u16(value))
-    }
-
-    /// Sets every 32-bit word to `value` on the device; the size of `T` must be a multiple
-    /// of 4 bytes.
-    ///
-    /// Wraps `cuMemsetD32_v2`.
-    #[doc(alias = "cuMemsetD32")]
-    #[doc(alias = "cuMemsetD32_v2")]
-    #[track_caller]
-    pub fn memset_u32(&mut self, value: u32) -> Result<()> {
-        self.device_memset("memset_u32", 4, |v| v.memset_u32(value))
     }
 
     /// Queues a migration of the whole buffer to `location` (a device, or the host) on
@@ -267,16 +227,16 @@ impl<T: DeviceRepr> ManagedBuffer<T> {
     #[track_caller]
     pub fn prefetch(&self, location: MemLocation, stream: &Stream) -> Result<()> {
         let f = crate::entry_point::newer::cuMemPrefetchAsync_v2()?;
-        if self.ptr == 0 {
+        if self.as_raw() == 0 {
             return Ok(());
         }
-        stream.context().ensure_current()?;
+        let _cur = stream.context().enter()?;
         check(
             // SAFETY: the buffer is a live managed allocation of `bytes()` bytes; a prefetch moves
             // pages without changing their contents; flags must be 0.
             unsafe {
                 f(
-                    self.ptr,
+                    self.as_raw(),
                     self.bytes(),
                     location.as_raw(),
                     0,
@@ -297,14 +257,14 @@ impl<T: DeviceRepr> ManagedBuffer<T> {
     #[track_caller]
     pub fn advise(&self, advice: MemAdvice, location: MemLocation) -> Result<()> {
         let f = crate::entry_point::newer::cuMemAdvise_v2()?;
-        if self.ptr == 0 {
+        if self.as_raw() == 0 {
             return Ok(());
         }
-        self.ctx.ensure_current()?;
+        let _cur = self.context().enter()?;
         check(
             // SAFETY: the buffer is a live managed allocation of `bytes()` bytes; advice changes
             // no contents.
-            unsafe { f(self.ptr, self.bytes(), advice.as_raw(), location.as_raw()) },
+            unsafe { f(self.as_raw(), self.bytes(), advice.as_raw(), location.as_raw()) },
             "cuMemAdvise_v2",
         )
     }
@@ -337,8 +297,8 @@ mod tests {
         );
         assert!(empty.as_slice().unwrap().is_empty());
         assert!(matches!(
-            empty.memset_u16(1),
-            Err(Error::InvalidArgument(_))
+            empty.memset(1u16),
+            Err(Error::MemsetWidth { width: 2, size: 3, .. })
         ));
     }
 }

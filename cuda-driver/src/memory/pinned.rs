@@ -4,7 +4,9 @@
 //! Page-locked ("pinned") memory cannot be paged out, so the GPU reads and writes it by DMA:
 //! copies from and to it are faster, and the `*_async` copies are truly asynchronous. With
 //! unified addressing (every 64-bit platform) it is also mapped into the device's address
-//! space ([`PinnedBuffer::device_ptr`]), so kernels and memsets reach it directly.
+//! space: [`PinnedBuffer::with_device_view_mut`] hands out a device view of it (for memsets,
+//! copies and kernel arguments) for the span of a closure, and waits for the context before
+//! the host may touch the memory again.
 
 use std::marker::PhantomData;
 use std::mem::size_of;
@@ -13,9 +15,10 @@ use std::ptr::{self, NonNull};
 
 use cuda_driver_sys as sys;
 
-use super::device::{byte_len, memset_count};
-use crate::error::{check, report_drop_error, Error, Result};
-use crate::{Context, DeviceRepr, DeviceSliceMut};
+use super::view::byte_len;
+use crate::error::{check, Error, Result};
+use crate::release::SendRaw;
+use crate::{Context, DeviceRepr, DeviceSlice, DeviceSliceMut};
 
 c_flags! {
     /// Flags of [`PinnedBuffer`] allocations (`CU_MEMHOSTALLOC_*`).
@@ -49,7 +52,7 @@ c_flags! {
 /// The address cuMemHostGetDevicePointer_v2 gives the device for host memory at `host`.
 #[track_caller]
 fn host_device_ptr(ctx: &Context, host: *mut std::ffi::c_void) -> Result<sys::CUdeviceptr> {
-    ctx.ensure_current()?;
+    let _cur = ctx.enter()?;
     let mut dptr = 0;
     check(
         // SAFETY: `host` is page-locked memory of the current context (the callers own or borrow
@@ -60,24 +63,54 @@ fn host_device_ptr(ctx: &Context, host: *mut std::ffi::c_void) -> Result<sys::CU
     Ok(dptr)
 }
 
+/// Runs `f` with a mutable device view of `len` elements of page-locked host memory at
+/// `host`, then synchronises the context: whatever `f` queued through the view (on streams
+/// of `ctx`, the only ones a view accepts) is done before the host may access the memory.
+#[track_caller]
+fn with_view_mut<T: DeviceRepr, R>(
+    ctx: &Context,
+    host: *mut T,
+    len: usize,
+    f: impl FnOnce(DeviceSliceMut<'_, T>) -> Result<R>,
+) -> Result<R> {
+    let ptr = if len * size_of::<T>() == 0 {
+        0
+    } else {
+        host_device_ptr(ctx, host.cast())?
+    };
+    let view = DeviceSliceMut {
+        ptr,
+        len,
+        ctx,
+        home: ptr::null_mut(),
+        _marker: PhantomData,
+    };
+    let r = f(view);
+    ctx.synchronize()?;
+    r
+}
+
 /// Page-locked host memory holding `len` values of `T` (`cuMemHostAlloc`), freed with
 /// `cuMemFreeHost` on drop in its context, which it keeps alive.
 ///
 /// It dereferences to `[T]`: the host reads and writes it like a `Vec`. Its contents are
 /// always initialised ([`zeroed`](Self::zeroed), [`from_slice`](Self::from_slice)).
 ///
-/// The device sees it through [`device_ptr`](Self::device_ptr). The host may read it through
-/// `Deref` at any time, so nothing in the safe API writes it from the device asynchronously:
-/// the memsets here block until they are done, and the `*_async` copies into it are
-/// `unsafe`, their callers promising not to touch it until the stream is done.
+/// The device sees it through [`with_device_view_mut`](Self::with_device_view_mut) (and
+/// [`device_ptr`](Self::device_ptr)). The host may read it through `Deref` at any time, so
+/// nothing in the safe API writes it from the device asynchronously: the device view lives
+/// only inside a closure, after which the context is synchronised, and the `*_async` copies
+/// into it are `unsafe`, their callers promising not to touch it until the stream is done.
 ///
 /// ```no_run
+/// use cuda_driver::prelude::*;
 /// use cuda_driver::{Device, DeviceBuffer, PinnedBuffer, PinnedFlags};
 ///
 /// let ctx = Device::get(0)?.primary_context()?;
 /// let mut host = PinnedBuffer::<f32>::zeroed(&ctx, 4, PinnedFlags::empty())?;
 /// host[0] = 123.0;
-/// host.memset_u32(555.0f32.to_bits())?; // cuMemsetD32 through the device address
+/// // cuMemsetD32 through the device address, done when this returns:
+/// host.with_device_view_mut(|mut v| v.memset(555.0f32.to_bits()))?;
 /// assert_eq!(host[0], 555.0);
 /// let dev = DeviceBuffer::from_slice(&ctx, &host)?; // a DMA copy from page-locked memory
 /// # Ok::<(), cuda_driver::Error>(())
@@ -103,12 +136,13 @@ impl<T: DeviceRepr> Drop for PinnedBuffer<T> {
         if self.len * size_of::<T>() == 0 {
             return;
         }
-        if self.ctx.ensure_current_for_drop() {
-            // SAFETY: `ptr` came from cuMemHostAlloc, is owned by self and freed once, here;
-            // the driver waits for device work still using it.
-            let r = unsafe { sys::cuMemFreeHost(self.ptr.as_ptr().cast()) };
-            report_drop_error("cuMemFreeHost", r);
-        }
+        let p = SendRaw(self.ptr.as_ptr());
+        // SAFETY: `ptr` came from cuMemHostAlloc, is owned by self and freed once, here; the
+        // driver waits for device work still using it.
+        self.ctx
+            .release("cuMemFreeHost", move || unsafe {
+                sys::cuMemFreeHost(p.get().cast())
+            });
     }
 }
 
@@ -158,7 +192,7 @@ impl<T: DeviceRepr> PinnedBuffer<T> {
                 ctx: ctx.clone(),
             });
         }
-        ctx.ensure_current()?;
+        let _cur = ctx.enter()?;
         let mut p = ptr::null_mut();
         check(
             // SAFETY: writes one pointer; the allocation is owned by the buffer built next.
@@ -166,9 +200,10 @@ impl<T: DeviceRepr> PinnedBuffer<T> {
             "cuMemHostAlloc",
         )?;
         let Some(ptr) = NonNull::new(p.cast::<T>()) else {
-            return Err(Error::InvalidArgument(
-                "cuMemHostAlloc succeeded but returned a null pointer".into(),
-            ));
+            return Err(Error::UnexpectedValue {
+                call: "cuMemHostAlloc",
+                reason: "a null pointer from a successful allocation".into(),
+            });
         };
         let buf = PinnedBuffer {
             ptr,
@@ -178,11 +213,14 @@ impl<T: DeviceRepr> PinnedBuffer<T> {
         };
         if !buf.ptr.as_ptr().is_aligned() {
             // Page-aligned in practice; checked because `Deref` relies on it.
-            return Err(Error::InvalidArgument(format!(
-                "cuMemHostAlloc returned {:p}, not aligned for {}",
-                buf.ptr,
-                std::any::type_name::<T>()
-            )));
+            return Err(Error::UnexpectedValue {
+                call: "cuMemHostAlloc",
+                reason: format!(
+                    "{:p} is not aligned for {}",
+                    buf.ptr,
+                    std::any::type_name::<T>()
+                ),
+            });
         }
         Ok(buf)
     }
@@ -249,63 +287,60 @@ impl<T: DeviceRepr> PinnedBuffer<T> {
         host_device_ptr(&self.ctx, self.ptr.as_ptr().cast())
     }
 
-    /// A memset through the device address, then a context synchronisation, so the result is
-    /// in host memory when this returns.
+    /// Runs `f` with a mutable device view of the memory (for memsets, device copies and
+    /// kernel arguments), then waits for all work of the context, so that whatever `f`
+    /// queued through the view is done when this returns and the host may read the memory.
+    /// The view accepts streams of this buffer's context only. This is the seed's
+    /// `cuMemsetD32` on page-locked memory, made safe:
+    ///
+    /// ```no_run
+    /// # use cuda_driver::prelude::*;
+    /// # fn f(host: &mut cuda_driver::PinnedBuffer<f32>) -> cuda_driver::Result<()> {
+    /// host.with_device_view_mut(|mut v| v.memset(555.0f32.to_bits()))?;
+    /// assert!(host.iter().all(|&x| x == 555.0));
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// Wraps `cuMemHostGetDevicePointer_v2` and, after `f`, `cuCtxSynchronize`.
+    #[doc(alias = "cuMemHostGetDevicePointer")]
+    #[doc(alias = "cuMemHostGetDevicePointer_v2")]
     #[track_caller]
-    fn device_memset(
+    pub fn with_device_view_mut<R>(
         &mut self,
-        what: &'static str,
-        width: usize,
-        f: impl FnOnce(&mut DeviceSliceMut<'_, T>) -> Result<()>,
-    ) -> Result<()> {
-        if memset_count::<T>(what, self.len, width)? == 0 {
-            return Ok(());
-        }
-        let ptr = self.device_ptr()?;
-        let mut view = DeviceSliceMut {
+        f: impl FnOnce(DeviceSliceMut<'_, T>) -> Result<R>,
+    ) -> Result<R> {
+        with_view_mut(&self.ctx, self.ptr.as_ptr(), self.len, f)
+    }
+
+    /// Runs `f` with a shared device view of the memory, then waits for all work of the
+    /// context; see [`with_device_view_mut`](Self::with_device_view_mut).
+    #[track_caller]
+    pub fn with_device_view<R>(&self, f: impl FnOnce(DeviceSlice<'_, T>) -> Result<R>) -> Result<R> {
+        with_view_mut(&self.ctx, self.ptr.as_ptr(), self.len, |v| f(v.as_view()))
+    }
+
+    /// Takes ownership of `len` elements at `ptr`, allocated with `cuMemHostAlloc` (or
+    /// `cuMemAllocHost`) in `ctx` with `flags`.
+    ///
+    /// # Safety
+    /// `ptr` came from `cuMemHostAlloc` in `ctx` for at least `len * size_of::<T>()` bytes,
+    /// aligned for `T`, with initialised contents, and nothing else frees it (for zero bytes:
+    /// any aligned non-null pointer, not freed).
+    pub unsafe fn from_raw(ptr: NonNull<T>, len: usize, flags: PinnedFlags, ctx: &Context) -> Self {
+        PinnedBuffer {
             ptr,
-            len: self.len,
-            ctx: &self.ctx,
-            _marker: PhantomData,
-        };
-        f(&mut view)?;
-        // The driver documents memsets to page-locked memory as synchronous; synchronising
-        // makes sure of it before `&mut self` ends and the host may read the memory again.
-        self.ctx.synchronize()
+            len,
+            flags,
+            ctx: ctx.clone(),
+        }
     }
 
-    /// Sets every byte to `value` from the device, through the mapped address, and waits
-    /// until it is done.
-    ///
-    /// Wraps `cuMemHostGetDevicePointer_v2`, `cuMemsetD8_v2` and `cuCtxSynchronize`.
-    #[doc(alias = "cuMemsetD8")]
-    #[doc(alias = "cuMemsetD8_v2")]
-    #[track_caller]
-    pub fn memset_u8(&mut self, value: u8) -> Result<()> {
-        self.device_memset("memset_u8", 1, |v| v.memset_u8(value))
-    }
-
-    /// Sets every 16-bit word to `value` from the device and waits until it is done; the
-    /// size of `T` must be a multiple of 2 bytes.
-    ///
-    /// Wraps `cuMemHostGetDevicePointer_v2`, `cuMemsetD16_v2` and `cuCtxSynchronize`.
-    #[doc(alias = "cuMemsetD16")]
-    #[doc(alias = "cuMemsetD16_v2")]
-    #[track_caller]
-    pub fn memset_u16(&mut self, value: u16) -> Result<()> {
-        self.device_memset("memset_u16", 2, |v| v.memset_u16(value))
-    }
-
-    /// Sets every 32-bit word to `value` from the device (for `f32`, `x.to_bits()`) and waits
-    /// until it is done; the size of `T` must be a multiple of 4 bytes. This is the seed's
-    /// `cuMemsetD32` on page-locked memory, made safe.
-    ///
-    /// Wraps `cuMemHostGetDevicePointer_v2`, `cuMemsetD32_v2` and `cuCtxSynchronize`.
-    #[doc(alias = "cuMemsetD32")]
-    #[doc(alias = "cuMemsetD32_v2")]
-    #[track_caller]
-    pub fn memset_u32(&mut self, value: u32) -> Result<()> {
-        self.device_memset("memset_u32", 4, |v| v.memset_u32(value))
+    /// Gives up ownership; the caller frees the memory with `cuMemFreeHost`.
+    pub fn into_raw(self) -> NonNull<T> {
+        let this = std::mem::ManuallyDrop::new(self);
+        // SAFETY: `this` is never used or dropped again; the context clone is dropped once.
+        unsafe { ptr::read(&this.ctx) };
+        this.ptr
     }
 }
 
@@ -350,12 +385,14 @@ impl<T: DeviceRepr> Drop for HostRegistration<'_, T> {
         if size_of_val(self.slice) == 0 {
             return;
         }
-        if self.ctx.ensure_current_for_drop() {
-            // SAFETY: the slice was registered by `new` in this context and is unregistered
-            // once, here.
-            let r = unsafe { sys::cuMemHostUnregister(self.slice.as_mut_ptr().cast()) };
-            report_drop_error("cuMemHostUnregister", r);
-        }
+        let p = SendRaw(self.slice.as_mut_ptr());
+        // SAFETY: the slice was registered by `new` in this context and is unregistered once,
+        // here. Inside a host function the release is deferred, and the slice's borrow ends
+        // before it runs; the driver keeps the pages locked until then, which is harmless.
+        self.ctx
+            .release("cuMemHostUnregister", move || unsafe {
+                sys::cuMemHostUnregister(p.get().cast())
+            });
     }
 }
 
@@ -396,7 +433,7 @@ impl<'a, T: DeviceRepr> HostRegistration<'a, T> {
     pub fn new(ctx: &Context, slice: &'a mut [T], flags: HostRegisterFlags) -> Result<Self> {
         let bytes = size_of_val(slice);
         if bytes > 0 {
-            ctx.ensure_current()?;
+            let _cur = ctx.enter()?;
             check(
                 // SAFETY: `slice` is valid for `bytes` bytes and mutably borrowed by the guard
                 // built in the next statement, which unregisters it before the borrow ends.
@@ -423,7 +460,7 @@ impl<'a, T: DeviceRepr> HostRegistration<'a, T> {
         // SAFETY: `this` is never dropped or used again; each field is moved out once.
         let (slice, ctx) = unsafe { (ptr::read(&this.slice), ptr::read(&this.ctx)) };
         if size_of_val(slice) > 0 {
-            ctx.ensure_current()?;
+            let _cur = ctx.enter()?;
             check(
                 // SAFETY: the slice was registered by `new` in `ctx`; unregistered once, here.
                 unsafe { sys::cuMemHostUnregister(slice.as_mut_ptr().cast()) },
@@ -442,6 +479,17 @@ impl<'a, T: DeviceRepr> HostRegistration<'a, T> {
     #[track_caller]
     pub fn device_ptr(&self) -> Result<sys::CUdeviceptr> {
         host_device_ptr(&self.ctx, self.slice.as_ptr().cast_mut().cast())
+    }
+
+    /// Runs `f` with a mutable device view of the registered memory, then waits for all
+    /// work of the context; see [`PinnedBuffer::with_device_view_mut`].
+    #[track_caller]
+    pub fn with_device_view_mut<R>(
+        &mut self,
+        f: impl FnOnce(DeviceSliceMut<'_, T>) -> Result<R>,
+    ) -> Result<R> {
+        let (p, len) = (self.slice.as_mut_ptr(), self.slice.len());
+        with_view_mut(&self.ctx, p, len, f)
     }
 
     /// The context the memory was registered in.

@@ -1,42 +1,63 @@
-//! Stream-ordered allocation: [`AsyncDeviceBuffer`] and memory pools ([`MemPool`]).
+//! Stream Ordered Memory Allocator: [`AsyncDeviceBuffer`] and memory pools ([`MemPool`],
+//! [`MemPoolRef`]).
 //!
 //! `cuMemAllocAsync` allocates memory *in stream order*: the memory may be used by work queued
 //! on the stream after the allocation, and `cuMemFreeAsync` returns it to its pool when the
-//! stream reaches the free, without synchronising anything. The memory comes from a
-//! [`MemPool`]: the device's current pool (by default its default pool), or one given to
+//! stream reaches the free, without synchronising anything. The memory comes from a pool:
+//! the device's current pool (by default its default pool), or one given to
 //! [`MemPool::alloc_async`].
 
 use std::marker::PhantomData;
+use std::ops::Deref;
 use std::ptr;
 
 use cuda_driver_sys as sys;
 
-use super::device::byte_len;
-use crate::error::{check, report_drop_error, Result};
-use crate::{init, Device, DeviceBuffer, DeviceRepr, Stream};
+use super::view::{byte_len, stream_identity};
+use crate::error::{check, report_drop_error, Error, Result};
+use crate::release::{release, SendRaw};
+use crate::{
+    init, Device, DeviceBuffer, DeviceMemory, DeviceMemoryMut, DeviceRepr, DeviceSlice,
+    DeviceSliceMut, Event, EventFlags, Stream,
+};
 
 /// Device memory allocated in stream order on a stream it borrows, and freed in stream order
 /// on that stream when dropped.
 ///
-/// Why a borrow: the free (`cuMemFreeAsync`) must be queued on a live stream, and [`Stream`]
-/// is not `Clone`, so the buffer borrows the stream it was allocated on. The borrow checker
-/// then guarantees the stream (and through it the context) outlives the buffer, and dropping
-/// the buffer is the stream-ordered free: no synchronisation, no hidden reference counting.
+/// # The stream-order rule
 ///
-/// Use the memory on its stream, or on another one ordered after the allocation (an event
-/// recorded on this stream). Blocking operations ([`copy_from_host`](Self::copy_from_host),
-/// ...) run on the legacy default stream, which is ordered after streams created with
-/// [`StreamFlags::DEFAULT`](crate::StreamFlags::DEFAULT) but not after
-/// [`NON_BLOCKING`](crate::StreamFlags::NON_BLOCKING) ones: synchronise such a stream first.
-/// Work queued on other streams that uses the memory must be done before the free is reached.
+/// The free (`cuMemFreeAsync`) is queued on the buffer's stream and runs as soon as the
+/// stream reaches it; the pool may then hand the memory to the next allocation. Work on any
+/// *other* stream that still uses the memory would then corrupt the new owner's data. So the
+/// buffer is used on its own stream only, and the crate enforces it in safe code:
+///
+/// * every operation with a stream (`copy_*_async`, `memset_async`, and checked kernel
+///   launches) on the buffer or its views must use the buffer's stream, or fails with
+///   [`Error::StreamMismatch`] before anything is queued;
+/// * the operations without a stream run on the buffer's stream and wait for it;
+/// * to use the memory on another stream, move the buffer there first with
+///   [`move_to_stream`](Self::move_to_stream): it records an event on the old stream and
+///   makes the new one wait for it, so everything queued before on the old stream is ordered
+///   before everything queued after on the new one, the free included;
+/// * the per-thread default stream ([`Stream::per_thread`]) names a different stream on each
+///   thread, so it cannot order memory that may be dropped on another thread: allocating on
+///   it is [`Error::InvalidStream`].
+///
+/// An unchecked kernel launch on another stream with the buffer's views as arguments is
+/// outside these checks; its `# Safety` contract includes this rule.
+///
+/// Why a borrow: the free must be queued on a live stream, and [`Stream`] is not `Clone`,
+/// so the buffer borrows the stream it is ordered on. The borrow checker then guarantees the
+/// stream (and through it the context) outlives the buffer.
 ///
 /// ```no_run
+/// use cuda_driver::prelude::*;
 /// use cuda_driver::{Device, DeviceBuffer, Stream, StreamFlags};
 ///
 /// let ctx = Device::get(0)?.primary_context()?;
 /// let stream = Stream::new(&ctx, StreamFlags::DEFAULT)?;
 /// let mut buf = DeviceBuffer::<u32>::new_async(&stream, 1024)?;
-/// buf.memset_u32_async(7, &stream)?;
+/// buf.memset_async(7u32, &stream)?;
 /// let mut host = vec![0u32; 1024];
 /// // SAFETY: `host` is not touched until the stream is synchronised below.
 /// unsafe { buf.copy_to_host_async(&mut host, &stream)? };
@@ -58,15 +79,15 @@ use crate::{init, Device, DeviceBuffer, DeviceRepr, Stream};
 /// ```
 #[doc(alias = "cuMemAllocAsync")]
 pub struct AsyncDeviceBuffer<'s, T: DeviceRepr> {
-    /// Kept first and by value, as in [`DeviceBuffer`].
-    pub(crate) ptr: sys::CUdeviceptr,
-    pub(crate) len: usize,
-    pub(crate) stream: &'s Stream,
-    pub(crate) _marker: PhantomData<T>,
+    ptr: sys::CUdeviceptr,
+    len: usize,
+    stream: &'s Stream,
+    _marker: PhantomData<T>,
 }
 
 // SAFETY: as for DeviceBuffer: device memory is not tied to a host thread and T is plain data;
-// the borrowed Stream is Sync.
+// the borrowed Stream is Sync. The stream is never the per-thread default stream (refused at
+// allocation), so the free is queued on the same stream from any thread.
 unsafe impl<T: DeviceRepr> Send for AsyncDeviceBuffer<'_, T> {}
 // SAFETY: shared access only reads device memory through the driver.
 unsafe impl<T: DeviceRepr> Sync for AsyncDeviceBuffer<'_, T> {}
@@ -76,12 +97,13 @@ impl<T: DeviceRepr> Drop for AsyncDeviceBuffer<'_, T> {
         if self.ptr == 0 {
             return;
         }
-        if self.stream.context().ensure_current_for_drop() {
-            // SAFETY: `ptr` came from cuMemAllocAsync / cuMemAllocFromPoolAsync, is owned by
-            // self and freed once, here, on the live stream it was allocated on.
-            let r = unsafe { sys::cuMemFreeAsync(self.ptr, self.stream.as_raw()) };
-            report_drop_error("cuMemFreeAsync", r);
-        }
+        let (ptr, stream) = (self.ptr, SendRaw(self.stream.as_raw()));
+        // SAFETY: `ptr` came from cuMemAllocAsync / cuMemAllocFromPoolAsync, is owned by self
+        // and freed once, here, on the live stream all safe work on it was queued on (the
+        // stream-order rule), so the free is ordered after that work.
+        self.stream.context().release("cuMemFreeAsync", move || unsafe {
+            sys::cuMemFreeAsync(ptr, stream.get())
+        });
     }
 }
 
@@ -95,16 +117,32 @@ impl<T: DeviceRepr> std::fmt::Debug for AsyncDeviceBuffer<'_, T> {
     }
 }
 
+/// Refuses the per-thread default stream for stream-ordered memory.
+#[track_caller]
+fn check_orderable(what: &'static str, stream: &Stream) -> Result<()> {
+    if stream_identity(stream.as_raw()) == sys::CU_STREAM_PER_THREAD {
+        return Err(Error::InvalidStream {
+            what,
+            reason: "the per-thread default stream names a different stream on every thread, \
+                     so it cannot order memory that may be freed on another thread; use a \
+                     created stream or the legacy default stream",
+        });
+    }
+    Ok(())
+}
+
 impl<T: DeviceRepr> DeviceBuffer<T> {
     /// Allocates room for `len` elements in stream order on `stream`, from the device's
-    /// current memory pool; see [`AsyncDeviceBuffer`]. The contents are unspecified.
+    /// current memory pool; see [`AsyncDeviceBuffer`] for the rules. The contents are
+    /// unspecified.
     ///
     /// Wraps `cuMemAllocAsync` (CUDA 11.2).
     #[doc(alias = "cuMemAllocAsync")]
     #[track_caller]
     pub fn new_async(stream: &Stream, len: usize) -> Result<AsyncDeviceBuffer<'_, T>> {
         let bytes = byte_len::<T>("DeviceBuffer::new_async", len)?;
-        stream.context().ensure_current()?;
+        check_orderable("DeviceBuffer::new_async", stream)?;
+        let _cur = stream.context().enter()?;
         let mut ptr = 0;
         if bytes > 0 {
             check(
@@ -129,9 +167,10 @@ impl<'s, T: DeviceRepr> AsyncDeviceBuffer<'s, T> {
     ///
     /// # Safety
     /// `ptr` came from `cuMemAllocAsync`/`cuMemAllocFromPoolAsync` for at least
-    /// `len * size_of::<T>()` bytes (or is 0 with a zero-byte length), may be freed on
-    /// `stream`, and nothing else frees it.
-    pub unsafe fn from_raw(stream: &'s Stream, ptr: sys::CUdeviceptr, len: usize) -> Self {
+    /// `len * size_of::<T>()` bytes (or is 0 with a zero-byte length), is ordered on `stream`
+    /// (no work on another stream may still use it), `stream` is not the per-thread default
+    /// stream, and nothing else frees it.
+    pub unsafe fn from_raw(ptr: sys::CUdeviceptr, len: usize, stream: &'s Stream) -> Self {
         AsyncDeviceBuffer {
             ptr,
             len,
@@ -140,9 +179,55 @@ impl<'s, T: DeviceRepr> AsyncDeviceBuffer<'s, T> {
         }
     }
 
-    /// Gives up ownership; the caller frees the pointer with `cuMemFreeAsync` (or `cuMemFree`).
+    /// Gives up ownership; the caller frees the pointer with `cuMemFreeAsync` (or
+    /// `cuMemFree`).
     pub fn into_raw(self) -> sys::CUdeviceptr {
         std::mem::ManuallyDrop::new(self).ptr
+    }
+
+    /// The device address, valid until the stream reaches the free (0 for zero bytes).
+    #[inline]
+    pub fn as_raw(&self) -> sys::CUdeviceptr {
+        self.ptr
+    }
+
+    /// The stream the buffer is ordered on and will be freed on.
+    #[inline]
+    pub fn stream(&self) -> &'s Stream {
+        self.stream
+    }
+
+    /// Moves the buffer to `stream`: records an event on the buffer's stream and makes
+    /// `stream` wait for it, so that work queued on `stream` from now on (the free included)
+    /// runs after everything queued on the old stream so far. From then on the buffer
+    /// belongs to `stream` (see the [stream-order rule](Self#the-stream-order-rule)). Both
+    /// streams must be of the same context. Moving to the stream it is on does nothing.
+    ///
+    /// Wraps `cuEventCreate`, `cuEventRecord`, `cuStreamWaitEvent` and `cuEventDestroy_v2`.
+    #[doc(alias = "cuStreamWaitEvent")]
+    #[track_caller]
+    pub fn move_to_stream<'t>(self, stream: &'t Stream) -> Result<AsyncDeviceBuffer<'t, T>> {
+        check_orderable("AsyncDeviceBuffer::move_to_stream", stream)?;
+        let old = self.stream;
+        if stream_identity(stream.as_raw()) != stream_identity(old.as_raw()) {
+            if stream.context() != old.context() {
+                return Err(Error::ContextMismatch {
+                    what: "AsyncDeviceBuffer::move_to_stream",
+                    expected: old.context().as_raw() as usize,
+                    found: stream.context().as_raw() as usize,
+                });
+            }
+            let event = Event::new(old.context(), EventFlags::DISABLE_TIMING)?;
+            event.record(old)?;
+            stream.wait_event(&event)?;
+        }
+        let this = std::mem::ManuallyDrop::new(self);
+        Ok(AsyncDeviceBuffer {
+            ptr: this.ptr,
+            len: this.len,
+            stream,
+            _marker: PhantomData,
+        })
     }
 
     /// Queues the free on the stream now, returning the driver's error instead of counting
@@ -156,39 +241,57 @@ impl<'s, T: DeviceRepr> AsyncDeviceBuffer<'s, T> {
         if this.ptr == 0 {
             return Ok(());
         }
-        this.stream.context().ensure_current()?;
+        let _cur = this.stream.context().enter()?;
         check(
-            // SAFETY: `ptr` is owned by `this`, which is never dropped, so it is freed once, here,
-            // on the stream it was allocated on.
+            // SAFETY: `ptr` is owned by `this`, which is never dropped, so it is freed once,
+            // here, on the stream it is ordered on.
             unsafe { sys::cuMemFreeAsync(this.ptr, this.stream.as_raw()) },
             "cuMemFreeAsync",
         )
     }
 
-    /// The stream the buffer was allocated on and will be freed on.
     #[inline]
-    pub fn stream(&self) -> &'s Stream {
-        self.stream
+    fn home(&self) -> sys::CUstream {
+        stream_identity(self.stream.as_raw())
     }
 }
 
-device_memory_accessors! {
-    impl<'s, T> AsyncDeviceBuffer<'s, T>, "buffer" {
-        /// The device address, valid until the stream reaches the free (0 for zero bytes).
-        fn as_raw;
-        /// The stream's context.
-        fn context(buf) -> &'s Context { buf.stream.context() }
+// SAFETY: the view covers the allocation, borrowed from `self`, ordered on the buffer's stream.
+unsafe impl<T: DeviceRepr> DeviceMemory for AsyncDeviceBuffer<'_, T> {
+    type Elem = T;
+    #[inline]
+    fn as_view(&self) -> DeviceSlice<'_, T> {
+        DeviceSlice {
+            ptr: self.ptr,
+            len: self.len,
+            ctx: self.stream.context(),
+            home: self.home(),
+            _marker: PhantomData,
+        }
     }
 }
 
-delegate_to_views!(impl<'s, T> AsyncDeviceBuffer<'s, T>);
+// SAFETY: as above, borrowed exclusively.
+unsafe impl<T: DeviceRepr> DeviceMemoryMut for AsyncDeviceBuffer<'_, T> {
+    #[inline]
+    fn as_view_mut(&mut self) -> DeviceSliceMut<'_, T> {
+        DeviceSliceMut {
+            ptr: self.ptr,
+            len: self.len,
+            ctx: self.stream.context(),
+            home: self.home(),
+            _marker: PhantomData,
+        }
+    }
+}
 
 /// A memory pool (`CUmemoryPool`) for stream-ordered allocations on one device.
 ///
 /// [`MemPool::new`] creates a pool, destroyed on drop (the driver keeps its memory until the
-/// last allocation from it is freed); [`MemPool::device_default`] and
-/// [`MemPool::device_current`] are borrowed handles of pools the driver owns. A pool may be
-/// used from any thread (`Send + Sync`).
+/// last allocation from it is freed). [`MemPool::device_default`] and
+/// [`MemPool::device_current`] return a [`MemPoolRef`], a borrowed handle of a pool the
+/// driver owns, which derefs to `MemPool` and never destroys it. A pool may be used from any
+/// thread (`Send + Sync`).
 ///
 /// ```no_run
 /// use cuda_driver::{Device, MemPool, Stream, StreamFlags};
@@ -208,7 +311,35 @@ delegate_to_views!(impl<'s, T> AsyncDeviceBuffer<'s, T>);
 pub struct MemPool {
     raw: sys::CUmemoryPool,
     device: Device,
-    owned: bool,
+}
+
+/// A borrowed [`MemPool`]: a pool the driver owns (a device's default or current pool), or
+/// one passed in as a raw handle. Derefs to `MemPool`; dropping it destroys nothing.
+#[derive(Debug)]
+pub struct MemPoolRef<'a> {
+    pool: std::mem::ManuallyDrop<MemPool>,
+    _borrow: PhantomData<&'a MemPool>,
+}
+
+impl Deref for MemPoolRef<'_> {
+    type Target = MemPool;
+    #[inline]
+    fn deref(&self) -> &MemPool {
+        &self.pool
+    }
+}
+
+impl MemPoolRef<'_> {
+    /// Borrows a pool by its raw handle.
+    ///
+    /// # Safety
+    /// `raw` is a live pool of `device` that stays alive for the returned lifetime.
+    pub unsafe fn from_raw<'a>(raw: sys::CUmemoryPool, device: Device) -> MemPoolRef<'a> {
+        MemPoolRef {
+            pool: std::mem::ManuallyDrop::new(MemPool { raw, device }),
+            _borrow: PhantomData,
+        }
+    }
 }
 
 // SAFETY: memory pools are device-level driver objects usable from any host thread; an owned
@@ -219,13 +350,14 @@ unsafe impl Sync for MemPool {}
 
 impl Drop for MemPool {
     fn drop(&mut self) {
-        if self.owned {
-            // SAFETY: `raw` was created by cuMemPoolCreate and is owned by self. Allocations
-            // still outstanding keep the pool's memory until they are freed (the driver
-            // defers the release).
-            let r = unsafe { sys::cuMemPoolDestroy(self.raw) };
+        let raw = SendRaw(self.raw);
+        release(move || {
+            // SAFETY: `raw` was created by cuMemPoolCreate and is owned by self (borrowed pools
+            // are MemPoolRefs, which never drop their MemPool). Allocations still outstanding
+            // keep the pool's memory until they are freed (the driver defers the release).
+            let r = unsafe { sys::cuMemPoolDestroy(raw.get()) };
             report_drop_error("cuMemPoolDestroy", r);
-        }
+        });
     }
 }
 
@@ -234,7 +366,6 @@ impl std::fmt::Debug for MemPool {
         f.debug_struct("MemPool")
             .field("raw", &self.raw)
             .field("device", &self.device)
-            .field("owned", &self.owned)
             .finish()
     }
 }
@@ -261,11 +392,7 @@ impl MemPool {
             unsafe { sys::cuMemPoolCreate(&mut raw, &props) },
             "cuMemPoolCreate",
         )?;
-        Ok(MemPool {
-            raw,
-            device,
-            owned: true,
-        })
+        Ok(MemPool { raw, device })
     }
 
     /// The device's default pool, which the driver owns: a borrowed handle.
@@ -273,7 +400,7 @@ impl MemPool {
     /// Wraps `cuDeviceGetDefaultMemPool`.
     #[doc(alias = "cuDeviceGetDefaultMemPool")]
     #[track_caller]
-    pub fn device_default(device: Device) -> Result<MemPool> {
+    pub fn device_default(device: Device) -> Result<MemPoolRef<'static>> {
         init()?;
         let mut raw = ptr::null_mut();
         check(
@@ -281,11 +408,8 @@ impl MemPool {
             unsafe { sys::cuDeviceGetDefaultMemPool(&mut raw, device.as_raw()) },
             "cuDeviceGetDefaultMemPool",
         )?;
-        Ok(MemPool {
-            raw,
-            device,
-            owned: false,
-        })
+        // SAFETY: the default pool lives as long as the process.
+        Ok(unsafe { MemPoolRef::from_raw(raw, device) })
     }
 
     /// The device's current pool, the one `cuMemAllocAsync` ([`DeviceBuffer::new_async`])
@@ -294,7 +418,7 @@ impl MemPool {
     /// Wraps `cuDeviceGetMemPool`.
     #[doc(alias = "cuDeviceGetMemPool")]
     #[track_caller]
-    pub fn device_current(device: Device) -> Result<MemPool> {
+    pub fn device_current(device: Device) -> Result<MemPoolRef<'static>> {
         init()?;
         let mut raw = ptr::null_mut();
         check(
@@ -303,11 +427,10 @@ impl MemPool {
             unsafe { sys::cuDeviceGetMemPool(&mut raw, device.as_raw()) },
             "cuDeviceGetMemPool",
         )?;
-        Ok(MemPool {
-            raw,
-            device,
-            owned: false,
-        })
+        // SAFETY: the current pool is the default pool (alive for the process) or one the user
+        // set; a pool set as current must be unset before it is destroyed (a driver rule the
+        // borrowed handle inherits; see the docs of `cuDeviceSetMemPool`).
+        Ok(unsafe { MemPoolRef::from_raw(raw, device) })
     }
 
     /// Takes ownership of a pool created with `cuMemPoolCreate` on `device`.
@@ -315,14 +438,10 @@ impl MemPool {
     /// # Safety
     /// `raw` is a live pool of `device` that nothing else destroys.
     pub unsafe fn from_raw(raw: sys::CUmemoryPool, device: Device) -> MemPool {
-        MemPool {
-            raw,
-            device,
-            owned: true,
-        }
+        MemPool { raw, device }
     }
 
-    /// Gives up ownership: the caller destroys the pool (if this handle owned it).
+    /// Gives up ownership: the caller destroys the pool.
     pub fn into_raw(self) -> sys::CUmemoryPool {
         std::mem::ManuallyDrop::new(self).raw
     }
@@ -351,7 +470,8 @@ impl MemPool {
         len: usize,
     ) -> Result<AsyncDeviceBuffer<'s, T>> {
         let bytes = byte_len::<T>("MemPool::alloc_async", len)?;
-        stream.context().ensure_current()?;
+        check_orderable("MemPool::alloc_async", stream)?;
+        let _cur = stream.context().enter()?;
         let mut ptr = 0;
         if bytes > 0 {
             check(

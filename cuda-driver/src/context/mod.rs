@@ -7,13 +7,18 @@
 //! * The **primary context** of a device ([`Device::primary_context`]) is the one the CUDA
 //!   runtime uses; it is reference counted by the driver (retain/release).
 //! * A **created context** ([`Context::new`]) is owned by its [`Context`] handle and
-//!   destroyed when the last clone is dropped. `cuCtxCreate` pushes it on the creating
-//!   thread's stack; once popped it is *floating* and can be made current on any thread.
+//!   destroyed when the last clone is dropped. It is created *floating* (current on no
+//!   thread) and can be used from any thread.
 //!
 //! Everything created in a context (streams, events, buffers, modules) holds a clone of its
-//! [`Context`], so a context outlives all its objects, and every operation on such an object
-//! makes its context current on the calling thread when it is not (checking with
-//! `cuCtxGetCurrent` first, so the common case costs one cheap call and no push/pop).
+//! [`Context`], so a context outlives all its objects.
+//!
+//! **No operation changes the caller's context stack.** Every operation on an object makes
+//! the object's context current for its own span only: if the context is current already,
+//! nothing happens but one `cuCtxGetCurrent` (the common case, and the whole cost on the
+//! launch and copy paths); otherwise the operation pushes the context and pops it again
+//! before returning, in `Drop` too. Under a [`ContextGuard`] of context A, using or dropping
+//! objects of context B leaves A current.
 //!
 //! [`Context::push`] pushes a context for a scope and returns a [`ContextGuard`] that pops it
 //! on drop; the guard is `!Send`, because the stack it modified belongs to this thread.
@@ -25,6 +30,11 @@ use std::sync::Arc;
 use cuda_driver_sys as sys;
 
 use crate::error::{check, report_drop_error, report_drop_problem, Error, Result};
+
+mod current;
+mod primary;
+
+use crate::release::{release, SendRaw};
 use crate::{init, Device};
 
 c_flags! {
@@ -95,18 +105,22 @@ unsafe impl Sync for Inner {}
 
 impl Drop for Inner {
     fn drop(&mut self) {
-        if self.primary {
-            // SAFETY: this Inner holds exactly one retain of the device's primary context,
-            // taken in Context::retain_primary; it is released once, here.
-            let r = unsafe { sys::cuDevicePrimaryCtxRelease_v2(self.device.as_raw()) };
-            report_drop_error("cuDevicePrimaryCtxRelease_v2", r);
-        } else {
-            // SAFETY: `raw` was created by cuCtxCreate (or handed over through from_raw) and is
-            // owned by this Inner; every object created in it held a clone of the Arc, so none
-            // is left.
-            let r = unsafe { sys::cuCtxDestroy_v2(self.raw) };
-            report_drop_error("cuCtxDestroy_v2", r);
-        }
+        let (raw, device, primary) = (SendRaw(self.raw), self.device, self.primary);
+        release(move || {
+            let raw = raw.get();
+            if primary {
+                // SAFETY: this Inner held exactly one retain of the device's primary context,
+                // taken in Context::retain_primary; it is released once, here.
+                let r = unsafe { sys::cuDevicePrimaryCtxRelease_v2(device.as_raw()) };
+                report_drop_error("cuDevicePrimaryCtxRelease_v2", r);
+            } else {
+                // SAFETY: `raw` was created by cuCtxCreate (or handed over through from_raw)
+                // and was owned by this Inner; every object created in it held a clone of the
+                // Arc, so none is left.
+                let r = unsafe { sys::cuCtxDestroy_v2(raw) };
+                report_drop_error("cuCtxDestroy_v2", r);
+            }
+        });
     }
 }
 
@@ -129,11 +143,15 @@ impl std::fmt::Debug for Context {
 }
 
 impl Context {
-    /// Creates a context on `device` with `flags`. Like `cuCtxCreate`, it pushes the new
-    /// context on the calling thread's stack; the context is destroyed when the last clone
-    /// of the handle (and of every object created in it) is dropped.
+    /// Creates a context on `device` with `flags`, *floating*: unlike a bare `cuCtxCreate`,
+    /// which pushes the new context on the calling thread's stack, this pops it again, so the
+    /// caller's stack is unchanged (no operation of this crate changes it). Push it with
+    /// [`push`](Self::push) to make it current for a scope, or just use it: every object
+    /// makes its context current for the span of each operation. The context is destroyed
+    /// when the last clone of the handle (and of every object created in it) is dropped.
     ///
-    /// Wraps `cuCtxCreate_v2`, the form every driver since CUDA 3.2 provides.
+    /// Wraps `cuCtxCreate_v2`, the form every driver since CUDA 3.2 provides, and
+    /// `cuCtxPopCurrent_v2`.
     #[doc(alias = "cuCtxCreate")]
     #[doc(alias = "cuCtxCreate_v2")]
     #[track_caller]
@@ -146,30 +164,21 @@ impl Context {
             unsafe { sys::cuCtxCreate_v2(&mut raw, flags.as_raw(), device.as_raw()) },
             "cuCtxCreate_v2",
         )?;
-        Ok(Context {
+        let ctx = Context {
             inner: Arc::new(Inner {
                 raw,
                 device,
                 primary: false,
             }),
-        })
-    }
-
-    #[track_caller]
-    pub(crate) fn retain_primary(device: Device) -> Result<Context> {
-        let mut raw = ptr::null_mut();
+        };
+        let mut popped = ptr::null_mut();
         check(
-            // SAFETY: writes one CUcontext; on success we hold one retain, released in Drop.
-            unsafe { sys::cuDevicePrimaryCtxRetain(&mut raw, device.as_raw()) },
-            "cuDevicePrimaryCtxRetain",
+            // SAFETY: cuCtxCreate pushed `raw` on this thread's stack just now; writes one
+            // CUcontext.
+            unsafe { sys::cuCtxPopCurrent_v2(&mut popped) },
+            "cuCtxPopCurrent_v2",
         )?;
-        Ok(Context {
-            inner: Arc::new(Inner {
-                raw,
-                device,
-                primary: true,
-            }),
-        })
+        Ok(ctx)
     }
 
     /// Takes ownership of a context created with `cuCtxCreate`; it is destroyed when the last
@@ -252,40 +261,6 @@ impl Context {
         )
     }
 
-    /// Makes the context current if it is not, checking first: the one step before every
-    /// operation on an object of this context, so that objects work from any thread.
-    #[inline]
-    #[track_caller]
-    pub(crate) fn ensure_current(&self) -> Result<()> {
-        let mut cur = ptr::null_mut();
-        // SAFETY: writes one CUcontext to a valid pointer.
-        check(unsafe { sys::cuCtxGetCurrent(&mut cur) }, "cuCtxGetCurrent")?;
-        if cur != self.inner.raw {
-            self.set_current()?;
-        }
-        Ok(())
-    }
-
-    /// `ensure_current` for `Drop`: returns the failing code instead of an error.
-    pub(crate) fn ensure_current_for_drop(&self) -> bool {
-        let mut cur = ptr::null_mut();
-        // SAFETY: writes one CUcontext to a valid pointer.
-        let r = unsafe { sys::cuCtxGetCurrent(&mut cur) };
-        if r != sys::CUDA_SUCCESS {
-            report_drop_error("cuCtxGetCurrent", r);
-            return false;
-        }
-        if cur != self.inner.raw {
-            // SAFETY: the context is alive while `self` is.
-            let r = unsafe { sys::cuCtxSetCurrent(self.inner.raw) };
-            if r != sys::CUDA_SUCCESS {
-                report_drop_error("cuCtxSetCurrent", r);
-                return false;
-            }
-        }
-        true
-    }
-
     /// Pushes this context on the calling thread's stack until the returned guard is dropped.
     ///
     /// Wraps `cuCtxPushCurrent_v2`; the guard's drop wraps `cuCtxPopCurrent_v2`.
@@ -323,7 +298,7 @@ impl Context {
     #[doc(alias = "cuCtxSynchronize")]
     #[track_caller]
     pub fn synchronize(&self) -> Result<()> {
-        self.ensure_current()?;
+        let _cur = self.enter()?;
         // SAFETY: no arguments; acts on the current context, which is `self`.
         check(unsafe { sys::cuCtxSynchronize() }, "cuCtxSynchronize")
     }
@@ -334,7 +309,7 @@ impl Context {
     #[doc(alias = "cuCtxGetLimit")]
     #[track_caller]
     pub fn limit(&self, limit: Limit) -> Result<usize> {
-        self.ensure_current()?;
+        let _cur = self.enter()?;
         let mut v = 0;
         check(
             // SAFETY: writes one size_t to a valid pointer.
@@ -350,7 +325,7 @@ impl Context {
     #[doc(alias = "cuCtxSetLimit")]
     #[track_caller]
     pub fn set_limit(&self, limit: Limit, value: usize) -> Result<()> {
-        self.ensure_current()?;
+        let _cur = self.enter()?;
         check(
             // SAFETY: plain value arguments on the current context.
             unsafe { sys::cuCtxSetLimit(limit.0, value) },
@@ -364,7 +339,7 @@ impl Context {
     #[doc(alias = "cuCtxGetCacheConfig")]
     #[track_caller]
     pub fn cache_config(&self) -> Result<CacheConfig> {
-        self.ensure_current()?;
+        let _cur = self.enter()?;
         let mut v = 0;
         check(
             // SAFETY: writes one CUfunc_cache to a valid pointer.
@@ -380,7 +355,7 @@ impl Context {
     #[doc(alias = "cuCtxSetCacheConfig")]
     #[track_caller]
     pub fn set_cache_config(&self, config: CacheConfig) -> Result<()> {
-        self.ensure_current()?;
+        let _cur = self.enter()?;
         check(
             // SAFETY: plain value argument on the current context.
             unsafe { sys::cuCtxSetCacheConfig(config.0) },
@@ -394,7 +369,7 @@ impl Context {
     #[doc(alias = "cuCtxGetSharedMemConfig")]
     #[track_caller]
     pub fn shared_mem_config(&self) -> Result<SharedMemConfig> {
-        self.ensure_current()?;
+        let _cur = self.enter()?;
         let mut v = 0;
         check(
             // SAFETY: writes one CUsharedconfig to a valid pointer.
@@ -410,7 +385,7 @@ impl Context {
     #[doc(alias = "cuCtxSetSharedMemConfig")]
     #[track_caller]
     pub fn set_shared_mem_config(&self, config: SharedMemConfig) -> Result<()> {
-        self.ensure_current()?;
+        let _cur = self.enter()?;
         check(
             // SAFETY: plain value argument on the current context.
             unsafe { sys::cuCtxSetSharedMemConfig(config.0) },
@@ -439,7 +414,7 @@ impl Context {
     #[doc(alias = "cuCtxGetFlags")]
     #[track_caller]
     pub fn flags(&self) -> Result<ContextFlags> {
-        self.ensure_current()?;
+        let _cur = self.enter()?;
         let mut v = 0;
         // SAFETY: writes one unsigned int to a valid pointer.
         check(unsafe { sys::cuCtxGetFlags(&mut v) }, "cuCtxGetFlags")?;
@@ -452,7 +427,7 @@ impl Context {
     #[doc(alias = "cuCtxGetStreamPriorityRange")]
     #[track_caller]
     pub fn stream_priority_range(&self) -> Result<(i32, i32)> {
-        self.ensure_current()?;
+        let _cur = self.enter()?;
         let (mut least, mut greatest) = (0, 0);
         check(
             // SAFETY: writes two ints to valid pointers.
@@ -469,7 +444,7 @@ impl Context {
     #[doc(alias = "cuMemGetInfo_v2")]
     #[track_caller]
     pub fn mem_info(&self) -> Result<(usize, usize)> {
-        self.ensure_current()?;
+        let _cur = self.enter()?;
         let (mut free, mut total) = (0, 0);
         check(
             // SAFETY: writes two size_t to valid pointers.
@@ -485,7 +460,7 @@ impl Context {
     #[doc(alias = "cuCtxEnablePeerAccess")]
     #[track_caller]
     pub fn enable_peer_access(&self, peer: &Context) -> Result<()> {
-        self.ensure_current()?;
+        let _cur = self.enter()?;
         check(
             // SAFETY: `peer` is alive; flags must be 0.
             unsafe { sys::cuCtxEnablePeerAccess(peer.as_raw(), 0) },
@@ -499,7 +474,7 @@ impl Context {
     #[doc(alias = "cuCtxDisablePeerAccess")]
     #[track_caller]
     pub fn disable_peer_access(&self, peer: &Context) -> Result<()> {
-        self.ensure_current()?;
+        let _cur = self.enter()?;
         check(
             // SAFETY: `peer` is alive.
             unsafe { sys::cuCtxDisablePeerAccess(peer.as_raw()) },
@@ -551,10 +526,10 @@ impl ContextGuard<'_> {
         // SAFETY: writes one CUcontext to a valid pointer.
         check(unsafe { sys::cuCtxGetCurrent(&mut cur) }, "cuCtxGetCurrent")?;
         if cur != self.ctx.as_raw() {
-            return Err(Error::InvalidArgument(format!(
-                "cannot pop context {:?}: the top of this thread's stack is {cur:?}",
-                self.ctx.as_raw()
-            )));
+            return Err(Error::ContextStackMismatch {
+                expected: self.ctx.as_raw() as usize,
+                found: cur as usize,
+            });
         }
         let mut popped = ptr::null_mut();
         check(
@@ -569,7 +544,7 @@ impl ContextGuard<'_> {
 impl Drop for ContextGuard<'_> {
     fn drop(&mut self) {
         if let Err(e) = self.pop_inner() {
-            report_drop_problem(&format!("ContextGuard: {e}"));
+            report_drop_problem(&e);
         }
     }
 }

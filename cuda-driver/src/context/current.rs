@@ -1,0 +1,155 @@
+//! Making a context current for the span of one operation, without changing the caller's
+//! context stack.
+//!
+//! Every operation on an object of a context (a buffer, a stream, a module) needs that
+//! context current on the calling thread. [`Context::enter`] makes it so for as long as the
+//! returned [`Current`] lives: when the context is already on top of the thread's stack it
+//! does nothing but one `cuCtxGetCurrent` (the fast path of every launch and copy);
+//! otherwise it pushes the context and the guard pops it again. The caller's stack is the
+//! same afterwards as before, also when the operation fails and also in `Drop`. The crate
+//! never calls `cuCtxSetCurrent` on its own behalf.
+
+use std::marker::PhantomData;
+use std::panic::Location;
+use std::ptr;
+
+use cuda_driver_sys as sys;
+
+use super::Context;
+use crate::error::{check, report_drop_error, report_drop_problem, Error, Result};
+use crate::release::{in_host_fn, release};
+
+/// The context of an operation made current for its span; see the module docs. `!Send`: it
+/// may have pushed onto this thread's stack.
+#[must_use = "the context is current only while the guard lives"]
+pub(crate) struct Current<'a> {
+    /// The context this guard pushed, or null when it was current already.
+    pushed: sys::CUcontext,
+    _ctx: PhantomData<&'a Context>,
+    _not_send: PhantomData<*const ()>,
+}
+
+impl Context {
+    /// Makes this context current on the calling thread until the guard drops; see the
+    /// module docs. Refuses inside a host function, before any driver call.
+    #[inline]
+    #[track_caller]
+    pub(crate) fn enter(&self) -> Result<Current<'_>> {
+        if in_host_fn() {
+            return Err(in_host_fn_error(Location::caller()));
+        }
+        let mut cur = ptr::null_mut();
+        // SAFETY: writes one CUcontext to a valid pointer.
+        check(unsafe { sys::cuCtxGetCurrent(&mut cur) }, "cuCtxGetCurrent")?;
+        if cur == self.as_raw() {
+            Ok(Current {
+                pushed: ptr::null_mut(),
+                _ctx: PhantomData,
+                _not_send: PhantomData,
+            })
+        } else {
+            self.push_for_op()
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    #[track_caller]
+    fn push_for_op(&self) -> Result<Current<'_>> {
+        check(
+            // SAFETY: the context is alive while `self` is, and the guard borrows `self`.
+            unsafe { sys::cuCtxPushCurrent_v2(self.as_raw()) },
+            "cuCtxPushCurrent_v2",
+        )?;
+        Ok(Current {
+            pushed: self.as_raw(),
+            _ctx: PhantomData,
+            _not_send: PhantomData,
+        })
+    }
+
+    /// [`enter`](Self::enter) for `Drop`: reports a failure (see
+    /// [`drop_error_count`](crate::drop_error_count)) and returns `None` instead of an error.
+    pub(crate) fn enter_for_drop(&self) -> Option<Current<'_>> {
+        let mut cur = ptr::null_mut();
+        // SAFETY: writes one CUcontext to a valid pointer.
+        let r = unsafe { sys::cuCtxGetCurrent(&mut cur) };
+        if r != sys::CUDA_SUCCESS {
+            report_drop_error("cuCtxGetCurrent", r);
+            return None;
+        }
+        if cur == self.as_raw() {
+            return Some(Current {
+                pushed: ptr::null_mut(),
+                _ctx: PhantomData,
+                _not_send: PhantomData,
+            });
+        }
+        // SAFETY: the context is alive while `self` is.
+        let r = unsafe { sys::cuCtxPushCurrent_v2(self.as_raw()) };
+        if r != sys::CUDA_SUCCESS {
+            report_drop_error("cuCtxPushCurrent_v2", r);
+            return None;
+        }
+        Some(Current {
+            pushed: self.as_raw(),
+            _ctx: PhantomData,
+            _not_send: PhantomData,
+        })
+    }
+
+    /// Releases something of this context from `Drop`: runs `f` (one driver call named
+    /// `call`) with the context current, reporting a failure; inside a host function, on the
+    /// crate's release thread instead (see [`crate::release`]).
+    #[inline]
+    pub(crate) fn release<F>(&self, call: &'static str, f: F)
+    where
+        F: FnOnce() -> sys::CUresult + Send + 'static,
+    {
+        if in_host_fn() {
+            let ctx = self.clone();
+            release(move || ctx.release_now(call, f));
+        } else {
+            self.release_now(call, f);
+        }
+    }
+
+    fn release_now(&self, call: &'static str, f: impl FnOnce() -> sys::CUresult) {
+        if let Some(_cur) = self.enter_for_drop() {
+            report_drop_error(call, f());
+        }
+    }
+}
+
+impl Drop for Current<'_> {
+    #[inline]
+    fn drop(&mut self) {
+        if !self.pushed.is_null() {
+            pop_pushed(self.pushed);
+        }
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn pop_pushed(pushed: sys::CUcontext) {
+    let mut popped = ptr::null_mut();
+    // SAFETY: `enter` pushed `pushed` on this thread (the guard is !Send), and every
+    // operation between the push and now leaves the stack as it found it; writes one
+    // CUcontext.
+    let r = unsafe { sys::cuCtxPopCurrent_v2(&mut popped) };
+    if r != sys::CUDA_SUCCESS {
+        report_drop_error("cuCtxPopCurrent_v2", r);
+    } else if popped != pushed {
+        report_drop_problem(&Error::ContextStackMismatch {
+            expected: pushed as usize,
+            found: popped as usize,
+        });
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn in_host_fn_error(location: &'static Location<'static>) -> Error {
+    Error::InHostCallback { location }
+}

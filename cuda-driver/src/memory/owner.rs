@@ -1,0 +1,250 @@
+//! The owner side of the memory model: [`DeviceMemory`] and [`DeviceMemoryMut`].
+//!
+//! A memory kind implements these two traits (one method each: hand out a view) and gets
+//! every copy, memset and slicing operation, all implemented once on the views. A kernel
+//! takes the views themselves as arguments (`buf.as_view()`, `buf.as_view_mut()`).
+//!
+//! | Owner | Allocated by | Freed by |
+//! |---|---|---|
+//! | [`DeviceBuffer`](crate::DeviceBuffer) | `cuMemAlloc_v2` | `cuMemFree_v2` |
+//! | [`AsyncDeviceBuffer`](crate::AsyncDeviceBuffer) | `cuMemAllocAsync`, `cuMemAllocFromPoolAsync` | `cuMemFreeAsync` on its stream |
+//! | [`ManagedBuffer`](crate::ManagedBuffer) | `cuMemAllocManaged` | `cuMemFree_v2` |
+//! | [`Global`](crate::Global) | a module's `__device__` variable | nothing (the module) |
+//! | [`DeviceSlice`], [`DeviceSliceMut`] | borrowed | nothing |
+//!
+//! The device side of page-locked host memory ([`PinnedBuffer::device_view`](crate::PinnedBuffer::device_view))
+//! and of library `__managed__` variables ([`Managed::view`](crate::Managed::view)) are views
+//! too.
+
+use std::ops::RangeBounds;
+
+use cuda_driver_sys as sys;
+
+use super::view::MemsetValue;
+use crate::error::Result;
+use crate::{Context, DeviceRepr, DeviceSlice, DeviceSliceMut, Stream};
+
+/// Device memory of [`Elem`](Self::Elem)s that hands out shared views: every memory owner,
+/// and the views themselves. Its provided methods are the read side of the memory model.
+///
+/// # Safety
+/// [`as_view`](Self::as_view) returns a view of memory that `self` owns or borrows, valid for
+/// as long as `self` is borrowed, whose context and stream order are the memory's.
+pub unsafe trait DeviceMemory {
+    /// The element type.
+    type Elem: DeviceRepr;
+
+    /// The whole memory as a shared view.
+    fn as_view(&self) -> DeviceSlice<'_, Self::Elem>;
+
+    /// The device address of the first element, valid while `self` lives.
+    #[inline]
+    fn device_ptr(&self) -> sys::CUdeviceptr {
+        self.as_view().ptr
+    }
+
+    /// Number of elements.
+    #[inline]
+    fn len(&self) -> usize {
+        self.as_view().len
+    }
+
+    /// Whether the memory holds no elements.
+    #[inline]
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Size in bytes.
+    #[inline]
+    fn bytes(&self) -> usize {
+        self.as_view().bytes()
+    }
+
+    /// The context of the memory.
+    #[inline]
+    fn context(&self) -> &Context {
+        self.as_view().ctx
+    }
+
+    /// The elements in `range`, as a shared view; a range outside the memory is
+    /// [`Error::OutOfBounds`](crate::Error::OutOfBounds).
+    #[inline]
+    fn slice(&self, range: impl RangeBounds<usize>) -> Result<DeviceSlice<'_, Self::Elem>> {
+        self.as_view().slice(range)
+    }
+
+    /// Copies the memory into `dst`; see [`DeviceSlice::copy_to_host`].
+    #[doc(alias = "cuMemcpyDtoH")]
+    #[doc(alias = "cuMemcpyDtoH_v2")]
+    #[inline]
+    #[track_caller]
+    fn copy_to_host(&self, dst: &mut [Self::Elem]) -> Result<()> {
+        self.as_view().copy_to_host(dst)
+    }
+
+    /// Copies the memory into a new `Vec`; see [`DeviceSlice::to_vec`].
+    #[inline]
+    #[track_caller]
+    fn to_vec(&self) -> Result<Vec<Self::Elem>> {
+        self.as_view().to_vec()
+    }
+
+    /// Queues a copy of the memory into `dst` on `stream`; see
+    /// [`DeviceSlice::copy_to_host_async`].
+    ///
+    /// # Safety
+    /// `dst` must stay valid, and be neither read nor written by the host, until the stream
+    /// has executed the copy.
+    #[doc(alias = "cuMemcpyDtoHAsync")]
+    #[doc(alias = "cuMemcpyDtoHAsync_v2")]
+    #[inline]
+    #[track_caller]
+    unsafe fn copy_to_host_async(&self, dst: &mut [Self::Elem], stream: &Stream) -> Result<()> {
+        // SAFETY: the caller upholds the view method's contract, which is this one.
+        unsafe { self.as_view().copy_to_host_async(dst, stream) }
+    }
+}
+
+/// Device memory that hands out mutable views: the write side of the memory model.
+///
+/// # Safety
+/// As for [`DeviceMemory`]; [`as_view_mut`](Self::as_view_mut) returns a view of the same
+/// memory as `as_view`, exclusively borrowed.
+pub unsafe trait DeviceMemoryMut: DeviceMemory {
+    /// The whole memory as a mutable view.
+    fn as_view_mut(&mut self) -> DeviceSliceMut<'_, Self::Elem>;
+
+    /// The elements in `range`, as a mutable view; a range outside the memory is
+    /// [`Error::OutOfBounds`](crate::Error::OutOfBounds).
+    #[inline]
+    fn slice_mut(
+        &mut self,
+        range: impl RangeBounds<usize>,
+    ) -> Result<DeviceSliceMut<'_, Self::Elem>> {
+        self.as_view_mut().into_slice_mut(range)
+    }
+
+    /// Copies `src` into the memory; see [`DeviceSliceMut::copy_from_host`].
+    #[doc(alias = "cuMemcpyHtoD")]
+    #[doc(alias = "cuMemcpyHtoD_v2")]
+    #[inline]
+    #[track_caller]
+    fn copy_from_host(&mut self, src: &[Self::Elem]) -> Result<()> {
+        self.as_view_mut().copy_from_host(src)
+    }
+
+    /// Queues a copy of `src` into the memory on `stream`; see
+    /// [`DeviceSliceMut::copy_from_host_async`].
+    ///
+    /// # Safety
+    /// `src` must stay valid, and must not be written by the host, until the stream has
+    /// executed the copy.
+    #[doc(alias = "cuMemcpyHtoDAsync")]
+    #[doc(alias = "cuMemcpyHtoDAsync_v2")]
+    #[inline]
+    #[track_caller]
+    unsafe fn copy_from_host_async(&mut self, src: &[Self::Elem], stream: &Stream) -> Result<()> {
+        // SAFETY: the caller upholds the view method's contract, which is this one.
+        unsafe { self.as_view_mut().copy_from_host_async(src, stream) }
+    }
+
+    /// Copies device memory of the same context into this memory; see
+    /// [`DeviceSliceMut::copy_from_device`].
+    #[doc(alias = "cuMemcpyDtoD")]
+    #[doc(alias = "cuMemcpyDtoD_v2")]
+    #[inline]
+    #[track_caller]
+    fn copy_from_device<S>(&mut self, src: &S) -> Result<()>
+    where
+        S: DeviceMemory<Elem = Self::Elem> + ?Sized,
+    {
+        self.as_view_mut().copy_from_device(&src.as_view())
+    }
+
+    /// Queues a copy of device memory of the same context on `stream`; see
+    /// [`DeviceSliceMut::copy_from_device_async`].
+    #[doc(alias = "cuMemcpyDtoDAsync")]
+    #[doc(alias = "cuMemcpyDtoDAsync_v2")]
+    #[inline]
+    #[track_caller]
+    fn copy_from_device_async<S>(&mut self, src: &S, stream: &Stream) -> Result<()>
+    where
+        S: DeviceMemory<Elem = Self::Elem> + ?Sized,
+    {
+        self.as_view_mut()
+            .copy_from_device_async(&src.as_view(), stream)
+    }
+
+    /// Copies device memory of another context into this memory; see
+    /// [`DeviceSliceMut::copy_from_peer`].
+    #[doc(alias = "cuMemcpyPeer")]
+    #[inline]
+    #[track_caller]
+    fn copy_from_peer<S>(&mut self, src: &S) -> Result<()>
+    where
+        S: DeviceMemory<Elem = Self::Elem> + ?Sized,
+    {
+        self.as_view_mut().copy_from_peer(&src.as_view())
+    }
+
+    /// Queues a copy of device memory of another context on `stream`; see
+    /// [`DeviceSliceMut::copy_from_peer_async`].
+    #[doc(alias = "cuMemcpyPeerAsync")]
+    #[inline]
+    #[track_caller]
+    fn copy_from_peer_async<S>(&mut self, src: &S, stream: &Stream) -> Result<()>
+    where
+        S: DeviceMemory<Elem = Self::Elem> + ?Sized,
+    {
+        self.as_view_mut()
+            .copy_from_peer_async(&src.as_view(), stream)
+    }
+
+    /// Sets every word of the memory; see [`DeviceSliceMut::memset`].
+    #[doc(alias = "cuMemsetD8")]
+    #[doc(alias = "cuMemsetD16")]
+    #[doc(alias = "cuMemsetD32")]
+    #[inline]
+    #[track_caller]
+    fn memset<W: MemsetValue>(&mut self, value: W) -> Result<()> {
+        self.as_view_mut().memset(value)
+    }
+
+    /// Queues setting every word of the memory on `stream`; see
+    /// [`DeviceSliceMut::memset_async`].
+    #[doc(alias = "cuMemsetD8Async")]
+    #[doc(alias = "cuMemsetD16Async")]
+    #[doc(alias = "cuMemsetD32Async")]
+    #[inline]
+    #[track_caller]
+    fn memset_async<W: MemsetValue>(&mut self, value: W, stream: &Stream) -> Result<()> {
+        self.as_view_mut().memset_async(value, stream)
+    }
+}
+
+// SAFETY: a view is its own view.
+unsafe impl<T: DeviceRepr> DeviceMemory for DeviceSlice<'_, T> {
+    type Elem = T;
+    #[inline]
+    fn as_view(&self) -> DeviceSlice<'_, T> {
+        *self
+    }
+}
+
+// SAFETY: the shared form of the mutable view.
+unsafe impl<T: DeviceRepr> DeviceMemory for DeviceSliceMut<'_, T> {
+    type Elem = T;
+    #[inline]
+    fn as_view(&self) -> DeviceSlice<'_, T> {
+        DeviceSliceMut::as_view(self)
+    }
+}
+
+// SAFETY: a reborrow of the same memory.
+unsafe impl<T: DeviceRepr> DeviceMemoryMut for DeviceSliceMut<'_, T> {
+    #[inline]
+    fn as_view_mut(&mut self) -> DeviceSliceMut<'_, T> {
+        self.reborrow()
+    }
+}
