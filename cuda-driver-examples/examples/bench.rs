@@ -26,6 +26,7 @@ use std::process::ExitCode;
 use std::ptr::null_mut;
 use std::time::{Duration, Instant, SystemTime};
 
+use cuda_driver::prelude::*;
 use cuda_driver::{
     sys, Context, Device, DeviceBuffer, DeviceRepr, Event, EventFlags, LaunchConfig, Library,
     Module, ParamBuffer, PinnedBuffer, PinnedFlags, Stream, StreamFlags,
@@ -708,7 +709,7 @@ fn launches(r: &mut Runner, cfg: &Config, ctx: &Context, stream: &Stream) -> Res
                         // SAFETY: the arguments are add4's parameters; a, b and c hold
                         // ADD4_N floats, the grid covers ADD4_N threads, the kernel skips
                         // i >= n; the host touches c only after the stream is synchronized.
-                        unsafe { add4_fn.launch(stream, &add4_cfg, (&*a, &*b, &mut *c, &*n))? };
+                        unsafe { add4_fn.launch(stream, &add4_cfg, (&a.as_view(), &b.as_view(), &mut c.as_view_mut(), &*n))? };
                         Ok(())
                     })?
                 }
@@ -735,7 +736,7 @@ fn launches(r: &mut Runner, cfg: &Config, ctx: &Context, stream: &Stream) -> Res
                         // SAFETY: as for the checked launch; the tuple matches add4's
                         // parameters (checked by the metric above).
                         unsafe {
-                            add4_fn.launch_unchecked(stream, &add4_cfg, (&*a, &*b, &mut *c, &*n))?
+                            add4_fn.launch_unchecked(stream, &add4_cfg, (&a.as_view(), &b.as_view(), &mut c.as_view_mut(), &*n))?
                         };
                         Ok(())
                     })?
@@ -761,12 +762,9 @@ fn launches(r: &mut Runner, cfg: &Config, ctx: &Context, stream: &Stream) -> Res
         (&raw mut packed_size).cast(),
         sys::CU_LAUNCH_PARAM_END,
     ];
+    let (a, b, c) = (add4.a.as_view(), add4.b.as_view(), add4.c.as_view());
     let mut params = ParamBuffer::new();
-    params
-        .push_arg(&add4.a)?
-        .push_arg(&add4.b)?
-        .push_arg(&add4.c)?
-        .push(add4.n)?;
+    params.push_arg(&a)?.push_arg(&b)?.push_arg(&c)?.push(add4.n)?;
     // SAFETY: the ParamBuffer's first `len()` bytes are initialised; `packed` holds 32.
     let (safe_bytes, raw_bytes) = unsafe {
         (
@@ -986,7 +984,7 @@ fn copies(r: &mut Runner, cfg: &Config, ctx: &Context) -> Res<()> {
                     Ok(())
                 })?,
                 Side::Safe => time_loop(big_reps, ctx_sync, || {
-                    Ok(big_dst.copy_from_device(&big_src.as_slice())?)
+                    Ok(big_dst.copy_from_device(&big_src.as_view())?)
                 })?,
             };
             check_big(&mut pinned_dst, &big_dst, |off, got| {
@@ -1016,7 +1014,7 @@ fn copies(r: &mut Runner, cfg: &Config, ctx: &Context) -> Res<()> {
                     unsafe { raw!(cuMemsetD32(bd, value, big_words)) };
                     Ok(())
                 })?,
-                Side::Safe => time_loop(big_reps, ctx_sync, || Ok(big_dst.memset_u32(value)?))?,
+                Side::Safe => time_loop(big_reps, ctx_sync, || Ok(big_dst.memset(value)?))?,
             };
             check_big(&mut pinned_dst, &big_dst, |off, got| {
                 match got.iter().position(|&w| w != value) {
@@ -1207,7 +1205,7 @@ fn loading(r: &mut Runner, cfg: &Config, ctx: &Context, stream: &Stream) -> Res<
                         // SAFETY: the arguments are add4's parameters; a, b and c hold
                         // ADD4_N floats, the grid covers ADD4_N threads, the kernel skips
                         // i >= n; the stream is synchronized before the host reads c.
-                        unsafe { kernel.launch(stream, &add4_cfg, (&*a, &*b, &mut *c, &*n))? };
+                        unsafe { kernel.launch(stream, &add4_cfg, (&a.as_view(), &b.as_view(), &mut c.as_view_mut(), &*n))? };
                         stream.synchronize()?;
                         drop(kernel);
                         drop(lib);

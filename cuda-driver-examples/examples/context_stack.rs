@@ -1,5 +1,6 @@
 //! Seed 001 (CUDA Driver API context management) with the safe API: two contexts created with
-//! [`Context::new`] (each pushed on this thread's context stack, as `cuCtxCreate` does), the
+//! [`Context::new`] (floating: no operation of cuda-driver changes the caller's stack, so the
+//! port pushes them itself, in the seed's order, to get the stack `cuCtxCreate` leaves), the
 //! current context, a push and pop through a [`ContextGuard`](cuda_driver::ContextGuard)
 //! (guards pop in order, nested), then the device's primary context. Where the seed prints
 //! what the stack holds, this port also checks it.
@@ -8,6 +9,7 @@
 
 use std::process::ExitCode;
 
+use cuda_driver::prelude::*;
 use cuda_driver::{sys, Context, ContextFlags, Device};
 use cuda_driver_examples::{check, run_example, Failure};
 
@@ -23,9 +25,13 @@ fn current() -> Result<sys::CUcontext, Failure> {
 fn run() -> Result<(), Failure> {
     let device = Device::get(0)?;
 
-    // Two contexts on device 0; creating one pushes it on this thread's stack.
+    // Two contexts on device 0. cuCtxCreate pushes each on this thread's stack; the safe
+    // Context::new leaves the stack as it was, so push them as the seed's creation does.
     let ctx_a = Context::new(device, ContextFlags::SCHED_AUTO)?;
     let ctx_b = Context::new(device, ContextFlags::SCHED_AUTO)?;
+    check!(current()?.is_null(), "Context::new leaves the caller's stack alone");
+    let stack_a = ctx_a.push()?;
+    let stack_b = ctx_b.push()?;
     println!("ctxA = {:p}", ctx_a.as_raw());
     println!("ctxB = {:p}", ctx_b.as_raw());
     check!(ctx_a != ctx_b, "two created contexts are two contexts");
@@ -77,7 +83,11 @@ fn run() -> Result<(), Failure> {
         "after the pop, ctxB is current again"
     );
 
-    // Destroyed when their last handle goes (cuCtxDestroy).
+    // Take both off the stack (in order), then destroy them with their last handles
+    // (cuCtxDestroy).
+    stack_b.pop()?;
+    stack_a.pop()?;
+    check!(current()?.is_null(), "the stack is empty again");
     drop(ctx_a);
     drop(ctx_b);
 

@@ -10,6 +10,7 @@
 
 use std::process::ExitCode;
 
+use cuda_driver::prelude::*;
 use cuda_driver::{
     Device, DeviceBuffer, Error, JitOptions, LaunchConfig, Module, Stream, StreamFlags,
 };
@@ -75,7 +76,7 @@ fn run() -> Result<(), Failure> {
         vec_add.launch(
             &stream,
             &LaunchConfig::for_num_elems(n)?,
-            (&da, &db, &mut dc, &(n as i32)),
+            (&da.as_view(), &db.as_view(), &mut dc.as_view_mut(), &(n as i32)),
         )?
     };
     stream.synchronize()?;

@@ -7,6 +7,7 @@
 
 use std::process::ExitCode;
 
+use cuda_driver::prelude::*;
 use cuda_driver::{Device, DeviceBuffer, LaunchConfig, Library, Stream, StreamFlags};
 use cuda_driver_examples::{ptx, run_example, Failure};
 
@@ -40,7 +41,7 @@ fn run() -> Result<(), Failure> {
             kernel.launch(
                 &stream,
                 &LaunchConfig::for_num_elems(n)?,
-                (&mut out, &(n as i32)),
+                (&mut out.as_view_mut(), &(n as i32)),
             )?
         };
         stream.synchronize()?;
@@ -61,7 +62,7 @@ fn run() -> Result<(), Failure> {
     let launches = devices.len() as i32;
     let launch_count = library.managed::<i32>("launch_count")?;
     let managed_data = library.managed::<f32>("managed_data")?;
-    let counted = launch_count.to_vec(&contexts[0])?[0];
+    let counted = launch_count.view(&contexts[0]).to_vec()?[0];
     println!("launch_count = {counted} (read on the host through cuLibraryGetManaged)");
     if counted != launches {
         return Err(format!("launch_count is {counted}, expected {launches}").into());

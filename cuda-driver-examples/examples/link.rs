@@ -10,6 +10,7 @@
 
 use std::process::ExitCode;
 
+use cuda_driver::prelude::*;
 use cuda_driver::{
     Device, DeviceBuffer, Error, JitInputType, JitOptions, LaunchConfig, Linker, Module, Stream,
     StreamFlags,
@@ -62,7 +63,7 @@ fn run() -> Result<(), Failure> {
         scale_add.launch(
             &stream,
             &LaunchConfig::for_num_elems(n)?,
-            (&mut d_out, &d_in, &s, &(n as i32)),
+            (&mut d_out.as_view_mut(), &d_in.as_view(), &s, &(n as i32)),
         )?
     };
     stream.synchronize()?;

@@ -7,6 +7,7 @@
 
 use std::process::ExitCode;
 
+use cuda_driver::prelude::*;
 use cuda_driver::{Context, ContextFlags, Device, DeviceBuffer, PinnedBuffer, PinnedFlags};
 use cuda_driver_examples::{check, run_example, Failure};
 
@@ -54,7 +55,9 @@ fn run() -> Result<(), Failure> {
     // The seed's cuMemsetD32((CUdeviceptr)host_page_locked_memory, *(int*)&new_value, 1):
     // the bits of 555.0f, written by the device through the memory's device address.
     let new_value: f32 = 555.0;
-    host_page_locked_memory.memset_u32(new_value.to_bits())?;
+    host_page_locked_memory.with_device_view_mut(|mut device_view| {
+        device_view.memset(new_value.to_bits())
+    })?;
     println!(
         "host_page_locked_memory[0] = {:.6}",
         host_page_locked_memory[0]
@@ -67,7 +70,7 @@ fn run() -> Result<(), Failure> {
 
     // The device memory: a pattern, read back into the page-locked memory (a DMA copy).
     let pattern: u32 = 0xC0DE_F00D;
-    device_memory.memset_u32(pattern)?;
+    device_memory.memset(pattern)?;
     let readback = device_memory.to_vec()?;
     check!(
         readback.iter().all(|&w| w == pattern),

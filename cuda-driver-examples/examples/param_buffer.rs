@@ -11,6 +11,7 @@
 
 use std::process::ExitCode;
 
+use cuda_driver::prelude::*;
 use cuda_driver::{
     Device, DeviceBuffer, Float2, Float4, LaunchConfig, Module, ParamBuffer, Stream, StreamFlags,
 };
@@ -36,13 +37,14 @@ fn run() -> Result<(), Failure> {
 
     let stream = Stream::new(&ctx, StreamFlags::NON_BLOCKING)?;
     {
+        let mut out_view = out.as_view_mut();
         let mut params = ParamBuffer::new();
         params
             .push(i)?
             .push(f4)?
             .push(c)?
             .push(f)?
-            .push_arg(&mut out)?
+            .push_arg(&mut out_view)?
             .push(f2)?;
         let offsets: Vec<usize> = params.params().map(|p| p.offset).collect();
         println!("parameter offsets {offsets:?}, {} bytes", params.len());

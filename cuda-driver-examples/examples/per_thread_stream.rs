@@ -19,7 +19,7 @@ use std::process::ExitCode;
 use std::sync::Barrier;
 use std::time::Instant;
 
-use cuda_driver::{Context, Device, Event, EventFlags, Function, LaunchConfig, Module, Stream};
+use cuda_driver::{StreamRef, Context, Device, Event, EventFlags, Function, LaunchConfig, Module, Stream};
 use cuda_driver_examples::{run_example, Failure};
 
 /// `ptx/streams.cu`, NUL-terminated like the PTX of `cuda_driver_examples::ptx`.
@@ -77,9 +77,11 @@ fn measure(ctx: &Context, spin: &Function, which: DefaultStream) -> Result<Measu
         let handles: Vec<_> = (0..THREADS)
             .map(|_| {
                 s.spawn(|| {
-                    // Set up (this makes the context current on this thread), then start
+                    // Make the context current on this thread for its whole run (operations
+                    // would otherwise push and pop it around every call), set up, then start
                     // together; wait at the barrier even on failure so no thread hangs.
-                    let setup = (|| -> Result<(Stream, Event, Event), Failure> {
+                    let current = ctx.push();
+                    let setup = (|| -> Result<(StreamRef<'_>, Event, Event), Failure> {
                         let stream = match which {
                             DefaultStream::PerThread => Stream::per_thread(ctx),
                             DefaultStream::Legacy => Stream::legacy(ctx),
@@ -92,6 +94,7 @@ fn measure(ctx: &Context, spin: &Function, which: DefaultStream) -> Result<Measu
                     })();
                     barrier.wait();
                     let run = || -> Result<ThreadRun, Failure> {
+                        let _current = current?;
                         let (stream, start, end) = setup?;
                         let wall_start = Instant::now();
                         start.record(&stream)?;

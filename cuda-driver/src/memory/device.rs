@@ -208,23 +208,29 @@ unsafe impl<T: DeviceRepr> DeviceMemoryMut for DeviceBuffer<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::error::Error;
+    use crate::memory::view::{byte_len, memset_count, resolve_range};
+    use crate::{AsyncDeviceBuffer, StreamRef};
     use proptest::prelude::*;
     use std::mem::ManuallyDrop;
 
     /// A context handle that is never used by the driver: every test below must fail before
     /// any driver call (on the stub, a driver call would fail with CUDA_ERROR_STUB_LIBRARY,
     /// not with the Rust-side error the tests expect).
-    fn fake_context() -> ManuallyDrop<Context> {
+    fn fake_context(raw: usize) -> ManuallyDrop<Context> {
         // SAFETY: the handle is never passed to the driver (the tests check that they fail
-        // first) and never dropped (ManuallyDrop), so nothing destroys the null context.
-        ManuallyDrop::new(unsafe {
-            Context::from_raw(std::ptr::null_mut(), crate::Device::from_raw(0))
-        })
+        // first) and never dropped (ManuallyDrop), so nothing destroys the fake context.
+        ManuallyDrop::new(unsafe { Context::from_raw(raw as sys::CUcontext, crate::Device::from_raw(0)) })
     }
 
     fn fake_buffer<T: DeviceRepr>(ctx: &Context, len: usize) -> ManuallyDrop<DeviceBuffer<T>> {
         // SAFETY: never dropped (ManuallyDrop) and never handed to the driver.
-        ManuallyDrop::new(unsafe { DeviceBuffer::from_raw(ctx, 0x1000, len) })
+        ManuallyDrop::new(unsafe { DeviceBuffer::from_raw(0x1000, len, ctx) })
+    }
+
+    fn fake_stream(raw: usize, ctx: &Context) -> StreamRef<'_> {
+        // SAFETY: never handed to the driver by the tests (they fail before any call).
+        unsafe { StreamRef::from_raw(raw as sys::CUstream, ctx) }
     }
 
     fn is_mismatch(r: Result<()>, what: &str, dst: usize, src: usize) -> bool {
@@ -233,36 +239,16 @@ mod tests {
 
     #[test]
     fn length_mismatches_fail_before_any_driver_call() {
-        let ctx = fake_context();
+        let ctx = fake_context(0x10);
         let mut buf = fake_buffer::<f32>(&ctx, 4);
         let other = fake_buffer::<f32>(&ctx, 3);
         let host3 = [1.0f32; 3];
         let mut host5 = [0.0f32; 5];
-        assert!(is_mismatch(
-            buf.copy_from_host(&host3),
-            "copy_from_host",
-            4,
-            3
-        ));
-        assert!(is_mismatch(
-            buf.copy_to_host(&mut host5),
-            "copy_to_host",
-            5,
-            4
-        ));
-        assert!(is_mismatch(
-            buf.copy_from_device(&other.as_slice()),
-            "copy_from_device",
-            4,
-            3
-        ));
-        assert!(is_mismatch(
-            buf.copy_from_peer(&other.as_slice()),
-            "copy_from_peer",
-            4,
-            3
-        ));
-        let stream = ManuallyDrop::new(Stream::null(&ctx));
+        assert!(is_mismatch(buf.copy_from_host(&host3), "copy_from_host", 4, 3));
+        assert!(is_mismatch(buf.copy_to_host(&mut host5), "copy_to_host", 5, 4));
+        assert!(is_mismatch(buf.copy_from_device(&*other), "copy_from_device", 4, 3));
+        assert!(is_mismatch(buf.copy_from_peer(&*other), "copy_from_peer", 4, 3));
+        let stream = fake_stream(0x20, &ctx);
         // SAFETY: the calls fail on the length check, before anything is queued.
         unsafe {
             assert!(is_mismatch(
@@ -279,51 +265,106 @@ mod tests {
             ));
         }
         assert!(is_mismatch(
-            buf.copy_from_device_async(&other.as_slice(), &stream),
+            buf.copy_from_device_async(&*other, &stream),
             "copy_from_device_async",
             4,
             3
         ));
         assert!(is_mismatch(
-            buf.copy_from_peer_async(&other.as_slice(), &stream),
+            buf.copy_from_peer_async(&*other, &stream),
             "copy_from_peer_async",
             4,
             3
         ));
         // Through views too.
         let mut view = buf.slice_mut(1..3).unwrap();
-        assert!(is_mismatch(
-            view.copy_from_host(&host3),
-            "copy_from_host",
-            2,
-            3
-        ));
+        assert!(is_mismatch(view.copy_from_host(&host3), "copy_from_host", 2, 3));
     }
 
     #[test]
     fn empty_copies_make_no_driver_call() {
-        let ctx = fake_context();
+        let ctx = fake_context(0x10);
         let mut buf = fake_buffer::<u64>(&ctx, 0);
         buf.copy_from_host(&[]).unwrap();
         buf.copy_to_host(&mut []).unwrap();
         assert!(buf.to_vec().unwrap().is_empty());
-        buf.memset_u32(1).unwrap();
+        buf.memset(1u32).unwrap();
+    }
+
+    #[test]
+    fn stream_of_another_context_is_refused() {
+        let ctx = fake_context(0x10);
+        let other = fake_context(0x11);
+        let mut buf = fake_buffer::<u32>(&ctx, 4);
+        let stream = fake_stream(0x20, &other);
+        let e = buf.memset_async(0u32, &stream).unwrap_err();
+        assert!(
+            matches!(e, Error::ContextMismatch { expected: 0x10, found: 0x11, .. }),
+            "{e:?}"
+        );
+        let src = fake_buffer::<u32>(&ctx, 4);
+        assert!(matches!(
+            buf.copy_from_device_async(&*src, &stream),
+            Err(Error::ContextMismatch { .. })
+        ));
+    }
+
+    #[test]
+    fn stream_ordered_memory_refuses_other_streams() {
+        let ctx = fake_context(0x10);
+        let home = fake_stream(0x20, &ctx);
+        let other = fake_stream(0x30, &ctx);
+        // SAFETY: never dropped and never handed to the driver.
+        let mut buf = ManuallyDrop::new(unsafe { AsyncDeviceBuffer::<u32>::from_raw(0x1000, 8, &home) });
+        assert_eq!(buf.as_view().stream_order(), Some(0x20 as sys::CUstream));
+        let e = buf.memset_async(1u32, &other).unwrap_err();
+        assert!(
+            matches!(e, Error::StreamMismatch { what: "memset_async", expected: 0x20, found: 0x30 }),
+            "{e:?}"
+        );
+        // A sub-view keeps the order.
+        let mut part = buf.slice_mut(2..4).unwrap();
+        assert!(matches!(
+            part.memset_async(1u32, &other),
+            Err(Error::StreamMismatch { .. })
+        ));
+        let mut host = [0u32; 8];
+        // SAFETY: refused before anything is queued.
+        let r = unsafe { buf.copy_to_host_async(&mut host, &other) };
+        assert!(matches!(r, Err(Error::StreamMismatch { .. })));
+        // A plain buffer copied into it on another stream: refused too.
+        let mut plain = fake_buffer::<u32>(&ctx, 8);
+        assert!(matches!(
+            plain.copy_from_device_async(&*buf, &other),
+            Err(Error::StreamMismatch { .. })
+        ));
+        // Two stream-ordered buffers of different streams in one blocking copy: refused.
+        // SAFETY: as above.
+        let b2 = ManuallyDrop::new(unsafe { AsyncDeviceBuffer::<u32>::from_raw(0x2000, 8, &other) });
+        assert!(matches!(
+            buf.copy_from_device(&*b2),
+            Err(Error::StreamMismatch { what: "copy_from_device", .. })
+        ));
+    }
+
+    #[test]
+    fn per_thread_stream_cannot_order_memory() {
+        let ctx = fake_context(0x10);
+        let pt = Stream::per_thread(&ctx);
+        let e = DeviceBuffer::<u32>::new_async(&pt, 16).unwrap_err();
+        assert!(matches!(e, Error::InvalidStream { .. }), "{e:?}");
+        if cfg!(feature = "per-thread-default-stream") {
+            assert!(DeviceBuffer::<u32>::new_async(&Stream::null(&ctx), 16).is_err());
+        }
     }
 
     #[test]
     fn out_of_bounds_views_name_the_values() {
-        let ctx = fake_context();
+        let ctx = fake_context(0x10);
         let mut buf = fake_buffer::<u32>(&ctx, 10);
         let e = buf.slice(4..11).unwrap_err();
         assert!(
-            matches!(
-                e,
-                Error::OutOfBounds {
-                    start: 4,
-                    end: 11,
-                    len: 10
-                }
-            ),
+            matches!(e, Error::OutOfBounds { start: 4, end: 11, len: 10 }),
             "{e:?}"
         );
         assert_eq!(
@@ -332,39 +373,22 @@ mod tests {
         );
         #[allow(clippy::reversed_empty_ranges)]
         let e = buf.slice_mut(6..5).unwrap_err();
-        assert!(matches!(
-            e,
-            Error::OutOfBounds {
-                start: 6,
-                end: 5,
-                len: 10
-            }
-        ));
+        assert!(matches!(e, Error::OutOfBounds { start: 6, end: 5, len: 10 }));
         let e = buf.slice(..=usize::MAX).unwrap_err();
-        assert!(matches!(
-            e,
-            Error::OutOfBounds {
-                end: usize::MAX,
-                ..
-            }
-        ));
-        assert!(buf.as_slice().split_at(11).is_err());
-        assert!(buf.as_mut_slice().split_at_mut(11).is_err());
+        assert!(matches!(e, Error::OutOfBounds { end: usize::MAX, .. }));
+        assert!(buf.as_view().split_at(11).is_err());
+        assert!(buf.as_view_mut().split_at_mut(11).is_err());
         // A view of a view is bounded by the view.
         let v = buf.slice(2..6).unwrap();
         assert!(matches!(
             v.slice(3..5),
-            Err(Error::OutOfBounds {
-                start: 3,
-                end: 5,
-                len: 4
-            })
+            Err(Error::OutOfBounds { start: 3, end: 5, len: 4 })
         ));
     }
 
     #[test]
     fn views_address_the_right_elements() {
-        let ctx = fake_context();
+        let ctx = fake_context(0x10);
         let mut buf = fake_buffer::<[f32; 3]>(&ctx, 10);
         let v = buf.slice(2..7).unwrap();
         assert_eq!((v.as_raw(), v.len(), v.bytes()), (0x1000 + 24, 5, 60));
@@ -372,33 +396,37 @@ mod tests {
         assert_eq!((w.as_raw(), w.len()), (0x1000 + 36, 2));
         let (a, b) = v.split_at(5).unwrap();
         assert_eq!((a.len(), b.len(), b.as_raw()), (5, 0, 0x1000 + 84));
-        let mut m = buf.as_mut_slice();
+        let mut m = buf.as_view_mut();
         let (a, b) = m.split_at_mut(4).unwrap();
         assert_eq!((a.as_raw(), a.len()), (0x1000, 4));
         assert_eq!((b.as_raw(), b.len()), (0x1000 + 48, 6));
         assert_eq!(buf.bytes(), 120);
+        assert_eq!(buf.device_ptr(), 0x1000);
     }
 
     #[test]
     fn memset_width_must_divide_the_element_size() {
-        let ctx = fake_context();
+        let ctx = fake_context(0x10);
         let mut bytes = fake_buffer::<u8>(&ctx, 8);
-        let e = bytes.memset_u16(1).unwrap_err();
-        assert!(matches!(e, Error::InvalidArgument(_)), "{e:?}");
+        let e = bytes.memset(1u16).unwrap_err();
         assert!(
-            e.to_string().contains("memset_u16 writes 2-byte words"),
-            "{e}"
+            matches!(e, Error::MemsetWidth { width: 2, size: 1, .. }),
+            "{e:?}"
         );
-        assert!(bytes.memset_u32(1).is_err());
+        assert!(e.to_string().contains("memset writes 2-byte words"), "{e}");
+        assert!(bytes.memset(1u32).is_err());
         let mut three = fake_buffer::<[u8; 3]>(&ctx, 8);
-        assert!(three.memset_u16(1).is_err());
+        assert!(three.memset(1u16).is_err());
         let mut sixes = fake_buffer::<[u16; 3]>(&ctx, 8);
-        assert!(sixes.memset_u32(1).is_err());
-        let stream = ManuallyDrop::new(Stream::null(&ctx));
-        assert!(bytes.memset_u32_async(1, &stream).is_err());
-        assert_eq!(memset_count::<[u16; 3]>("m", 8, 2).unwrap(), 24);
-        assert_eq!(memset_count::<f64>("m", 8, 4).unwrap(), 16);
-        assert_eq!(memset_count::<u8>("m", 8, 1).unwrap(), 8);
+        assert!(sixes.memset(1u32).is_err());
+        let stream = fake_stream(0x20, &ctx);
+        assert!(matches!(
+            bytes.memset_async(1u32, &stream),
+            Err(Error::MemsetWidth { .. })
+        ));
+        assert_eq!(memset_count::<[u16; 3], u16>("m", 8).unwrap(), 24);
+        assert_eq!(memset_count::<f64, u32>("m", 8).unwrap(), 16);
+        assert_eq!(memset_count::<u8, u8>("m", 8).unwrap(), 8);
     }
 
     #[test]
@@ -409,8 +437,8 @@ mod tests {
             Error::SizeOverflow { count, size: 8, .. } if count == usize::MAX / 4
         ));
         assert_eq!(byte_len::<u64>("x", 3).unwrap(), 24);
-        let ctx = fake_context();
-        // The overflow is found before the context is made current.
+        let ctx = fake_context(0x10);
+        // The overflow is found before the context is entered.
         assert!(matches!(
             DeviceBuffer::<u64>::new(&ctx, usize::MAX / 4),
             Err(Error::SizeOverflow { .. })

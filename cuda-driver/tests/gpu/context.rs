@@ -4,6 +4,7 @@
 //! own limits or cache configuration use a created context, so tests running in parallel on
 //! the primary context are not disturbed.
 
+use cuda_driver::prelude::*;
 use cuda_driver::{
     drop_error_count, sys, CacheConfig, Context, ContextFlags, Device, DeviceBuffer, Limit,
 };
@@ -23,8 +24,8 @@ fn created_contexts_are_pushed_and_popped_in_order() {
     assert_ne!(a.as_raw(), b.as_raw());
     assert!(!a.is_primary());
     assert_eq!(a.device(), dev);
-    // cuCtxCreate pushes: b, created last, is current.
-    assert_eq!(current(), Some(b.as_raw()));
+    // Context::new pops what cuCtxCreate pushed: the caller's stack is unchanged.
+    assert_eq!(current(), None);
     {
         let ga = a.push().unwrap();
         assert_eq!(ga.context().as_raw(), a.as_raw());
@@ -41,10 +42,53 @@ fn created_contexts_are_pushed_and_popped_in_order() {
         assert_eq!(current(), Some(a.as_raw()));
         ga.pop().unwrap();
     }
-    assert_eq!(current(), Some(b.as_raw()));
-    // set_current replaces the top of the stack.
+    assert_eq!(current(), None);
+    // set_current replaces the top of the stack (pushing onto an empty one).
     a.set_current().unwrap();
     assert_eq!(current(), Some(a.as_raw()));
+    b.set_current().unwrap();
+    assert_eq!(current(), Some(b.as_raw()));
+    // SAFETY: the stack holds exactly `b`, set above; popping it leaves this thread's stack
+    // empty again.
+    let mut popped = std::ptr::null_mut();
+    assert_eq!(unsafe { sys::cuCtxPopCurrent_v2(&mut popped) }, sys::CUDA_SUCCESS);
+    assert_eq!(current(), None);
+}
+
+/// Issue #10, item 2: using and dropping objects of context B under a guard of context A
+/// must leave A current, and A's guard must pop cleanly. Before the fix, every operation
+/// called cuCtxSetCurrent(B), which replaced A on top of the stack.
+#[test]
+fn objects_of_another_context_leave_the_callers_stack_alone() {
+    let ctx = gpu_exclusive_or_skip!();
+    let dev = ctx.device();
+    let a = Context::new(dev, ContextFlags::SCHED_AUTO).unwrap();
+    let b = Context::new(dev, ContextFlags::SCHED_AUTO).unwrap();
+    let before = drop_error_count();
+    let guard = a.push().unwrap();
+    {
+        let stream = cuda_driver::Stream::new(&b, cuda_driver::StreamFlags::NON_BLOCKING).unwrap();
+        assert_eq!(current(), Some(a.as_raw()));
+        let mut buf = DeviceBuffer::from_slice(&b, &[1u32, 2, 3, 4]).unwrap();
+        buf.memset_async(9u32, &stream).unwrap();
+        let event = cuda_driver::Event::new(&b, cuda_driver::EventFlags::DEFAULT).unwrap();
+        event.record(&stream).unwrap();
+        event.synchronize().unwrap();
+        assert_eq!(buf.to_vec().unwrap(), [9; 4]);
+        let mut stream_ordered = DeviceBuffer::<u8>::new_async(&stream, 64).unwrap();
+        stream_ordered.memset(1u8).unwrap();
+        b.synchronize().unwrap();
+        assert_eq!(b.limit(Limit::STACK_SIZE).unwrap() > 0, true);
+        assert_eq!(current(), Some(a.as_raw()), "an operation replaced the top of the stack");
+        // Dropped here, in B, under A's guard: stream_ordered, event, buf, stream.
+    }
+    assert_eq!(current(), Some(a.as_raw()), "a drop replaced the top of the stack");
+    // And B itself, the last handle of a context that is not current.
+    drop(b);
+    assert_eq!(current(), Some(a.as_raw()));
+    guard.pop().expect("A's guard pops cleanly");
+    assert_eq!(current(), None);
+    assert_eq!(drop_error_count(), before, "no release failed");
 }
 
 #[test]
@@ -53,10 +97,10 @@ fn a_guard_refuses_to_pop_a_context_it_did_not_push() {
     let dev = ctx.device();
     let a = Context::new(dev, ContextFlags::SCHED_AUTO).unwrap();
     let b = Context::new(dev, ContextFlags::SCHED_AUTO).unwrap();
-    // Stack: [a, b].
+    // Stack: [] (created contexts are floating).
     let before = drop_error_count();
-    let ga = a.push().unwrap(); // [a, b, a]
-    let gb = b.push().unwrap(); // [a, b, a, b]
+    let ga = a.push().unwrap(); // [a]
+    let gb = b.push().unwrap(); // [a, b]
     drop(ga); // out of order: b is on top, so nothing is popped
     assert_eq!(drop_error_count(), before + 1);
     assert_eq!(current(), Some(b.as_raw()), "the stack is intact");
@@ -64,9 +108,13 @@ fn a_guard_refuses_to_pop_a_context_it_did_not_push() {
     assert_eq!(current(), Some(a.as_raw()));
     assert_eq!(drop_error_count(), before + 1);
     // Popping explicitly reports the refusal as an error.
-    let ga = a.push().unwrap(); // [a, b, a, a]
-    let _gb = b.push().unwrap(); // [a, b, a, a, b]
+    let ga = a.push().unwrap(); // [a, a]
+    let _gb = b.push().unwrap(); // [a, a, b]
     let e = ga.pop().unwrap_err();
+    assert!(
+        matches!(e, cuda_driver::Error::ContextStackMismatch { .. }),
+        "{e:?}"
+    );
     assert!(e.to_string().contains("cannot pop context"), "{e}");
     assert_eq!(current(), Some(b.as_raw()));
     drop(_gb);
@@ -78,7 +126,7 @@ fn a_guard_refuses_to_pop_a_context_it_did_not_push() {
         assert_eq!(r, sys::CUDA_SUCCESS);
         assert_eq!(popped, a.as_raw());
     }
-    assert_eq!(current(), Some(b.as_raw()));
+    assert_eq!(current(), None);
     assert_eq!(drop_error_count(), before + 1);
 }
 

@@ -1,6 +1,7 @@
 //! GPU tests: launches (checked, unchecked, extended attributes, packed buffers), argument
 //! checks, bad configurations, occupancy.
 
+use cuda_driver::prelude::*;
 use cuda_driver::{
     Context, ContextFlags, DeviceAttribute, DeviceBuffer, DeviceRepr, Double2, Error, ErrorCode,
     Float2, Float4, Function, FunctionAttribute, Int4, LaunchAttributes, LaunchConfig, Library,

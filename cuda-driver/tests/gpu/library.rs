@@ -1,5 +1,6 @@
 //! GPU tests: context-independent libraries and kernels.
 
+use cuda_driver::prelude::*;
 use cuda_driver::{
     Context, ContextFlags, Device, DeviceBuffer, Error, FunctionAttribute, JitOptions, Kernel,
     LaunchConfig, Library, LibraryOptions, Stream, StreamFlags,

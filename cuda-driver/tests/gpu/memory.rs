@@ -3,6 +3,7 @@
 //! Every copy is checked with non-zero, position-dependent data. Managed allocations stay
 //! tiny (KBs).
 
+use cuda_driver::prelude::*;
 use cuda_driver::{
     drop_error_count, AttachFlags, Context, ContextFlags, Device, DeviceAttribute, DeviceBuffer,
     DeviceSlice, Error, ErrorCode, HostRegisterFlags, HostRegistration, ManagedBuffer, MemAdvice,
@@ -55,7 +56,7 @@ fn zeroed_is_zero_and_empty_buffers_work() {
     let mut empty = DeviceBuffer::<f32>::new(&ctx, 0).unwrap();
     assert!(empty.is_empty());
     empty.copy_from_host(&[]).unwrap();
-    empty.memset_u32(1).unwrap();
+    empty.memset(1u32).unwrap();
     assert!(empty.to_vec().unwrap().is_empty());
 }
 
@@ -84,9 +85,9 @@ fn views_copy_exactly_their_elements() {
     assert_eq!(two, [expect[300], expect[301]]);
 
     // Disjoint mutable halves: copy the second half over the first.
-    let mut all = buf.as_mut_slice();
+    let mut all = buf.as_view_mut();
     let (mut lo, hi) = all.split_at_mut(500).unwrap();
-    lo.copy_from_device(&hi.as_slice()).unwrap();
+    lo.copy_from_device(&hi.as_view()).unwrap();
     let got = buf.to_vec().unwrap();
     assert_eq!(got[..500], expect[500..]);
     assert_eq!(got[500..], expect[500..]);
@@ -98,7 +99,7 @@ fn device_to_device_copies_blocking_and_async() {
     let data = floats(4096, 5);
     let src = DeviceBuffer::from_slice(&ctx, &data).unwrap();
     let mut dst = DeviceBuffer::<f32>::zeroed(&ctx, 4096).unwrap();
-    dst.copy_from_device(&src.as_slice()).unwrap();
+    dst.copy_from_device(&src.as_view()).unwrap();
     assert_eq!(dst.to_vec().unwrap(), data);
 
     let stream = Stream::new(&ctx, StreamFlags::NON_BLOCKING).unwrap();
@@ -154,23 +155,23 @@ fn async_host_copies_on_a_stream() {
 fn memsets_of_8_16_and_32_bits() {
     let ctx = gpu_or_skip!();
     let mut bytes = DeviceBuffer::<u8>::new(&ctx, 1000).unwrap();
-    bytes.memset_u8(0xA5).unwrap();
+    bytes.memset(0xA5u8).unwrap();
     assert_eq!(bytes.to_vec().unwrap(), vec![0xA5u8; 1000]);
-    bytes.slice_mut(10..20).unwrap().memset_u8(0x3C).unwrap();
+    bytes.slice_mut(10..20).unwrap().memset(0x3Cu8).unwrap();
     let got = bytes.to_vec().unwrap();
     assert!(got[..10].iter().all(|&b| b == 0xA5));
     assert!(got[10..20].iter().all(|&b| b == 0x3C));
     assert!(got[20..].iter().all(|&b| b == 0xA5));
 
     let mut halves = DeviceBuffer::<[u16; 3]>::new(&ctx, 100).unwrap();
-    halves.memset_u16(0xBEEF).unwrap();
+    halves.memset(0xBEEFu16).unwrap();
     assert_eq!(halves.to_vec().unwrap(), vec![[0xBEEFu16; 3]; 100]);
 
     let mut floats = DeviceBuffer::<f32>::new(&ctx, 1000).unwrap();
-    floats.memset_u32(555.0f32.to_bits()).unwrap();
+    floats.memset(555.0f32.to_bits()).unwrap();
     assert_eq!(floats.to_vec().unwrap(), vec![555.0f32; 1000]);
     let mut wide = DeviceBuffer::<f64>::new(&ctx, 10).unwrap();
-    wide.memset_u32(0x4000_0000).unwrap();
+    wide.memset(0x4000_0000u32).unwrap();
     assert_eq!(
         wide.to_vec().unwrap(),
         vec![f64::from_bits(0x4000_0000_4000_0000); 10]
@@ -178,16 +179,16 @@ fn memsets_of_8_16_and_32_bits() {
 
     // Async, on a stream.
     let stream = Stream::new(&ctx, StreamFlags::NON_BLOCKING).unwrap();
-    bytes.memset_u8_async(0x11, &stream).unwrap();
+    bytes.memset_async(0x11u8, &stream).unwrap();
     halves
         .slice_mut(50..)
         .unwrap()
-        .memset_u16_async(0x1234, &stream)
+        .memset_async(0x1234u16, &stream)
         .unwrap();
     floats
         .slice_mut(..500)
         .unwrap()
-        .memset_u32_async(7.5f32.to_bits(), &stream)
+        .memset_async(7.5f32.to_bits(), &stream)
         .unwrap();
     stream.synchronize().unwrap();
     assert_eq!(bytes.to_vec().unwrap(), vec![0x11u8; 1000]);
@@ -200,12 +201,12 @@ fn memsets_of_8_16_and_32_bits() {
 
     // A width that does not divide the element size is refused.
     assert!(matches!(
-        bytes.memset_u16(1),
-        Err(Error::InvalidArgument(_))
+        bytes.memset(1u16),
+        Err(Error::MemsetWidth { .. })
     ));
     assert!(matches!(
-        halves.memset_u32_async(1, &stream),
-        Err(Error::InvalidArgument(_))
+        halves.memset_async(1u32, &stream),
+        Err(Error::MemsetWidth { .. })
     ));
 }
 
@@ -233,7 +234,7 @@ fn length_mismatches_are_refused_before_any_call() {
         "{e:?}"
     );
     let small = DeviceBuffer::<u32>::new(&ctx, 4).unwrap();
-    let e = buf.copy_from_device(&small.as_slice()).unwrap_err();
+    let e = buf.copy_from_device(&small.as_view()).unwrap_err();
     assert!(
         matches!(e, Error::LengthMismatch { dst: 8, src: 4, .. }),
         "{e:?}"
@@ -307,7 +308,7 @@ fn a_buffer_outlives_the_handle_of_its_context() {
     // The buffer's clone keeps the created context alive.
     assert_eq!(buf.context().as_raw(), raw);
     assert_eq!(buf.to_vec().unwrap(), data);
-    buf.memset_u32(3.0f32.to_bits()).unwrap();
+    buf.memset(3.0f32.to_bits()).unwrap();
     assert_eq!(buf.to_vec().unwrap(), vec![3.0f32; 300]);
     drop(buf); // frees the memory, then destroys the context
     assert_eq!(drop_error_count(), errors);
@@ -369,10 +370,10 @@ fn stream_ordered_allocation_and_free() {
         // SAFETY: `data` and `host` are not touched until the stream is synchronised.
         unsafe {
             a.copy_from_host_async(&data, &stream).unwrap();
-            b.copy_from_device_async(&a.as_slice(), &stream).unwrap();
+            b.copy_from_device_async(&a.as_view(), &stream).unwrap();
             b.slice_mut(..10)
                 .unwrap()
-                .memset_u32_async(99, &stream)
+                .memset_async(99u32, &stream)
                 .unwrap();
             b.copy_to_host_async(&mut host, &stream).unwrap();
         }
@@ -473,17 +474,23 @@ fn pinned_memory_flags_mapping_and_memset() {
     assert_eq!(dev.to_vec().unwrap(), data);
 
     // The seed's cuMemsetD32 of 555.0f on page-locked memory, safely.
-    pinned.memset_u32(555.0f32.to_bits()).unwrap();
+    pinned
+        .with_device_view_mut(|mut v| v.memset(555.0f32.to_bits()))
+        .unwrap();
     assert!(pinned.iter().all(|&x| x == 555.0));
-    pinned.memset_u8(0).unwrap();
+    // Work queued on a stream inside the closure is done when it returns.
+    let stream = Stream::new(&ctx, StreamFlags::NON_BLOCKING).unwrap();
+    pinned
+        .with_device_view_mut(|mut v| v.memset_async(0u8, &stream))
+        .unwrap();
     assert!(pinned.iter().all(|&x| x == 0.0));
     let mut halves =
         PinnedBuffer::<u16>::from_slice(&ctx, &[1, 2, 3], PinnedFlags::empty()).unwrap();
-    halves.memset_u16(0xCAFE).unwrap();
+    halves.with_device_view_mut(|mut v| v.memset(0xCAFEu16)).unwrap();
     assert_eq!(&halves[..], &[0xCAFE; 3]);
     assert!(matches!(
-        halves.memset_u32(1),
-        Err(Error::InvalidArgument(_))
+        halves.with_device_view_mut(|mut v| v.memset(1u32)),
+        Err(Error::MemsetWidth { .. })
     ));
 
     // Write-combined memory: written by the host, read by the device.
@@ -505,7 +512,7 @@ fn host_registration_guard() {
         assert_ne!(reg.device_ptr().unwrap(), 0);
         let mut dev = DeviceBuffer::from_slice(&ctx, &reg).unwrap();
         let stream = Stream::new(&ctx, StreamFlags::NON_BLOCKING).unwrap();
-        dev.memset_u32_async(5, &stream).unwrap();
+        dev.memset_async(5u32, &stream).unwrap();
         // SAFETY: `reg` is not touched until the stream is synchronised.
         unsafe { dev.copy_to_host_async(&mut reg, &stream).unwrap() };
         stream.synchronize().unwrap();
@@ -540,7 +547,7 @@ fn managed_memory_is_read_on_the_host_after_device_writes() {
     // 1 KiB.
     let mut buf = ManagedBuffer::<u32>::zeroed(&ctx, 256, AttachFlags::GLOBAL).unwrap();
     assert_eq!(buf.as_slice().unwrap(), &[0; 256][..]);
-    buf.memset_u32(0xDEAD_BEEF).unwrap();
+    buf.memset(0xDEAD_BEEFu32).unwrap();
     assert!(buf.as_slice().unwrap().iter().all(|&x| x == 0xDEAD_BEEF));
     let data = words(256, 18);
     buf.as_mut_slice().unwrap().copy_from_slice(&data);
@@ -605,10 +612,10 @@ fn copies_between_contexts_with_cu_memcpy_peer() {
     // Two contexts of one device.
     let other = Context::new(ctx.device(), ContextFlags::SCHED_AUTO).unwrap();
     let mut dst = DeviceBuffer::<u32>::zeroed(&other, 2048).unwrap();
-    dst.copy_from_peer(&src.as_slice()).unwrap();
+    dst.copy_from_peer(&src.as_view()).unwrap();
     assert_eq!(dst.to_vec().unwrap(), data);
     let stream = Stream::new(&other, StreamFlags::NON_BLOCKING).unwrap();
-    dst.memset_u32_async(0, &stream).unwrap();
+    dst.memset_async(0u32, &stream).unwrap();
     dst.slice_mut(1000..)
         .unwrap()
         .copy_from_peer_async(&src.slice(..1048).unwrap(), &stream)
@@ -639,10 +646,10 @@ fn copies_between_contexts_with_cu_memcpy_peer() {
             }
         }
         let mut far = DeviceBuffer::<u32>::zeroed(&ctx1, 2048).unwrap();
-        far.copy_from_peer(&src.as_slice()).unwrap();
+        far.copy_from_peer(&src.as_view()).unwrap();
         assert_eq!(far.to_vec().unwrap(), data);
         let mut back = DeviceBuffer::<u32>::zeroed(&ctx, 2048).unwrap();
-        back.copy_from_peer(&far.as_slice()).unwrap();
+        back.copy_from_peer(&far.as_view()).unwrap();
         assert_eq!(back.to_vec().unwrap(), data);
     }
 }
@@ -662,4 +669,54 @@ fn every_kind_of_memory_drops_without_errors() {
     stream.synchronize().unwrap();
     drop(stream);
     assert_eq!(drop_error_count(), before);
+}
+
+/// Issue #10 hole a: stream-ordered memory used on another stream. Before the fix, queuing
+/// work on stream B that writes a buffer of stream A and then dropping the buffer freed it
+/// on A at once; the next allocation reused the address and B's pending work overwrote the
+/// new owner's data. Now the work on B is refused, and moving the buffer to B orders the
+/// free after B's work: the new owner's data survives.
+#[test]
+fn stream_ordered_memory_cannot_be_freed_under_another_streams_work() {
+    let ctx = gpu_exclusive_or_skip!();
+    const N: usize = 4 << 20;
+    let a = Stream::new(&ctx, StreamFlags::NON_BLOCKING).unwrap();
+    let b = Stream::new(&ctx, StreamFlags::NON_BLOCKING).unwrap();
+    let mut buf = DeviceBuffer::<u32>::new_async(&a, N).unwrap();
+    let e = buf.memset_async(0xDEAD_BEEFu32, &b).unwrap_err();
+    assert!(matches!(e, Error::StreamMismatch { .. }), "{e:?}");
+    // SAFETY: refused before anything is queued.
+    let e = unsafe { buf.copy_from_host_async(&vec![1; N], &b) }.unwrap_err();
+    assert!(matches!(e, Error::StreamMismatch { .. }), "{e:?}");
+    // The per-thread default stream names another stream on every thread: refused.
+    let pt = Stream::per_thread(&ctx);
+    assert!(matches!(
+        DeviceBuffer::<u32>::new_async(&pt, 16),
+        Err(Error::InvalidStream { .. })
+    ));
+
+    // Moved to B: B waits for A's allocation, and the free is queued on B after B's work.
+    let mut buf = buf.move_to_stream(&b).unwrap();
+    let (tx, rx) = std::sync::mpsc::channel::<()>();
+    b.launch_host_fn(move || {
+        let _ = rx.recv();
+    })
+    .unwrap();
+    buf.memset_async(0xDEAD_BEEFu32, &b).unwrap(); // pending behind the blocked host fn
+    drop(buf); // cuMemFreeAsync on B, after the memset
+    let mut fresh = DeviceBuffer::<u32>::new_async(&a, N).unwrap();
+    fresh.memset_async(1u32, &a).unwrap();
+    tx.send(()).unwrap();
+    b.synchronize().unwrap();
+    a.synchronize().unwrap();
+    assert!(
+        fresh.to_vec().unwrap().iter().all(|&x| x == 1),
+        "work of another stream overwrote a live stream-ordered buffer"
+    );
+    // A buffer dropped on another thread is freed on its own stream.
+    let moved = DeviceBuffer::<u32>::new_async(&a, 1024).unwrap();
+    std::thread::scope(|s| {
+        s.spawn(move || drop(moved));
+    });
+    a.synchronize().unwrap();
 }

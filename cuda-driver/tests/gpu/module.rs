@@ -1,6 +1,7 @@
 //! GPU tests: modules (load from PTX, file and with options; logs; functions; globals) and the
 //! JIT linker.
 
+use cuda_driver::prelude::*;
 use cuda_driver::{
     CacheConfig, Context, DeviceAttribute, DeviceBuffer, Error, ErrorCode, FunctionAttribute,
     JitInputType, JitOptions, LaunchConfig, Library, Linker, Module, Stream, StreamFlags,

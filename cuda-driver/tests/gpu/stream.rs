@@ -3,11 +3,15 @@
 //! Work that must still be pending when a test looks is held back by a host function
 //! blocked on a channel, not by timing.
 
+use cuda_driver::prelude::*;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::sync::Arc;
 
-use cuda_driver::{host_fn_panic_count, sys, DeviceBuffer, Event, EventFlags, Stream, StreamFlags};
+use cuda_driver::{
+    drop_error_count, host_fn_panic_count, sys, DeviceBuffer, Error, Event, EventFlags, Stream,
+    StreamFlags,
+};
 
 /// Queues a host function that blocks `stream` until the returned sender sends (or drops).
 fn block(stream: &Stream) -> mpsc::Sender<()> {
@@ -45,7 +49,7 @@ fn query_and_synchronize() {
     // Allocate first: nothing that may synchronise with the stream runs while it is blocked.
     let mut buf = DeviceBuffer::<u32>::new(&ctx, 1024).unwrap();
     let release = block(&s);
-    buf.memset_u32_async(0x5A5A_5A5A, &s).unwrap();
+    buf.memset_async(0x5A5A_5A5Au32, &s).unwrap();
     assert!(
         !s.query().unwrap(),
         "the stream is held by the host function"
@@ -89,15 +93,15 @@ fn default_stream_handles() {
     assert_eq!(per_thread.as_raw(), sys::CU_STREAM_PER_THREAD);
     assert!(null.as_raw().is_null());
     let mut buf = DeviceBuffer::<u32>::new(&ctx, 64).unwrap();
-    for (i, s) in [&legacy, &per_thread, &null].into_iter().enumerate() {
-        buf.memset_u32_async(i as u32 + 1, s).unwrap();
+    for (i, s) in [&*legacy, &*per_thread, &*null].into_iter().enumerate() {
+        buf.memset_async((i as u32 + 1) as u32, s).unwrap();
         s.synchronize().unwrap();
         assert!(s.query().unwrap());
         assert_eq!(buf.to_vec().unwrap(), vec![i as u32 + 1; 64]);
     }
     // Borrowed handles: dropping them destroys nothing.
-    let raw = Stream::legacy(&ctx).into_raw();
-    assert_eq!(raw, sys::CU_STREAM_LEGACY);
+    assert_eq!(Stream::legacy(&ctx).as_raw(), sys::CU_STREAM_LEGACY);
+    assert_eq!(Stream::per_thread(&ctx).as_raw(), sys::CU_STREAM_PER_THREAD);
     drop((legacy, per_thread, null));
     Stream::legacy(&ctx).synchronize().unwrap();
 }
@@ -110,7 +114,7 @@ fn events_record_synchronize_query_and_time() {
     let end = Event::new(&ctx, EventFlags::BLOCKING_SYNC).unwrap();
     start.record(&s).unwrap();
     let mut buf = DeviceBuffer::<u8>::new(&ctx, 1 << 20).unwrap();
-    buf.memset_u8_async(7, &s).unwrap();
+    buf.memset_async(7u8, &s).unwrap();
     end.record(&s).unwrap();
     end.synchronize().unwrap();
     assert!(end.query().unwrap());
@@ -147,7 +151,76 @@ fn host_functions_run_and_panics_are_contained() {
     );
     // The stream and the process are fine.
     let mut buf = DeviceBuffer::<u16>::new(&ctx, 8).unwrap();
-    buf.memset_u16_async(3, &s).unwrap();
+    buf.memset_async(3u16, &s).unwrap();
     s.synchronize().unwrap();
     assert_eq!(buf.to_vec().unwrap(), vec![3u16; 8]);
+}
+
+/// Issue #10 hole d: a host function that calls CUDA (here: a method of a captured context)
+/// is refused before the driver is reached, and CUDA objects it drops (a 256 MiB buffer, a
+/// context handle) are released after it returns, on the crate's release thread; nothing
+/// deadlocks and nothing leaks.
+#[test]
+fn host_functions_cannot_call_cuda_and_their_drops_are_deferred() {
+    let ctx = gpu_exclusive_or_skip!();
+    let s = Stream::new(&ctx, StreamFlags::NON_BLOCKING).unwrap();
+    const BYTES: usize = 256 << 20;
+    let (free_before, _) = ctx.mem_info().unwrap();
+    let buf = DeviceBuffer::<u8>::new(&ctx, BYTES).unwrap();
+    let (free_with_buf, _) = ctx.mem_info().unwrap();
+    assert!(free_with_buf + BYTES / 2 <= free_before);
+    let captured = (*ctx).clone();
+    let (tx, rx) = mpsc::channel();
+    s.launch_host_fn(move || {
+        let r = captured.synchronize();
+        let _ = tx.send(matches!(r, Err(Error::InHostCallback { .. })));
+        drop(buf);
+        drop(captured);
+    })
+    .unwrap();
+    s.synchronize().unwrap();
+    assert!(rx.recv().unwrap(), "a CUDA call inside a host function was not refused");
+    // The release thread frees the buffer right after the host function returned.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    loop {
+        let (free, _) = ctx.mem_info().unwrap();
+        if free + BYTES / 2 > free_before {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "the deferred free never ran");
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    // The stream still works.
+    let flag = Arc::new(AtomicBool::new(false));
+    let f = flag.clone();
+    s.launch_host_fn(move || f.store(true, Ordering::SeqCst))
+        .unwrap();
+    s.synchronize().unwrap();
+    assert!(flag.load(Ordering::SeqCst));
+}
+
+/// Issue #10 hole e: a panic whose payload panics again when dropped is contained: counted,
+/// the payload leaked, the process alive, the stream usable.
+#[test]
+fn a_panicking_panic_payload_does_not_abort() {
+    struct Bomb;
+    impl Drop for Bomb {
+        fn drop(&mut self) {
+            panic!("the payload's Drop panics too");
+        }
+    }
+    let ctx = gpu_or_skip!();
+    let s = Stream::new(&ctx, StreamFlags::NON_BLOCKING).unwrap();
+    let panics = host_fn_panic_count();
+    let drops = drop_error_count();
+    s.launch_host_fn(|| std::panic::panic_any(Bomb)).unwrap();
+    s.synchronize().unwrap();
+    assert!(host_fn_panic_count() > panics);
+    assert!(drop_error_count() > drops);
+    let flag = Arc::new(AtomicBool::new(false));
+    let f = flag.clone();
+    s.launch_host_fn(move || f.store(true, Ordering::SeqCst))
+        .unwrap();
+    s.synchronize().unwrap();
+    assert!(flag.load(Ordering::SeqCst));
 }
