@@ -9,7 +9,6 @@
 
 use std::process::ExitCode;
 
-use cuda_driver::prelude::*;
 use cuda_driver::{sys, Context, ContextFlags, Device};
 use cuda_driver_examples::{check, run_example, Failure};
 

@@ -619,6 +619,38 @@ mod tests {
     }
 
     #[test]
+    fn sticky_errors_are_the_documented_ones() {
+        for code in [
+            sys::CUDA_ERROR_ILLEGAL_ADDRESS,
+            sys::CUDA_ERROR_LAUNCH_FAILED,
+            sys::CUDA_ERROR_HARDWARE_STACK_ERROR,
+            sys::CUDA_ERROR_ILLEGAL_INSTRUCTION,
+            sys::CUDA_ERROR_MISALIGNED_ADDRESS,
+            sys::CUDA_ERROR_INVALID_ADDRESS_SPACE,
+            sys::CUDA_ERROR_INVALID_PC,
+            sys::CUDA_ERROR_ASSERT,
+        ] {
+            let e = check(code, "cuCtxSynchronize").unwrap_err();
+            assert!(e.is_sticky(), "{e}");
+        }
+        for code in [
+            sys::CUDA_ERROR_INVALID_VALUE,
+            sys::CUDA_ERROR_OUT_OF_MEMORY,
+            sys::CUDA_ERROR_NOT_READY,
+            sys::CUDA_ERROR_STUB_LIBRARY,
+            sys::CUDA_ERROR_INVALID_HANDLE,
+        ] {
+            assert!(!check(code, "cuMemAlloc_v2").unwrap_err().is_sticky());
+        }
+        let e = Error::LengthMismatch {
+            what: "x",
+            dst: 1,
+            src: 2,
+        };
+        assert!(!e.is_sticky());
+    }
+
+    #[test]
     fn success_is_ok() {
         assert!(check(sys::CUDA_SUCCESS, "cuInit").is_ok());
     }

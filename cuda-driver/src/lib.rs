@@ -7,13 +7,28 @@
 //! the raw handle (`as_raw`), so a program can drop down to `cuda_driver_sys` at any point.
 //!
 //! * **Errors** carry the failing driver call and the caller's location
-//!   (`cuMemAlloc_v2 failed: CUDA_ERROR_OUT_OF_MEMORY (out of memory) at src/main.rs:12:5`).
-//! * **Ownership**: every handle is released in `Drop`, which never panics; objects keep
-//!   their context alive, and work from any thread.
-//! * **Speed**: the launch path allocates nothing and checks arguments against the kernel's
-//!   parameter list read once from the driver.
+//!   (`cuMemAlloc_v2 failed: CUDA_ERROR_OUT_OF_MEMORY (out of memory) at src/main.rs:12:5`);
+//!   distinct failures are distinct [`Error`] variants, and [`Error::is_sticky`] tells the
+//!   errors after which a context is lost for good.
+//! * **One memory model**: every kind of memory is an owner that hands out typed views
+//!   ([`DeviceSlice`], [`DeviceSliceMut`]); copies, memsets and kernel arguments are
+//!   implemented once, on the views, and every owner gets them through [`DeviceMemory`] and
+//!   [`DeviceMemoryMut`] (import [`prelude`]). Memory freed in stream order
+//!   ([`AsyncDeviceBuffer`]) is used on its own stream only, which safe code cannot break.
+//! * **Contexts**: no operation changes the caller's context stack. Each object makes its
+//!   context current for the span of one operation when it is not (pushing and popping it);
+//!   when it is, the whole cost is one `cuCtxGetCurrent`.
+//! * **Ownership**: every handle is released in `Drop`, which never panics (failures go to
+//!   the [`log`](https://docs.rs/log) crate and [`drop_error_count`]); objects keep their
+//!   context alive, work from any thread, and are never released inside a host function.
+//!   Owned and borrowed handles are different types ([`Stream`] / [`StreamRef`],
+//!   [`MemPool`] / [`MemPoolRef`]); every handle has `as_raw`, `from_raw(raw, ..)` and
+//!   `into_raw`.
+//! * **Speed**: the launch and copy paths allocate nothing; launches check arguments against
+//!   the kernel's parameter list read once from the driver.
 //!
 //! ```no_run
+//! use cuda_driver::prelude::*;
 //! use cuda_driver::{Device, DeviceBuffer};
 //!
 //! let dev = Device::get(0)?;
