@@ -709,7 +709,13 @@ fn launches(r: &mut Runner, cfg: &Config, ctx: &Context, stream: &Stream) -> Res
                         // SAFETY: the arguments are add4's parameters; a, b and c hold
                         // ADD4_N floats, the grid covers ADD4_N threads, the kernel skips
                         // i >= n; the host touches c only after the stream is synchronized.
-                        unsafe { add4_fn.launch(stream, &add4_cfg, (&a.as_view(), &b.as_view(), &mut c.as_view_mut(), &*n))? };
+                        unsafe {
+                            add4_fn.launch(
+                                stream,
+                                &add4_cfg,
+                                (&a.as_view(), &b.as_view(), &mut c.as_view_mut(), &*n),
+                            )?
+                        };
                         Ok(())
                     })?
                 }
@@ -736,7 +742,11 @@ fn launches(r: &mut Runner, cfg: &Config, ctx: &Context, stream: &Stream) -> Res
                         // SAFETY: as for the checked launch; the tuple matches add4's
                         // parameters (checked by the metric above).
                         unsafe {
-                            add4_fn.launch_unchecked(stream, &add4_cfg, (&a.as_view(), &b.as_view(), &mut c.as_view_mut(), &*n))?
+                            add4_fn.launch_unchecked(
+                                stream,
+                                &add4_cfg,
+                                (&a.as_view(), &b.as_view(), &mut c.as_view_mut(), &*n),
+                            )?
                         };
                         Ok(())
                     })?
@@ -764,7 +774,11 @@ fn launches(r: &mut Runner, cfg: &Config, ctx: &Context, stream: &Stream) -> Res
     ];
     let (a, b, c) = (add4.a.as_view(), add4.b.as_view(), add4.c.as_view());
     let mut params = ParamBuffer::new();
-    params.push_arg(&a)?.push_arg(&b)?.push_arg(&c)?.push(add4.n)?;
+    params
+        .push_arg(&a)?
+        .push_arg(&b)?
+        .push_arg(&c)?
+        .push(add4.n)?;
     // SAFETY: the ParamBuffer's first `len()` bytes are initialised; `packed` holds 32.
     let (safe_bytes, raw_bytes) = unsafe {
         (
@@ -1205,7 +1219,13 @@ fn loading(r: &mut Runner, cfg: &Config, ctx: &Context, stream: &Stream) -> Res<
                         // SAFETY: the arguments are add4's parameters; a, b and c hold
                         // ADD4_N floats, the grid covers ADD4_N threads, the kernel skips
                         // i >= n; the stream is synchronized before the host reads c.
-                        unsafe { kernel.launch(stream, &add4_cfg, (&a.as_view(), &b.as_view(), &mut c.as_view_mut(), &*n))? };
+                        unsafe {
+                            kernel.launch(
+                                stream,
+                                &add4_cfg,
+                                (&a.as_view(), &b.as_view(), &mut c.as_view_mut(), &*n),
+                            )?
+                        };
                         stream.synchronize()?;
                         drop(kernel);
                         drop(lib);

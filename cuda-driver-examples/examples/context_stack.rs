@@ -28,7 +28,10 @@ fn run() -> Result<(), Failure> {
     // Context::new leaves the stack as it was, so push them as the seed's creation does.
     let ctx_a = Context::new(device, ContextFlags::SCHED_AUTO)?;
     let ctx_b = Context::new(device, ContextFlags::SCHED_AUTO)?;
-    check!(current()?.is_null(), "Context::new leaves the caller's stack alone");
+    check!(
+        current()?.is_null(),
+        "Context::new leaves the caller's stack alone"
+    );
     let stack_a = ctx_a.push()?;
     let stack_b = ctx_b.push()?;
     println!("ctxA = {:p}", ctx_a.as_raw());

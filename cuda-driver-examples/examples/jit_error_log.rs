@@ -76,7 +76,12 @@ fn run() -> Result<(), Failure> {
         vec_add.launch(
             &stream,
             &LaunchConfig::for_num_elems(n)?,
-            (&da.as_view(), &db.as_view(), &mut dc.as_view_mut(), &(n as i32)),
+            (
+                &da.as_view(),
+                &db.as_view(),
+                &mut dc.as_view_mut(),
+                &(n as i32),
+            ),
         )?
     };
     stream.synchronize()?;

@@ -55,9 +55,8 @@ fn run() -> Result<(), Failure> {
     // The seed's cuMemsetD32((CUdeviceptr)host_page_locked_memory, *(int*)&new_value, 1):
     // the bits of 555.0f, written by the device through the memory's device address.
     let new_value: f32 = 555.0;
-    host_page_locked_memory.with_device_view_mut(|mut device_view| {
-        device_view.memset(new_value.to_bits())
-    })?;
+    host_page_locked_memory
+        .with_device_view_mut(|mut device_view| device_view.memset(new_value.to_bits()))?;
     println!(
         "host_page_locked_memory[0] = {:.6}",
         host_page_locked_memory[0]

@@ -19,7 +19,9 @@ use std::process::ExitCode;
 use std::sync::Barrier;
 use std::time::Instant;
 
-use cuda_driver::{StreamRef, Context, Device, Event, EventFlags, Function, LaunchConfig, Module, Stream};
+use cuda_driver::{
+    Context, Device, Event, EventFlags, Function, LaunchConfig, Module, Stream, StreamRef,
+};
 use cuda_driver_examples::{run_example, Failure};
 
 /// `ptx/streams.cu`, NUL-terminated like the PTX of `cuda_driver_examples::ptx`.

@@ -43,7 +43,18 @@ fn run() -> Result<(), Failure> {
     // arguments match (and the launch checks their count and sizes against the driver's
     // parameter list); A, B and C hold N floats and the kernel skips i >= N; the host touches
     // d_c only after the stream is synchronised.
-    unsafe { vec_add.launch(&stream, &cfg, (&d_a.as_view(), &d_b.as_view(), &mut d_c.as_view_mut(), &n_param))? };
+    unsafe {
+        vec_add.launch(
+            &stream,
+            &cfg,
+            (
+                &d_a.as_view(),
+                &d_b.as_view(),
+                &mut d_c.as_view_mut(),
+                &n_param,
+            ),
+        )?
+    };
     stream.synchronize()?;
 
     // cuMemcpyDtoH, and every element checked.

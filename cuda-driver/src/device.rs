@@ -191,4 +191,3 @@ impl Device {
         Ok(v != 0)
     }
 }
-

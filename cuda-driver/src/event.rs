@@ -46,10 +46,9 @@ impl Drop for Event {
         let raw = SendRaw(self.raw);
         // SAFETY: `raw` was created by cuEventCreate (or handed over through from_raw) and is
         // owned by self; a pending record or wait still completes.
-        self.ctx
-            .release("cuEventDestroy_v2", move || unsafe {
-                sys::cuEventDestroy_v2(raw.get())
-            });
+        self.ctx.release("cuEventDestroy_v2", move || unsafe {
+            sys::cuEventDestroy_v2(raw.get())
+        });
     }
 }
 

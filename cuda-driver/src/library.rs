@@ -41,8 +41,7 @@ use crate::module::{
 };
 use crate::{
     init, CacheConfig, Context, Device, DeviceRepr, DeviceSlice, DeviceSliceMut, Function,
-    FunctionAttribute, Global,
-    JitOptions, Module, ModuleImage,
+    FunctionAttribute, Global, JitOptions, Module, ModuleImage,
 };
 
 /// Options of a library load (`CUlibraryOption`).

@@ -681,8 +681,9 @@ impl Drop for ModuleInner {
             let raw = SendRaw(self.raw);
             // SAFETY: `raw` was loaded into `ctx` and is owned by this inner, the last holder;
             // every Function and Global of it held this Arc and is gone.
-            self.ctx
-                .release("cuModuleUnload", move || unsafe { sys::cuModuleUnload(raw.get()) });
+            self.ctx.release("cuModuleUnload", move || unsafe {
+                sys::cuModuleUnload(raw.get())
+            });
         }
     }
 }

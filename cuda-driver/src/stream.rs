@@ -57,10 +57,9 @@ impl Drop for Stream {
         let raw = SendRaw(self.raw);
         // SAFETY: `raw` was created by cuStreamCreate* (or handed over through from_raw) and
         // is owned by self; pending work completes before the driver releases it.
-        self.ctx
-            .release("cuStreamDestroy_v2", move || unsafe {
-                sys::cuStreamDestroy_v2(raw.get())
-            });
+        self.ctx.release("cuStreamDestroy_v2", move || unsafe {
+            sys::cuStreamDestroy_v2(raw.get())
+        });
     }
 }
 
@@ -300,7 +299,7 @@ impl Stream {
             let _scope = HostFnScope::enter();
             // The closure, and with it everything it captured, is consumed (dropped) inside
             // catch_unwind and inside the host-function scope.
-            if let Err(payload) = catch_unwind(AssertUnwindSafe(move || f())) {
+            if let Err(payload) = catch_unwind(AssertUnwindSafe(f)) {
                 host_fn_panicked(payload);
             }
         }
@@ -330,7 +329,9 @@ pub(crate) fn host_fn_panicked(payload: Box<dyn Any + Send>) {
         .unwrap_or_else(|| "non-string panic payload".into());
     log::warn!(target: "cuda_driver", "a host function panicked: {msg}");
     if let Err(second) = catch_unwind(AssertUnwindSafe(move || drop(payload))) {
-        report_drop_problem(&"the panic payload of a host function panicked while dropped; it is leaked");
+        report_drop_problem(
+            &"the panic payload of a host function panicked while dropped; it is leaked",
+        );
         std::mem::forget(second);
     }
 }

@@ -7,7 +7,9 @@ use cuda_driver_sys as sys;
 
 use super::view::byte_len;
 use crate::error::{check, Result};
-use crate::{Context, DeviceMemory, DeviceMemoryMut, DeviceRepr, DeviceSlice, DeviceSliceMut, Stream};
+use crate::{
+    Context, DeviceMemory, DeviceMemoryMut, DeviceRepr, DeviceSlice, DeviceSliceMut, Stream,
+};
 
 /// A typed allocation of device memory (`cuMemAlloc_v2`), freed on drop in its own context.
 ///
@@ -220,7 +222,9 @@ mod tests {
     fn fake_context(raw: usize) -> ManuallyDrop<Context> {
         // SAFETY: the handle is never passed to the driver (the tests check that they fail
         // first) and never dropped (ManuallyDrop), so nothing destroys the fake context.
-        ManuallyDrop::new(unsafe { Context::from_raw(raw as sys::CUcontext, crate::Device::from_raw(0)) })
+        ManuallyDrop::new(unsafe {
+            Context::from_raw(raw as sys::CUcontext, crate::Device::from_raw(0))
+        })
     }
 
     fn fake_buffer<T: DeviceRepr>(ctx: &Context, len: usize) -> ManuallyDrop<DeviceBuffer<T>> {
@@ -244,10 +248,30 @@ mod tests {
         let other = fake_buffer::<f32>(&ctx, 3);
         let host3 = [1.0f32; 3];
         let mut host5 = [0.0f32; 5];
-        assert!(is_mismatch(buf.copy_from_host(&host3), "copy_from_host", 4, 3));
-        assert!(is_mismatch(buf.copy_to_host(&mut host5), "copy_to_host", 5, 4));
-        assert!(is_mismatch(buf.copy_from_device(&*other), "copy_from_device", 4, 3));
-        assert!(is_mismatch(buf.copy_from_peer(&*other), "copy_from_peer", 4, 3));
+        assert!(is_mismatch(
+            buf.copy_from_host(&host3),
+            "copy_from_host",
+            4,
+            3
+        ));
+        assert!(is_mismatch(
+            buf.copy_to_host(&mut host5),
+            "copy_to_host",
+            5,
+            4
+        ));
+        assert!(is_mismatch(
+            buf.copy_from_device(&*other),
+            "copy_from_device",
+            4,
+            3
+        ));
+        assert!(is_mismatch(
+            buf.copy_from_peer(&*other),
+            "copy_from_peer",
+            4,
+            3
+        ));
         let stream = fake_stream(0x20, &ctx);
         // SAFETY: the calls fail on the length check, before anything is queued.
         unsafe {
@@ -278,7 +302,12 @@ mod tests {
         ));
         // Through views too.
         let mut view = buf.slice_mut(1..3).unwrap();
-        assert!(is_mismatch(view.copy_from_host(&host3), "copy_from_host", 2, 3));
+        assert!(is_mismatch(
+            view.copy_from_host(&host3),
+            "copy_from_host",
+            2,
+            3
+        ));
     }
 
     #[test]
@@ -299,7 +328,14 @@ mod tests {
         let stream = fake_stream(0x20, &other);
         let e = buf.memset_async(0u32, &stream).unwrap_err();
         assert!(
-            matches!(e, Error::ContextMismatch { expected: 0x10, found: 0x11, .. }),
+            matches!(
+                e,
+                Error::ContextMismatch {
+                    expected: 0x10,
+                    found: 0x11,
+                    ..
+                }
+            ),
             "{e:?}"
         );
         let src = fake_buffer::<u32>(&ctx, 4);
@@ -315,11 +351,19 @@ mod tests {
         let home = fake_stream(0x20, &ctx);
         let other = fake_stream(0x30, &ctx);
         // SAFETY: never dropped and never handed to the driver.
-        let mut buf = ManuallyDrop::new(unsafe { AsyncDeviceBuffer::<u32>::from_raw(0x1000, 8, &home) });
+        let mut buf =
+            ManuallyDrop::new(unsafe { AsyncDeviceBuffer::<u32>::from_raw(0x1000, 8, &home) });
         assert_eq!(buf.as_view().stream_order(), Some(0x20 as sys::CUstream));
         let e = buf.memset_async(1u32, &other).unwrap_err();
         assert!(
-            matches!(e, Error::StreamMismatch { what: "memset_async", expected: 0x20, found: 0x30 }),
+            matches!(
+                e,
+                Error::StreamMismatch {
+                    what: "memset_async",
+                    expected: 0x20,
+                    found: 0x30
+                }
+            ),
             "{e:?}"
         );
         // A sub-view keeps the order.
@@ -340,10 +384,14 @@ mod tests {
         ));
         // Two stream-ordered buffers of different streams in one blocking copy: refused.
         // SAFETY: as above.
-        let b2 = ManuallyDrop::new(unsafe { AsyncDeviceBuffer::<u32>::from_raw(0x2000, 8, &other) });
+        let b2 =
+            ManuallyDrop::new(unsafe { AsyncDeviceBuffer::<u32>::from_raw(0x2000, 8, &other) });
         assert!(matches!(
             buf.copy_from_device(&*b2),
-            Err(Error::StreamMismatch { what: "copy_from_device", .. })
+            Err(Error::StreamMismatch {
+                what: "copy_from_device",
+                ..
+            })
         ));
     }
 
@@ -364,7 +412,14 @@ mod tests {
         let mut buf = fake_buffer::<u32>(&ctx, 10);
         let e = buf.slice(4..11).unwrap_err();
         assert!(
-            matches!(e, Error::OutOfBounds { start: 4, end: 11, len: 10 }),
+            matches!(
+                e,
+                Error::OutOfBounds {
+                    start: 4,
+                    end: 11,
+                    len: 10
+                }
+            ),
             "{e:?}"
         );
         assert_eq!(
@@ -373,16 +428,33 @@ mod tests {
         );
         #[allow(clippy::reversed_empty_ranges)]
         let e = buf.slice_mut(6..5).unwrap_err();
-        assert!(matches!(e, Error::OutOfBounds { start: 6, end: 5, len: 10 }));
+        assert!(matches!(
+            e,
+            Error::OutOfBounds {
+                start: 6,
+                end: 5,
+                len: 10
+            }
+        ));
         let e = buf.slice(..=usize::MAX).unwrap_err();
-        assert!(matches!(e, Error::OutOfBounds { end: usize::MAX, .. }));
+        assert!(matches!(
+            e,
+            Error::OutOfBounds {
+                end: usize::MAX,
+                ..
+            }
+        ));
         assert!(buf.as_view().split_at(11).is_err());
         assert!(buf.as_view_mut().split_at_mut(11).is_err());
         // A view of a view is bounded by the view.
         let v = buf.slice(2..6).unwrap();
         assert!(matches!(
             v.slice(3..5),
-            Err(Error::OutOfBounds { start: 3, end: 5, len: 4 })
+            Err(Error::OutOfBounds {
+                start: 3,
+                end: 5,
+                len: 4
+            })
         ));
     }
 
@@ -410,7 +482,14 @@ mod tests {
         let mut bytes = fake_buffer::<u8>(&ctx, 8);
         let e = bytes.memset(1u16).unwrap_err();
         assert!(
-            matches!(e, Error::MemsetWidth { width: 2, size: 1, .. }),
+            matches!(
+                e,
+                Error::MemsetWidth {
+                    width: 2,
+                    size: 1,
+                    ..
+                }
+            ),
             "{e:?}"
         );
         assert!(e.to_string().contains("memset writes 2-byte words"), "{e}");

@@ -84,10 +84,7 @@ impl<T: DeviceRepr> ManagedBuffer<T> {
             // 256-byte aligned in practice; checked because `as_slice` relies on it.
             return Err(Error::UnexpectedValue {
                 call: "cuMemAllocManaged",
-                reason: format!(
-                    "{ptr:#x} is not aligned for {}",
-                    std::any::type_name::<T>()
-                ),
+                reason: format!("{ptr:#x} is not aligned for {}", std::any::type_name::<T>()),
             });
         }
         Ok(buf)
@@ -264,7 +261,14 @@ impl<T: DeviceRepr> ManagedBuffer<T> {
         check(
             // SAFETY: the buffer is a live managed allocation of `bytes()` bytes; advice changes
             // no contents.
-            unsafe { f(self.as_raw(), self.bytes(), advice.as_raw(), location.as_raw()) },
+            unsafe {
+                f(
+                    self.as_raw(),
+                    self.bytes(),
+                    advice.as_raw(),
+                    location.as_raw(),
+                )
+            },
             "cuMemAdvise_v2",
         )
     }
@@ -298,7 +302,11 @@ mod tests {
         assert!(empty.as_slice().unwrap().is_empty());
         assert!(matches!(
             empty.memset(1u16),
-            Err(Error::MemsetWidth { width: 2, size: 3, .. })
+            Err(Error::MemsetWidth {
+                width: 2,
+                size: 3,
+                ..
+            })
         ));
     }
 }

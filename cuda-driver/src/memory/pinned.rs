@@ -139,10 +139,9 @@ impl<T: DeviceRepr> Drop for PinnedBuffer<T> {
         let p = SendRaw(self.ptr.as_ptr());
         // SAFETY: `ptr` came from cuMemHostAlloc, is owned by self and freed once, here; the
         // driver waits for device work still using it.
-        self.ctx
-            .release("cuMemFreeHost", move || unsafe {
-                sys::cuMemFreeHost(p.get().cast())
-            });
+        self.ctx.release("cuMemFreeHost", move || unsafe {
+            sys::cuMemFreeHost(p.get().cast())
+        });
     }
 }
 
@@ -315,7 +314,10 @@ impl<T: DeviceRepr> PinnedBuffer<T> {
     /// Runs `f` with a shared device view of the memory, then waits for all work of the
     /// context; see [`with_device_view_mut`](Self::with_device_view_mut).
     #[track_caller]
-    pub fn with_device_view<R>(&self, f: impl FnOnce(DeviceSlice<'_, T>) -> Result<R>) -> Result<R> {
+    pub fn with_device_view<R>(
+        &self,
+        f: impl FnOnce(DeviceSlice<'_, T>) -> Result<R>,
+    ) -> Result<R> {
         with_view_mut(&self.ctx, self.ptr.as_ptr(), self.len, |v| f(v.as_view()))
     }
 
@@ -389,10 +391,9 @@ impl<T: DeviceRepr> Drop for HostRegistration<'_, T> {
         // SAFETY: the slice was registered by `new` in this context and is unregistered once,
         // here. Inside a host function the release is deferred, and the slice's borrow ends
         // before it runs; the driver keeps the pages locked until then, which is harmless.
-        self.ctx
-            .release("cuMemHostUnregister", move || unsafe {
-                sys::cuMemHostUnregister(p.get().cast())
-            });
+        self.ctx.release("cuMemHostUnregister", move || unsafe {
+            sys::cuMemHostUnregister(p.get().cast())
+        });
     }
 }
 

@@ -101,9 +101,11 @@ impl<T: DeviceRepr> Drop for AsyncDeviceBuffer<'_, T> {
         // SAFETY: `ptr` came from cuMemAllocAsync / cuMemAllocFromPoolAsync, is owned by self
         // and freed once, here, on the live stream all safe work on it was queued on (the
         // stream-order rule), so the free is ordered after that work.
-        self.stream.context().release("cuMemFreeAsync", move || unsafe {
-            sys::cuMemFreeAsync(ptr, stream.get())
-        });
+        self.stream
+            .context()
+            .release("cuMemFreeAsync", move || unsafe {
+                sys::cuMemFreeAsync(ptr, stream.get())
+            });
     }
 }
 

@@ -116,8 +116,12 @@ pub trait MemsetValue: Copy + sealed::Sealed {
     #[doc(hidden)]
     /// # Safety
     /// As `memset`, and `stream` is a live stream of the current context.
-    unsafe fn memset_async(self, ptr: sys::CUdeviceptr, n: usize, stream: sys::CUstream)
-        -> sys::CUresult;
+    unsafe fn memset_async(
+        self,
+        ptr: sys::CUdeviceptr,
+        n: usize,
+        stream: sys::CUstream,
+    ) -> sys::CUresult;
 }
 
 mod sealed {
@@ -152,9 +156,30 @@ macro_rules! memset_value {
     };
 }
 
-memset_value!(u8, 1, cuMemsetD8, "cuMemsetD8_v2", cuMemsetD8Async, "cuMemsetD8Async");
-memset_value!(u16, 2, cuMemsetD16, "cuMemsetD16_v2", cuMemsetD16Async, "cuMemsetD16Async");
-memset_value!(u32, 4, cuMemsetD32, "cuMemsetD32_v2", cuMemsetD32Async, "cuMemsetD32Async");
+memset_value!(
+    u8,
+    1,
+    cuMemsetD8,
+    "cuMemsetD8_v2",
+    cuMemsetD8Async,
+    "cuMemsetD8Async"
+);
+memset_value!(
+    u16,
+    2,
+    cuMemsetD16,
+    "cuMemsetD16_v2",
+    cuMemsetD16Async,
+    "cuMemsetD16Async"
+);
+memset_value!(
+    u32,
+    4,
+    cuMemsetD32,
+    "cuMemsetD32_v2",
+    cuMemsetD32Async,
+    "cuMemsetD32Async"
+);
 
 /// The number of `W` words in `len` elements of `T`, or [`Error::MemsetWidth`] when the size
 /// of `T` is not a multiple of the word's.
@@ -317,7 +342,10 @@ fn blocking(
     } else {
         check(on_stream(home), call.1)?;
         // SAFETY: `home` is the live stream the memory is ordered on (its owner borrows it).
-        check(unsafe { sys::cuStreamSynchronize(home) }, "cuStreamSynchronize")
+        check(
+            unsafe { sys::cuStreamSynchronize(home) },
+            "cuStreamSynchronize",
+        )
     }
 }
 
@@ -737,8 +765,7 @@ impl<'a, T: DeviceRepr> DeviceSliceMut<'a, T> {
             return Ok(());
         }
         let _cur = self.ctx.enter()?;
-        let (dst, dst_ctx, src, src_ctx) =
-            (self.ptr, self.ctx.as_raw(), src.ptr, src.ctx.as_raw());
+        let (dst, dst_ctx, src, src_ctx) = (self.ptr, self.ctx.as_raw(), src.ptr, src.ctx.as_raw());
         blocking(
             home,
             ("cuMemcpyPeer", "cuMemcpyPeerAsync"),

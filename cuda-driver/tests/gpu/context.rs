@@ -51,7 +51,10 @@ fn created_contexts_are_pushed_and_popped_in_order() {
     // SAFETY: the stack holds exactly `b`, set above; popping it leaves this thread's stack
     // empty again.
     let mut popped = std::ptr::null_mut();
-    assert_eq!(unsafe { sys::cuCtxPopCurrent_v2(&mut popped) }, sys::CUDA_SUCCESS);
+    assert_eq!(
+        unsafe { sys::cuCtxPopCurrent_v2(&mut popped) },
+        sys::CUDA_SUCCESS
+    );
     assert_eq!(current(), None);
 }
 
@@ -79,10 +82,18 @@ fn objects_of_another_context_leave_the_callers_stack_alone() {
         stream_ordered.memset(1u8).unwrap();
         b.synchronize().unwrap();
         assert_eq!(b.limit(Limit::STACK_SIZE).unwrap() > 0, true);
-        assert_eq!(current(), Some(a.as_raw()), "an operation replaced the top of the stack");
+        assert_eq!(
+            current(),
+            Some(a.as_raw()),
+            "an operation replaced the top of the stack"
+        );
         // Dropped here, in B, under A's guard: stream_ordered, event, buf, stream.
     }
-    assert_eq!(current(), Some(a.as_raw()), "a drop replaced the top of the stack");
+    assert_eq!(
+        current(),
+        Some(a.as_raw()),
+        "a drop replaced the top of the stack"
+    );
     // And B itself, the last handle of a context that is not current.
     drop(b);
     assert_eq!(current(), Some(a.as_raw()));

@@ -200,10 +200,7 @@ fn memsets_of_8_16_and_32_bits() {
     assert!(f[500..].iter().all(|&x| x == 555.0));
 
     // A width that does not divide the element size is refused.
-    assert!(matches!(
-        bytes.memset(1u16),
-        Err(Error::MemsetWidth { .. })
-    ));
+    assert!(matches!(bytes.memset(1u16), Err(Error::MemsetWidth { .. })));
     assert!(matches!(
         halves.memset_async(1u32, &stream),
         Err(Error::MemsetWidth { .. })
@@ -486,7 +483,9 @@ fn pinned_memory_flags_mapping_and_memset() {
     assert!(pinned.iter().all(|&x| x == 0.0));
     let mut halves =
         PinnedBuffer::<u16>::from_slice(&ctx, &[1, 2, 3], PinnedFlags::empty()).unwrap();
-    halves.with_device_view_mut(|mut v| v.memset(0xCAFEu16)).unwrap();
+    halves
+        .with_device_view_mut(|mut v| v.memset(0xCAFEu16))
+        .unwrap();
     assert_eq!(&halves[..], &[0xCAFE; 3]);
     assert!(matches!(
         halves.with_device_view_mut(|mut v| v.memset(1u32)),

@@ -179,7 +179,10 @@ fn host_functions_cannot_call_cuda_and_their_drops_are_deferred() {
     })
     .unwrap();
     s.synchronize().unwrap();
-    assert!(rx.recv().unwrap(), "a CUDA call inside a host function was not refused");
+    assert!(
+        rx.recv().unwrap(),
+        "a CUDA call inside a host function was not refused"
+    );
     // The release thread frees the buffer right after the host function returned.
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
     loop {
@@ -187,7 +190,10 @@ fn host_functions_cannot_call_cuda_and_their_drops_are_deferred() {
         if free + BYTES / 2 > free_before {
             break;
         }
-        assert!(std::time::Instant::now() < deadline, "the deferred free never ran");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the deferred free never ran"
+        );
         std::thread::sleep(std::time::Duration::from_millis(10));
     }
     // The stream still works.
