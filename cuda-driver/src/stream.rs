@@ -10,16 +10,7 @@ use cuda_driver_sys as sys;
 use crate::error::{check, report_drop_error, Result};
 use crate::{Context, ErrorCode, Event};
 
-c_flags! {
-    /// Stream creation flags (`CUstream_flags`).
-    #[doc(alias = "CUstream_flags")]
-    StreamFlags(u32) {
-        /// Synchronises with the legacy default stream (`CU_STREAM_DEFAULT`).
-        const DEFAULT = sys::CU_STREAM_DEFAULT;
-        /// Does not synchronise with the legacy default stream (`CU_STREAM_NON_BLOCKING`).
-        const NON_BLOCKING = sys::CU_STREAM_NON_BLOCKING;
-    }
-}
+pub use crate::types::StreamFlags;
 
 /// A stream (`CUstream`) of a context: work queued on it runs in order.
 ///
