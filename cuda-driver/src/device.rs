@@ -2,16 +2,13 @@
 
 use std::ffi::CStr;
 
+use cuda_driver_macros::wraps;
 use cuda_driver_sys as sys;
 
 use crate::error::{check, Error, Result};
 use crate::init;
 
-c_enum! {
-    /// A device attribute (`CUdevice_attribute`) for [`Device::attribute`].
-    #[doc(alias = "CUdevice_attribute")]
-    DeviceAttribute(sys::CUdevice_attribute)
-}
+pub use crate::types::DeviceAttribute;
 
 /// A CUDA device (`CUdevice`).
 ///
@@ -24,9 +21,7 @@ pub struct Device(sys::CUdevice);
 
 impl Device {
     /// The number of CUDA devices; 0 when the driver is present but finds no device.
-    ///
-    /// Wraps [`cuDeviceGetCount`](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__DEVICE.html).
-    #[doc(alias = "cuDeviceGetCount")]
+    #[wraps(cuDeviceGetCount)]
     #[track_caller]
     pub fn count() -> Result<usize> {
         match init() {
@@ -40,9 +35,7 @@ impl Device {
     }
 
     /// The device with the given ordinal; an ordinal past [`Device::count`] is an error.
-    ///
-    /// Wraps [`cuDeviceGet`](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__DEVICE.html).
-    #[doc(alias = "cuDeviceGet")]
+    #[wraps(cuDeviceGet)]
     #[track_caller]
     pub fn get(ordinal: usize) -> Result<Device> {
         init()?;
@@ -76,9 +69,7 @@ impl Device {
     }
 
     /// The device's name, such as `"NVIDIA H200"`.
-    ///
-    /// Wraps [`cuDeviceGetName`](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__DEVICE.html).
-    #[doc(alias = "cuDeviceGetName")]
+    #[wraps(cuDeviceGetName)]
     #[track_caller]
     pub fn name(self) -> Result<String> {
         let mut buf = [0 as std::ffi::c_char; 256];
@@ -129,10 +120,7 @@ impl Device {
     }
 
     /// Total memory on the device in bytes.
-    ///
-    /// Wraps `cuDeviceTotalMem_v2`.
-    #[doc(alias = "cuDeviceTotalMem")]
-    #[doc(alias = "cuDeviceTotalMem_v2")]
+    #[wraps(cuDeviceTotalMem)]
     #[track_caller]
     pub fn total_memory(self) -> Result<usize> {
         let mut bytes = 0;
@@ -146,15 +134,13 @@ impl Device {
 
     /// An attribute of the device.
     ///
-    /// Wraps [`cuDeviceGetAttribute`](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__DEVICE.html).
-    ///
     /// ```no_run
     /// use cuda_driver::{Device, DeviceAttribute};
     /// let dev = Device::get(0)?;
     /// let sms = dev.attribute(DeviceAttribute::MULTIPROCESSOR_COUNT)?;
     /// # Ok::<(), cuda_driver::Error>(())
     /// ```
-    #[doc(alias = "cuDeviceGetAttribute")]
+    #[wraps(cuDeviceGetAttribute)]
     #[track_caller]
     pub fn attribute(self, attr: DeviceAttribute) -> Result<i32> {
         let mut v = 0;

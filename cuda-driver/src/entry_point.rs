@@ -42,28 +42,7 @@ use cuda_driver_sys as sys;
 
 use crate::error::{check, Error, ErrorCode, Result};
 
-c_enum! {
-    /// What `cuGetProcAddress` found (`CUdriverProcAddressQueryResult`).
-    #[doc(alias = "CUdriverProcAddressQueryResult")]
-    ProcAddressStatus(sys::CUdriverProcAddressQueryResult)
-}
-
-c_flags! {
-    /// Which flavour of a function `cuGetProcAddress` returns (`CUdriverProcAddress_flags`).
-    #[doc(alias = "CUdriverProcAddress_flags")]
-    ProcAddressFlags(u64) {
-        /// The default (`CU_GET_PROC_ADDRESS_DEFAULT`): like cuda.h, the legacy default stream
-        /// flavour, or the per-thread one when the `per-thread-default-stream` feature is on
-        /// (the feature makes `cuGetProcAddress` add the per-thread flag, as
-        /// `CUDA_API_PER_THREAD_DEFAULT_STREAM` does in C).
-        const DEFAULT = sys::CU_GET_PROC_ADDRESS_DEFAULT;
-        /// The legacy default stream flavour (`CU_GET_PROC_ADDRESS_LEGACY_STREAM`).
-        const LEGACY_STREAM = sys::CU_GET_PROC_ADDRESS_LEGACY_STREAM;
-        /// The per-thread default stream flavour, `_ptds`/`_ptsz`
-        /// (`CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM`).
-        const PER_THREAD_DEFAULT_STREAM = sys::CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM;
-    }
-}
+pub use crate::types::{ProcAddressFlags, ProcAddressStatus};
 
 /// The stream flavour this crate's own calls use: [`ProcAddressFlags::PER_THREAD_DEFAULT_STREAM`]
 /// with the `per-thread-default-stream` feature, [`ProcAddressFlags::LEGACY_STREAM`] otherwise,
@@ -82,6 +61,10 @@ pub const CRATE_FLAGS: ProcAddressFlags = if cfg!(feature = "per-thread-default-
 /// [`ProcAddressStatus::SYMBOL_NOT_FOUND`]) from one it has, but not at `cuda_version`
 /// ([`ProcAddressStatus::VERSION_NOT_SUFFICIENT`]); a `cuda_version` above the driver's is a
 /// driver error (`CUDA_ERROR_INVALID_VALUE`).
+///
+/// [`ProcAddressFlags::DEFAULT`] is, like in C, the legacy default stream flavour, or the
+/// per-thread one with the `per-thread-default-stream` feature (the feature makes
+/// `cuGetProcAddress` add the per-thread flag, as `CUDA_API_PER_THREAD_DEFAULT_STREAM` does in C).
 ///
 /// Wraps [`cuGetProcAddress_v2`](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__DRIVER__ENTRY__POINT.html).
 ///

@@ -9,17 +9,7 @@ use std::panic::Location;
 
 use cuda_driver_sys as sys;
 
-c_enum! {
-    /// A driver result code (`CUresult`): one of the [named constants](#impl-ErrorCode-1)
-    /// cuda.h defines, or any other value a newer driver may return.
-    ///
-    /// [`name`](Self::name) and [`description`](Self::description) come from the driver's
-    /// [`cuGetErrorName`](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__ERROR.html)
-    /// and `cuGetErrorString`, falling back to cuda.h's own text where the driver cannot be
-    /// asked (the stub library).
-    #[doc(alias = "CUresult")]
-    ErrorCode(sys::CUresult)
-}
+pub use crate::types::ErrorCode;
 
 impl ErrorCode {
     /// The code's name, such as `"CUDA_ERROR_OUT_OF_MEMORY"`, from `cuGetErrorName`; for a

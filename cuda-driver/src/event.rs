@@ -8,20 +8,7 @@ use crate::error::{check, Error, Result};
 use crate::release::SendRaw;
 use crate::{Context, ErrorCode, Stream};
 
-c_flags! {
-    /// Event creation flags (`CUevent_flags`).
-    #[doc(alias = "CUevent_flags")]
-    EventFlags(u32) {
-        /// Timing enabled, spin-waiting (`CU_EVENT_DEFAULT`).
-        const DEFAULT = sys::CU_EVENT_DEFAULT;
-        /// `synchronize` blocks the thread instead of spinning (`CU_EVENT_BLOCKING_SYNC`).
-        const BLOCKING_SYNC = sys::CU_EVENT_BLOCKING_SYNC;
-        /// No timing data: cheaper to record and wait on (`CU_EVENT_DISABLE_TIMING`).
-        const DISABLE_TIMING = sys::CU_EVENT_DISABLE_TIMING;
-        /// Usable across processes; needs DISABLE_TIMING (`CU_EVENT_INTERPROCESS`).
-        const INTERPROCESS = sys::CU_EVENT_INTERPROCESS;
-    }
-}
+pub use crate::types::EventFlags;
 
 /// An event (`CUevent`) of a context, destroyed on drop. `Send + Sync`.
 #[doc(alias = "CUevent")]

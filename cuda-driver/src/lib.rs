@@ -48,16 +48,10 @@
 
 pub use cuda_driver_sys as sys;
 
-#[macro_use]
-mod macros;
+// `#[derive(DeviceRepr)]` names the crate `::cuda_driver`, also inside it.
+extern crate self as cuda_driver;
 
-#[allow(
-    rustdoc::broken_intra_doc_links,
-    rustdoc::invalid_html_tags,
-    rustdoc::bare_urls
-)]
-#[rustfmt::skip]
-mod consts;
+
 mod context;
 mod device;
 pub mod entry_point;
@@ -71,9 +65,14 @@ mod module;
 mod release;
 mod repr;
 mod stream;
+#[rustfmt::skip]
+pub mod types;
+#[cfg(test)]
+mod types_tests;
 mod vector;
 
 pub use context::{CacheConfig, Context, ContextFlags, ContextGuard, Limit, SharedMemConfig};
+pub use cuda_driver_macros::DeviceRepr;
 pub use device::{Device, DeviceAttribute};
 pub use entry_point::{ProcAddressFlags, ProcAddressStatus};
 pub use error::{drop_error_count, Error, ErrorCode, Result};
@@ -99,6 +98,8 @@ pub use vector::*;
 
 use std::sync::OnceLock;
 
+use cuda_driver_macros::wraps;
+
 static INIT: OnceLock<sys::CUresult> = OnceLock::new();
 
 /// Initialises the driver (`cuInit(0)`) once per process; later calls return the first
@@ -106,9 +107,7 @@ static INIT: OnceLock<sys::CUresult> = OnceLock::new();
 ///
 /// Without a driver (the stub library) or a device, the error says so plainly
 /// ([`Error::is_no_gpu`]).
-///
-/// Wraps [`cuInit`](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__INITIALIZE.html).
-#[doc(alias = "cuInit")]
+#[wraps(cuInit)]
 #[track_caller]
 pub fn init() -> Result<()> {
     // SAFETY: cuInit(0) may be called from any thread, any number of times.
@@ -120,9 +119,7 @@ static DRIVER_VERSION: OnceLock<sys::CUresult> = OnceLock::new();
 static DRIVER_VERSION_VALUE: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(0);
 
 /// The CUDA version the installed driver supports, as `(major, minor)`: `(13, 0)` for 13.0.
-///
-/// Wraps `cuDriverGetVersion`.
-#[doc(alias = "cuDriverGetVersion")]
+#[wraps(cuDriverGetVersion)]
 #[track_caller]
 pub fn driver_version() -> Result<(u32, u32)> {
     let v = driver_version_raw()?;

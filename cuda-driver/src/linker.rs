@@ -24,11 +24,7 @@ use crate::error::{report_drop_error, Result};
 use crate::module::{check_jit, path_to_c_string, with_c_str, with_nul_terminated, JitCall};
 use crate::{Context, JitOptions, ModuleImage};
 
-c_enum! {
-    /// The kind of input given to the linker (`CUjitInputType`).
-    #[doc(alias = "CUjitInputType")]
-    JitInputType(sys::CUjitInputType)
-}
+pub use crate::types::JitInputType;
 
 /// A pending JIT link (`CUlinkState`), destroyed on drop (`cuLinkDestroy`).
 ///

@@ -38,19 +38,7 @@ use crate::{
     ErrorCode,
 };
 
-c_enum! {
-    /// A kernel attribute (`CUfunction_attribute`), for [`Function::attribute`] and
-    /// [`Kernel::attribute`](crate::Kernel::attribute).
-    #[doc(alias = "CUfunction_attribute")]
-    FunctionAttribute(sys::CUfunction_attribute)
-}
-
-c_enum! {
-    /// The architecture the JIT compiles for (`CUjit_target`), for [`JitOptions::target`].
-    /// [`JitTarget::from_compute_capability`] builds the plain `compute_XY` targets.
-    #[doc(alias = "CUjit_target")]
-    JitTarget(sys::CUjit_target)
-}
+pub use crate::types::{FunctionAttribute, JitTarget};
 
 impl JitTarget {
     /// The `compute_<major><minor>` target, such as `compute_90` for `(9, 0)`; the
@@ -60,19 +48,7 @@ impl JitTarget {
     }
 }
 
-c_enum! {
-    /// The global memory caching mode of the JIT (`CUjit_cacheMode`, `-dlcm`), for
-    /// [`JitOptions::cache_mode`].
-    #[doc(alias = "CUjit_cacheMode")]
-    JitCacheMode(sys::CUjit_cacheMode)
-}
-
-c_enum! {
-    /// What to load when no exactly matching cubin is found (`CUjit_fallback`), for
-    /// [`JitOptions::fallback`].
-    #[doc(alias = "CUjit_fallback")]
-    JitFallback(sys::CUjit_fallback)
-}
+pub use crate::types::{JitCacheMode, JitFallback};
 
 /// The default size of each JIT log buffer (info and error), in bytes.
 pub const DEFAULT_JIT_LOG_SIZE: usize = 16 * 1024;

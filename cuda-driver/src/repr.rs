@@ -9,25 +9,68 @@
 /// crate. It is deliberately **not** implemented for `bool`, `char`, references, `NonZero*`
 /// or `Option`: the device can produce bit patterns that are invalid for them.
 ///
-/// # Safety
-/// Implement it only for `Copy` types with no padding-dependent invariants and for which
-/// every bit pattern of `size_of::<T>()` bytes is a valid value: plain `#[repr(C)]` structs
-/// of `DeviceRepr` fields. The layout must match the device's (mind that vector types such
-/// as `float4` are 16-byte aligned on the device: use this crate's [`Float4`](crate::Float4)).
+/// `#[derive(DeviceRepr)]` implements it for a `#[repr(C)]` struct whose fields are all
+/// `DeviceRepr` and which has no padding, and checks all of that at compile time:
 ///
 /// ```
+/// use cuda_driver::DeviceRepr;
+///
 /// #[repr(C)]
-/// #[derive(Clone, Copy)]
-/// struct Params { a: i32, b: f64 }
-/// // SAFETY: repr(C), fields are DeviceRepr, every bit pattern is a valid Params.
-/// unsafe impl cuda_driver::DeviceRepr for Params {}
+/// #[derive(Clone, Copy, DeviceRepr)]
+/// struct Params {
+///     scale: f64,
+///     n: u32,
+///     flags: u32,
+///     offsets: [i32; 4],
+///     dir: cuda_driver::Float4,
+/// }
+///
+/// fn needs<T: DeviceRepr>() {}
+/// needs::<Params>();
 /// ```
 ///
-/// `bool` is not `DeviceRepr`:
+/// The layout must match the device's (mind that vector types such as `float4` are 16-byte
+/// aligned on the device: use this crate's [`Float4`](crate::Float4)). Without `#[repr(C)]`,
+/// Rust may reorder the fields:
+///
+/// ```compile_fail
+/// #[derive(Clone, Copy, cuda_driver::DeviceRepr)]
+/// struct Params { a: f32, b: u32 }
+/// ```
+///
+/// Padding is refused: its bytes are uninitialised on the host, and a kernel would read them
+/// (here 4 bytes after `n`, to align `x`):
+///
+/// ```compile_fail
+/// #[repr(C)]
+/// #[derive(Clone, Copy, cuda_driver::DeviceRepr)]
+/// struct Params { n: u32, x: f64 }
+/// ```
+///
+/// `bool` is not `DeviceRepr`, nor is a struct with a `bool` field:
+///
+/// ```compile_fail
+/// #[repr(C)]
+/// #[derive(Clone, Copy, cuda_driver::DeviceRepr)]
+/// struct Params { on: bool, n: [u8; 3] }
+/// ```
 ///
 /// ```compile_fail
 /// fn needs<T: cuda_driver::DeviceRepr>() {}
 /// needs::<bool>();
+/// ```
+///
+/// # Safety
+/// Implement it by hand only for `Copy` types with no padding-dependent invariants and for
+/// which every bit pattern of `size_of::<T>()` bytes is a valid value: plain `#[repr(C)]`
+/// structs of `DeviceRepr` fields, which the derive checks.
+///
+/// ```
+/// #[repr(C)]
+/// #[derive(Clone, Copy)]
+/// struct Params { a: i32, b: i32 }
+/// // SAFETY: repr(C), fields are DeviceRepr, no padding: every bit pattern is a valid Params.
+/// unsafe impl cuda_driver::DeviceRepr for Params {}
 /// ```
 pub unsafe trait DeviceRepr: Copy + 'static {}
 

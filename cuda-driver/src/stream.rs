@@ -15,16 +15,7 @@ use crate::error::{check, report_drop_problem, Result};
 use crate::release::{HostFnScope, SendRaw};
 use crate::{Context, ErrorCode};
 
-c_flags! {
-    /// Stream creation flags (`CUstream_flags`).
-    #[doc(alias = "CUstream_flags")]
-    StreamFlags(u32) {
-        /// Synchronises with the legacy default stream (`CU_STREAM_DEFAULT`).
-        const DEFAULT = sys::CU_STREAM_DEFAULT;
-        /// Does not synchronise with the legacy default stream (`CU_STREAM_NON_BLOCKING`).
-        const NON_BLOCKING = sys::CU_STREAM_NON_BLOCKING;
-    }
-}
+pub use crate::types::StreamFlags;
 
 /// A stream (`CUstream`) created in a context, destroyed on drop: work queued on it runs in
 /// order. It keeps its context alive and can be used from any thread (`Send + Sync`).

@@ -44,7 +44,7 @@ macro_rules! vector_type {
                         "`, aligned to ", stringify!($align), " bytes as on the device.")]
         #[doc(alias = $c)]
         #[repr(C, align($align))]
-        #[derive(Clone, Copy, Debug, Default, PartialEq)]
+        #[derive(Clone, Copy, Debug, Default, PartialEq, DeviceRepr)]
         pub struct $name {
             $(
                 #[doc = concat!("The `", stringify!($f), "` component.")]
@@ -74,13 +74,6 @@ macro_rules! vector_type {
                 [$(v.$f),+]
             }
         }
-
-        // SAFETY: repr(C) of $n fields of one primitive number type, so every bit pattern is
-        // a valid value; align($align) divides $n * size_of::<$t>() (checked below), so
-        // there is no padding.
-        unsafe impl DeviceRepr for $name {}
-
-        const _: () = assert!(::std::mem::size_of::<$name>() == $n * ::std::mem::size_of::<$t>());
     };
 }
 

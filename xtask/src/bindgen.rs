@@ -1,5 +1,8 @@
 //! `cargo xtask bindgen [--check]`: generates `cuda-driver-sys/src/bindings.rs` and the stub
-//! library source `cuda-driver-sys/stub/cuda_stub.c` from `cuda.h` and `cudaTypedefs.h`.
+//! library source `cuda-driver-sys/stub/cuda_stub.c` from `cuda.h` and `cudaTypedefs.h`, and
+//! from them the safe crate's types for cuda.h's enums and flags (`cuda-driver/src/types.rs`,
+//! see [`safe_types`]), its entry point markers (`cuda-driver/src/entry_point/pfn.rs`), and the
+//! reference table of `#[wraps(..)]` (`cuda-driver-macros/src/names.rs`, see [`wraps_table`]).
 //!
 //! cuda.h renames most of its functions with the preprocessor (`#define cuMemAlloc
 //! cuMemAlloc_v2`), and more of them when `CUDA_API_PER_THREAD_DEFAULT_STREAM` is defined
@@ -26,6 +29,10 @@ use quote::{format_ident, quote, ToTokens};
 use syn::{ForeignItem, ForeignItemFn, Item};
 
 use crate::util;
+
+mod header;
+mod safe_types;
+mod wraps_table;
 
 /// The cuda.h these bindings mirror.
 const CUDA_VERSION: u32 = 13000;
@@ -82,8 +89,14 @@ pub fn run(args: &[String]) -> Result<(), String> {
         util::exact,
     )?;
     util::write_or_check(
-        &root.join("cuda-driver/src/consts.rs"),
-        &gen.safe_consts,
+        &root.join("cuda-driver/src/types.rs"),
+        &gen.safe_types,
+        check,
+        util::exact,
+    )?;
+    util::write_or_check(
+        &root.join("cuda-driver-macros/src/names.rs"),
+        &gen.wraps_table,
         check,
         util::exact,
     )?;
@@ -215,39 +228,10 @@ fn expand(
 struct Generated {
     bindings: String,
     stub: String,
-    safe_consts: String,
+    safe_types: String,
     entry_points: String,
+    wraps_table: String,
 }
-
-/// The C enums that the safe crate wraps in `#[repr(transparent)]` newtypes, and the prefix
-/// dropped from each enumerator: `(newtype, C typedef, prefix)`.
-const SAFE_NEWTYPES: &[(&str, &str, &str)] = &[
-    ("ErrorCode", "CUresult", "CUDA_ERROR_"),
-    (
-        "DeviceAttribute",
-        "CUdevice_attribute",
-        "CU_DEVICE_ATTRIBUTE_",
-    ),
-    (
-        "FunctionAttribute",
-        "CUfunction_attribute",
-        "CU_FUNC_ATTRIBUTE_",
-    ),
-    ("Limit", "CUlimit", "CU_LIMIT_"),
-    ("CacheConfig", "CUfunc_cache", "CU_FUNC_CACHE_"),
-    ("SharedMemConfig", "CUsharedconfig", "CU_SHARED_MEM_CONFIG_"),
-    ("MemoryType", "CUmemorytype", "CU_MEMORYTYPE_"),
-    ("MemAdvice", "CUmem_advise", "CU_MEM_ADVISE_"),
-    ("JitInputType", "CUjitInputType", "CU_JIT_INPUT_"),
-    ("JitTarget", "CUjit_target", "CU_TARGET_"),
-    ("JitCacheMode", "CUjit_cacheMode", "CU_JIT_CACHE_OPTION_"),
-    ("JitFallback", "CUjit_fallback", "CU_PREFER_"),
-    (
-        "ProcAddressStatus",
-        "CUdriverProcAddressQueryResult",
-        "CU_GET_PROC_ADDRESS_",
-    ),
-];
 
 impl Generated {
     fn new(
@@ -455,13 +439,28 @@ impl Generated {
         for s in &symbols {
             stub.push_str(&format!("CUDA_DRIVER_SYS_STUB({s})\n"));
         }
-        let safe_consts = safe_consts(&items)?;
+        let header = header::Header::parse(cuda_h)?;
+        let safe_types = safe_types::generate(&items, &header)?;
         let entry_points = entry_point_markers(&items, &normal)?;
+        let links: BTreeMap<String, Vec<String>> = fns
+            .iter()
+            .map(|(n, f)| {
+                let mut links: Vec<String> = Vec::new();
+                for l in [&f.link, &f.link_ptds] {
+                    if l != n && !links.contains(l) {
+                        links.push(l.clone());
+                    }
+                }
+                (n.clone(), links)
+            })
+            .collect();
+        let wraps_table = wraps_table::generate(&header, &links)?;
         Ok(Generated {
             bindings,
             stub,
-            safe_consts,
+            safe_types,
             entry_points,
+            wraps_table,
         })
     }
 }
@@ -589,100 +588,6 @@ fn pointer_defines(cuda_h: &str, items: &[Item]) -> Result<Vec<Item>, String> {
         out.push(item);
     }
     Ok(out)
-}
-
-/// `cuda-driver/src/consts.rs`: the named constants of the safe crate's newtypes over C enums,
-/// with their cuda.h docs, and the C name of each value (for `Debug` and error messages, also
-/// when the driver cannot be asked, as with the stub library).
-fn safe_consts(items: &[Item]) -> Result<String, String> {
-    let mut out = TokenStream::new();
-    for (newtype, c_type, prefix) in SAFE_NEWTYPES {
-        let mut consts = TokenStream::new();
-        let mut arms = TokenStream::new();
-        let mut seen_values = BTreeSet::new();
-        let mut count = 0;
-        for item in items {
-            let Item::Const(c) = item else { continue };
-            let ty = c.ty.to_token_stream().to_string();
-            let name = c.ident.to_string();
-            if ty != *c_type {
-                continue;
-            }
-            let short = if let Some(rest) = name.strip_prefix(prefix) {
-                rest.to_string()
-            } else if name == "CUDA_SUCCESS" {
-                "SUCCESS".to_string()
-            } else {
-                continue; // a count such as CU_JIT_NUM_INPUT_TYPES, not a value
-            };
-            let short = if short.starts_with(|ch: char| ch.is_ascii_digit()) {
-                format!("_{short}")
-            } else {
-                short
-            };
-            let short_id = format_ident!("{}", short);
-            let c_id = format_ident!("{}", name);
-            let docs: Vec<_> = c
-                .attrs
-                .iter()
-                .filter(|a| a.path().is_ident("doc"))
-                .collect();
-            let doc_text: String = docs
-                .iter()
-                .filter_map(|a| match &a.meta {
-                    syn::Meta::NameValue(nv) => match &nv.value {
-                        syn::Expr::Lit(syn::ExprLit {
-                            lit: syn::Lit::Str(s),
-                            ..
-                        }) => Some(s.value()),
-                        _ => None,
-                    },
-                    _ => None,
-                })
-                .collect::<Vec<_>>()
-                .join(" ");
-            // One line: cuda.h's indentation would otherwise turn into doctests.
-            let doc_text = doc_text.split_whitespace().collect::<Vec<_>>().join(" ");
-            let doc = format!(" {doc_text}");
-            let see = format!(" `{name}`");
-            consts.extend(quote! {
-                #[doc = #doc]
-                #[doc = ""]
-                #[doc = #see]
-                pub const #short_id: Self = Self(sys::#c_id);
-            });
-            let value = c.expr.to_token_stream().to_string();
-            if seen_values.insert(value) {
-                arms.extend(quote! { sys::#c_id => Some((#name, #doc_text)), });
-            }
-            count += 1;
-        }
-        if count == 0 {
-            return Err(format!("no constants of type {c_type} found"));
-        }
-        let nt = format_ident!("{}", newtype);
-        out.extend(quote! {
-            impl #nt {
-                #consts
-                /// The C name of this value and cuda.h's description of it, or `None` for a
-                /// value this crate's cuda.h does not define (a newer driver's).
-                pub(crate) const fn c_info(self) -> Option<(&'static str, &'static str)> {
-                    match self.0 {
-                        #arms
-                        _ => None,
-                    }
-                }
-            }
-        });
-    }
-    let file: syn::File =
-        syn::parse2(out).map_err(|e| format!("generated consts do not parse: {e}"))?;
-    let header = format!(
-        "// Generated by `cargo xtask bindgen` from cuda.h of CUDA 13.0 (CUDA_VERSION {CUDA_VERSION}).\n\
-         // Do not edit by hand: regenerate with `cargo xtask bindgen`.\n\n\
-         use crate::*;\nuse cuda_driver_sys as sys;\n\n"
-    );
-    Ok(header + &prettyplease::unparse(&file))
 }
 
 /// `cuda-driver/src/entry_point/pfn.rs`: one marker type per `PFN_*` typedef of cudaTypedefs.h

@@ -16,7 +16,8 @@ const USAGE: &str = "\
 usage: cargo xtask <task> [options]
 
 tasks:
-  bindgen [--check]              generate cuda-driver-sys/src/bindings.rs and the stub library source
+  bindgen [--check]              generate the bindings, the stub library source, cuda-driver's
+                                 types.rs and entry point markers, and the #[wraps] table
   build-kernels [--check] [--arch compute_XX]
                                  compile ptx/*.cu to ptx/*.ptx with nvcc (default compute_75)
   check-imports [--release] [--list]

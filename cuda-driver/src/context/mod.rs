@@ -37,50 +37,7 @@ mod primary;
 use crate::release::{release, SendRaw};
 use crate::{init, Device};
 
-c_flags! {
-    /// Context creation flags (`CUctx_flags`): scheduling mode and the rest.
-    #[doc(alias = "CUctx_flags")]
-    ContextFlags(u32) {
-        /// Let the driver choose how the host thread waits for the GPU (`CU_CTX_SCHED_AUTO`).
-        const SCHED_AUTO = sys::CU_CTX_SCHED_AUTO;
-        /// Spin while waiting (`CU_CTX_SCHED_SPIN`).
-        const SCHED_SPIN = sys::CU_CTX_SCHED_SPIN;
-        /// Yield the thread while waiting (`CU_CTX_SCHED_YIELD`).
-        const SCHED_YIELD = sys::CU_CTX_SCHED_YIELD;
-        /// Block on a synchronisation primitive while waiting (`CU_CTX_SCHED_BLOCKING_SYNC`).
-        const SCHED_BLOCKING_SYNC = sys::CU_CTX_SCHED_BLOCKING_SYNC;
-        /// Mask of the scheduling bits (`CU_CTX_SCHED_MASK`).
-        const SCHED_MASK = sys::CU_CTX_SCHED_MASK;
-        /// Support mapped page-locked host memory (`CU_CTX_MAP_HOST`).
-        const MAP_HOST = sys::CU_CTX_MAP_HOST;
-        /// Keep local memory at its largest size after resizing (`CU_CTX_LMEM_RESIZE_TO_MAX`).
-        const LMEM_RESIZE_TO_MAX = sys::CU_CTX_LMEM_RESIZE_TO_MAX;
-        /// Enable GPU core dumps for this context (`CU_CTX_COREDUMP_ENABLE`).
-        const COREDUMP_ENABLE = sys::CU_CTX_COREDUMP_ENABLE;
-        /// Enable user-triggered core dumps (`CU_CTX_USER_COREDUMP_ENABLE`).
-        const USER_COREDUMP_ENABLE = sys::CU_CTX_USER_COREDUMP_ENABLE;
-        /// Make memory operations synchronous (`CU_CTX_SYNC_MEMOPS`).
-        const SYNC_MEMOPS = sys::CU_CTX_SYNC_MEMOPS;
-    }
-}
-
-c_enum! {
-    /// A context limit (`CUlimit`) for [`Context::limit`] and [`Context::set_limit`].
-    #[doc(alias = "CUlimit")]
-    Limit(sys::CUlimit)
-}
-
-c_enum! {
-    /// L1/shared memory preference (`CUfunc_cache`) for [`Context::set_cache_config`].
-    #[doc(alias = "CUfunc_cache")]
-    CacheConfig(sys::CUfunc_cache)
-}
-
-c_enum! {
-    /// Shared memory bank size (`CUsharedconfig`) for [`Context::set_shared_mem_config`].
-    #[doc(alias = "CUsharedconfig")]
-    SharedMemConfig(sys::CUsharedconfig)
-}
+pub use crate::types::{CacheConfig, ContextFlags, Limit, SharedMemConfig};
 
 /// A CUDA context (`CUcontext`), primary or created. Cloning is cheap and shares it.
 ///

@@ -12,17 +12,7 @@ use crate::{
     Stream,
 };
 
-c_flags! {
-    /// How managed memory is attached when allocated (`CUmemAttach_flags`).
-    #[doc(alias = "CUmemAttach_flags")]
-    AttachFlags(u32) {
-        /// Accessible from any stream on any device (`CU_MEM_ATTACH_GLOBAL`).
-        const GLOBAL = sys::CU_MEM_ATTACH_GLOBAL;
-        /// Attached to the host: devices without concurrent managed access may not touch it
-        /// until it is attached to a stream (`CU_MEM_ATTACH_HOST`).
-        const HOST = sys::CU_MEM_ATTACH_HOST;
-    }
-}
+pub use crate::types::AttachFlags;
 
 /// Managed memory holding `len` values of `T` (`cuMemAllocManaged`): one address valid on the
 /// host and on the devices, migrated on demand by the driver. Freed with `cuMemFree` on drop

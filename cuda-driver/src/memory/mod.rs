@@ -35,17 +35,7 @@ pub use pointer::PointerInfo;
 pub use stream_ordered::{AsyncDeviceBuffer, MemPool, MemPoolRef};
 pub use view::{DeviceSlice, DeviceSliceMut, MemsetValue};
 
-c_enum! {
-    /// The kind of memory a pointer refers to (`CUmemorytype`), as [`PointerInfo`] reports it.
-    #[doc(alias = "CUmemorytype")]
-    MemoryType(sys::CUmemorytype)
-}
-
-c_enum! {
-    /// Advice for managed memory (`CUmem_advise`), for [`ManagedBuffer::advise`].
-    #[doc(alias = "CUmem_advise")]
-    MemAdvice(sys::CUmem_advise)
-}
+pub use crate::types::{MemAdvice, MemoryType};
 
 /// A place memory can live or be moved to (`CUmemLocation`): a device, or the host. For
 /// [`ManagedBuffer::prefetch`] and [`ManagedBuffer::advise`].

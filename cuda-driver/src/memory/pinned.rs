@@ -20,34 +20,7 @@ use crate::error::{check, Error, Result};
 use crate::release::SendRaw;
 use crate::{Context, DeviceRepr, DeviceSlice, DeviceSliceMut};
 
-c_flags! {
-    /// Flags of [`PinnedBuffer`] allocations (`CU_MEMHOSTALLOC_*`).
-    #[doc(alias = "CU_MEMHOSTALLOC_PORTABLE")]
-    PinnedFlags(u32) {
-        /// Page-locked for every context, not only the allocating one
-        /// (`CU_MEMHOSTALLOC_PORTABLE`).
-        const PORTABLE = sys::CU_MEMHOSTALLOC_PORTABLE;
-        /// Mapped into the device's address space; see [`PinnedBuffer::device_ptr`]
-        /// (`CU_MEMHOSTALLOC_DEVICEMAP`). Implied with unified addressing.
-        const DEVICEMAP = sys::CU_MEMHOSTALLOC_DEVICEMAP;
-        /// Write-combined: faster for the device to read over PCIe, very slow for the host to
-        /// read (`CU_MEMHOSTALLOC_WRITECOMBINED`).
-        const WRITECOMBINED = sys::CU_MEMHOSTALLOC_WRITECOMBINED;
-    }
-}
-
-c_flags! {
-    /// Flags of [`HostRegistration`] (`CU_MEMHOSTREGISTER_*`).
-    #[doc(alias = "CU_MEMHOSTREGISTER_PORTABLE")]
-    HostRegisterFlags(u32) {
-        /// Page-locked for every context (`CU_MEMHOSTREGISTER_PORTABLE`).
-        const PORTABLE = sys::CU_MEMHOSTREGISTER_PORTABLE;
-        /// Mapped into the device's address space (`CU_MEMHOSTREGISTER_DEVICEMAP`).
-        const DEVICEMAP = sys::CU_MEMHOSTREGISTER_DEVICEMAP;
-        /// The device only reads the memory (`CU_MEMHOSTREGISTER_READ_ONLY`).
-        const READ_ONLY = sys::CU_MEMHOSTREGISTER_READ_ONLY;
-    }
-}
+pub use crate::types::{HostRegisterFlags, PinnedFlags};
 
 /// The address cuMemHostGetDevicePointer_v2 gives the device for host memory at `host`.
 #[track_caller]

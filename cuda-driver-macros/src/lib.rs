@@ -1,0 +1,64 @@
+//! Procedural macros of [`cuda-driver`](https://docs.rs/cuda-driver).
+//!
+//! * [`#[derive(DeviceRepr)]`](macro@DeviceRepr), re-exported as `cuda_driver::DeviceRepr`:
+//!   implements `cuda_driver::DeviceRepr` for a `#[repr(C)]` struct of `DeviceRepr` fields
+//!   without padding, and refuses any other type at compile time.
+//! * [`#[wraps(cuMemAlloc)]`](macro@wraps), for cuda-driver's own items: one driver name gives
+//!   both the link into the CUDA Driver API reference and the `#[doc(alias)]`es that let users
+//!   find the wrapper by the C name.
+#![deny(missing_docs)]
+
+mod device_repr;
+#[rustfmt::skip]
+mod names;
+mod wraps;
+
+use proc_macro::TokenStream;
+
+/// Documents an item as the wrapper of one or more functions (or types) of cuda.h.
+///
+/// `#[wraps(cuMemAlloc)]` appends to the item's docs the line
+/// "Wraps [`cuMemAlloc`](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html)."
+/// and adds `#[doc(alias = "cuMemAlloc")]` and `#[doc(alias = "cuMemAlloc_v2")]`: an alias for
+/// the name and for every symbol cuda.h maps it to, so a search for either finds the wrapper.
+/// Several names (`#[wraps(cuFuncGetParamInfo, cuKernelGetParamInfo)]`) give a list.
+///
+/// The page of each name is its doxygen group in cuda.h 13.0, from a table that
+/// `cargo xtask bindgen` generates; a name that cuda.h does not declare is a compile error, so
+/// the docs cannot drift from the header.
+///
+/// ```
+/// use cuda_driver_macros::wraps;
+///
+/// /// Allocates device memory.
+/// #[wraps(cuMemAlloc)]
+/// pub fn alloc() {}
+/// ```
+///
+/// ```compile_fail
+/// use cuda_driver_macros::wraps;
+///
+/// #[wraps(cuMemAllocate)] // error: `cuMemAllocate` is not a function or type of cuda.h
+/// pub fn alloc() {}
+/// ```
+#[proc_macro_attribute]
+pub fn wraps(attr: TokenStream, item: TokenStream) -> TokenStream {
+    wraps::expand(attr.into(), item.into())
+        .unwrap_or_else(syn::Error::into_compile_error)
+        .into()
+}
+
+/// Implements `cuda_driver::DeviceRepr` for a struct that may be copied bit for bit between
+/// host and device.
+///
+/// The struct must be `#[repr(C)]` (or `#[repr(transparent)]`), `Copy`, not generic, every field
+/// `DeviceRepr`, and without padding (the size of the struct is the sum of its fields'). Anything
+/// else is a compile error: an enum or a union, another representation, a `bool` field, padding.
+/// Its examples are on the trait, `cuda_driver::DeviceRepr`.
+#[proc_macro_derive(DeviceRepr)]
+pub fn derive_device_repr(input: TokenStream) -> TokenStream {
+    let input = syn::parse_macro_input!(input as syn::DeriveInput);
+    device_repr::expand(&input)
+        .unwrap_or_else(syn::Error::into_compile_error)
+        .into()
+}
