@@ -300,7 +300,7 @@ impl Stream {
             let _scope = HostFnScope::enter();
             // The closure, and with it everything it captured, is consumed (dropped) inside
             // catch_unwind and inside the host-function scope.
-            if let Err(payload) = catch_unwind(AssertUnwindSafe(move || f())) {
+            if let Err(payload) = catch_unwind(AssertUnwindSafe(f)) {
                 host_fn_panicked(payload);
             }
         }

@@ -208,6 +208,8 @@ unsafe impl<T: DeviceRepr> DeviceMemoryMut for DeviceBuffer<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::error::Error;
+    use crate::memory::view::{memset_count, resolve_range};
     use proptest::prelude::*;
     use std::mem::ManuallyDrop;
 
@@ -224,7 +226,7 @@ mod tests {
 
     fn fake_buffer<T: DeviceRepr>(ctx: &Context, len: usize) -> ManuallyDrop<DeviceBuffer<T>> {
         // SAFETY: never dropped (ManuallyDrop) and never handed to the driver.
-        ManuallyDrop::new(unsafe { DeviceBuffer::from_raw(ctx, 0x1000, len) })
+        ManuallyDrop::new(unsafe { DeviceBuffer::from_raw(0x1000, len, ctx) })
     }
 
     fn is_mismatch(r: Result<()>, what: &str, dst: usize, src: usize) -> bool {
@@ -251,13 +253,13 @@ mod tests {
             4
         ));
         assert!(is_mismatch(
-            buf.copy_from_device(&other.as_slice()),
+            buf.copy_from_device(&other.as_view()),
             "copy_from_device",
             4,
             3
         ));
         assert!(is_mismatch(
-            buf.copy_from_peer(&other.as_slice()),
+            buf.copy_from_peer(&other.as_view()),
             "copy_from_peer",
             4,
             3
@@ -279,13 +281,13 @@ mod tests {
             ));
         }
         assert!(is_mismatch(
-            buf.copy_from_device_async(&other.as_slice(), &stream),
+            buf.copy_from_device_async(&other.as_view(), &stream),
             "copy_from_device_async",
             4,
             3
         ));
         assert!(is_mismatch(
-            buf.copy_from_peer_async(&other.as_slice(), &stream),
+            buf.copy_from_peer_async(&other.as_view(), &stream),
             "copy_from_peer_async",
             4,
             3
@@ -307,7 +309,7 @@ mod tests {
         buf.copy_from_host(&[]).unwrap();
         buf.copy_to_host(&mut []).unwrap();
         assert!(buf.to_vec().unwrap().is_empty());
-        buf.memset_u32(1).unwrap();
+        buf.memset(1u32).unwrap();
     }
 
     #[test]
@@ -348,8 +350,8 @@ mod tests {
                 ..
             }
         ));
-        assert!(buf.as_slice().split_at(11).is_err());
-        assert!(buf.as_mut_slice().split_at_mut(11).is_err());
+        assert!(buf.as_view().split_at(11).is_err());
+        assert!(buf.as_view_mut().split_at_mut(11).is_err());
         // A view of a view is bounded by the view.
         let v = buf.slice(2..6).unwrap();
         assert!(matches!(
@@ -372,7 +374,7 @@ mod tests {
         assert_eq!((w.as_raw(), w.len()), (0x1000 + 36, 2));
         let (a, b) = v.split_at(5).unwrap();
         assert_eq!((a.len(), b.len(), b.as_raw()), (5, 0, 0x1000 + 84));
-        let mut m = buf.as_mut_slice();
+        let mut m = buf.as_view_mut();
         let (a, b) = m.split_at_mut(4).unwrap();
         assert_eq!((a.as_raw(), a.len()), (0x1000, 4));
         assert_eq!((b.as_raw(), b.len()), (0x1000 + 48, 6));
@@ -383,22 +385,19 @@ mod tests {
     fn memset_width_must_divide_the_element_size() {
         let ctx = fake_context();
         let mut bytes = fake_buffer::<u8>(&ctx, 8);
-        let e = bytes.memset_u16(1).unwrap_err();
-        assert!(matches!(e, Error::InvalidArgument(_)), "{e:?}");
-        assert!(
-            e.to_string().contains("memset_u16 writes 2-byte words"),
-            "{e}"
-        );
-        assert!(bytes.memset_u32(1).is_err());
+        let e = bytes.memset(1u16).unwrap_err();
+        assert!(matches!(e, Error::MemsetWidth { width: 2, .. }), "{e:?}");
+        assert!(e.to_string().contains("memset writes 2-byte words"), "{e}");
+        assert!(bytes.memset(1u32).is_err());
         let mut three = fake_buffer::<[u8; 3]>(&ctx, 8);
-        assert!(three.memset_u16(1).is_err());
+        assert!(three.memset(1u16).is_err());
         let mut sixes = fake_buffer::<[u16; 3]>(&ctx, 8);
-        assert!(sixes.memset_u32(1).is_err());
+        assert!(sixes.memset(1u32).is_err());
         let stream = ManuallyDrop::new(Stream::null(&ctx));
-        assert!(bytes.memset_u32_async(1, &stream).is_err());
-        assert_eq!(memset_count::<[u16; 3]>("m", 8, 2).unwrap(), 24);
-        assert_eq!(memset_count::<f64>("m", 8, 4).unwrap(), 16);
-        assert_eq!(memset_count::<u8>("m", 8, 1).unwrap(), 8);
+        assert!(bytes.memset_async(1u32, &stream).is_err());
+        assert_eq!(memset_count::<[u16; 3], u16>("m", 8).unwrap(), 24);
+        assert_eq!(memset_count::<f64, u32>("m", 8).unwrap(), 16);
+        assert_eq!(memset_count::<u8, u8>("m", 8).unwrap(), 8);
     }
 
     #[test]
