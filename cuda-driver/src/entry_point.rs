@@ -40,13 +40,8 @@ use std::sync::OnceLock;
 
 use cuda_driver_sys as sys;
 
+pub use crate::error::ProcAddressStatus;
 use crate::error::{check, Error, ErrorCode, Result};
-
-c_enum! {
-    /// What `cuGetProcAddress` found (`CUdriverProcAddressQueryResult`).
-    #[doc(alias = "CUdriverProcAddressQueryResult")]
-    ProcAddressStatus(sys::CUdriverProcAddressQueryResult)
-}
 
 c_flags! {
     /// Which flavour of a function `cuGetProcAddress` returns (`CUdriverProcAddress_flags`).

@@ -95,6 +95,13 @@ impl fmt::Display for ErrorCode {
     }
 }
 
+c_enum! {
+    /// What `cuGetProcAddress` found (`CUdriverProcAddressQueryResult`), as
+    /// [`Error::EntryPoint`] reports it.
+    #[doc(alias = "CUdriverProcAddressQueryResult")]
+    ProcAddressStatus(sys::CUdriverProcAddressQueryResult)
+}
+
 /// The crate's result type.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
@@ -293,6 +300,22 @@ pub enum Error {
         reason: String,
     },
 
+    /// A variable whose size is not a whole number of the element type asked for (a module
+    /// global or a library managed variable looked up as `[T]`).
+    #[error("{kind} `{name}` is {bytes} bytes, not a whole number of {elem} ({size} bytes)")]
+    SizeMismatch {
+        /// What: "global", "managed variable".
+        kind: &'static str,
+        /// Its name.
+        name: String,
+        /// Its size in bytes.
+        bytes: usize,
+        /// The element type's name.
+        elem: &'static str,
+        /// The element type's size in bytes.
+        size: usize,
+    },
+
     /// A string handed to the driver contains a NUL byte, or a path is not valid UTF-8 where
     /// the driver needs it to be.
     #[error("{what} `{value}` cannot be passed to the driver: {reason}")]
@@ -386,7 +409,7 @@ pub enum Error {
         /// The CUDA version asked for (12040 for 12.4).
         version: i32,
         /// What the driver said: `SYMBOL_NOT_FOUND` or `VERSION_NOT_SUFFICIENT`.
-        status: crate::ProcAddressStatus,
+        status: ProcAddressStatus,
     },
 
     /// A host callback (see [`Stream::launch_host_fn`](crate::Stream::launch_host_fn)) panicked.
@@ -429,14 +452,14 @@ impl fmt::Display for DriverDisplay<'_> {
 struct EntryPointDisplay<'a> {
     symbol: &'a str,
     version: i32,
-    status: crate::ProcAddressStatus,
+    status: ProcAddressStatus,
 }
 
 impl fmt::Display for EntryPointDisplay<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let (symbol, v) = (self.symbol, self.version);
         let (major, minor) = (v / 1000, v % 1000 / 10);
-        if self.status == crate::ProcAddressStatus::VERSION_NOT_SUFFICIENT {
+        if self.status == ProcAddressStatus::VERSION_NOT_SUFFICIENT {
             write!(
                 f,
                 "the driver has `{symbol}`, but not at CUDA {major}.{minor} (version {v}): \
