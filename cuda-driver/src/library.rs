@@ -702,7 +702,9 @@ impl Kernel {
         let mut raw = ptr::null_mut();
         // SAFETY: the kernel's library is alive and `ctx` is current; writes one CUfunction.
         let r = unsafe { sys::cuKernelGetFunction(&mut raw, self.raw) };
-        check_lookup(r, "cuKernelGetFunction", "kernel", self.name(), || {
+        // The name only for the (unexpected) NOT_FOUND; no driver call to learn it.
+        let name = self.params.known_name().unwrap_or("(an enumerated kernel)");
+        check_lookup(r, "cuKernelGetFunction", "kernel", name, || {
             self.lib.error_log()
         })?;
         Ok(Function::new(

@@ -304,6 +304,7 @@ pub(crate) mod testing;
 mod tests {
     use super::testing::{cubin, fatbin_of, FatEntry};
     use super::*;
+    use proptest::prelude::*;
 
     fn malformed(b: &[u8]) -> (&'static str, String) {
         match Image::check(b) {
@@ -378,6 +379,180 @@ mod tests {
             (Some(2), None, None, 1)
         );
         assert!(CountsBuilder::default().build().is_none());
+    }
+
+    /// An independent statement of "in bounds" for an accepted image, in 128-bit arithmetic:
+    /// everything the headers point to lies within `b`.
+    fn elf_in_bounds(b: &[u8]) -> bool {
+        let n = b.len() as u128;
+        let u = |at: usize, w: usize| -> u128 {
+            let mut v = 0u128;
+            for i in (0..w).rev() {
+                v = (v << 8) | *b.get(at + i).unwrap_or(&0xFF) as u128;
+            }
+            v
+        };
+        if n < 64 || u(0x34, 2) < 64 {
+            return false;
+        }
+        let (phoff, phent, phnum) = (u(0x20, 8), u(0x36, 2), u(0x38, 2));
+        if phnum > 0 {
+            if phent < 56 || phoff + phent * phnum > n {
+                return false;
+            }
+            for i in 0..phnum {
+                let at = (phoff + i * phent) as usize;
+                if u(at + 8, 8) + u(at + 0x20, 8) > n {
+                    return false;
+                }
+            }
+        }
+        let (shoff, shent) = (u(0x28, 8), u(0x3A, 2));
+        if shoff == 0 {
+            return u(0x3C, 2) == 0;
+        }
+        if shent < 64 || shoff + shent > n {
+            return false;
+        }
+        let mut shnum = u(0x3C, 2);
+        if shnum == 0 {
+            shnum = u(shoff as usize + 0x20, 8);
+        }
+        if shoff + shent * shnum > n {
+            return false;
+        }
+        let mut names = u(0x3E, 2);
+        if names == 0xFFFF {
+            names = u(shoff as usize + 0x28, 4);
+        }
+        if names >= shnum {
+            return false;
+        }
+        for i in 0..shnum {
+            let at = (shoff + i * shent) as usize;
+            let kind = u(at + 4, 4);
+            if kind != 0 && kind != 8 && u(at + 0x18, 8) + u(at + 0x20, 8) > n {
+                return false;
+            }
+        }
+        true
+    }
+
+    fn fatbin_in_bounds(b: &[u8]) -> bool {
+        let n = b.len() as u128;
+        let u = |at: u128, w: u128| -> u128 {
+            (0..w).rev().fold(0u128, |v, i| {
+                (v << 8) | *b.get((at + i) as usize).unwrap_or(&0xFF) as u128
+            })
+        };
+        if n < 16 {
+            return false;
+        }
+        let (header, size) = (u(6, 2), u(8, 8));
+        let end = header + size;
+        if header < 16 || end > n {
+            return false;
+        }
+        let mut pos = header;
+        while pos < end {
+            let (kind, h, payload) = (u(pos, 2), u(pos + 4, 4), u(pos + 8, 8));
+            if pos + 16 > end || h < 16 || pos + h + payload > end {
+                return false;
+            }
+            let data = &b[(pos + h) as usize..(pos + h + payload) as usize];
+            let compressed = (h >= 0x30 && u(pos + 0x28, 8) & 0x2000 != 0)
+                || (h >= 0x14 && u(pos + 0x10, 4) != 0);
+            if kind == 2 && !compressed && data.starts_with(b"\x7fELF") && !elf_in_bounds(data) {
+                return false;
+            }
+            pos += h + payload;
+        }
+        true
+    }
+
+    /// A seed image, then random byte and word writes and a random cut.
+    fn mutated(seed: Vec<u8>) -> impl Strategy<Value = Vec<u8>> {
+        let len = seed.len();
+        (
+            proptest::collection::vec((0..len, any::<u64>(), 0usize..4), 0..6),
+            proptest::option::weighted(0.2, 0..=len),
+        )
+            .prop_map(move |(writes, cut)| {
+                let mut b = seed.clone();
+                for (at, v, width) in writes {
+                    let w = [1, 2, 4, 8][width];
+                    for i in 0..w {
+                        if let Some(x) = b.get_mut(at + i) {
+                            *x = (v >> (8 * i)) as u8;
+                        }
+                    }
+                }
+                if let Some(cut) = cut {
+                    b.truncate(cut);
+                }
+                b
+            })
+    }
+
+    fn seeds() -> impl Strategy<Value = Vec<u8>> {
+        let elf = cubin(&[("k", &[8, 4]), ("z", &[])]);
+        let fat = fatbin_of(&[
+            FatEntry::elf(&elf),
+            FatEntry::ptx(b".entry p(.param .u32 a)\n{}"),
+        ]);
+        prop_oneof![mutated(elf), mutated(fat)]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(2000))]
+
+        /// Whatever the bytes, checking and counting never panic, and an accepted binary lies
+        /// within its bytes by the independent statement above.
+        #[test]
+        fn mutated_images_are_refused_or_in_bounds(b in seeds()) {
+            if let Ok(img) = Image::check(&b) {
+                match img.kind() {
+                    ImageKind::Elf => prop_assert!(elf_in_bounds(&b), "accepted out of bounds"),
+                    ImageKind::FatBinary => prop_assert!(fatbin_in_bounds(&b), "accepted out of bounds"),
+                    ImageKind::Text => {
+                        let end = b.iter().position(|&c| c == 0).unwrap_or(b.len());
+                        prop_assert!(std::str::from_utf8(&b[..end]).is_ok());
+                        prop_assert!(b[end..].iter().all(|&c| c == 0));
+                    }
+                }
+                let _ = img.param_counts();
+            }
+        }
+
+        #[test]
+        fn random_bytes_with_any_magic_never_panic(
+            magic in prop_oneof![
+                Just(b"\x7fELF".to_vec()),
+                Just(fatbin::MAGIC.to_le_bytes().to_vec()),
+                Just(FATBIN_WRAPPER_MAGIC.to_le_bytes().to_vec()),
+                Just(Vec::new()),
+            ],
+            rest in proptest::collection::vec(any::<u8>(), 0..300),
+        ) {
+            let mut b = magic;
+            b.extend_from_slice(&rest);
+            if let Ok(img) = Image::check(&b) {
+                let _ = img.param_counts();
+                match img.kind() {
+                    ImageKind::Elf => prop_assert!(elf_in_bounds(&b)),
+                    ImageKind::FatBinary => prop_assert!(fatbin_in_bounds(&b)),
+                    ImageKind::Text => {}
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn the_seeds_are_accepted_and_in_bounds() {
+        let elf = cubin(&[("k", &[8, 4]), ("z", &[])]);
+        assert!(Image::check(&elf).is_ok() && elf_in_bounds(&elf));
+        let fat = fatbin_of(&[FatEntry::elf(&elf), FatEntry::ptx(b".version 8.0\n")]);
+        assert!(Image::check(&fat).is_ok() && fatbin_in_bounds(&fat));
     }
 
     #[test]
