@@ -854,6 +854,12 @@ impl<T: DeviceRepr> Managed<T> {
         self.len == 0
     }
 
+    /// Size in bytes.
+    #[inline]
+    pub fn bytes(&self) -> usize {
+        self.len * std::mem::size_of::<T>()
+    }
+
     /// The variable as a shared view in `ctx` (managed memory is reachable from every
     /// context): copy it to the host, or pass it to a kernel. Blocking copies through the
     /// view are ordered like any device memory's (after work on the default stream and on
