@@ -14,6 +14,7 @@
 //!   parameter list read once from the driver.
 //!
 //! ```no_run
+//! use cuda_driver::prelude::*;
 //! use cuda_driver::{Device, DeviceBuffer};
 //!
 //! let dev = Device::get(0)?;
