@@ -766,6 +766,11 @@ impl KernelParams for Kernel {
     }
 
     #[track_caller]
+    fn param_query_available(&self) -> Result<()> {
+        newer::cuKernelGetParamInfo().map(|_| ())
+    }
+
+    #[track_caller]
     fn query_param(&self, index: usize) -> Result<(sys::CUresult, usize, usize)> {
         let f = newer::cuKernelGetParamInfo()?;
         let (mut offset, mut size) = (0, 0);

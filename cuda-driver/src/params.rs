@@ -161,6 +161,9 @@ pub(crate) trait KernelParams {
     /// The handle's cache.
     fn param_cache(&self) -> &ParamCache;
 
+    /// Whether the driver has the parameter query: [`Error::Unsupported`] when it has not.
+    fn param_query_available(&self) -> Result<()>;
+
     /// Parameter `index` from the driver: `(result, offset, size)`. `Err` when the driver
     /// has no such query ([`Error::Unsupported`]).
     fn query_param(&self, index: usize) -> Result<(sys::CUresult, usize, usize)>;
@@ -201,7 +204,10 @@ pub(crate) trait KernelParams {
             .as_ref()
             .and_then(|c| c.get(self.kernel_name()))
             .map(|n| n as usize);
-        let params = match read_param_list(Self::PARAM_INFO_CALL, count, |i| self.query_param(i)) {
+        let read = self
+            .param_query_available()
+            .and_then(|()| read_param_list(Self::PARAM_INFO_CALL, count, |i| self.query_param(i)));
+        let params = match read {
             Ok(p) => Some(p),
             Err(e) if cannot_report_params(&e) => None,
             Err(e) => return Err(e),
@@ -382,14 +388,21 @@ mod tests {
         fn param_cache(&self) -> &ParamCache {
             &self.cache
         }
-        fn query_param(&self, index: usize) -> Result<(sys::CUresult, usize, usize)> {
-            let Some(params) = &self.params else {
-                return Err(Error::Unsupported {
+        fn param_query_available(&self) -> Result<()> {
+            match self.params {
+                Some(_) => Ok(()),
+                None => Err(Error::Unsupported {
                     function: "cuFakeGetParamInfo",
                     needs: 12040,
                     driver: 12000,
-                });
-            };
+                }),
+            }
+        }
+        fn query_param(&self, index: usize) -> Result<(sys::CUresult, usize, usize)> {
+            let params = self
+                .params
+                .as_ref()
+                .expect("checked by param_query_available");
             self.queries.set(self.queries.get() + 1);
             match params.get(index) {
                 Some(p) => Ok((sys::CUDA_SUCCESS, p.offset, p.size)),
@@ -507,6 +520,11 @@ mod tests {
     fn without_a_driver_query_the_policy_decides() {
         let fake = Fake::new(ParamCache::named("old", None), None);
         assert_eq!(fake.params().unwrap(), None);
+        // Also when the image says the kernel has no parameters.
+        let mut c = crate::image::CountsBuilder::default();
+        c.insert("none", Some(0));
+        let none = Fake::new(ParamCache::named("none", c.build()), None);
+        assert_eq!(none.params().unwrap(), None);
         // The policy logic itself, without touching the process-wide setting.
         match unchecked(ArgumentCheck::Required, "cuFuncGetParamInfo", "old") {
             Err(Error::Unsupported {

@@ -149,19 +149,19 @@ impl<'a, const N: usize> ParamBuffer<'a, N> {
     #[track_caller]
     pub fn push_arg<A: KernelArg + 'a>(&mut self, arg: A) -> Result<&mut Self> {
         let home = arg.stream_order() as usize;
-        if home != 0 {
-            if self.home != 0 && self.home != home {
-                return Err(Error::StreamMismatch {
-                    what: "ParamBuffer::push_arg",
-                    expected: self.home,
-                    found: home,
-                });
-            }
-            self.home = home;
+        if home != 0 && self.home != 0 && self.home != home {
+            return Err(Error::StreamMismatch {
+                what: "ParamBuffer::push_arg",
+                expected: self.home,
+                found: home,
+            });
         }
         // SAFETY: KernelArg guarantees PARAM_SIZE readable bytes at param_ptr while `arg`
         // lives, which is the whole call.
         unsafe { self.push_raw(arg.param_ptr().cast_const(), A::PARAM_SIZE, A::PARAM_ALIGN) }?;
+        if home != 0 {
+            self.home = home;
+        }
         Ok(self)
     }
 

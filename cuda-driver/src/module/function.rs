@@ -143,6 +143,11 @@ impl KernelParams for Function {
     }
 
     #[track_caller]
+    fn param_query_available(&self) -> Result<()> {
+        newer::cuFuncGetParamInfo().map(|_| ())
+    }
+
+    #[track_caller]
     fn query_param(&self, index: usize) -> Result<(sys::CUresult, usize, usize)> {
         let f = newer::cuFuncGetParamInfo()?;
         let _cur = self.context().enter()?;
