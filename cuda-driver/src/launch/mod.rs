@@ -271,7 +271,9 @@ macro_rules! launch_methods {
             ///   the process allows it (see [`set_argument_check`](crate::set_argument_check));
             /// * a view of stream-ordered memory must be ordered on `stream`
             ///   ([`Error::StreamMismatch`] otherwise; see
-            ///   [`AsyncDeviceBuffer::move_to_stream`](crate::AsyncDeviceBuffer::move_to_stream)).
+            ///   [`AsyncDeviceBuffer::move_to_stream`](crate::AsyncDeviceBuffer::move_to_stream));
+            /// * a [`Function`] launches only on a stream of its own context
+            ///   ([`Error::ContextMismatch`] otherwise), a [`Kernel`] on any.
             ///
             /// The stream's context is made current first. Nothing is allocated.
             ///
