@@ -185,6 +185,10 @@ impl JitOptions {
 
     /// The size of each log buffer in bytes (`CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES`,
     /// `CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES`), 16 KiB by default; longer logs are cut.
+    ///
+    /// The buffers of a load live as long as the module or library loaded (the driver may
+    /// write them when it compiles lazily), and are reused by a later load on the same thread
+    /// once it is unloaded.
     pub fn log_buffer_size(mut self, bytes: usize) -> Self {
         self.log_size = bytes.clamp(1, u32::MAX as usize);
         self
