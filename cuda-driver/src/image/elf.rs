@@ -234,7 +234,7 @@ pub(crate) fn sections(b: &[u8]) -> Vec<(&[u8], &[u8])> {
 }
 
 /// The parameter counts of a cubin's kernels, from their `.nv.info.<kernel>` sections.
-pub(crate) fn param_counts(b: &[u8], out: &mut CountsBuilder) {
+pub(crate) fn param_counts<'a>(b: &'a [u8], out: &mut CountsBuilder<'a>) {
     if check(b).is_err() {
         return;
     }

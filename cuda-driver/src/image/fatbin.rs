@@ -118,7 +118,7 @@ pub(crate) fn check(b: &[u8]) -> Result<(), String> {
 }
 
 /// The parameter counts of the kernels in the uncompressed entries of a fatbin.
-pub(crate) fn param_counts(b: &[u8], out: &mut CountsBuilder) {
+pub(crate) fn param_counts<'a>(b: &'a [u8], out: &mut CountsBuilder<'a>) {
     let Ok(entries) = entries(b) else { return };
     for e in entries.iter().filter(|e| !e.compressed) {
         match e.kind {

@@ -26,7 +26,6 @@ pub(crate) mod elf;
 pub(crate) mod fatbin;
 pub(crate) mod ptx;
 
-use std::collections::HashMap;
 use std::ffi::{c_void, CStr};
 use std::sync::Arc;
 
@@ -135,11 +134,12 @@ impl<'a> Image<'a> {
 
     /// The parameter counts of the image's kernels, where the image tells them.
     pub(crate) fn param_counts(&self) -> Option<Arc<ParamCounts>> {
+        let bytes: &'a [u8] = self.bytes;
         let mut counts = CountsBuilder::default();
         match self.kind {
-            ImageKind::Elf => elf::param_counts(self.bytes, &mut counts),
-            ImageKind::FatBinary => fatbin::param_counts(self.bytes, &mut counts),
-            ImageKind::Text => ptx::param_counts(text_of(self.bytes), &mut counts),
+            ImageKind::Elf => elf::param_counts(bytes, &mut counts),
+            ImageKind::FatBinary => fatbin::param_counts(bytes, &mut counts),
+            ImageKind::Text => ptx::param_counts(text_of(bytes), &mut counts),
         }
         counts.build()
     }
@@ -226,38 +226,43 @@ impl ParamCounts {
     pub(crate) fn len(&self) -> usize {
         self.sorted.len()
     }
+
+    /// Every `(name, count)`, sorted by name.
+    #[cfg(test)]
+    pub(crate) fn entries(&self) -> Vec<(String, u32)> {
+        self.sorted
+            .iter()
+            .map(|(n, c)| (n.to_string(), *c))
+            .collect()
+    }
 }
 
-/// Collects counts; a name seen with two different counts becomes unknown.
+/// Collects the counts an image tells, borrowing the names from it; a name seen with two
+/// different counts (or once without one) becomes unknown.
 #[derive(Default)]
-pub(crate) struct CountsBuilder {
-    map: HashMap<Box<str>, Option<u32>>,
+pub(crate) struct CountsBuilder<'a> {
+    found: Vec<(&'a str, Option<u32>)>,
 }
 
-impl CountsBuilder {
-    pub(crate) fn insert(&mut self, name: &str, count: Option<u32>) {
-        match self.map.get_mut(name) {
-            Some(slot) => {
-                if *slot != count {
-                    *slot = None;
-                }
-            }
-            None => {
-                self.map.insert(name.into(), count);
-            }
-        }
+impl<'a> CountsBuilder<'a> {
+    pub(crate) fn insert(&mut self, name: &'a str, count: Option<u32>) {
+        self.found.push((name, count));
     }
 
-    pub(crate) fn build(self) -> Option<Arc<ParamCounts>> {
-        let mut sorted: Vec<(Box<str>, u32)> = self
-            .map
-            .into_iter()
-            .filter_map(|(n, c)| Some((n, c?)))
+    pub(crate) fn build(mut self) -> Option<Arc<ParamCounts>> {
+        self.found.sort_by(|a, b| a.0.cmp(b.0));
+        let sorted: Vec<(Box<str>, u32)> = self
+            .found
+            .chunk_by(|a, b| a.0 == b.0)
+            .filter_map(|same| {
+                let (name, count) = same[0];
+                let count = count.filter(|_| same.iter().all(|e| e.1 == same[0].1))?;
+                Some((Box::from(name), count))
+            })
             .collect();
         if sorted.is_empty() {
             return None;
         }
-        sorted.sort_unstable();
         Some(Arc::new(ParamCounts {
             sorted: sorted.into_boxed_slice(),
         }))
