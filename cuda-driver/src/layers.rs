@@ -114,7 +114,7 @@ fn raw_string_end(b: &[u8], i: usize) -> Option<usize> {
     }
     j += 1;
     let close: Vec<u8> = std::iter::once(b'"')
-        .chain(std::iter::repeat(b'#').take(hashes))
+        .chain(std::iter::repeat_n(b'#', hashes))
         .collect();
     let end = b[j..].windows(close.len()).position(|w| w == close)?;
     Some(j + end + close.len())

@@ -484,7 +484,7 @@ mod tests {
         let mut m: DeviceSliceMut<'_, f32> = DeviceSliceMut {
             ptr: 0x2000,
             len: 4,
-            ctx: &*ctx,
+            ctx: &ctx,
             home: 0x6000 as sys::CUstream,
             _marker: PhantomData,
         };
