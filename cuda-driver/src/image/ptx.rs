@@ -164,6 +164,44 @@ mod tests {
         assert_eq!(counts(".entryx k()\n add .entry k(.param .u32 a)"), []);
     }
 
+    #[test]
+    fn the_repository_kernels_count_as_their_c_signatures() {
+        let all = [
+            include_str!("../../../ptx/test_kernels.ptx"),
+            include_str!("../../../ptx/library.ptx"),
+            include_str!("../../../ptx/link_main.ptx"),
+            include_str!("../../../ptx/param_buffer.ptx"),
+            include_str!("../../../ptx/bench.ptx"),
+            include_str!("../../../ptx/cluster.ptx"),
+            include_str!("../../../ptx/streams.ptx"),
+            include_str!("../../../ptx/vector_add.ptx"),
+        ]
+        .concat();
+        let expected = [
+            ("VecAdd", 4),
+            ("add4", 4),
+            ("add_u32", 3),
+            ("cluster_info", 1),
+            ("empty", 0),
+            ("fill_u32", 3),
+            ("grid_sync_sum", 4),
+            ("increment_counter", 0),
+            ("myKernel", 2),
+            ("param_buffer", 6),
+            ("read_globals", 1),
+            ("saxpy", 4),
+            ("scale_add", 4),
+            ("sleep_ns", 1),
+            ("spin_ns", 1),
+            ("struct_param", 2),
+            ("use_dyn_shared", 2),
+            ("vector_types", 5),
+        ];
+        let expected: Vec<(String, u32)> =
+            expected.iter().map(|&(n, c)| (n.to_string(), c)).collect();
+        assert_eq!(counts(&all), expected);
+    }
+
     proptest! {
         #[test]
         fn any_text_parses_without_panicking(s in "\\PC{0,200}") {
