@@ -13,7 +13,7 @@ pub use crate::types::DeviceAttribute;
 /// A CUDA device (`CUdevice`).
 ///
 /// A `Device` is a plain handle: copying it is free and it owns nothing. Work happens in a
-/// [`Context`] on the device, usually its [primary context](Device::primary_context).
+/// [`Context`](crate::Context) on the device, usually its [primary context](Device::primary_context).
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
 #[repr(transparent)]
 #[doc(alias = "CUdevice")]

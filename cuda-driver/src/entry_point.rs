@@ -40,9 +40,10 @@ use std::sync::OnceLock;
 
 use cuda_driver_sys as sys;
 
+pub use crate::error::ProcAddressStatus;
 use crate::error::{check, Error, ErrorCode, Result};
 
-pub use crate::types::{ProcAddressFlags, ProcAddressStatus};
+pub use crate::types::ProcAddressFlags;
 
 /// The stream flavour this crate's own calls use: [`ProcAddressFlags::PER_THREAD_DEFAULT_STREAM`]
 /// with the `per-thread-default-stream` feature, [`ProcAddressFlags::LEGACY_STREAM`] otherwise,

@@ -10,6 +10,7 @@ use std::panic::Location;
 use cuda_driver_sys as sys;
 
 pub use crate::types::ErrorCode;
+pub use crate::types::ProcAddressStatus;
 
 impl ErrorCode {
     /// The code's name, such as `"CUDA_ERROR_OUT_OF_MEMORY"`, from `cuGetErrorName`; for a
@@ -283,6 +284,22 @@ pub enum Error {
         reason: String,
     },
 
+    /// A variable whose size is not a whole number of the element type asked for (a module
+    /// global or a library managed variable looked up as `[T]`).
+    #[error("{kind} `{name}` is {bytes} bytes, not a whole number of {elem} ({size} bytes)")]
+    SizeMismatch {
+        /// What: "global", "managed variable".
+        kind: &'static str,
+        /// Its name.
+        name: String,
+        /// Its size in bytes.
+        bytes: usize,
+        /// The element type's name.
+        elem: &'static str,
+        /// The element type's size in bytes.
+        size: usize,
+    },
+
     /// A string handed to the driver contains a NUL byte, or a path is not valid UTF-8 where
     /// the driver needs it to be.
     #[error("{what} `{value}` cannot be passed to the driver: {reason}")]
@@ -376,7 +393,7 @@ pub enum Error {
         /// The CUDA version asked for (12040 for 12.4).
         version: i32,
         /// What the driver said: `SYMBOL_NOT_FOUND` or `VERSION_NOT_SUFFICIENT`.
-        status: crate::ProcAddressStatus,
+        status: ProcAddressStatus,
     },
 
     /// A host callback (see [`Stream::launch_host_fn`](crate::Stream::launch_host_fn)) panicked.
@@ -419,14 +436,14 @@ impl fmt::Display for DriverDisplay<'_> {
 struct EntryPointDisplay<'a> {
     symbol: &'a str,
     version: i32,
-    status: crate::ProcAddressStatus,
+    status: ProcAddressStatus,
 }
 
 impl fmt::Display for EntryPointDisplay<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let (symbol, v) = (self.symbol, self.version);
         let (major, minor) = (v / 1000, v % 1000 / 10);
-        if self.status == crate::ProcAddressStatus::VERSION_NOT_SUFFICIENT {
+        if self.status == ProcAddressStatus::VERSION_NOT_SUFFICIENT {
             write!(
                 f,
                 "the driver has `{symbol}`, but not at CUDA {major}.{minor} (version {v}): \

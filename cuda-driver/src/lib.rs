@@ -51,17 +51,21 @@ pub use cuda_driver_sys as sys;
 // `#[derive(DeviceRepr)]` names the crate `::cuda_driver`, also inside it.
 extern crate self as cuda_driver;
 
-
 mod context;
+mod cstr;
 mod device;
 pub mod entry_point;
 mod error;
 mod event;
+mod image;
+mod jit;
 mod launch;
+#[cfg(test)]
+mod layers;
 mod library;
-mod linker;
 mod memory;
 mod module;
+mod params;
 mod release;
 mod repr;
 mod stream;
@@ -74,14 +78,16 @@ mod vector;
 pub use context::{CacheConfig, Context, ContextFlags, ContextGuard, Limit, SharedMemConfig};
 pub use cuda_driver_macros::DeviceRepr;
 pub use device::{Device, DeviceAttribute};
-pub use entry_point::{ProcAddressFlags, ProcAddressStatus};
-pub use error::{drop_error_count, Error, ErrorCode, Result};
+pub use entry_point::ProcAddressFlags;
+pub use error::{drop_error_count, Error, ErrorCode, ProcAddressStatus, Result};
 pub use event::{Event, EventFlags};
+pub use image::ModuleImage;
+pub use jit::{JitCacheMode, JitFallback, JitOptions, JitTarget, DEFAULT_JIT_LOG_SIZE};
 pub use launch::*;
-pub use library::*;
-pub use linker::*;
+pub use library::{Kernel, Library, LibraryOptions, Managed};
 pub use memory::*;
-pub use module::*;
+pub use module::{Function, FunctionAttribute, Global, JitInputType, Linker, Module};
+pub use params::{argument_check, set_argument_check, ArgumentCheck, ParamInfo};
 pub use repr::DeviceRepr;
 pub use stream::{host_fn_panic_count, Stream, StreamFlags, StreamRef};
 

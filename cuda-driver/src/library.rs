@@ -1,12 +1,25 @@
-//! Context-independent loading (CUDA 12.0): [`Library`] and [`Kernel`].
+//! Library Management (CUDA 12.0): context-independent loading, [`Library`], [`Kernel`] and
+//! [`Managed`] variables.
 //!
 //! A library is device code loaded once for the whole process: the driver loads it into every
-//! context that needs it (at context creation, or lazily at the first launch) and unloads it
-//! from all of them at [`cuLibraryUnload`](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__LIBRARY.html).
+//! context that needs it (at context creation, or lazily at the first use in a context) and
+//! unloads it from all of them at [`cuLibraryUnload`](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__LIBRARY.html).
 //! Its [`Kernel`]s are context-independent handles: one `Kernel` launches in whichever context
 //! its stream belongs to, on any device. Loading needs no context, only an initialised driver.
 //!
+//! # Lazy loading
+//!
+//! With lazy loading (the driver's default since CUDA 12.2, `CUDA_MODULE_LOADING=LAZY`),
+//! [`Library::load_data`] may return `Ok` for code that does not compile (invalid PTX, a
+//! header-only cubin): the driver compiles it when it first loads the library into a context,
+//! and the failure shows at a lookup ([`Library::kernel`], [`Library::global`],
+//! [`Library::managed`], [`Library::module`], [`Kernel::function`]) or at a launch. The
+//! library keeps its JIT log buffers for as long as it lives, so that such a lookup error is
+//! [`Error::Jit`] with the compiler's log. To have errors at load time, load eagerly into a
+//! context: [`Library::load_data_eager`] or [`Library::load_into`].
+//!
 //! ```no_run
+//! use cuda_driver::prelude::*;
 //! use cuda_driver::{Device, DeviceBuffer, Library, LaunchConfig, Stream};
 //!
 //! let lib = Library::load_data("...PTX, cubin or fatbin...")?; // no context needed
@@ -17,7 +30,7 @@
 //!     let mut out = DeviceBuffer::<i32>::new(&ctx, 256)?;
 //!     let n = 256i32;
 //!     // SAFETY: myKernel(int* out, int n) writes out[0..n).
-//!     unsafe { kernel.launch(&stream, &LaunchConfig::for_num_elems(256)?, (&mut out, &n))? };
+//!     unsafe { kernel.launch(&stream, &LaunchConfig::for_num_elems(256)?, (out.as_view_mut(), &n))? };
 //!     stream.synchronize()?;
 //! }
 //! # Ok::<(), cuda_driver::Error>(())
@@ -25,24 +38,25 @@
 
 use std::ffi::{c_void, CStr};
 use std::marker::PhantomData;
-use std::mem::size_of;
 use std::path::Path;
 use std::ptr;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use cuda_driver_sys as sys;
 
+use crate::context::{CacheConfig, Context};
+use crate::cstr::{path_to_c_string, with_c_str};
+use crate::device::Device;
 use crate::entry_point::newer;
 use crate::error::{check, report_drop_error, Error, Result};
-use crate::launch::LaunchMeta;
-use crate::module::{
-    check_jit, check_lookup, classify_image, path_to_c_string, with_c_str, with_image,
-    FunctionOwner, ImageKind, JitCall, Keep,
-};
-use crate::{
-    init, CacheConfig, Context, Device, DeviceRepr, DeviceSlice, DeviceSliceMut, Function,
-    FunctionAttribute, Global, JitOptions, Module, ModuleImage,
-};
+use crate::image::{Image, ImageKind, ModuleImage, ParamCounts};
+use crate::jit::{check_jit, check_lookup, JitCall, JitOptions, LiveJit};
+use crate::memory::{DeviceSlice, DeviceSliceMut};
+use crate::module::{AddressClaim, Function, FunctionAttribute, FunctionOwner, Global, Module};
+use crate::params::{KernelParams, ParamCache, ParamInfo};
+use crate::release::{release, SendRaw};
+use crate::repr::DeviceRepr;
 
 /// Options of a library load (`CUlibraryOption`).
 ///
@@ -83,7 +97,27 @@ impl LibraryOptions {
 /// [`Module`] and [`Function`] taken from it. Contexts it was loaded into may be destroyed
 /// before that: the driver unloads it from each context as the context goes.
 ///
+/// The driver may compile the library lazily, when it first loads it into a context; see
+/// [lazy loading](crate::Library#lazy-loading-and-errors) below.
+///
+/// # Lazy loading and errors
+///
+/// With lazy loading (the driver's default since CUDA 12.2, `CUDA_MODULE_LOADING=LAZY`), a
+/// load of code that does not compile (invalid PTX, a header-only cubin) may succeed, and the
+/// error come at the first lookup or launch in a context. The library keeps its JIT log buffers
+/// (the driver writes the logs then) for as long as it lives, and the lookups ([`kernel`],
+/// [`global`], [`managed`], [`module`], [`Kernel::function`]) return [`Error::Jit`] with the
+/// error log when the driver wrote one. [`load_data_eager`] and [`load_into`] load into a
+/// context at once, to get such errors at load time.
+///
 /// `Send + Sync`.
+///
+/// [`kernel`]: Self::kernel
+/// [`global`]: Self::global
+/// [`managed`]: Self::managed
+/// [`module`]: Self::module
+/// [`load_data_eager`]: Self::load_data_eager
+/// [`load_into`]: Self::load_into
 #[derive(Clone)]
 #[doc(alias = "CUlibrary")]
 pub struct Library {
@@ -92,25 +126,59 @@ pub struct Library {
 
 pub(crate) struct LibraryInner {
     raw: sys::CUlibrary,
-    info_log: String,
+    /// The option arrays and log buffers of the load: the driver may write the logs until the
+    /// unload (lazy loading).
+    jit: Option<LiveJit>,
     /// The image the driver may read until the unload (`CU_LIBRARY_BINARY_IS_PRESERVED`)
     /// when this library owns it.
-    _image: Option<Box<[u8]>>,
+    image: Option<Box<[u8]>>,
+    /// The parameter counts the image told, by kernel name.
+    counts: Option<Arc<ParamCounts>>,
+    /// Set by [`Library::into_raw`]: the caller unloads the library.
+    released: AtomicBool,
 }
 
 // SAFETY: a CUlibrary is context-independent and may be used from any host thread;
-// LibraryInner unloads it once, in Drop.
+// LibraryInner unloads it once, in Drop. The JIT buffers are only read (volatile) through
+// `&self`.
 unsafe impl Send for LibraryInner {}
-// SAFETY: no method mutates LibraryInner; the driver's library calls are thread-safe.
+// SAFETY: no method mutates LibraryInner (but the atomic flag); the driver's library calls are
+// thread-safe.
 unsafe impl Sync for LibraryInner {}
 
 impl Drop for LibraryInner {
     fn drop(&mut self) {
-        // SAFETY: `raw` was loaded by cuLibraryLoad* and is owned by this inner, the last
-        // holder; cuLibraryUnload needs no current context. The preserved image (if any) is
-        // freed after it, when the fields drop.
-        let r = unsafe { sys::cuLibraryUnload(self.raw) };
-        report_drop_error("cuLibraryUnload", r);
+        let (jit, image) = (self.jit.take(), self.image.take());
+        if *self.released.get_mut() {
+            // The caller unloads it: what the driver may still read or write is leaked.
+            std::mem::forget(image);
+            return;
+        }
+        let raw = SendRaw(self.raw);
+        release(move || {
+            // SAFETY: `raw` was loaded by cuLibraryLoad* and is owned by this inner, the last
+            // holder; cuLibraryUnload needs no current context.
+            let r = unsafe { sys::cuLibraryUnload(raw.get()) };
+            report_drop_error("cuLibraryUnload", r);
+            if r == sys::CUDA_SUCCESS {
+                if let Some(jit) = jit {
+                    // SAFETY: unloaded: the driver no longer writes the logs.
+                    unsafe { jit.free() };
+                }
+                drop(image);
+            } else {
+                std::mem::forget(image);
+            }
+        });
+    }
+}
+
+impl LibraryInner {
+    fn error_log(&self) -> String {
+        self.jit
+            .as_ref()
+            .map(|j| j.get().error_log())
+            .unwrap_or_default()
     }
 }
 
@@ -147,6 +215,23 @@ impl LibraryCall {
 }
 
 impl Library {
+    fn wrap(
+        raw: sys::CUlibrary,
+        jit: Option<Box<JitCall>>,
+        image: Option<Box<[u8]>>,
+        counts: Option<Arc<ParamCounts>>,
+    ) -> Library {
+        Library {
+            inner: Arc::new(LibraryInner {
+                raw,
+                jit: jit.map(LiveJit::new),
+                image,
+                counts,
+                released: AtomicBool::new(false),
+            }),
+        }
+    }
+
     /// Loads PTX text, a cubin or a fatbin with the driver's default options. See
     /// [`load_data_with`](Self::load_data_with).
     #[track_caller]
@@ -157,8 +242,10 @@ impl Library {
     /// Loads PTX text, a cubin or a fatbin for every context, with JIT and library options.
     /// Initialises the driver if needed; no context is needed.
     ///
-    /// As with [`Module::load_data_with`], PTX needs no NUL terminator, a binary is checked
-    /// against its headers first, and a failed compile is [`Error::Jit`] with the log. With
+    /// As with [`Module::load_data_with`], PTX needs no NUL terminator, the image is checked
+    /// first ([`Error::MalformedImage`]), a failed compile is [`Error::Jit`] with the log, and
+    /// the kernels' parameter counts are read from the image. With lazy loading the compile may
+    /// happen later, in a context (see [lazy loading](Self#lazy-loading-and-errors)). With
     /// [`LibraryOptions::binary_is_preserved`] the library keeps its own copy of the image.
     ///
     /// Wraps `cuLibraryLoadData`.
@@ -169,18 +256,22 @@ impl Library {
         jit: &JitOptions,
         options: &LibraryOptions,
     ) -> Result<Library> {
-        let bytes = image.image_bytes();
+        let image = Image::check(image.image_bytes())?;
+        let counts = image.param_counts();
         if options.binary_is_preserved {
-            let owned = owned_image(bytes)?;
-            // SAFETY: the owned image is moved into the library, which keeps it (at the same
-            // heap address) until after cuLibraryUnload.
-            return unsafe { Self::load_raw(owned.as_ptr().cast(), Some(owned), jit, options) };
+            let owned = owned_image(&image);
+            // SAFETY: the owned image (checked above, NUL-terminated when text) is moved into
+            // the library, which keeps it (at the same heap address) until after
+            // cuLibraryUnload.
+            return unsafe {
+                Self::load_raw(owned.as_ptr().cast(), Some(owned), jit, options, counts)
+            };
         }
-        with_image(bytes, |p| {
-            // SAFETY: `p` is a checked image alive for the call; without
-            // BINARY_IS_PRESERVED the driver does not read it afterwards.
-            unsafe { Self::load_raw(p, None, jit, options) }
-        })?
+        image.with_ptr(|p| {
+            // SAFETY: `p` is a checked image alive for the call; without BINARY_IS_PRESERVED
+            // the driver does not read it afterwards.
+            unsafe { Self::load_raw(p, None, jit, options, counts) }
+        })
     }
 
     /// Loads an image that lives for the whole program, such as an `include_bytes!` cubin or
@@ -197,33 +288,50 @@ impl Library {
         options: &LibraryOptions,
     ) -> Result<Library> {
         let bytes = image.image_bytes();
-        let needs_copy = classify_image(bytes)? == ImageKind::Text && bytes.last() != Some(&0);
+        let checked = Image::check(bytes)?;
+        let needs_copy = checked.kind() == ImageKind::Text && bytes.last() != Some(&0);
         if options.binary_is_preserved && needs_copy {
             return Self::load_data_with(image, jit, options);
         }
-        with_image(bytes, |p| {
-            // SAFETY: `p` points into the 'static image (no copy was needed for a preserved
-            // load), which the driver may read for as long as it likes.
-            unsafe { Self::load_raw(p, None, jit, options) }
-        })?
+        let counts = checked.param_counts();
+        checked.with_ptr(|p| {
+            // SAFETY: `p` points into the checked 'static image (no copy was needed for a
+            // preserved load), which the driver may read for as long as it likes.
+            unsafe { Self::load_raw(p, None, jit, options, counts) }
+        })
+    }
+
+    /// Loads a library and, at once, into `ctx` (see [`load_into`](Self::load_into)), so that
+    /// code that does not compile fails here with [`Error::Jit`] and its log, whatever the
+    /// driver's lazy loading. The default JIT and library options; for others,
+    /// [`load_data_with`](Self::load_data_with) then [`load_into`](Self::load_into).
+    ///
+    /// Wraps `cuLibraryLoadData` and `cuLibraryGetModule`.
+    #[track_caller]
+    pub fn load_data_eager<I: ModuleImage + ?Sized>(image: &I, ctx: &Context) -> Result<Library> {
+        let lib = Self::load_data(image)?;
+        lib.load_into(ctx)?;
+        Ok(lib)
     }
 
     /// # Safety
-    /// `image` is a loadable image that stays readable until the unload when `options` ask to
-    /// preserve it (which `keep` may own), or for the call otherwise.
+    /// `image` is a checked, loadable image that stays readable until the unload when
+    /// `options` ask to preserve it (which `keep` may own), or for the call otherwise.
     #[track_caller]
     unsafe fn load_raw(
         image: *const c_void,
         keep: Option<Box<[u8]>>,
         jit: &JitOptions,
         options: &LibraryOptions,
+        counts: Option<Arc<ParamCounts>>,
     ) -> Result<Library> {
-        init()?;
+        crate::init()?;
         let mut call = JitCall::new(jit);
         let mut lib_call = LibraryCall::new(options);
         let mut raw = ptr::null_mut();
         // SAFETY: the caller guarantees `image`; both option arrays hold the counts given and
-        // their buffers live in `call` for the call; writes one CUlibrary.
+        // their buffers live in the boxed `call`, which the library keeps until it is unloaded
+        // (the driver may write the logs when it compiles lazily); writes one CUlibrary.
         let r = unsafe {
             sys::cuLibraryLoadData(
                 &mut raw,
@@ -237,19 +345,16 @@ impl Library {
             )
         };
         check_jit(r, "cuLibraryLoadData", || call.error_log())?;
-        Ok(Library {
-            inner: Arc::new(LibraryInner {
-                raw,
-                info_log: call.info_log(),
-                _image: keep,
-            }),
-        })
+        Ok(Self::wrap(raw, Some(call), keep, counts))
     }
 
-    /// Loads a library from a cubin, PTX or fatbin file, with JIT and library options
-    /// ([`LibraryOptions::binary_is_preserved`] has no effect on files).
+    /// Loads a library from a cubin, PTX or fatbin file, with JIT and library options.
     ///
-    /// Wraps `cuLibraryLoadFromFile`.
+    /// The file is read and loaded as [`load_data_with`](Self::load_data_with) loads bytes:
+    /// checked first, with the kernels' parameter counts. A file that cannot be read is
+    /// handed to `cuLibraryLoadFromFile`, whose error says why.
+    ///
+    /// Wraps `cuLibraryLoadData` (and `cuLibraryLoadFromFile` for its error).
     #[doc(alias = "cuLibraryLoadFromFile")]
     #[track_caller]
     pub fn load_file(
@@ -257,18 +362,22 @@ impl Library {
         jit: &JitOptions,
         options: &LibraryOptions,
     ) -> Result<Library> {
-        let path = path_to_c_string(path.as_ref())?;
-        init()?;
+        let path = path.as_ref();
+        let c_path = path_to_c_string(path)?;
+        if let Ok(bytes) = std::fs::read(path) {
+            return Self::load_data_with(&bytes, jit, options);
+        }
+        crate::init()?;
         let mut call = JitCall::new(jit);
-        // The preserve option is for cuLibraryLoadData only.
-        let _ = options;
         let mut raw = ptr::null_mut();
         // SAFETY: a NUL-terminated path; the JIT option arrays hold call.len() entries whose
-        // buffers live in `call` for the call; no library options; writes one CUlibrary.
+        // buffers live in the boxed `call`, kept by the library; no library options (the
+        // preserve option is for cuLibraryLoadData only); writes one CUlibrary. The file could
+        // not be read here, so the driver is expected to fail too.
         let r = unsafe {
             sys::cuLibraryLoadFromFile(
                 &mut raw,
-                path.as_ptr(),
+                c_path.as_ptr(),
                 call.options_ptr(),
                 call.values_ptr(),
                 call.len(),
@@ -278,28 +387,18 @@ impl Library {
             )
         };
         check_jit(r, "cuLibraryLoadFromFile", || call.error_log())?;
-        Ok(Library {
-            inner: Arc::new(LibraryInner {
-                raw,
-                info_log: call.info_log(),
-                _image: None,
-            }),
-        })
+        Ok(Self::wrap(raw, Some(call), None, None))
     }
 
     /// Takes ownership of a loaded library; it is unloaded when the last holder is dropped.
+    /// Its kernels' parameter counts are unknown (checked launches probe the driver for them,
+    /// see [`Kernel::params`]), and its logs are not captured.
     ///
     /// # Safety
     /// `raw` is a live library that nothing else unloads, and whose image (if it was loaded
-    /// with `CU_LIBRARY_BINARY_IS_PRESERVED`) stays readable until then.
+    /// with `CU_LIBRARY_BINARY_IS_PRESERVED`) and JIT log buffers stay valid until then.
     pub unsafe fn from_raw(raw: sys::CUlibrary) -> Library {
-        Library {
-            inner: Arc::new(LibraryInner {
-                raw,
-                info_log: String::new(),
-                _image: None,
-            }),
-        }
+        Self::wrap(raw, None, None, None)
     }
 
     /// The raw `CUlibrary`, valid while `self` lives.
@@ -307,28 +406,75 @@ impl Library {
         self.inner.raw
     }
 
-    /// The JIT's info log of the load (see [`JitOptions::verbose`]).
-    pub fn info_log(&self) -> &str {
-        &self.inner.info_log
+    /// Gives up the crate's ownership and returns the raw `CUlibrary`: the crate no longer
+    /// unloads it, the caller does (`cuLibraryUnload`). The JIT log buffers and a preserved
+    /// image are leaked, since the driver may use them until then. Clones and handles taken
+    /// from it keep working until the caller unloads it.
+    pub fn into_raw(self) -> sys::CUlibrary {
+        self.inner.released.store(true, Ordering::Relaxed);
+        self.inner.raw
+    }
+
+    /// The JIT's info log as the driver has written it so far: at the load, or later, when it
+    /// compiled the library lazily (see [`JitOptions::verbose`]).
+    pub fn info_log(&self) -> String {
+        self.inner
+            .jit
+            .as_ref()
+            .map(|j| j.get().info_log())
+            .unwrap_or_default()
+    }
+
+    /// The JIT's error log as the driver has written it so far (empty unless a compile
+    /// failed; see [lazy loading](Self#lazy-loading-and-errors)).
+    pub fn error_log(&self) -> String {
+        self.inner.error_log()
+    }
+
+    /// Loads the library into `ctx` now, if it is not yet (the driver does so lazily
+    /// otherwise), so that code that does not compile fails here: [`Error::Jit`] with the
+    /// compiler's log.
+    ///
+    /// Wraps `cuLibraryGetModule`.
+    #[doc(alias = "cuLibraryGetModule")]
+    #[track_caller]
+    pub fn load_into(&self, ctx: &Context) -> Result<()> {
+        self.module_raw(ctx).map(|_| ())
+    }
+
+    #[track_caller]
+    fn module_raw(&self, ctx: &Context) -> Result<sys::CUmodule> {
+        let _cur = ctx.enter()?;
+        let mut raw = ptr::null_mut();
+        // SAFETY: the library is alive, `ctx` is current; writes one CUmodule, which the
+        // library owns.
+        let r = unsafe { sys::cuLibraryGetModule(&mut raw, self.inner.raw) };
+        check_lookup(r, "cuLibraryGetModule", "module", "(the library's)", || {
+            self.inner.error_log()
+        })?;
+        Ok(raw)
     }
 
     /// The kernel `name`, a context-independent handle that keeps the library loaded. A missing
-    /// name is [`Error::NotFound`] naming it.
+    /// name is [`Error::NotFound`] naming it; code that failed to compile lazily is
+    /// [`Error::Jit`] with the log.
     ///
     /// Wraps `cuLibraryGetKernel`.
     #[doc(alias = "cuLibraryGetKernel")]
     #[track_caller]
     pub fn kernel(&self, name: &str) -> Result<Kernel> {
         let mut raw = ptr::null_mut();
-        let r = with_c_str(name, |p| {
+        let r = with_c_str("kernel name", name, |p| {
             // SAFETY: the library is alive; `p` is NUL-terminated; writes one CUkernel.
             unsafe { sys::cuLibraryGetKernel(&mut raw, self.inner.raw, p) }
         })?;
-        check_lookup(r, "cuLibraryGetKernel", "kernel", name)?;
+        check_lookup(r, "cuLibraryGetKernel", "kernel", name, || {
+            self.inner.error_log()
+        })?;
         Ok(Kernel {
             raw,
             lib: self.inner.clone(),
-            meta: LaunchMeta::named(name),
+            params: ParamCache::named(name, self.inner.counts.clone()),
         })
     }
 
@@ -361,13 +507,17 @@ impl Library {
             .map(|raw| Kernel {
                 raw,
                 lib: self.inner.clone(),
-                meta: LaunchMeta::unnamed(),
+                params: ParamCache::unnamed(self.inner.counts.clone()),
             })
             .collect())
     }
 
     /// The `__managed__` variable `name` as `len` elements of `T` (its size must be a whole
-    /// number of `T`s): one allocation, at one address, shared by every context and device.
+    /// number of `T`s, [`Error::SizeMismatch`] otherwise): one allocation, at one address,
+    /// shared by every context and device.
+    ///
+    /// The handle is exclusive: while it lives, another lookup of the same variable is
+    /// [`Error::AlreadyBorrowed`].
     ///
     /// The driver registers a library's managed variables when it loads the library into a
     /// context; if it reports the name missing while a context is current on this thread, the
@@ -379,45 +529,42 @@ impl Library {
     pub fn managed<T: DeviceRepr>(&self, name: &str) -> Result<Managed<T>> {
         let lookup = || {
             let (mut ptr, mut bytes) = (0, 0);
-            let r = with_c_str(name, |p| {
+            let r = with_c_str("managed variable name", name, |p| {
                 // SAFETY: the library is alive; `p` is NUL-terminated; writes a pointer and a
                 // size.
                 unsafe { sys::cuLibraryGetManaged(&mut ptr, &mut bytes, self.inner.raw, p) }
             })?;
-            check_lookup(r, "cuLibraryGetManaged", "managed variable", name)?;
+            check_lookup(r, "cuLibraryGetManaged", "managed variable", name, || {
+                self.inner.error_log()
+            })?;
             Ok::<_, Error>((ptr, bytes))
         };
         let (ptr, bytes) = match lookup() {
             Err(Error::NotFound { .. }) if Context::current_raw()?.is_some() => {
                 let mut module = ptr::null_mut();
-                check(
-                    // SAFETY: the library is alive and a context is current; writes one CUmodule,
-                    // which the library owns.
-                    unsafe { sys::cuLibraryGetModule(&mut module, self.inner.raw) },
-                    "cuLibraryGetModule",
-                )?;
+                let r =
+                    // SAFETY: the library is alive and a context is current; writes one
+                    // CUmodule, which the library owns.
+                    unsafe { sys::cuLibraryGetModule(&mut module, self.inner.raw) };
+                check_lookup(r, "cuLibraryGetModule", "module", "(the library's)", || {
+                    self.inner.error_log()
+                })?;
                 lookup()?
             }
             r => r?,
         };
-        let size = size_of::<T>();
-        if size == 0 || bytes % size != 0 {
-            return Err(Error::InvalidArgument(format!(
-                "the managed variable `{name}` is {bytes} bytes, not a whole number of {} \
-                 ({size} bytes)",
-                std::any::type_name::<T>()
-            )));
-        }
+        let len = crate::module::element_count::<T>("managed variable", name, bytes)?;
         Ok(Managed {
             ptr,
-            len: bytes / size,
+            len,
+            _claim: AddressClaim::new(ptr, "managed variable", name)?,
             _lib: self.inner.clone(),
             _marker: PhantomData,
         })
     }
 
     /// The `__device__` or `__constant__` variable `name` in `ctx` (each context has its own
-    /// copy), as `len` elements of `T`.
+    /// copy), as `len` elements of `T`; exclusive as [`Module::global`] is.
     ///
     /// Wraps `cuLibraryGetGlobal`.
     #[doc(alias = "cuLibraryGetGlobal")]
@@ -425,13 +572,15 @@ impl Library {
     pub fn global<T: DeviceRepr>(&self, name: &str, ctx: &Context) -> Result<Global<T>> {
         let _cur = ctx.enter()?;
         let (mut ptr, mut bytes) = (0, 0);
-        let r = with_c_str(name, |p| {
+        let r = with_c_str("global name", name, |p| {
             // SAFETY: the library is alive, `ctx` is current; `p` is NUL-terminated; writes a
             // pointer and a size.
             unsafe { sys::cuLibraryGetGlobal(&mut ptr, &mut bytes, self.inner.raw, p) }
         })?;
-        check_lookup(r, "cuLibraryGetGlobal", "global", name)?;
-        Global::new(ptr, bytes, name, ctx, Keep::Library(self.inner.clone()))
+        check_lookup(r, "cuLibraryGetGlobal", "global", name, || {
+            self.inner.error_log()
+        })?;
+        Global::new(ptr, bytes, name, ctx, self.inner.clone())
     }
 
     /// The library's module in `ctx` (loading the library into `ctx` if it is not yet). The
@@ -441,25 +590,23 @@ impl Library {
     #[doc(alias = "cuLibraryGetModule")]
     #[track_caller]
     pub fn module(&self, ctx: &Context) -> Result<Module> {
-        let _cur = ctx.enter()?;
-        let mut raw = ptr::null_mut();
-        check(
-            // SAFETY: the library is alive, `ctx` is current; writes one CUmodule.
-            unsafe { sys::cuLibraryGetModule(&mut raw, self.inner.raw) },
-            "cuLibraryGetModule",
-        )?;
-        Ok(Module::from_library(raw, ctx, self.inner.clone()))
+        let raw = self.module_raw(ctx)?;
+        Ok(Module::of_library(
+            raw,
+            ctx,
+            self.inner.clone(),
+            self.inner.counts.clone(),
+        ))
     }
 }
 
-/// A copy of `bytes` that the driver can load: NUL-terminated when it is text.
-#[track_caller]
-fn owned_image(bytes: &[u8]) -> Result<Box<[u8]>> {
-    let mut v = bytes.to_vec();
-    if classify_image(bytes)? == ImageKind::Text && v.last() != Some(&0) {
+/// A copy of a checked image that the driver can load: NUL-terminated when it is text.
+fn owned_image(image: &Image<'_>) -> Box<[u8]> {
+    let mut v = image.bytes().to_vec();
+    if image.kind() == ImageKind::Text && v.last() != Some(&0) {
         v.push(0);
     }
-    Ok(v.into_boxed_slice())
+    v.into_boxed_slice()
 }
 
 /// A kernel of a [`Library`] (`CUkernel`): a context-independent handle that launches in the
@@ -471,9 +618,9 @@ fn owned_image(bytes: &[u8]) -> Result<Box<[u8]>> {
 #[derive(Clone)]
 #[doc(alias = "CUkernel")]
 pub struct Kernel {
-    pub(crate) raw: sys::CUkernel,
-    pub(crate) lib: Arc<LibraryInner>,
-    pub(crate) meta: LaunchMeta,
+    raw: sys::CUkernel,
+    lib: Arc<LibraryInner>,
+    params: ParamCache,
 }
 
 // SAFETY: a CUkernel is context-independent and may be used from any thread; the Arc keeps its
@@ -486,15 +633,35 @@ impl std::fmt::Debug for Kernel {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Kernel")
             .field("raw", &self.raw)
-            .field("name", &self.meta.known_name())
+            .field("name", &self.params.known_name())
             .finish()
     }
 }
 
 impl Kernel {
+    /// Wraps a kernel of `library`, which the handle keeps loaded. Its parameter count is
+    /// looked up under its driver name (`cuKernelGetName`) in what the library's image told.
+    ///
+    /// # Safety
+    /// `raw` is a kernel of `library` (from `cuLibraryGetKernel` or
+    /// `cuLibraryEnumerateKernels` on `library.as_raw()`).
+    pub unsafe fn from_raw(raw: sys::CUkernel, library: &Library) -> Kernel {
+        Kernel {
+            raw,
+            lib: library.inner.clone(),
+            params: ParamCache::unnamed(library.inner.counts.clone()),
+        }
+    }
+
     /// The raw `CUkernel`, valid while `self` lives.
     #[inline]
     pub fn as_raw(&self) -> sys::CUkernel {
+        self.raw
+    }
+
+    /// The raw `CUkernel`, giving up this handle: it stays valid while its library is loaded
+    /// (by another handle, or by the caller).
+    pub fn into_raw(self) -> sys::CUkernel {
         self.raw
     }
 
@@ -505,7 +672,27 @@ impl Kernel {
         }
     }
 
-    /// The kernel as a [`Function`] of the library's module in `ctx`.
+    /// The kernel's name: the name it was looked up by, or the driver's (`cuKernelGetName`,
+    /// CUDA 12.3), cached.
+    #[doc(alias = "cuKernelGetName")]
+    pub fn name(&self) -> &str {
+        self.kernel_name()
+    }
+
+    /// The kernel's parameters (offset and size of each), read from the driver on first use
+    /// and cached; `None` when the driver cannot report them (older than CUDA 12.4). As for
+    /// [`Function::params`]: the count comes from the library's image where it told it, else
+    /// the driver is probed once.
+    ///
+    /// Wraps `cuKernelGetParamInfo`.
+    #[doc(alias = "cuKernelGetParamInfo")]
+    #[track_caller]
+    pub fn params(&self) -> Result<Option<&[ParamInfo]>> {
+        KernelParams::params(self)
+    }
+
+    /// The kernel as a [`Function`] of the library's module in `ctx` (loading the library
+    /// into `ctx` if needed: code that fails to compile then is [`Error::Jit`] with the log).
     ///
     /// Wraps `cuKernelGetFunction` (with `ctx` current).
     #[doc(alias = "cuKernelGetFunction")]
@@ -513,16 +700,18 @@ impl Kernel {
     pub fn function(&self, ctx: &Context) -> Result<Function> {
         let _cur = ctx.enter()?;
         let mut raw = ptr::null_mut();
-        check(
-            // SAFETY: the kernel's library is alive and `ctx` is current; writes one CUfunction.
-            unsafe { sys::cuKernelGetFunction(&mut raw, self.raw) },
-            "cuKernelGetFunction",
-        )?;
-        Ok(Function {
+        // SAFETY: the kernel's library is alive and `ctx` is current; writes one CUfunction.
+        let r = unsafe { sys::cuKernelGetFunction(&mut raw, self.raw) };
+        // The name only for the (unexpected) NOT_FOUND; no driver call to learn it.
+        let name = self.params.known_name().unwrap_or("(an enumerated kernel)");
+        check_lookup(r, "cuKernelGetFunction", "kernel", name, || {
+            self.lib.error_log()
+        })?;
+        Ok(Function::new(
             raw,
-            owner: FunctionOwner::Library(self.lib.clone(), ctx.clone()),
-            meta: self.meta.clone(),
-        })
+            FunctionOwner::Kept(self.lib.clone(), ctx.clone()),
+            self.params.clone(),
+        ))
     }
 
     /// An attribute of the kernel on `device`.
@@ -568,8 +757,51 @@ impl Kernel {
     }
 }
 
+impl KernelParams for Kernel {
+    const PARAM_INFO_CALL: &'static str = "cuKernelGetParamInfo";
+
+    #[inline(always)]
+    fn param_cache(&self) -> &ParamCache {
+        &self.params
+    }
+
+    #[track_caller]
+    fn param_query_available(&self) -> Result<()> {
+        newer::cuKernelGetParamInfo().map(|_| ())
+    }
+
+    #[track_caller]
+    fn query_param(&self, index: usize) -> Result<(sys::CUresult, usize, usize)> {
+        let f = newer::cuKernelGetParamInfo()?;
+        let (mut offset, mut size) = (0, 0);
+        // SAFETY: the kernel's library is loaded (held by `lib`); writes two size_t.
+        let r = unsafe { f(self.raw, index, &mut offset, &mut size) };
+        Ok((r, offset, size))
+    }
+
+    fn driver_name(&self) -> Option<String> {
+        let f = newer::cuKernelGetName().ok()?;
+        let mut p = ptr::null();
+        // SAFETY: the kernel is alive; writes a pointer to a NUL-terminated string the driver
+        // owns while the library is loaded.
+        check(unsafe { f(&mut p, self.raw) }, "cuKernelGetName").ok()?;
+        if p.is_null() {
+            return None;
+        }
+        // SAFETY: on success `p` is a valid NUL-terminated string; copied at once.
+        Some(unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned())
+    }
+
+    fn raw_handle(&self) -> *mut c_void {
+        self.raw.cast()
+    }
+}
+
 /// A `__managed__` variable of a [`Library`]: `len` elements of `T` at one address that is the
 /// same in every context and on every device, and on the host. It keeps the library loaded.
+///
+/// A `Managed` is the only handle to its variable while it lives: looking the variable up again
+/// is [`Error::AlreadyBorrowed`] until it is dropped, so two mutable views of it cannot exist.
 ///
 /// # Host access
 /// The device may write the variable at any time from any context that runs a kernel of the
@@ -586,9 +818,9 @@ impl Kernel {
 ///   concurrent managed access, touching managed memory while a kernel runs faults).
 #[doc(alias = "__managed__")]
 pub struct Managed<T: DeviceRepr> {
-    /// Kept first and by value: a kernel argument is a pointer to this field.
-    pub(crate) ptr: sys::CUdeviceptr,
+    ptr: sys::CUdeviceptr,
     len: usize,
+    _claim: AddressClaim,
     _lib: Arc<LibraryInner>,
     _marker: PhantomData<T>,
 }
@@ -625,6 +857,12 @@ impl<T: DeviceRepr> Managed<T> {
     #[inline]
     pub fn is_empty(&self) -> bool {
         self.len == 0
+    }
+
+    /// Size in bytes.
+    #[inline]
+    pub fn bytes(&self) -> usize {
+        self.len * std::mem::size_of::<T>()
     }
 
     /// The variable as a shared view in `ctx` (managed memory is reachable from every
@@ -679,18 +917,4 @@ impl<T: DeviceRepr> Managed<T> {
         // and the caller guarantees no device access meanwhile.
         unsafe { std::slice::from_raw_parts_mut(self.ptr as usize as *mut T, self.len) }
     }
-}
-
-/// The name of a kernel, from the driver (`cuKernelGetName`, CUDA 12.3).
-pub(crate) fn kernel_name(raw: sys::CUkernel) -> Option<String> {
-    let f = newer::cuKernelGetName().ok()?;
-    let mut p = ptr::null();
-    // SAFETY: the kernel is alive; writes a pointer to a NUL-terminated string the driver owns
-    // while the library is loaded.
-    check(unsafe { f(&mut p, raw) }, "cuKernelGetName").ok()?;
-    if p.is_null() {
-        return None;
-    }
-    // SAFETY: on success `p` is a valid NUL-terminated string; copied at once.
-    Some(unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned())
 }

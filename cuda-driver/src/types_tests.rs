@@ -128,8 +128,8 @@ fn the_crate_root_reexports_the_same_types() {
     fn same<T>(_: T, _: T) {}
     same(crate::ContextFlags::MAP_HOST, ContextFlags::MAP_HOST);
     same(crate::ErrorCode::SUCCESS, ErrorCode::SUCCESS);
-    same(crate::PinnedFlags::PORTABLE, PinnedFlags::PORTABLE);
-    same(crate::AttachFlags::GLOBAL, AttachFlags::GLOBAL);
+    same(crate::memory::PinnedFlags::PORTABLE, PinnedFlags::PORTABLE);
+    same(crate::memory::AttachFlags::GLOBAL, AttachFlags::GLOBAL);
     same(
         crate::entry_point::ProcAddressFlags::DEFAULT,
         ProcAddressFlags::DEFAULT,

@@ -2,10 +2,12 @@
 
 use std::ffi::c_void;
 use std::mem::{align_of, size_of};
+use std::ptr;
 
 use cuda_driver_sys as sys;
 
-use crate::{DeviceRepr, DeviceSlice, DeviceSliceMut};
+use crate::memory::{DeviceSlice, DeviceSliceMut};
+use crate::repr::DeviceRepr;
 
 /// One kernel argument: something the driver can copy a kernel parameter from.
 ///
@@ -13,14 +15,15 @@ use crate::{DeviceRepr, DeviceSlice, DeviceSliceMut};
 /// * `&T` where `T:` [`DeviceRepr`]: numbers, the [vector types](crate::Float4), `#[repr(C)]`
 ///   structs, raw `CUdeviceptr`s; the parameter is the value;
 /// * the views [`DeviceSlice`] and [`DeviceSliceMut`] (by value or by reference), the one
-///   currency of device memory: the parameter is the device pointer, a `T*` on the device.
+///   currency of device memory: the parameter is the device pointer, a `T*` on the device,
+///   and the view's [`stream_order`](Self::stream_order) is checked by the checked launches.
 ///   Every memory owner hands them out (`buf.as_view()`, `buf.as_view_mut()`, see
 ///   [`DeviceMemory`](crate::DeviceMemory)), so every kind of memory is an argument through
 ///   its views, and a new kind needs nothing here.
 ///
 /// The parameter is read from [`param_ptr`](Self::param_ptr) during the launch call only,
-/// and the pointer of a buffer or view is the address of its `ptr` field, so packing
-/// arguments allocates and copies nothing.
+/// and the pointer of a view is the address of its `ptr` field, so packing arguments
+/// allocates and copies nothing.
 ///
 /// A type the device cannot share bit for bit is no argument; `bool`, for one:
 ///
@@ -49,6 +52,15 @@ pub unsafe trait KernelArg {
     const PARAM_ALIGN: usize;
     /// Where the driver copies the parameter from.
     fn param_ptr(&self) -> *mut c_void;
+
+    /// The raw stream the argument's memory is ordered on (a view of stream-ordered memory,
+    /// see [`DeviceSlice::stream_order`]), or null: the checked launches refuse an argument
+    /// ordered on another stream than theirs. The default, for values, is null, and the check
+    /// compiles to nothing.
+    #[inline(always)]
+    fn stream_order(&self) -> sys::CUstream {
+        ptr::null_mut()
+    }
 }
 
 // SAFETY: points to the referenced T (size_of::<T>() initialised bytes, borrowed for as long as
@@ -76,6 +88,10 @@ macro_rules! device_pointer_arg {
                 let p: *const sys::CUdeviceptr = &self.ptr;
                 p.cast_mut().cast()
             }
+            #[inline(always)]
+            fn stream_order(&self) -> sys::CUstream {
+                self.home
+            }
         }
     };
 }
@@ -93,11 +109,13 @@ device_pointer_arg!(['a, 'b, T: DeviceRepr] &'b mut DeviceSliceMut<'a, T>);
 /// # fn f(k: &cuda_driver::Function, s: &cuda_driver::Stream,
 /// #      x: &cuda_driver::DeviceBuffer<f32>, y: &mut cuda_driver::DeviceBuffer<f32>)
 /// #      -> cuda_driver::Result<()> {
+/// use cuda_driver::prelude::*;
 /// use cuda_driver::LaunchConfig;
 /// let (a, n) = (2.0f32, x.len() as i32);
 /// // saxpy(float a, const float* x, float* y, int n)
 /// // SAFETY: the argument types match saxpy's parameters; y has n elements.
-/// unsafe { k.launch(s, &LaunchConfig::for_num_elems(x.len())?, (&a, x, y, &n))? };
+/// let cfg = LaunchConfig::for_num_elems(x.len())?;
+/// unsafe { k.launch(s, &cfg, (&a, x.as_view(), y.as_view_mut(), &n))? };
 /// # Ok(()) }
 /// ```
 ///
@@ -111,6 +129,15 @@ pub unsafe trait KernelArgs {
     type Pointers: AsMut<[*mut c_void]>;
     /// The parameter pointers, in order.
     fn pointers(&self) -> Self::Pointers;
+
+    /// The first argument's [`stream_order`](KernelArg::stream_order) that is neither null
+    /// nor `stream` (a raw stream's identity: the null handle resolved to the legacy or
+    /// per-thread default stream), or `None` when every argument may be used on `stream`.
+    #[inline(always)]
+    fn stream_mismatch(&self, stream: sys::CUstream) -> Option<sys::CUstream> {
+        let _ = stream;
+        None
+    }
 }
 
 // SAFETY: no arguments, no pointers.
@@ -134,6 +161,16 @@ macro_rules! kernel_args_tuple {
             #[inline(always)]
             fn pointers(&self) -> [*mut c_void; $n] {
                 [$(self.$i.param_ptr()),+]
+            }
+            #[inline(always)]
+            fn stream_mismatch(&self, stream: sys::CUstream) -> Option<sys::CUstream> {
+                $(
+                    let home = self.$i.stream_order();
+                    if !home.is_null() && home != stream {
+                        return Some(home);
+                    }
+                )+
+                None
             }
         }
     };
@@ -167,15 +204,15 @@ mod tests {
         );
         assert_eq!(
             <(
-                &DeviceBuffer<f32>,
-                &mut DeviceBuffer<u8>,
+                &DeviceSlice<'_, f32>,
+                &mut DeviceSliceMut<'_, u8>,
                 DeviceSlice<'_, i32>
             ) as KernelArgs>::SIZES,
             &[8, 8, 8]
         );
         assert_eq!(<&Float4 as KernelArg>::PARAM_ALIGN, 16);
         assert_eq!(<&i8 as KernelArg>::PARAM_ALIGN, 1);
-        assert_eq!(<&DeviceBuffer<i8> as KernelArg>::PARAM_ALIGN, 8);
+        assert_eq!(<&DeviceSlice<'_, i8> as KernelArg>::PARAM_ALIGN, 8);
     }
 
     #[test]

@@ -6,8 +6,10 @@ use std::ptr;
 use cuda_driver_sys as sys;
 
 use super::{LaunchAttributes, LaunchConfig, Launchable};
+use crate::context::Context;
 use crate::error::{check, Result};
-use crate::{Context, Function, Kernel};
+use crate::library::Kernel;
+use crate::module::Function;
 
 /// The block size that maximises occupancy, and the smallest grid that reaches it
 /// ([`Function::max_potential_block_size`]).

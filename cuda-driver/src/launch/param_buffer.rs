@@ -6,8 +6,12 @@ use std::marker::PhantomData;
 use std::mem::{align_of, size_of, MaybeUninit};
 use std::ptr;
 
+use cuda_driver_sys as sys;
+
+use super::KernelArg;
 use crate::error::{Error, Result};
-use crate::{DeviceRepr, KernelArg, ParamInfo};
+use crate::params::ParamInfo;
+use crate::repr::DeviceRepr;
 
 /// The traditional limit of the kernel parameter space, and the default capacity of a
 /// [`ParamBuffer`] (CUDA 12.1 raised the limit to 32764 bytes on Volta and newer:
@@ -34,6 +38,7 @@ struct Storage<const N: usize>(MaybeUninit<[u8; N]>);
 /// ```no_run
 /// # fn f(k: &cuda_driver::Function, s: &cuda_driver::Stream,
 /// #      out: &mut cuda_driver::DeviceBuffer<f32>) -> cuda_driver::Result<()> {
+/// use cuda_driver::prelude::*;
 /// use cuda_driver::{Float2, Float4, LaunchConfig, ParamBuffer};
 /// // param_buffer(int i, float4 f4, char c, float f, float* out, float2 f2)
 /// let mut params = ParamBuffer::new();
@@ -42,7 +47,7 @@ struct Storage<const N: usize>(MaybeUninit<[u8; N]>);
 ///     .push(Float4::new(1.0, 2.0, 3.0, 4.0))?
 ///     .push(b'c' as i8)?
 ///     .push(0.5f32)?
-///     .push_arg(&mut *out)?
+///     .push_arg(out.as_view_mut())?
 ///     .push(Float2::new(5.0, 6.0))?;
 /// assert_eq!(params.len(), 56); // out at 40, f2 at 48
 /// // SAFETY: the layout matches the kernel's parameters (checked against the driver's
@@ -55,11 +60,12 @@ struct Storage<const N: usize>(MaybeUninit<[u8; N]>);
 /// lives, so it cannot be freed before the launch:
 ///
 /// ```compile_fail
+/// # use cuda_driver::prelude::*;
 /// # fn f(ctx: &cuda_driver::Context) -> cuda_driver::Result<()> {
 /// let mut params = cuda_driver::ParamBuffer::new();
 /// {
 ///     let buf = cuda_driver::DeviceBuffer::<f32>::new(ctx, 4)?;
-///     params.push_arg(&buf)?;
+///     params.push_arg(buf.as_view())?;
 /// } // `buf` is freed here while `params` still holds its address
 /// # drop(params); Ok(()) }
 /// ```
@@ -70,6 +76,9 @@ pub struct ParamBuffer<'a, const N: usize = PARAM_BUFFER_CAPACITY> {
     count: usize,
     /// `(offset, size)` of each parameter; `layout[..count]` is initialised.
     layout: [MaybeUninit<(u16, u16)>; PARAM_BUFFER_MAX_PARAMS],
+    /// The raw stream the views pushed are ordered on (stream-ordered memory), or 0; kept as
+    /// an address so that the buffer stays `Send + Sync`.
+    home: usize,
     _borrows: PhantomData<&'a ()>,
 }
 
@@ -112,6 +121,7 @@ impl<'a, const N: usize> ParamBuffer<'a, N> {
             len: 0,
             count: 0,
             layout: [const { MaybeUninit::uninit() }; PARAM_BUFFER_MAX_PARAMS],
+            home: 0,
             _borrows: PhantomData,
         }
     }
@@ -119,7 +129,7 @@ impl<'a, const N: usize> ParamBuffer<'a, N> {
     /// Appends a value (a number, a vector type, a `#[repr(C)]` struct, a raw `CUdeviceptr`)
     /// at the next offset aligned to `align_of::<T>()`.
     ///
-    /// Fails with [`Error::InvalidArgument`] when the buffer is full.
+    /// Fails with [`Error::CapacityExceeded`] when the buffer is full.
     #[inline]
     #[track_caller]
     pub fn push<T: DeviceRepr>(&mut self, value: T) -> Result<&mut Self> {
@@ -129,14 +139,29 @@ impl<'a, const N: usize> ParamBuffer<'a, N> {
         Ok(self)
     }
 
-    /// Appends a kernel argument: the device pointer of a buffer or view (which stays
-    /// borrowed while the buffer lives), or a referenced value. See [`KernelArg`].
+    /// Appends a kernel argument: the device pointer of a view (whose memory stays borrowed
+    /// while the buffer lives), or a referenced value. See [`KernelArg`].
+    ///
+    /// Views of stream-ordered memory pushed into one buffer must be ordered on one stream
+    /// ([`Error::StreamMismatch`] otherwise), which a checked packed launch then requires.
+    /// Fails with [`Error::CapacityExceeded`] when the buffer is full.
     #[inline]
     #[track_caller]
     pub fn push_arg<A: KernelArg + 'a>(&mut self, arg: A) -> Result<&mut Self> {
+        let home = arg.stream_order() as usize;
+        if home != 0 && self.home != 0 && self.home != home {
+            return Err(Error::StreamMismatch {
+                what: "ParamBuffer::push_arg",
+                expected: self.home,
+                found: home,
+            });
+        }
         // SAFETY: KernelArg guarantees PARAM_SIZE readable bytes at param_ptr while `arg`
         // lives, which is the whole call.
         unsafe { self.push_raw(arg.param_ptr().cast_const(), A::PARAM_SIZE, A::PARAM_ALIGN) }?;
+        if home != 0 {
+            self.home = home;
+        }
         Ok(self)
     }
 
@@ -148,7 +173,7 @@ impl<'a, const N: usize> ParamBuffer<'a, N> {
         let offset = align_up(self.len, align);
         let end = offset.checked_add(size).filter(|&end| end <= N);
         let Some(end) = end.filter(|_| self.count < PARAM_BUFFER_MAX_PARAMS) else {
-            return Err(self.full(size, align));
+            return Err(self.full());
         };
         let base = self.bytes.0.as_mut_ptr().cast::<u8>();
         // SAFETY: len <= offset <= end <= N, all within the N-byte storage; the gap is zeroed
@@ -166,17 +191,19 @@ impl<'a, const N: usize> ParamBuffer<'a, N> {
     }
 
     #[cold]
-    fn full(&self, size: usize, align: usize) -> Error {
+    fn full(&self) -> Error {
         if self.count >= PARAM_BUFFER_MAX_PARAMS {
-            Error::InvalidArgument(format!(
-                "a ParamBuffer holds at most {PARAM_BUFFER_MAX_PARAMS} parameters"
-            ))
+            Error::CapacityExceeded {
+                what: "ParamBuffer",
+                capacity: PARAM_BUFFER_MAX_PARAMS,
+                unit: "parameters",
+            }
         } else {
-            Error::InvalidArgument(format!(
-                "a parameter of {size} bytes aligned to {align} does not fit in the ParamBuffer: \
-                 {} of {N} bytes are used",
-                self.len
-            ))
+            Error::CapacityExceeded {
+                what: "ParamBuffer",
+                capacity: N,
+                unit: "bytes",
+            }
         }
     }
 
@@ -206,7 +233,7 @@ impl<'a, const N: usize> ParamBuffer<'a, N> {
     }
 
     /// The offset and size of each parameter, in order.
-    pub fn params(&self) -> impl ExactSizeIterator<Item = ParamInfo> + '_ {
+    pub fn params(&self) -> impl ExactSizeIterator<Item = ParamInfo> + Clone + '_ {
         self.layout[..self.count].iter().map(|entry| {
             // SAFETY: entries below `count` were written by push_raw.
             let (offset, size) = unsafe { entry.assume_init() };
@@ -217,10 +244,10 @@ impl<'a, const N: usize> ParamBuffer<'a, N> {
         })
     }
 
-    /// Whether the layout equals the kernel's parameter list.
+    /// The raw stream the views pushed are ordered on, or null.
     #[inline]
-    pub(crate) fn matches(&self, params: &[ParamInfo]) -> bool {
-        params.len() == self.count && self.params().zip(params).all(|(a, b)| a == *b)
+    pub(crate) fn stream_order(&self) -> sys::CUstream {
+        self.home as sys::CUstream
     }
 
     /// Removes every parameter.
@@ -228,6 +255,7 @@ impl<'a, const N: usize> ParamBuffer<'a, N> {
     pub fn clear(&mut self) {
         self.len = 0;
         self.count = 0;
+        self.home = 0;
     }
 }
 
@@ -361,7 +389,7 @@ mod tests {
 
     #[test]
     fn buffers_and_views_are_pointers() {
-        assert_eq!(<&DeviceBuffer<u8> as KernelArg>::PARAM_SIZE, 8);
+        assert_eq!(<&DeviceSlice<'_, u8> as KernelArg>::PARAM_SIZE, 8);
         assert_eq!(<DeviceSlice<'_, Float4> as KernelArg>::PARAM_ALIGN, 8);
     }
 
@@ -370,7 +398,17 @@ mod tests {
         let mut b = ParamBuffer::<'_, 16>::empty();
         b.push(1u64).unwrap().push(2u32).unwrap();
         let e = b.push(3u64).unwrap_err();
-        assert!(e.to_string().contains("does not fit"), "{e}");
+        assert!(
+            matches!(
+                e,
+                Error::CapacityExceeded {
+                    what: "ParamBuffer",
+                    capacity: 16,
+                    unit: "bytes"
+                }
+            ),
+            "{e}"
+        );
         assert_eq!(b.len(), 12);
         b.push(4u32).unwrap();
         assert_eq!(b.len(), 16);
@@ -482,12 +520,7 @@ mod tests {
                 prop_assert_eq!(&bytes_at(&b, *g), bytes);
             }
             let infos: Vec<_> = expected.iter().map(|(p, _)| *p).collect();
-            prop_assert!(b.matches(&infos));
-            if let Some(first) = infos.first() {
-                let mut wrong = infos.clone();
-                wrong[0].size = first.size + 1;
-                prop_assert!(!b.matches(&wrong));
-            }
+            prop_assert_eq!(b.params().collect::<Vec<_>>(), infos);
         }
     }
 }

@@ -51,34 +51,50 @@ fn saxpy_checked_unchecked_and_through_views() {
     let f = m.function("saxpy").unwrap();
     check_saxpy(&ctx, |s, cfg, a, x, y, n| {
         // SAFETY: saxpy(float a, const float* x, float* y, int n); x and y hold n floats.
-        unsafe { f.launch(s, cfg, (&a, x, y, &n)) }.unwrap();
+        unsafe { f.launch(s, cfg, (&a, x.as_view(), y.as_view_mut(), &n)) }.unwrap();
     });
     check_saxpy(&ctx, |s, cfg, a, x, y, n| {
         // SAFETY: as above, arguments matching by construction.
-        unsafe { f.launch_unchecked(s, cfg, (&a, x, y, &n)) }.unwrap();
+        unsafe { f.launch_unchecked(s, cfg, (&a, x.as_view(), y.as_view_mut(), &n)) }.unwrap();
     });
     check_saxpy(&ctx, |s, cfg, a, x, y, n| {
         // SAFETY: as above, with views in place of the buffers.
-        unsafe { f.launch(s, cfg, (&a, x.as_slice(), &y.as_mut_slice(), &n)) }.unwrap();
+        unsafe { f.launch(s, cfg, (&a, x.as_view(), &y.as_view_mut(), &n)) }.unwrap();
     });
     check_saxpy(&ctx, |s, cfg, a, x, y, n| {
         // SAFETY: as above, through cuLaunchKernelEx without attributes.
-        unsafe { f.launch_ex(s, cfg, &LaunchAttributes::new(), (&a, x, y, &n)) }.unwrap();
+        unsafe {
+            f.launch_ex(
+                s,
+                cfg,
+                &LaunchAttributes::new(),
+                (&a, x.as_view(), y.as_view_mut(), &n),
+            )
+        }
+        .unwrap();
     });
     check_saxpy(&ctx, |s, cfg, a, x, y, n| {
         // SAFETY: as above.
-        unsafe { f.launch_ex_unchecked(s, cfg, &LaunchAttributes::new(), (&a, x, y, &n)) }.unwrap();
+        unsafe {
+            f.launch_ex_unchecked(
+                s,
+                cfg,
+                &LaunchAttributes::new(),
+                (&a, x.as_view(), y.as_view_mut(), &n),
+            )
+        }
+        .unwrap();
     });
     // The same through a library Kernel.
     let lib = Library::load_data(TEST_KERNELS).unwrap();
     let k = lib.kernel("saxpy").unwrap();
     check_saxpy(&ctx, |s, cfg, a, x, y, n| {
         // SAFETY: as above.
-        unsafe { k.launch(s, cfg, (&a, x, y, &n)) }.unwrap();
+        unsafe { k.launch(s, cfg, (&a, x.as_view(), y.as_view_mut(), &n)) }.unwrap();
     });
     check_saxpy(&ctx, |s, cfg, a, x, y, n| {
         // SAFETY: as above.
-        unsafe { k.launch_unchecked(s, cfg, (&a, x, y, &n)) }.unwrap();
+        unsafe { k.launch_unchecked(s, cfg, (&a, x.as_view(), y.as_view_mut(), &n)) }.unwrap();
     });
 }
 
@@ -131,7 +147,7 @@ fn a_struct_passes_by_value() {
     };
     let mut out = DeviceBuffer::from_slice(&ctx, &[0.0f32; 6]).unwrap();
     // SAFETY: struct_param(Params p, float* out) writes out[0..6).
-    unsafe { f.launch(&s, &LaunchConfig::new(1, 1), (&p, &mut out)) }.unwrap();
+    unsafe { f.launch(&s, &LaunchConfig::new(1, 1), (&p, out.as_view_mut())) }.unwrap();
     s.synchronize().unwrap();
     assert_eq!(out.to_vec().unwrap(), [-17.0, 2.75, 1.5, -2.5, 3.25, 4.0]);
 }
@@ -149,7 +165,14 @@ fn vector_types_pass_by_value() {
     );
     let mut out = DeviceBuffer::from_slice(&ctx, &[0.0f32; 12]).unwrap();
     // SAFETY: vector_types(float2, float4, int4, double2, float* out) writes out[0..12).
-    unsafe { f.launch(&s, &LaunchConfig::new(1, 1), (&a, &b, &c, &d, &mut out)) }.unwrap();
+    unsafe {
+        f.launch(
+            &s,
+            &LaunchConfig::new(1, 1),
+            (&a, &b, &c, &d, out.as_view_mut()),
+        )
+    }
+    .unwrap();
     s.synchronize().unwrap();
     assert_eq!(
         out.to_vec().unwrap(),
@@ -167,7 +190,7 @@ fn dynamic_shared_memory() {
         let cfg = LaunchConfig::new(1, n as u32).with_shared_mem(4 * n as u32);
         // SAFETY: use_dyn_shared(float* out, int n): one block of n threads with n floats of
         // dynamic shared memory writes out[0..n).
-        unsafe { f.launch(&s, &cfg, (&mut out, &(n as i32))) }.unwrap();
+        unsafe { f.launch(&s, &cfg, (out.as_view_mut(), &(n as i32))) }.unwrap();
         s.synchronize().unwrap();
         let expected: Vec<f32> = (0..n).map(|t| (n - 1 - t) as f32).collect();
         assert_eq!(out.to_vec().unwrap(), expected, "n = {n}");
@@ -220,7 +243,12 @@ fn cooperative_launch_synchronises_the_grid() {
             &s,
             &LaunchConfig::new(blocks, 256),
             &attrs,
-            (&din, &mut partial, &mut total, &(n as i32)),
+            (
+                din.as_view(),
+                partial.as_view_mut(),
+                total.as_view_mut(),
+                &(n as i32),
+            ),
         )
     }
     .unwrap();
@@ -247,7 +275,14 @@ fn cluster_launch_on_hopper() {
         let attrs = LaunchAttributes::new().cluster_dim(cluster);
         // SAFETY: cluster_info(unsigned* out) writes out[4b..4b + 4] for each block b of a
         // one-dimensional grid of `blocks` blocks; out holds 4 * blocks words.
-        unsafe { f.launch_ex(&s, &LaunchConfig::new(blocks, 32), &attrs, (&mut out,)) }?;
+        unsafe {
+            f.launch_ex(
+                &s,
+                &LaunchConfig::new(blocks, 32),
+                &attrs,
+                (out.as_view_mut(),),
+            )
+        }?;
         s.synchronize()?;
         out.to_vec()
     };
@@ -292,7 +327,7 @@ fn priority_attribute() {
         check_saxpy(&ctx, |s, cfg, a, x, y, n| {
             let attrs = LaunchAttributes::new().priority(priority);
             // SAFETY: saxpy's arguments, as in the tests above.
-            unsafe { f.launch_ex(s, cfg, &attrs, (&a, x, y, &n)) }.unwrap();
+            unsafe { f.launch_ex(s, cfg, &attrs, (&a, x.as_view(), y.as_view_mut(), &n)) }.unwrap();
         });
     }
 }
@@ -312,7 +347,7 @@ fn wrong_arguments_are_refused_before_launching() {
     let cfg = LaunchConfig::for_num_elems(512).unwrap();
 
     // SAFETY: refused before any launch (three arguments for four parameters).
-    match unsafe { f.launch(&s, &cfg, (&2.0f32, &x, &mut y)) } {
+    match unsafe { f.launch(&s, &cfg, (&2.0f32, x.as_view(), y.as_view_mut())) } {
         Err(Error::ArgumentCount {
             kernel,
             expected,
@@ -321,7 +356,7 @@ fn wrong_arguments_are_refused_before_launching() {
         other => panic!("expected ArgumentCount, got {other:?}"),
     }
     // SAFETY: refused before any launch (a double for the float a).
-    match unsafe { f.launch(&s, &cfg, (&2.0f64, &x, &mut y, &512i32)) } {
+    match unsafe { f.launch(&s, &cfg, (&2.0f64, x.as_view(), y.as_view_mut(), &512i32)) } {
         Err(Error::ArgumentSize {
             kernel,
             index,
@@ -339,7 +374,7 @@ fn wrong_arguments_are_refused_before_launching() {
             &s,
             &cfg,
             &LaunchAttributes::new(),
-            (&2.0f32, &x, &mut y, &512i64),
+            (&2.0f32, x.as_view(), y.as_view_mut(), &512i64),
         )
     }
     .unwrap_err();
@@ -349,7 +384,7 @@ fn wrong_arguments_are_refused_before_launching() {
         .kernel("saxpy")
         .unwrap();
     // SAFETY: refused before any launch.
-    let e = unsafe { k.launch(&s, &cfg, (&x,)) }.unwrap_err();
+    let e = unsafe { k.launch(&s, &cfg, (x.as_view(),)) }.unwrap_err();
     assert!(
         matches!(
             e,
@@ -367,7 +402,7 @@ fn wrong_arguments_are_refused_before_launching() {
     assert_eq!(y.to_vec().unwrap(), y0);
     check_saxpy(&ctx, |s, cfg, a, x, y, n| {
         // SAFETY: saxpy's arguments.
-        unsafe { f.launch(s, cfg, (&a, x, y, &n)) }.unwrap();
+        unsafe { f.launch(s, cfg, (&a, x.as_view(), y.as_view_mut(), &n)) }.unwrap();
     });
 }
 
@@ -388,7 +423,7 @@ fn bad_launch_configurations_fail_and_the_context_recovers() {
         saxpy.launch(
             &s,
             &LaunchConfig::new(2, 2048),
-            (&1.0f32, &x, &mut y, &4096i32),
+            (&1.0f32, x.as_view(), y.as_view_mut(), &4096i32),
         )
     }
     .unwrap_err();
@@ -403,7 +438,7 @@ fn bad_launch_configurations_fail_and_the_context_recovers() {
     let mut out = DeviceBuffer::from_slice(&ctx, &[0.0f32; 32]).unwrap();
     let cfg = LaunchConfig::new(1, 32).with_shared_mem(optin + 1);
     // SAFETY: use_dyn_shared's arguments; the launch is refused.
-    let e = unsafe { dyn_shared.launch(&s, &cfg, (&mut out, &32i32)) }.unwrap_err();
+    let e = unsafe { dyn_shared.launch(&s, &cfg, (out.as_view_mut(), &32i32)) }.unwrap_err();
     assert!(
         matches!(
             e.code(),
@@ -420,18 +455,18 @@ fn bad_launch_configurations_fail_and_the_context_recovers() {
         saxpy.launch(
             &other_stream,
             &LaunchConfig::new(1, 1),
-            (&1.0f32, &x, &mut y, &1i32),
+            (&1.0f32, x.as_view(), y.as_view_mut(), &1i32),
         )
     }
     .unwrap_err();
-    assert!(matches!(e, Error::InvalidArgument(_)), "{e}");
+    assert!(matches!(e, Error::ContextMismatch { .. }), "{e}");
     drop(other_stream);
     drop(other);
 
     // The same context still computes correctly.
     check_saxpy(&ctx, |s, cfg, a, x, y, n| {
         // SAFETY: saxpy's arguments.
-        unsafe { saxpy.launch(s, cfg, (&a, x, y, &n)) }.unwrap();
+        unsafe { saxpy.launch(s, cfg, (&a, x.as_view(), y.as_view_mut(), &n)) }.unwrap();
     });
 }
 
@@ -459,7 +494,7 @@ fn check_param_buffer(ctx: &Context, launch: impl FnOnce(&Stream, &ParamBuffer<'
             .unwrap()
             .push(f)
             .unwrap()
-            .push_arg(&mut out)
+            .push_arg(out.as_view_mut())
             .unwrap()
             .push(f2)
             .unwrap();
@@ -514,16 +549,13 @@ fn packed_parameter_buffer() {
             .unwrap()
             .push(1.0f32)
             .unwrap()
-            .push_arg(&mut out)
+            .push_arg(out.as_view_mut())
             .unwrap()
             .push(Float2::default())
             .unwrap();
         // SAFETY: refused before any launch.
         let e = unsafe { f.launch_packed(&s, &LaunchConfig::new(1, 1), &wrong) }.unwrap_err();
-        assert!(
-            matches!(&e, Error::InvalidArgument(m) if m.contains("offset")),
-            "{e}"
-        );
+        assert!(matches!(&e, Error::ArgumentOffset { index: 1, .. }), "{e}");
     }
 }
 

@@ -19,7 +19,7 @@ fn run_my_kernel(kernel: &Kernel, ctx: &Context, n: usize) {
     let cfg = LaunchConfig::for_num_elems(n).unwrap();
     // SAFETY: myKernel(int* out, int n) writes out[0..n) and the library's managed
     // variables; out holds n ints; the grid has at least 256 threads.
-    unsafe { kernel.launch(&stream, &cfg, (&mut out, &(n as i32))) }.unwrap();
+    unsafe { kernel.launch(&stream, &cfg, (out.as_view_mut(), &(n as i32))) }.unwrap();
     stream.synchronize().unwrap();
     let expected: Vec<i32> = (0..n as i32).collect();
     assert_eq!(out.to_vec().unwrap(), expected);
@@ -28,7 +28,7 @@ fn run_my_kernel(kernel: &Kernel, ctx: &Context, n: usize) {
 /// The library's managed `launch_count` (one int), read on the host in `ctx`.
 fn launch_count(library: &Library, ctx: &Context) -> Vec<i32> {
     let count = library.managed::<i32>("launch_count").unwrap();
-    count.to_vec(ctx).unwrap()
+    count.view(ctx).to_vec().unwrap()
 }
 
 #[test]
@@ -50,13 +50,19 @@ fn one_library_launches_in_every_device_and_shares_its_managed_variables() {
 
     let count = library.managed::<i32>("launch_count").unwrap();
     assert_eq!(count.len(), 1);
-    assert_eq!(count.to_vec(&ctx).unwrap(), vec![launches]);
+    assert_eq!(count.view(&ctx).to_vec().unwrap(), vec![launches]);
     let data = library.managed::<f32>("managed_data").unwrap();
     assert_eq!((data.len(), data.bytes()), (256, 1024));
-    assert_eq!(data.to_vec(&ctx).unwrap(), vec![launches as f32; 256]);
-    // The same address from every context: one managed allocation.
     assert_eq!(
-        data.as_raw(),
+        data.view(&ctx).to_vec().unwrap(),
+        vec![launches as f32; 256]
+    );
+    // The same address from every context: one managed allocation (looked up again once the
+    // first handle is gone: one handle per variable at a time).
+    let address = data.as_raw();
+    drop(data);
+    assert_eq!(
+        address,
         library
             .managed::<[f32; 256]>("managed_data")
             .unwrap()
@@ -79,17 +85,17 @@ fn managed_variables_are_written_and_read_on_the_host() {
     assert_eq!(host, vec![1.0; 256]);
 
     let start: Vec<f32> = (0..256).map(|i| i as f32 * 0.5 + 10.0).collect();
-    data.copy_from_host(&ctx, &start).unwrap();
+    data.view_mut(&ctx).copy_from_host(&start).unwrap();
     run_my_kernel(&kernel, &ctx, 256);
     let expected: Vec<f32> = start.iter().map(|v| v + 1.0).collect();
     let mut back = vec![0.0f32; 256];
-    data.copy_to_host(&ctx, &mut back).unwrap();
+    data.view(&ctx).copy_to_host(&mut back).unwrap();
     assert_eq!(back, expected);
 
     // SAFETY: as above: all work is done and none is launched while the slice lives.
     unsafe { data.as_host_slice_mut() }.fill(100.0);
     run_my_kernel(&kernel, &ctx, 256);
-    assert_eq!(data.to_vec(&ctx).unwrap(), vec![101.0; 256]);
+    assert_eq!(data.view(&ctx).to_vec().unwrap(), vec![101.0; 256]);
 }
 
 #[test]
@@ -172,7 +178,7 @@ fn kernel_functions_attributes_globals_and_modules() {
     let cfg = LaunchConfig::new(1, n as u32).with_shared_mem(4 * n as u32);
     // SAFETY: use_dyn_shared(float* out, int n): one block of n threads and n floats of
     // dynamic shared memory; out holds n floats.
-    unsafe { f.launch(&stream, &cfg, (&mut out, &(n as i32))) }.unwrap();
+    unsafe { f.launch(&stream, &cfg, (out.as_view_mut(), &(n as i32))) }.unwrap();
     stream.synchronize().unwrap();
     let expected: Vec<f32> = (0..n).map(|t| (n - 1 - t) as f32).collect();
     assert_eq!(out.to_vec().unwrap(), expected);
@@ -187,7 +193,7 @@ fn kernel_functions_attributes_globals_and_modules() {
     let read = library.kernel("read_globals").unwrap();
     let mut out = DeviceBuffer::from_slice(&ctx, &[0.0f32; 16]).unwrap();
     // SAFETY: read_globals(float* out) writes out[0..16).
-    unsafe { read.launch(&stream, &LaunchConfig::new(1, 16), (&mut out,)) }.unwrap();
+    unsafe { read.launch(&stream, &LaunchConfig::new(1, 16), (out.as_view_mut(),)) }.unwrap();
     stream.synchronize().unwrap();
     let expected: Vec<f32> = values.iter().map(|v| v + 5.0).collect();
     assert_eq!(out.to_vec().unwrap(), expected);
@@ -268,7 +274,7 @@ fn library_lookups_name_what_is_missing() {
         other => panic!("expected NotFound, got {other:?}"),
     }
     let e = library.managed::<f64>("launch_count").unwrap_err();
-    assert!(matches!(e, Error::InvalidArgument(_)), "{e}");
+    assert!(matches!(e, Error::SizeMismatch { .. }), "{e}");
     let e = library.global::<i32>("no_global", &ctx).unwrap_err();
     assert!(matches!(e, Error::NotFound { kind: "global", .. }), "{e}");
     // Still usable.

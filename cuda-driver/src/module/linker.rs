@@ -1,5 +1,6 @@
-//! The JIT linker (`cuLinkCreate` and friends): links PTX, cubins, fatbins, objects and
-//! libraries with relocatable device code into one cubin.
+//! The JIT linker (`cuLinkCreate` and friends, in the reference's Module Management group):
+//! links PTX, cubins, fatbins, objects and libraries with relocatable device code into one
+//! cubin.
 //!
 //! ```no_run
 //! use cuda_driver::{Device, JitInputType, JitOptions, Linker, Module};
@@ -20,9 +21,11 @@ use std::ptr;
 
 use cuda_driver_sys as sys;
 
-use crate::error::{report_drop_error, Result};
-use crate::module::{check_jit, path_to_c_string, with_c_str, with_nul_terminated, JitCall};
-use crate::{Context, JitOptions, ModuleImage};
+use crate::context::Context;
+use crate::cstr::{path_to_c_string, with_c_str, with_nul_terminated};
+use crate::error::{report_drop_error, Error, Result};
+use crate::image::{Image, ImageKind, ModuleImage};
+use crate::jit::{check_jit, JitCall, JitOptions};
 
 pub use crate::types::JitInputType;
 
@@ -30,7 +33,7 @@ pub use crate::types::JitInputType;
 ///
 /// The info and error logs are always captured; a failed [`add_data`](Self::add_data),
 /// [`add_file`](Self::add_file) or [`complete`](Self::complete) returns
-/// [`Error::Jit`](crate::Error::Jit) with the error log. The option arrays and log buffers
+/// [`Error::Jit`] with the error log. The option arrays and log buffers
 /// given to `cuLinkCreate` live in a box owned by the linker, since the driver writes to them
 /// until the link state is destroyed.
 ///
@@ -40,8 +43,9 @@ pub use crate::types::JitInputType;
 pub struct Linker {
     raw: sys::CUlinkState,
     // Boxed so that the arrays the driver holds pointers to never move; dropped after `raw`
-    // is destroyed (Drop runs before the fields drop).
-    jit: Box<JitCall>,
+    // is destroyed (Drop runs before the fields drop). `None` for a link state from
+    // `from_raw`.
+    jit: Option<Box<JitCall>>,
     ctx: Context,
 }
 
@@ -77,7 +81,7 @@ impl Linker {
     #[track_caller]
     pub fn new(ctx: &Context, options: &JitOptions) -> Result<Linker> {
         let _cur = ctx.enter()?;
-        let mut jit = Box::new(JitCall::new(options));
+        let mut jit = JitCall::new(options);
         let mut raw = ptr::null_mut();
         // SAFETY: the option arrays hold jit.len() entries and live, with the log buffers they
         // point to, in a box that the Linker keeps unmoved until after cuLinkDestroy (or that
@@ -88,9 +92,25 @@ impl Linker {
         check_jit(r, "cuLinkCreate_v2", || jit.error_log())?;
         Ok(Linker {
             raw,
-            jit,
+            jit: Some(jit),
             ctx: ctx.clone(),
         })
+    }
+
+    /// Takes ownership of a link state created in `ctx`; it is destroyed on drop. Its logs are
+    /// not captured (the options it was created with are the caller's):
+    /// [`info_log`](Self::info_log) and [`error_log`](Self::error_log) are empty, and a failed
+    /// call is a plain driver error.
+    ///
+    /// # Safety
+    /// `raw` is a live link state created by `cuLinkCreate` with `ctx` current, that nothing
+    /// else destroys, and whose option arrays and log buffers stay valid until it is.
+    pub unsafe fn from_raw(raw: sys::CUlinkState, ctx: &Context) -> Linker {
+        Linker {
+            raw,
+            jit: None,
+            ctx: ctx.clone(),
+        }
     }
 
     /// The raw `CUlinkState`, valid while `self` lives.
@@ -98,8 +118,28 @@ impl Linker {
         self.raw
     }
 
+    /// Gives up ownership and returns the raw `CUlinkState`, which the caller destroys
+    /// (`cuLinkDestroy`). The option arrays and log buffers it writes to are leaked, since the
+    /// driver may write them until then.
+    pub fn into_raw(self) -> sys::CUlinkState {
+        let mut this = std::mem::ManuallyDrop::new(self);
+        let raw = this.raw;
+        // The box stays allocated for the driver (leaked); the context handle is released.
+        std::mem::forget(this.jit.take());
+        // SAFETY: `this` is never used or dropped again; the context is moved out once.
+        drop(unsafe { std::ptr::read(&this.ctx) });
+        raw
+    }
+
+    fn error_log_now(&self) -> String {
+        self.jit.as_ref().map(|j| j.error_log()).unwrap_or_default()
+    }
+
     /// Adds an input from memory: PTX (NUL-terminated by a copy only when it is not), a cubin,
     /// a fatbin, a host object or a library, told by `kind`. `name` appears in the logs.
+    ///
+    /// A cubin or a fatbin is checked as [`Module::load_data`](crate::Module::load_data)
+    /// checks it ([`Error::MalformedImage`]), and must be what `kind` says.
     ///
     /// Wraps `cuLinkAddData_v2`.
     #[doc(alias = "cuLinkAddData")]
@@ -111,11 +151,24 @@ impl Linker {
         data: &I,
         name: &str,
     ) -> Result<()> {
-        let _cur = self.ctx.enter()?;
         let bytes = data.image_bytes();
+        let expected = match kind {
+            JitInputType::CUBIN => Some((ImageKind::Elf, "ELF")),
+            JitInputType::FATBINARY => Some((ImageKind::FatBinary, "fatbin")),
+            _ => None,
+        };
+        if let Some((expected, shown)) = expected {
+            if Image::check(bytes)?.kind() != expected {
+                return Err(Error::MalformedImage {
+                    kind: shown,
+                    reason: format!("an input added as {kind:?} is no {shown} image"),
+                });
+            }
+        }
+        let _cur = self.ctx.enter()?;
         let raw = self.raw;
         let add = |p: *const u8, len: usize| {
-            with_c_str(name, |name| {
+            with_c_str("input name", name, |name| {
                 // SAFETY: `p` points to `len` readable bytes alive for the call (the driver
                 // keeps no reference to inputs after it returns); `name` is NUL-terminated;
                 // no per-input options.
@@ -139,7 +192,7 @@ impl Linker {
         } else {
             add(bytes.as_ptr(), bytes.len())?
         };
-        check_jit(r, "cuLinkAddData_v2", || self.jit.error_log())
+        check_jit(r, "cuLinkAddData_v2", || self.error_log_now())
     }
 
     /// Adds an input from a file, of the kind told by `kind`.
@@ -162,7 +215,7 @@ impl Linker {
                 ptr::null_mut(),
             )
         };
-        check_jit(r, "cuLinkAddFile_v2", || self.jit.error_log())
+        check_jit(r, "cuLinkAddFile_v2", || self.error_log_now())
     }
 
     /// Links everything added and returns the cubin, copied out of the link state (which owns
@@ -179,7 +232,7 @@ impl Linker {
         let mut size = 0;
         // SAFETY: the link state is alive; writes a pointer and a size.
         let r = unsafe { sys::cuLinkComplete(self.raw, &mut cubin, &mut size) };
-        check_jit(r, "cuLinkComplete", || self.jit.error_log())?;
+        check_jit(r, "cuLinkComplete", || self.error_log_now())?;
         if cubin.is_null() || size == 0 {
             return Ok(Vec::new());
         }
@@ -190,18 +243,18 @@ impl Linker {
 
     /// The linker's info log so far (see [`JitOptions::verbose`]).
     pub fn info_log(&self) -> String {
-        self.jit.info_log()
+        self.jit.as_ref().map(|j| j.info_log()).unwrap_or_default()
     }
 
     /// The linker's error log so far.
     pub fn error_log(&self) -> String {
-        self.jit.error_log()
+        self.error_log_now()
     }
 
     /// Milliseconds spent compiling and linking, once [`complete`](Self::complete) succeeded
-    /// (`CU_JIT_WALL_TIME`).
+    /// (`CU_JIT_WALL_TIME`; 0 for a linker from [`from_raw`](Self::from_raw)).
     pub fn wall_time_ms(&self) -> f32 {
-        self.jit.wall_time_ms()
+        self.jit.as_ref().map_or(0.0, |j| j.wall_time_ms())
     }
 
     /// The context the link runs in.

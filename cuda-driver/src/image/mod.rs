@@ -1,0 +1,578 @@
+//! Images of device code in memory (PTX text, ELF cubins, fatbins): what the safe loaders
+//! accept, checked before the driver sees them, and what the crate learns from them.
+//!
+//! The driver loads a cubin or a fatbin from a bare pointer and reads as far as the image's
+//! own headers say, so [`Image::check`] refuses anything that is not self-contained and in
+//! bounds of the bytes given ([`Error::MalformedImage`] naming what is wrong):
+//!
+//! * an ELF cubin: a little-endian 64-bit ELF file whose program headers, section header table,
+//!   section-name string table and sections all lie within the bytes (see [`elf`]);
+//! * a fatbin: a header with the magic `0xBA55ED50`, version 1, and a size that lies within
+//!   the bytes, and entries whose headers and payloads lie within that size, each embedded
+//!   cubin checked as above (see [`fatbin`]);
+//! * PTX text: UTF-8 without a NUL byte before its end (NUL-terminated by a copy only when
+//!   it is not already).
+//!
+//! Images that hold pointers which the driver would follow are refused: the fat-binary
+//! wrapper `__fatBinC_Wrapper_t` (magic `0x466243B1`, which the CUDA runtime registers) and
+//! the fat binary of CUDA before 4.0 (`__cudaFatCudaBinary`, magic `0x1EE55A01`).
+//!
+//! At load time the loaders also read each kernel's parameter count from the image
+//! ([`ParamCounts`]: PTX `.entry` declarations, a cubin's `.nv.info.<kernel>` sections, the
+//! uncompressed entries of a fatbin), so that a checked launch can ask the driver for exactly
+//! that many parameters instead of probing until it fails.
+
+pub(crate) mod elf;
+pub(crate) mod fatbin;
+pub(crate) mod ptx;
+
+use std::ffi::{c_void, CStr};
+use std::sync::Arc;
+
+use crate::cstr::with_nul_terminated;
+use crate::error::{Error, Result};
+
+/// Device code in memory that the driver can load: PTX text, a cubin (ELF) or a fatbin.
+///
+/// Implemented for `str`, `String`, `[u8]`, `Vec<u8>`, `[u8; N]` and `CStr`. What the bytes
+/// are is told by their first bytes: the ELF magic (a cubin), the fatbin magic, or else
+/// PTX text. The safe loaders check the image first (see
+/// [`Error::MalformedImage`](crate::Error::MalformedImage)).
+pub trait ModuleImage {
+    /// The image's bytes.
+    fn image_bytes(&self) -> &[u8];
+}
+
+impl ModuleImage for str {
+    fn image_bytes(&self) -> &[u8] {
+        self.as_bytes()
+    }
+}
+
+impl ModuleImage for String {
+    fn image_bytes(&self) -> &[u8] {
+        self.as_bytes()
+    }
+}
+
+impl ModuleImage for [u8] {
+    fn image_bytes(&self) -> &[u8] {
+        self
+    }
+}
+
+impl ModuleImage for Vec<u8> {
+    fn image_bytes(&self) -> &[u8] {
+        self
+    }
+}
+
+impl<const N: usize> ModuleImage for [u8; N] {
+    fn image_bytes(&self) -> &[u8] {
+        self
+    }
+}
+
+impl ModuleImage for CStr {
+    fn image_bytes(&self) -> &[u8] {
+        self.to_bytes_with_nul()
+    }
+}
+
+/// What kind of image a byte string holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum ImageKind {
+    /// A cubin: an ELF file whose tables and sections lie within the bytes.
+    Elf,
+    /// A fatbin whose header and entries lie within the bytes.
+    FatBinary,
+    /// PTX text, loaded NUL-terminated.
+    Text,
+}
+
+/// The magic of `__fatBinC_Wrapper_t`, the CUDA runtime's wrapper around a pointer to a fatbin.
+pub(crate) const FATBIN_WRAPPER_MAGIC: u32 = 0x4662_43B1;
+/// The magic of `__cudaFatCudaBinary`, the fat binary of CUDA before 4.0 (a struct of
+/// pointers).
+pub(crate) const OLD_FATBIN_MAGIC: u32 = 0x1EE5_5A01;
+
+/// An image checked by [`Image::check`]: the driver can load it through a bare pointer
+/// without reading outside `bytes`.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Image<'a> {
+    bytes: &'a [u8],
+    kind: ImageKind,
+}
+
+impl<'a> Image<'a> {
+    /// Checks `bytes` (see the module docs); [`Error::MalformedImage`] names what is wrong.
+    #[track_caller]
+    pub(crate) fn check(bytes: &'a [u8]) -> Result<Image<'a>> {
+        let kind =
+            classify(bytes).map_err(|(kind, reason)| Error::MalformedImage { kind, reason })?;
+        Ok(Image { bytes, kind })
+    }
+
+    /// What the bytes hold.
+    pub(crate) fn kind(&self) -> ImageKind {
+        self.kind
+    }
+
+    /// The checked bytes.
+    pub(crate) fn bytes(&self) -> &'a [u8] {
+        self.bytes
+    }
+
+    /// Calls `f` with a pointer the driver can load: a binary as it is, text NUL-terminated
+    /// (copied only when it is not already).
+    pub(crate) fn with_ptr<R>(&self, f: impl FnOnce(*const c_void) -> R) -> R {
+        match self.kind {
+            ImageKind::Elf | ImageKind::FatBinary => f(self.bytes.as_ptr().cast()),
+            ImageKind::Text => with_nul_terminated(self.bytes, |p| f(p.cast())),
+        }
+    }
+
+    /// The parameter counts of the image's kernels, where the image tells them.
+    pub(crate) fn param_counts(&self) -> Option<Arc<ParamCounts>> {
+        let bytes: &'a [u8] = self.bytes;
+        let mut counts = CountsBuilder::default();
+        match self.kind {
+            ImageKind::Elf => elf::param_counts(bytes, &mut counts),
+            ImageKind::FatBinary => fatbin::param_counts(bytes, &mut counts),
+            ImageKind::Text => ptx::param_counts(text_of(bytes), &mut counts),
+        }
+        counts.build()
+    }
+}
+
+/// The text of PTX bytes: up to the first NUL (checked UTF-8 for a checked image; lossily
+/// cut at the first invalid byte otherwise).
+pub(crate) fn text_of(bytes: &[u8]) -> &str {
+    let end = bytes.iter().position(|&b| b == 0).unwrap_or(bytes.len());
+    match std::str::from_utf8(&bytes[..end]) {
+        Ok(s) => s,
+        Err(e) => std::str::from_utf8(&bytes[..e.valid_up_to()]).unwrap_or_default(),
+    }
+}
+
+/// What kind of image `b` holds, or what kind of bad image and why.
+fn classify(b: &[u8]) -> std::result::Result<ImageKind, (&'static str, String)> {
+    let magic = b
+        .get(..4)
+        .map(|m| u32::from_le_bytes(m.try_into().unwrap()));
+    if b.starts_with(b"\x7fELF") {
+        elf::check(b).map_err(|reason| ("ELF", reason))?;
+        Ok(ImageKind::Elf)
+    } else if magic == Some(fatbin::MAGIC) {
+        fatbin::check(b).map_err(|reason| ("fatbin", reason))?;
+        Ok(ImageKind::FatBinary)
+    } else if magic == Some(FATBIN_WRAPPER_MAGIC) {
+        Err((
+            "fat-binary wrapper",
+            "a `__fatBinC_Wrapper_t` (magic 0x466243B1) holds a pointer to its fatbin, which \
+             the driver would follow; load the fatbin itself"
+                .into(),
+        ))
+    } else if magic == Some(OLD_FATBIN_MAGIC) {
+        Err((
+            "fat binary",
+            "a pre-CUDA 4.0 `__cudaFatCudaBinary` (magic 0x1EE55A01) is a struct of pointers, \
+             which the driver would follow"
+                .into(),
+        ))
+    } else {
+        check_text(b).map_err(|reason| ("PTX", reason))?;
+        Ok(ImageKind::Text)
+    }
+}
+
+/// PTX text: UTF-8, and NUL bytes only at the end.
+fn check_text(b: &[u8]) -> std::result::Result<(), String> {
+    let end = b.iter().position(|&c| c == 0).unwrap_or(b.len());
+    if let Some(at) = b[end..].iter().position(|&c| c != 0) {
+        return Err(format!(
+            "the text ends with a NUL byte at offset {end}, but more follows at offset {}",
+            end + at
+        ));
+    }
+    std::str::from_utf8(&b[..end]).map_err(|e| {
+        format!(
+            "neither an ELF cubin, nor a fatbin, nor UTF-8 text (invalid byte at offset {})",
+            e.valid_up_to()
+        )
+    })?;
+    Ok(())
+}
+
+/// The parameter counts of the kernels of one image, by kernel name: a small sorted map.
+/// A name whose counts disagree (two entries of a fatbin, a declaration and a definition) is
+/// left out.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub(crate) struct ParamCounts {
+    sorted: Box<[(Box<str>, u32)]>,
+}
+
+impl ParamCounts {
+    /// The parameter count of the kernel `name`, if the image told it.
+    pub(crate) fn get(&self, name: &str) -> Option<u32> {
+        self.sorted
+            .binary_search_by(|(n, _)| (**n).cmp(name))
+            .ok()
+            .map(|i| self.sorted[i].1)
+    }
+
+    /// How many kernels the image told the count of.
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
+        self.sorted.len()
+    }
+
+    /// Every `(name, count)`, sorted by name.
+    #[cfg(test)]
+    pub(crate) fn entries(&self) -> Vec<(String, u32)> {
+        self.sorted
+            .iter()
+            .map(|(n, c)| (n.to_string(), *c))
+            .collect()
+    }
+}
+
+/// Collects the counts an image tells, borrowing the names from it; a name seen with two
+/// different counts (or once without one) becomes unknown.
+#[derive(Default)]
+pub(crate) struct CountsBuilder<'a> {
+    found: Vec<(&'a str, Option<u32>)>,
+}
+
+impl<'a> CountsBuilder<'a> {
+    pub(crate) fn insert(&mut self, name: &'a str, count: Option<u32>) {
+        self.found.push((name, count));
+    }
+
+    pub(crate) fn build(mut self) -> Option<Arc<ParamCounts>> {
+        self.found.sort_by(|a, b| a.0.cmp(b.0));
+        let sorted: Vec<(Box<str>, u32)> = self
+            .found
+            .chunk_by(|a, b| a.0 == b.0)
+            .filter_map(|same| {
+                let (name, count) = same[0];
+                let count = count.filter(|_| same.iter().all(|e| e.1 == same[0].1))?;
+                Some((Box::from(name), count))
+            })
+            .collect();
+        if sorted.is_empty() {
+            return None;
+        }
+        Some(Arc::new(ParamCounts {
+            sorted: sorted.into_boxed_slice(),
+        }))
+    }
+}
+
+/// Little-endian reads that fail instead of panicking past the end.
+pub(crate) fn read_u16(b: &[u8], at: u64) -> Option<u64> {
+    let at = usize::try_from(at).ok()?;
+    Some(u16::from_le_bytes(b.get(at..at.checked_add(2)?)?.try_into().ok()?) as u64)
+}
+
+pub(crate) fn read_u32(b: &[u8], at: u64) -> Option<u64> {
+    let at = usize::try_from(at).ok()?;
+    Some(u32::from_le_bytes(b.get(at..at.checked_add(4)?)?.try_into().ok()?) as u64)
+}
+
+pub(crate) fn read_u64(b: &[u8], at: u64) -> Option<u64> {
+    let at = usize::try_from(at).ok()?;
+    Some(u64::from_le_bytes(
+        b.get(at..at.checked_add(8)?)?.try_into().ok()?,
+    ))
+}
+
+/// Whether `offset + size` lies within `len` bytes.
+pub(crate) fn within(offset: u64, size: u64, len: usize) -> bool {
+    offset
+        .checked_add(size)
+        .is_some_and(|end| end <= len as u64)
+}
+
+/// `b[offset..offset + size]`, if it lies within `b`.
+pub(crate) fn sub(b: &[u8], offset: u64, size: u64) -> Option<&[u8]> {
+    if !within(offset, size, b.len()) {
+        return None;
+    }
+    Some(&b[offset as usize..(offset + size) as usize])
+}
+
+#[cfg(test)]
+pub(crate) mod testing;
+
+#[cfg(test)]
+mod tests {
+    use super::testing::{cubin, fatbin_of, FatEntry};
+    use super::*;
+    use proptest::prelude::*;
+
+    fn malformed(b: &[u8]) -> (&'static str, String) {
+        match Image::check(b) {
+            Err(Error::MalformedImage { kind, reason }) => (kind, reason),
+            other => panic!("expected MalformedImage, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn anything_else_is_text() {
+        assert_eq!(
+            Image::check(b".version 8.0\n").unwrap().kind(),
+            ImageKind::Text
+        );
+        assert_eq!(Image::check(b"").unwrap().kind(), ImageKind::Text);
+        assert_eq!(Image::check(b"text\0\0\0").unwrap().kind(), ImageKind::Text);
+    }
+
+    #[test]
+    fn binaries_with_pointers_are_refused() {
+        let mut wrapper = FATBIN_WRAPPER_MAGIC.to_le_bytes().to_vec();
+        wrapper.extend_from_slice(&[1, 0, 0, 0]);
+        wrapper.extend_from_slice(&0x7fff_0000_1000u64.to_le_bytes());
+        wrapper.extend_from_slice(&0u64.to_le_bytes());
+        let (kind, reason) = malformed(&wrapper);
+        assert_eq!(kind, "fat-binary wrapper");
+        assert!(reason.contains("0x466243B1"), "{reason}");
+        let mut old = OLD_FATBIN_MAGIC.to_le_bytes().to_vec();
+        old.extend_from_slice(&[0x55; 60]);
+        assert_eq!(malformed(&old).0, "fat binary");
+        // The magics alone (no room for the pointers) are refused as well.
+        assert_eq!(
+            malformed(&FATBIN_WRAPPER_MAGIC.to_le_bytes()).0,
+            "fat-binary wrapper"
+        );
+    }
+
+    #[test]
+    fn text_is_utf8_without_inner_nul() {
+        let (kind, reason) = malformed(b".version 8.0\0.entry x\n");
+        assert_eq!(kind, "PTX");
+        assert!(reason.contains("offset 12"), "{reason}");
+        let (kind, reason) = malformed(b"\x80\x81binary");
+        assert_eq!(kind, "PTX");
+        assert!(reason.contains("offset 0"), "{reason}");
+    }
+
+    #[test]
+    fn text_is_passed_nul_terminated() {
+        let img = Image::check(b"abc").unwrap();
+        img.with_ptr(|p| {
+            // SAFETY: with_ptr passes a NUL-terminated copy of the text.
+            assert_eq!(unsafe { CStr::from_ptr(p.cast()) }, c"abc");
+        });
+        let bin = cubin(&[]);
+        let img = Image::check(&bin).unwrap();
+        assert_eq!(img.kind(), ImageKind::Elf);
+        img.with_ptr(|p| assert_eq!(p, bin.as_ptr().cast()));
+    }
+
+    #[test]
+    fn counts_disagreeing_are_unknown() {
+        let mut b = CountsBuilder::default();
+        b.insert("a", Some(2));
+        b.insert("b", Some(1));
+        b.insert("a", Some(2));
+        b.insert("b", Some(3));
+        b.insert("c", None);
+        let c = b.build().unwrap();
+        assert_eq!(
+            (c.get("a"), c.get("b"), c.get("c"), c.len()),
+            (Some(2), None, None, 1)
+        );
+        assert!(CountsBuilder::default().build().is_none());
+    }
+
+    /// An independent statement of "in bounds" for an accepted image, in 128-bit arithmetic:
+    /// everything the headers point to lies within `b`.
+    fn elf_in_bounds(b: &[u8]) -> bool {
+        let n = b.len() as u128;
+        let u = |at: usize, w: usize| -> u128 {
+            let mut v = 0u128;
+            for i in (0..w).rev() {
+                v = (v << 8) | *b.get(at + i).unwrap_or(&0xFF) as u128;
+            }
+            v
+        };
+        if n < 64 || u(0x34, 2) < 64 {
+            return false;
+        }
+        let (phoff, phent, phnum) = (u(0x20, 8), u(0x36, 2), u(0x38, 2));
+        if phnum > 0 {
+            if phent < 56 || phoff + phent * phnum > n {
+                return false;
+            }
+            for i in 0..phnum {
+                let at = (phoff + i * phent) as usize;
+                if u(at + 8, 8) + u(at + 0x20, 8) > n {
+                    return false;
+                }
+            }
+        }
+        let (shoff, shent) = (u(0x28, 8), u(0x3A, 2));
+        if shoff == 0 {
+            return u(0x3C, 2) == 0;
+        }
+        if shent < 64 || shoff + shent > n {
+            return false;
+        }
+        let mut shnum = u(0x3C, 2);
+        if shnum == 0 {
+            shnum = u(shoff as usize + 0x20, 8);
+        }
+        if shoff + shent * shnum > n {
+            return false;
+        }
+        let mut names = u(0x3E, 2);
+        if names == 0xFFFF {
+            names = u(shoff as usize + 0x28, 4);
+        }
+        if names >= shnum {
+            return false;
+        }
+        for i in 0..shnum {
+            let at = (shoff + i * shent) as usize;
+            let kind = u(at + 4, 4);
+            if kind != 0 && kind != 8 && u(at + 0x18, 8) + u(at + 0x20, 8) > n {
+                return false;
+            }
+        }
+        true
+    }
+
+    fn fatbin_in_bounds(b: &[u8]) -> bool {
+        let n = b.len() as u128;
+        let u = |at: u128, w: u128| -> u128 {
+            (0..w).rev().fold(0u128, |v, i| {
+                (v << 8) | *b.get((at + i) as usize).unwrap_or(&0xFF) as u128
+            })
+        };
+        if n < 16 {
+            return false;
+        }
+        let (header, size) = (u(6, 2), u(8, 8));
+        let end = header + size;
+        if header < 16 || end > n {
+            return false;
+        }
+        let mut pos = header;
+        while pos < end {
+            let (kind, h, payload) = (u(pos, 2), u(pos + 4, 4), u(pos + 8, 8));
+            if pos + 16 > end || h < 16 || pos + h + payload > end {
+                return false;
+            }
+            let data = &b[(pos + h) as usize..(pos + h + payload) as usize];
+            let compressed = (h >= 0x30 && u(pos + 0x28, 8) & 0x2000 != 0)
+                || (h >= 0x14 && u(pos + 0x10, 4) != 0);
+            if kind == 2 && !compressed && data.starts_with(b"\x7fELF") && !elf_in_bounds(data) {
+                return false;
+            }
+            pos += h + payload;
+        }
+        true
+    }
+
+    /// A seed image, then random byte and word writes and a random cut.
+    fn mutated(seed: Vec<u8>) -> impl Strategy<Value = Vec<u8>> {
+        let len = seed.len();
+        (
+            proptest::collection::vec((0..len, any::<u64>(), 0usize..4), 0..6),
+            proptest::option::weighted(0.2, 0..=len),
+        )
+            .prop_map(move |(writes, cut)| {
+                let mut b = seed.clone();
+                for (at, v, width) in writes {
+                    let w = [1, 2, 4, 8][width];
+                    for i in 0..w {
+                        if let Some(x) = b.get_mut(at + i) {
+                            *x = (v >> (8 * i)) as u8;
+                        }
+                    }
+                }
+                if let Some(cut) = cut {
+                    b.truncate(cut);
+                }
+                b
+            })
+    }
+
+    fn seeds() -> impl Strategy<Value = Vec<u8>> {
+        let elf = cubin(&[("k", &[8, 4]), ("z", &[])]);
+        let fat = fatbin_of(&[
+            FatEntry::elf(&elf),
+            FatEntry::ptx(b".entry p(.param .u32 a)\n{}"),
+        ]);
+        prop_oneof![mutated(elf), mutated(fat)]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(2000))]
+
+        /// Whatever the bytes, checking and counting never panic, and an accepted binary lies
+        /// within its bytes by the independent statement above.
+        #[test]
+        fn mutated_images_are_refused_or_in_bounds(b in seeds()) {
+            if let Ok(img) = Image::check(&b) {
+                match img.kind() {
+                    ImageKind::Elf => prop_assert!(elf_in_bounds(&b), "accepted out of bounds"),
+                    ImageKind::FatBinary => prop_assert!(fatbin_in_bounds(&b), "accepted out of bounds"),
+                    ImageKind::Text => {
+                        let end = b.iter().position(|&c| c == 0).unwrap_or(b.len());
+                        prop_assert!(std::str::from_utf8(&b[..end]).is_ok());
+                        prop_assert!(b[end..].iter().all(|&c| c == 0));
+                    }
+                }
+                let _ = img.param_counts();
+            }
+        }
+
+        #[test]
+        fn random_bytes_with_any_magic_never_panic(
+            magic in prop_oneof![
+                Just(b"\x7fELF".to_vec()),
+                Just(fatbin::MAGIC.to_le_bytes().to_vec()),
+                Just(FATBIN_WRAPPER_MAGIC.to_le_bytes().to_vec()),
+                Just(Vec::new()),
+            ],
+            rest in proptest::collection::vec(any::<u8>(), 0..300),
+        ) {
+            let mut b = magic;
+            b.extend_from_slice(&rest);
+            if let Ok(img) = Image::check(&b) {
+                let _ = img.param_counts();
+                match img.kind() {
+                    ImageKind::Elf => prop_assert!(elf_in_bounds(&b)),
+                    ImageKind::FatBinary => prop_assert!(fatbin_in_bounds(&b)),
+                    ImageKind::Text => {}
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn the_seeds_are_accepted_and_in_bounds() {
+        let elf = cubin(&[("k", &[8, 4]), ("z", &[])]);
+        assert!(Image::check(&elf).is_ok() && elf_in_bounds(&elf));
+        let fat = fatbin_of(&[FatEntry::elf(&elf), FatEntry::ptx(b".version 8.0\n")]);
+        assert!(Image::check(&fat).is_ok() && fatbin_in_bounds(&fat));
+    }
+
+    #[test]
+    fn counts_come_from_every_kind_of_image() {
+        let ptx = ".version 8.0\n.visible .entry k(.param .u64 a, .param .u32 b)\n{ ret; }\n";
+        let img = Image::check(ptx.as_bytes()).unwrap();
+        assert_eq!(img.param_counts().unwrap().get("k"), Some(2));
+        let elf = cubin(&[("k", &[8, 4, 4]), ("none", &[])]);
+        let counts = Image::check(&elf).unwrap().param_counts().unwrap();
+        assert_eq!((counts.get("k"), counts.get("none")), (Some(3), Some(0)));
+        let fat = fatbin_of(&[
+            FatEntry::elf(&elf),
+            FatEntry::ptx(ptx.replace(".entry k(", ".entry p(").as_bytes()),
+        ]);
+        let counts = Image::check(&fat).unwrap().param_counts().unwrap();
+        assert_eq!((counts.get("k"), counts.get("p")), (Some(3), Some(2)));
+    }
+}

@@ -1,0 +1,407 @@
+//! Module Management: device code (PTX, cubin, fatbin) loaded into one context ([`Module`]),
+//! its kernels ([`Function`]), its module-scope variables ([`Global`]), and the JIT
+//! [`Linker`] (`cuLink*`, which the CUDA Driver API reference lists in this group).
+//!
+//! A [`Module`] is the driver's `CUmodule`: code loaded into one [`Context`], unloaded when the
+//! last handle (the module, or a [`Function`] or [`Global`] taken from it) is dropped. To load
+//! code once for every context and device, use a [`Library`](crate::Library) instead.
+//!
+//! Loading always captures the JIT's info and error logs: a failed load returns
+//! [`Error::Jit`] with the compiler's error log, and [`Module::info_log`] holds the info log of a
+//! successful one. [`JitOptions`] sets the compiler options. The image is checked before the
+//! driver sees it ([`Error::MalformedImage`]), and each kernel's parameter count is read from
+//! it for the checked launches (see [`Function::params`]).
+//!
+//! ```no_run
+//! use cuda_driver::{Device, JitOptions, Module};
+//!
+//! let ctx = Device::get(0)?.primary_context()?;
+//! let ptx = "...PTX text...";
+//! let module = Module::load_data_with(&ctx, ptx, &JitOptions::new().max_registers(32).verbose(true))?;
+//! println!("{}", module.info_log());
+//! let vec_add = module.function("VecAdd")?;
+//! # Ok::<(), cuda_driver::Error>(())
+//! ```
+
+mod function;
+mod global;
+mod linker;
+
+use std::any::Any;
+use std::ffi::c_void;
+use std::path::Path;
+use std::ptr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use cuda_driver_sys as sys;
+
+use crate::context::Context;
+use crate::cstr::{path_to_c_string, with_c_str};
+use crate::error::{check, Error, Result};
+use crate::image::{Image, ImageKind, ModuleImage, ParamCounts};
+use crate::jit::{check_jit, check_lookup, JitCall, JitOptions, LiveJit};
+use crate::params::ParamCache;
+use crate::release::SendRaw;
+use crate::repr::DeviceRepr;
+
+pub(crate) use function::FunctionOwner;
+pub use function::{Function, FunctionAttribute};
+pub use global::Global;
+pub(crate) use global::{element_count, AddressClaim};
+pub use linker::{JitInputType, Linker};
+
+/// What keeps loaded code alive, type-erased: a module's or a library's shared state.
+pub(crate) type Keep = Arc<dyn Any + Send + Sync>;
+
+/// A module loaded into a context (`CUmodule`). Cloning is cheap and shares it.
+///
+/// The module keeps its [`Context`] alive, and is unloaded (`cuModuleUnload`) when the last
+/// handle to it is dropped: the module, its clones, and every [`Function`] and [`Global`]
+/// taken from it (they hold it through an `Arc`, so they cannot dangle). A module returned by
+/// [`Library::module`](crate::Library::module) belongs to its library and is never unloaded by
+/// this handle.
+///
+/// `Send + Sync`: a module may be used from any thread.
+#[derive(Clone)]
+#[doc(alias = "CUmodule")]
+pub struct Module {
+    inner: Arc<ModuleInner>,
+}
+
+pub(crate) struct ModuleInner {
+    raw: sys::CUmodule,
+    ctx: Context,
+    /// `None`: loaded by this crate (or handed over), unloaded on drop. `Some`: a library's
+    /// module in one context, which the library owns; this keeps the library loaded.
+    owner: Option<Keep>,
+    /// The option arrays and log buffers of the load, which the driver may write until the
+    /// unload.
+    jit: Option<LiveJit>,
+    info_log: String,
+    wall_time_ms: Option<f32>,
+    /// The parameter counts the image told, by kernel name.
+    counts: Option<Arc<ParamCounts>>,
+    /// Set by [`Module::into_raw`]: the caller unloads the module.
+    released: AtomicBool,
+}
+
+// SAFETY: a CUmodule may be used from any host thread; ModuleInner unloads it once, in Drop,
+// with its context made current. The JIT buffers are only read (volatile) through `&self`.
+unsafe impl Send for ModuleInner {}
+// SAFETY: no method mutates ModuleInner (but the atomic flag); the driver's module calls are
+// thread-safe.
+unsafe impl Sync for ModuleInner {}
+
+impl Drop for ModuleInner {
+    fn drop(&mut self) {
+        let jit = self.jit.take();
+        if self.owner.is_some() || *self.released.get_mut() {
+            // Not ours to unload: the JIT buffers (if any) are leaked with `jit`, since the
+            // driver may still write them.
+            return;
+        }
+        let raw = SendRaw(self.raw);
+        self.ctx.release("cuModuleUnload", move || {
+            // SAFETY: `raw` was loaded into the context made current here and is owned by this
+            // inner, the last holder: every Function and Global of it held this Arc and is
+            // gone.
+            let r = unsafe { sys::cuModuleUnload(raw.get()) };
+            if r == sys::CUDA_SUCCESS {
+                if let Some(jit) = jit {
+                    // SAFETY: the module is unloaded; the driver no longer writes the logs.
+                    unsafe { jit.free() };
+                }
+            }
+            r
+        });
+    }
+}
+
+impl ModuleInner {
+    /// The JIT's error log of the load as it stands now (empty without a log).
+    fn error_log(&self) -> String {
+        self.jit
+            .as_ref()
+            .map(|j| j.get().error_log())
+            .unwrap_or_default()
+    }
+}
+
+impl std::fmt::Debug for Module {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Module")
+            .field("raw", &self.inner.raw)
+            .field("ctx", &self.inner.ctx.as_raw())
+            .finish()
+    }
+}
+
+impl Module {
+    fn wrap(
+        raw: sys::CUmodule,
+        ctx: &Context,
+        owner: Option<Keep>,
+        jit: Option<Box<JitCall>>,
+        counts: Option<Arc<ParamCounts>>,
+    ) -> Module {
+        Module {
+            inner: Arc::new(ModuleInner {
+                raw,
+                ctx: ctx.clone(),
+                owner,
+                info_log: jit.as_deref().map(JitCall::info_log).unwrap_or_default(),
+                wall_time_ms: jit.as_deref().map(JitCall::wall_time_ms),
+                jit: jit.map(LiveJit::new),
+                counts,
+                released: AtomicBool::new(false),
+            }),
+        }
+    }
+
+    /// A library's module in `ctx`, which `owner` (the library) keeps loaded.
+    pub(crate) fn of_library(
+        raw: sys::CUmodule,
+        ctx: &Context,
+        owner: Keep,
+        counts: Option<Arc<ParamCounts>>,
+    ) -> Module {
+        Self::wrap(raw, ctx, Some(owner), None, counts)
+    }
+
+    /// Loads PTX text, a cubin or a fatbin into `ctx` with the driver's default JIT options.
+    ///
+    /// See [`load_data_with`](Self::load_data_with).
+    #[track_caller]
+    pub fn load_data<I: ModuleImage + ?Sized>(ctx: &Context, image: &I) -> Result<Module> {
+        Self::load_data_with(ctx, image, &JitOptions::default())
+    }
+
+    /// Loads PTX text, a cubin or a fatbin into `ctx`, compiling PTX with `options`.
+    ///
+    /// PTX needs no NUL terminator (`"...\0"` avoids a copy). The image is checked first: the
+    /// driver reads a cubin or fatbin through a bare pointer as far as its headers say, so an
+    /// image that is not self-contained and within `image`'s bytes is refused with
+    /// [`Error::MalformedImage`] naming what is wrong (see that variant). A failed compile is
+    /// [`Error::Jit`] with the compiler's error log; the info log of a successful one is
+    /// [`Module::info_log`]. The kernels' parameter counts are read from the image, so that the
+    /// checked launches ask the driver for exactly those parameters.
+    ///
+    /// Wraps [`cuModuleLoadDataEx`](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MODULE.html).
+    ///
+    /// ```no_run
+    /// # let ctx = cuda_driver::Device::get(0)?.primary_context()?;
+    /// use cuda_driver::{Error, JitOptions, Module};
+    /// match Module::load_data_with(&ctx, "not PTX", &JitOptions::new()) {
+    ///     Err(Error::Jit { log, .. }) => eprintln!("the JIT says:\n{log}"),
+    ///     other => panic!("{other:?}"),
+    /// }
+    /// # Ok::<(), cuda_driver::Error>(())
+    /// ```
+    #[doc(alias = "cuModuleLoadDataEx")]
+    #[track_caller]
+    pub fn load_data_with<I: ModuleImage + ?Sized>(
+        ctx: &Context,
+        image: &I,
+        options: &JitOptions,
+    ) -> Result<Module> {
+        let image = Image::check(image.image_bytes())?;
+        let counts = image.param_counts();
+        let _cur = ctx.enter()?;
+        let mut call = JitCall::new(options);
+        let mut raw = ptr::null_mut();
+        let r = image.with_ptr(|p| {
+            // SAFETY: `p` points to a checked image the driver reads within its bounds (a
+            // binary whose headers lie within it, or NUL-terminated text), alive for the call;
+            // the option arrays hold `call.len()` entries whose buffers live in the boxed
+            // `call`, which the module keeps until it is unloaded; writes one CUmodule.
+            unsafe {
+                sys::cuModuleLoadDataEx(
+                    &mut raw,
+                    p,
+                    call.len(),
+                    call.options_ptr(),
+                    call.values_ptr(),
+                )
+            }
+        });
+        check_jit(r, "cuModuleLoadDataEx", || call.error_log())?;
+        Ok(Self::wrap(raw, ctx, None, Some(call), counts))
+    }
+
+    /// Loads a module from a bare pointer with no options and no checks. The kernels'
+    /// parameter counts are unknown, so a checked launch probes the driver for them (see
+    /// [`Function::params`]).
+    ///
+    /// Wraps `cuModuleLoadData`.
+    ///
+    /// # Safety
+    /// `image` points to a cubin, a fatbin or NUL-terminated PTX that stays readable for the
+    /// call, and whose headers describe only memory that is part of it.
+    #[doc(alias = "cuModuleLoadData")]
+    #[track_caller]
+    pub unsafe fn load_data_unchecked(ctx: &Context, image: *const c_void) -> Result<Module> {
+        let _cur = ctx.enter()?;
+        let mut raw = ptr::null_mut();
+        check(
+            // SAFETY: the caller guarantees `image`; writes one CUmodule.
+            unsafe { sys::cuModuleLoadData(&mut raw, image) },
+            "cuModuleLoadData",
+        )?;
+        Ok(Self::wrap(raw, ctx, None, None, None))
+    }
+
+    /// Loads a fatbin (as output by `nvcc -fatbin`), after checking it as
+    /// [`load_data_with`](Self::load_data_with) does; anything but a fatbin is
+    /// [`Error::MalformedImage`].
+    ///
+    /// Wraps `cuModuleLoadFatBinary`.
+    #[doc(alias = "cuModuleLoadFatBinary")]
+    #[track_caller]
+    pub fn load_fat_binary<I: ModuleImage + ?Sized>(ctx: &Context, fatbin: &I) -> Result<Module> {
+        let image = Image::check(fatbin.image_bytes())?;
+        if image.kind() != ImageKind::FatBinary {
+            return Err(Error::MalformedImage {
+                kind: "fatbin",
+                reason: "load_fat_binary: the image does not start with the fatbin magic \
+                         0xBA55ED50"
+                    .into(),
+            });
+        }
+        let counts = image.param_counts();
+        let _cur = ctx.enter()?;
+        let mut raw = ptr::null_mut();
+        let r = image.with_ptr(|p| {
+            // SAFETY: a checked fatbin whose header and entries lie within its bytes, alive for
+            // the call; writes one CUmodule.
+            unsafe { sys::cuModuleLoadFatBinary(&mut raw, p) }
+        });
+        check(r, "cuModuleLoadFatBinary")?;
+        Ok(Self::wrap(raw, ctx, None, None, counts))
+    }
+
+    /// Loads a module from a file: a cubin, PTX or fatbin.
+    ///
+    /// The file is read and loaded as [`load_data`](Self::load_data) loads bytes
+    /// (`cuModuleLoadDataEx`): checked first, with the JIT's logs and the kernels' parameter
+    /// counts. A file that cannot be read is handed to `cuModuleLoad`, whose error says why
+    /// (`CUDA_ERROR_FILE_NOT_FOUND`, ...).
+    ///
+    /// Wraps `cuModuleLoadDataEx` (and `cuModuleLoad` for its error).
+    #[doc(alias = "cuModuleLoad")]
+    #[track_caller]
+    pub fn load_file(ctx: &Context, path: impl AsRef<Path>) -> Result<Module> {
+        let path = path.as_ref();
+        let c_path = path_to_c_string(path)?;
+        if let Ok(bytes) = std::fs::read(path) {
+            return Self::load_data(ctx, &bytes);
+        }
+        let _cur = ctx.enter()?;
+        let mut raw = ptr::null_mut();
+        check(
+            // SAFETY: a NUL-terminated path alive for the call; writes one CUmodule. The file
+            // could not be read here, so the driver is expected to fail too.
+            unsafe { sys::cuModuleLoad(&mut raw, c_path.as_ptr()) },
+            "cuModuleLoad",
+        )?;
+        Ok(Self::wrap(raw, ctx, None, None, None))
+    }
+
+    /// Takes ownership of a module loaded into `ctx`; it is unloaded when the last handle
+    /// is dropped. Its kernels' parameter counts are unknown (checked launches probe the
+    /// driver for them, see [`Function::params`]).
+    ///
+    /// # Safety
+    /// `raw` is a live module of `ctx` that nothing else unloads.
+    pub unsafe fn from_raw(raw: sys::CUmodule, ctx: &Context) -> Module {
+        Self::wrap(raw, ctx, None, None, None)
+    }
+
+    /// The raw `CUmodule`, valid while `self` lives.
+    pub fn as_raw(&self) -> sys::CUmodule {
+        self.inner.raw
+    }
+
+    /// Gives up the crate's ownership and returns the raw `CUmodule`: the crate no longer
+    /// unloads it, the caller does (`cuModuleUnload`). Clones, [`Function`]s and [`Global`]s of
+    /// it keep working until then; unloading it while they live is the caller's to avoid.
+    /// For a module of a [`Library`](crate::Library), the library still owns it.
+    pub fn into_raw(self) -> sys::CUmodule {
+        self.inner.released.store(true, Ordering::Relaxed);
+        self.inner.raw
+    }
+
+    /// The context the module is loaded in.
+    pub fn context(&self) -> &Context {
+        &self.inner.ctx
+    }
+
+    /// The JIT's info log of the load (empty for binaries and for loads without a log).
+    /// [`JitOptions::verbose`] adds register and memory use of each kernel.
+    pub fn info_log(&self) -> &str {
+        &self.inner.info_log
+    }
+
+    /// Milliseconds the driver spent compiling and linking the module (`CU_JIT_WALL_TIME`),
+    /// for loads with options.
+    pub fn wall_time_ms(&self) -> Option<f32> {
+        self.inner.wall_time_ms
+    }
+
+    /// The kernel `name` (its PTX name: `extern "C"` names are the C names, others are
+    /// mangled). A missing name is [`Error::NotFound`] naming it.
+    ///
+    /// Wraps `cuModuleGetFunction`.
+    #[doc(alias = "cuModuleGetFunction")]
+    #[track_caller]
+    pub fn function(&self, name: &str) -> Result<Function> {
+        let _cur = self.inner.ctx.enter()?;
+        let mut raw = ptr::null_mut();
+        let r = with_c_str("kernel name", name, |p| {
+            // SAFETY: the module is alive; `p` is NUL-terminated; writes one CUfunction.
+            unsafe { sys::cuModuleGetFunction(&mut raw, self.inner.raw, p) }
+        })?;
+        check_lookup(r, "cuModuleGetFunction", "kernel", name, || {
+            self.inner.error_log()
+        })?;
+        Ok(Function::new(
+            raw,
+            FunctionOwner::Module(self.inner.clone()),
+            ParamCache::named(name, self.inner.counts.clone()),
+        ))
+    }
+
+    /// The module-scope variable `name` (`__device__` or `__constant__`) as `len` elements of
+    /// `T`, where the variable's size must be a whole number of `T`s
+    /// ([`Error::SizeMismatch`] otherwise).
+    ///
+    /// The handle is exclusive: while it lives, another lookup of the same variable (through
+    /// this module, a clone, or the library it belongs to) is [`Error::AlreadyBorrowed`].
+    ///
+    /// Wraps `cuModuleGetGlobal_v2`.
+    ///
+    /// ```no_run
+    /// # let ctx = cuda_driver::Device::get(0)?.primary_context()?;
+    /// # let module = cuda_driver::Module::load_data(&ctx, "")?;
+    /// use cuda_driver::prelude::*;
+    /// // __constant__ float const_table[16];
+    /// let mut table = module.global::<f32>("const_table")?;
+    /// table.copy_from_host(&[1.0; 16])?;
+    /// # Ok::<(), cuda_driver::Error>(())
+    /// ```
+    #[doc(alias = "cuModuleGetGlobal")]
+    #[doc(alias = "cuModuleGetGlobal_v2")]
+    #[track_caller]
+    pub fn global<T: DeviceRepr>(&self, name: &str) -> Result<Global<T>> {
+        let _cur = self.inner.ctx.enter()?;
+        let (mut ptr, mut bytes) = (0, 0);
+        let r = with_c_str("global name", name, |p| {
+            // SAFETY: the module is alive; `p` is NUL-terminated; writes a pointer and a size.
+            unsafe { sys::cuModuleGetGlobal_v2(&mut ptr, &mut bytes, self.inner.raw, p) }
+        })?;
+        check_lookup(r, "cuModuleGetGlobal_v2", "global", name, || {
+            self.inner.error_log()
+        })?;
+        Global::new(ptr, bytes, name, &self.inner.ctx, self.inner.clone())
+    }
+}
