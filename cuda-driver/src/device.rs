@@ -14,9 +14,9 @@ pub use crate::types::DeviceAttribute;
 ///
 /// A `Device` is a plain handle: copying it is free and it owns nothing. Work happens in a
 /// [`Context`](crate::Context) on the device, usually its [primary context](Device::primary_context).
+#[wraps(CUdevice)]
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
 #[repr(transparent)]
-#[doc(alias = "CUdevice")]
 pub struct Device(sys::CUdevice);
 
 impl Device {
@@ -58,7 +58,8 @@ impl Device {
         (0..Self::count()?).map(Device::get).collect()
     }
 
-    /// Wraps a raw `CUdevice` obtained from `cuda_driver_sys`.
+    /// Calls a raw `CUdevice` obtained from `cuda_driver_sys`.
+    #[wraps(CUdevice)]
     pub const fn from_raw(raw: sys::CUdevice) -> Device {
         Device(raw)
     }
@@ -87,9 +88,8 @@ impl Device {
 
     /// The device's 16-byte UUID.
     ///
-    /// Wraps `cuDeviceGetUuid_v2` (CUDA 11.4).
-    #[doc(alias = "cuDeviceGetUuid")]
-    #[doc(alias = "cuDeviceGetUuid_v2")]
+    /// Calls `cuDeviceGetUuid_v2` (CUDA 11.4).
+    #[wraps(cuDeviceGetUuid)]
     #[track_caller]
     pub fn uuid(self) -> Result<[u8; 16]> {
         let mut uuid = sys::CUuuid { bytes: [0; 16] };
@@ -102,9 +102,7 @@ impl Device {
     }
 
     /// The PCI bus id, as `"0000:19:00.0"`.
-    ///
-    /// Wraps `cuDeviceGetPCIBusId`.
-    #[doc(alias = "cuDeviceGetPCIBusId")]
+    #[wraps(cuDeviceGetPCIBusId)]
     #[track_caller]
     pub fn pci_bus_id(self) -> Result<String> {
         let mut buf = [0 as std::ffi::c_char; 64];
@@ -163,9 +161,7 @@ impl Device {
     }
 
     /// Whether contexts on this device can access memory of `peer` directly.
-    ///
-    /// Wraps `cuDeviceCanAccessPeer`.
-    #[doc(alias = "cuDeviceCanAccessPeer")]
+    #[wraps(cuDeviceCanAccessPeer)]
     #[track_caller]
     pub fn can_access_peer(self, peer: Device) -> Result<bool> {
         let mut v = 0;

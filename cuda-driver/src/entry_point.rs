@@ -38,6 +38,7 @@ use std::marker::PhantomData;
 use std::ptr::NonNull;
 use std::sync::OnceLock;
 
+use cuda_driver_macros::wraps;
 use cuda_driver_sys as sys;
 
 pub use crate::error::ProcAddressStatus;
@@ -67,7 +68,6 @@ pub const CRATE_FLAGS: ProcAddressFlags = if cfg!(feature = "per-thread-default-
 /// per-thread one with the `per-thread-default-stream` feature (the feature makes
 /// `cuGetProcAddress` add the per-thread flag, as `CUDA_API_PER_THREAD_DEFAULT_STREAM` does in C).
 ///
-/// Wraps [`cuGetProcAddress_v2`](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__DRIVER__ENTRY__POINT.html).
 ///
 /// ```no_run
 /// use cuda_driver::entry_point::proc_address;
@@ -78,8 +78,7 @@ pub const CRATE_FLAGS: ProcAddressFlags = if cfg!(feature = "per-thread-default-
 /// assert_ne!(v1, v2); // cuStreamBeginCapture and cuStreamBeginCapture_v2
 /// # Ok::<(), cuda_driver::Error>(())
 /// ```
-#[doc(alias = "cuGetProcAddress")]
-#[doc(alias = "cuGetProcAddress_v2")]
+#[wraps(cuGetProcAddress)]
 #[track_caller]
 pub fn proc_address(
     symbol: &CStr,
@@ -127,7 +126,7 @@ pub fn proc_address(
 /// # Safety
 /// `F` must be the function pointer type (the `Fn` of a `PFN_*` of `cuda_driver_sys`, such as
 /// `PFN_cuStreamBeginCapture_v10010`) matching the ABI of `symbol` at `cuda_version`.
-#[doc(alias = "cuGetProcAddress")]
+#[wraps(cuGetProcAddress)]
 #[track_caller]
 pub unsafe fn proc_address_as<F: Copy>(
     symbol: &CStr,
@@ -179,7 +178,6 @@ pub unsafe trait EntryPoint {
 /// when the driver does not provide the function (a symbol a platform lacks), or the error
 /// of `cuInit`.
 ///
-/// Wraps `cuGetProcAddress_v2`.
 ///
 /// ```no_run
 /// use cuda_driver::entry_point::{self, pfn};
@@ -191,8 +189,7 @@ pub unsafe trait EntryPoint {
 /// assert_eq!(r, cuda_driver::sys::CUDA_SUCCESS);
 /// # Ok::<(), cuda_driver::Error>(())
 /// ```
-#[doc(alias = "cuGetProcAddress")]
-#[doc(alias = "cuGetProcAddress_v2")]
+#[wraps(cuGetProcAddress)]
 #[track_caller]
 pub fn get<P: EntryPoint>() -> Result<P::Pfn> {
     let p = lookup(P::SYMBOL, P::VERSION, P::FLAGS)?;

@@ -7,6 +7,7 @@ use std::ffi::CStr;
 use std::fmt;
 use std::panic::Location;
 
+use cuda_driver_macros::wraps;
 use cuda_driver_sys as sys;
 
 pub use crate::types::ErrorCode;
@@ -15,7 +16,7 @@ pub use crate::types::ProcAddressStatus;
 impl ErrorCode {
     /// The code's name, such as `"CUDA_ERROR_OUT_OF_MEMORY"`, from `cuGetErrorName`; for a
     /// code neither the driver nor cuda.h 13.0 knows, `"CUDA_ERROR_UNRECOGNIZED"`.
-    #[doc(alias = "cuGetErrorName")]
+    #[wraps(cuGetErrorName)]
     pub fn name(self) -> &'static str {
         let mut p = std::ptr::null();
         // SAFETY: cuGetErrorName writes a pointer to a static NUL-terminated string into `p`
@@ -33,7 +34,7 @@ impl ErrorCode {
 
     /// The driver's description of the code, such as `"out of memory"`, from
     /// `cuGetErrorString`; cuda.h's text where the driver cannot be asked.
-    #[doc(alias = "cuGetErrorString")]
+    #[wraps(cuGetErrorString)]
     pub fn description(self) -> &'static str {
         let mut p = std::ptr::null();
         // SAFETY: as in `name`: cuGetErrorString writes a pointer to a static string or

@@ -2,6 +2,7 @@
 
 use std::ptr;
 
+use cuda_driver_macros::wraps;
 use cuda_driver_sys as sys;
 
 use crate::error::{check, Error, Result};
@@ -11,7 +12,7 @@ use crate::{Context, ErrorCode, Stream};
 pub use crate::types::EventFlags;
 
 /// An event (`CUevent`) of a context, destroyed on drop. `Send + Sync`.
-#[doc(alias = "CUevent")]
+#[wraps(CUevent)]
 pub struct Event {
     raw: sys::CUevent,
     ctx: Context,
@@ -55,9 +56,7 @@ fn same_context(what: &'static str, event: &Event, stream: &Stream) -> Result<()
 
 impl Event {
     /// Creates an event in `ctx`.
-    ///
-    /// Wraps `cuEventCreate`.
-    #[doc(alias = "cuEventCreate")]
+    #[wraps(cuEventCreate)]
     #[track_caller]
     pub fn new(ctx: &Context, flags: EventFlags) -> Result<Event> {
         let _cur = ctx.enter()?;
@@ -107,9 +106,7 @@ impl Event {
     /// Records the event on `stream`, a stream of the event's context
     /// ([`Error::ContextMismatch`] otherwise): it completes when the work queued before it
     /// does.
-    ///
-    /// Wraps `cuEventRecord`.
-    #[doc(alias = "cuEventRecord")]
+    #[wraps(cuEventRecord)]
     #[inline]
     #[track_caller]
     pub fn record(&self, stream: &Stream) -> Result<()> {
@@ -123,9 +120,7 @@ impl Event {
     }
 
     /// Blocks until the event has completed.
-    ///
-    /// Wraps `cuEventSynchronize`.
-    #[doc(alias = "cuEventSynchronize")]
+    #[wraps(cuEventSynchronize)]
     #[track_caller]
     pub fn synchronize(&self) -> Result<()> {
         let _cur = self.ctx.enter()?;
@@ -138,8 +133,8 @@ impl Event {
 
     /// Whether the event has completed, without blocking.
     ///
-    /// Wraps `cuEventQuery` (`CUDA_ERROR_NOT_READY` is `Ok(false)`).
-    #[doc(alias = "cuEventQuery")]
+    /// Calls `cuEventQuery` (`CUDA_ERROR_NOT_READY` is `Ok(false)`).
+    #[wraps(cuEventQuery)]
     #[track_caller]
     pub fn query(&self) -> Result<bool> {
         let _cur = self.ctx.enter()?;
@@ -154,8 +149,8 @@ impl Event {
     /// Milliseconds elapsed from `self` to `end`; both must have completed and have timing
     /// enabled.
     ///
-    /// Wraps `cuEventElapsedTime` (the first version, which every driver has).
-    #[doc(alias = "cuEventElapsedTime")]
+    /// Calls `cuEventElapsedTime` (the first version, which every driver has).
+    #[wraps(cuEventElapsedTime)]
     #[track_caller]
     pub fn elapsed_ms(&self, end: &Event) -> Result<f32> {
         let f = crate::entry_point::newer::cuEventElapsedTime_v1()?;
@@ -173,9 +168,7 @@ impl Event {
 impl Stream {
     /// Makes later work on this stream wait until `event` has completed. The event may be of
     /// another context (cross-device waits are allowed).
-    ///
-    /// Wraps `cuStreamWaitEvent`.
-    #[doc(alias = "cuStreamWaitEvent")]
+    #[wraps(cuStreamWaitEvent)]
     #[track_caller]
     pub fn wait_event(&self, event: &Event) -> Result<()> {
         let _cur = self.context().enter()?;

@@ -10,6 +10,7 @@
 use std::ffi::{c_uint, c_void};
 use std::ptr::{self, NonNull};
 
+use cuda_driver_macros::wraps;
 use cuda_driver_sys as sys;
 
 use crate::error::{check, Error, ErrorCode, Result};
@@ -51,8 +52,8 @@ enum Target {
 ///     .verbose(true);
 /// # let _ = opts;
 /// ```
+#[wraps(CUjit_option)]
 #[derive(Clone, Debug, PartialEq, Eq)]
-#[doc(alias = "CUjit_option")]
 pub struct JitOptions {
     max_registers: Option<u32>,
     threads_per_block: Option<u32>,

@@ -43,6 +43,7 @@ use std::ptr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
+use cuda_driver_macros::wraps;
 use cuda_driver_sys as sys;
 
 use crate::context::{CacheConfig, Context};
@@ -62,8 +63,8 @@ use crate::repr::DeviceRepr;
 ///
 /// `CU_LIBRARY_HOST_UNIVERSAL_FUNCTION_AND_DATA_TABLE` is for the CUDA runtime's internal use
 /// and has no setter.
+#[wraps(CUlibraryOption)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-#[doc(alias = "CUlibraryOption")]
 pub struct LibraryOptions {
     binary_is_preserved: bool,
 }
@@ -118,8 +119,8 @@ impl LibraryOptions {
 /// [`module`]: Self::module
 /// [`load_data_eager`]: Self::load_data_eager
 /// [`load_into`]: Self::load_into
+#[wraps(CUlibrary)]
 #[derive(Clone)]
-#[doc(alias = "CUlibrary")]
 pub struct Library {
     inner: Arc<LibraryInner>,
 }
@@ -247,9 +248,7 @@ impl Library {
     /// the kernels' parameter counts are read from the image. With lazy loading the compile may
     /// happen later, in a context (see [lazy loading](Self#lazy-loading-and-errors)). With
     /// [`LibraryOptions::binary_is_preserved`] the library keeps its own copy of the image.
-    ///
-    /// Wraps `cuLibraryLoadData`.
-    #[doc(alias = "cuLibraryLoadData")]
+    #[wraps(cuLibraryLoadData)]
     #[track_caller]
     pub fn load_data_with<I: ModuleImage + ?Sized>(
         image: &I,
@@ -278,9 +277,7 @@ impl Library {
     /// a `"...\0"` PTX constant. With [`LibraryOptions::binary_is_preserved`] the driver reads
     /// it in place whenever it loads the library into a context, and no copy is made (except of
     /// PTX text without a NUL terminator, which the library then keeps).
-    ///
-    /// Wraps `cuLibraryLoadData`.
-    #[doc(alias = "cuLibraryLoadData")]
+    #[wraps(cuLibraryLoadData)]
     #[track_caller]
     pub fn load_static<I: ModuleImage + ?Sized>(
         image: &'static I,
@@ -305,8 +302,7 @@ impl Library {
     /// code that does not compile fails here with [`Error::Jit`] and its log, whatever the
     /// driver's lazy loading. The default JIT and library options; for others,
     /// [`load_data_with`](Self::load_data_with) then [`load_into`](Self::load_into).
-    ///
-    /// Wraps `cuLibraryLoadData` and `cuLibraryGetModule`.
+    #[wraps(cuLibraryLoadData, cuLibraryGetModule)]
     #[track_caller]
     pub fn load_data_eager<I: ModuleImage + ?Sized>(image: &I, ctx: &Context) -> Result<Library> {
         let lib = Self::load_data(image)?;
@@ -354,8 +350,8 @@ impl Library {
     /// checked first, with the kernels' parameter counts. A file that cannot be read is
     /// handed to `cuLibraryLoadFromFile`, whose error says why.
     ///
-    /// Wraps `cuLibraryLoadData` (and `cuLibraryLoadFromFile` for its error).
-    #[doc(alias = "cuLibraryLoadFromFile")]
+    /// Calls `cuLibraryLoadData` (and `cuLibraryLoadFromFile` for its error).
+    #[wraps(cuLibraryLoadData, cuLibraryLoadFromFile)]
     #[track_caller]
     pub fn load_file(
         path: impl AsRef<Path>,
@@ -434,9 +430,7 @@ impl Library {
     /// Loads the library into `ctx` now, if it is not yet (the driver does so lazily
     /// otherwise), so that code that does not compile fails here: [`Error::Jit`] with the
     /// compiler's log.
-    ///
-    /// Wraps `cuLibraryGetModule`.
-    #[doc(alias = "cuLibraryGetModule")]
+    #[wraps(cuLibraryGetModule)]
     #[track_caller]
     pub fn load_into(&self, ctx: &Context) -> Result<()> {
         self.module_raw(ctx).map(|_| ())
@@ -458,9 +452,7 @@ impl Library {
     /// The kernel `name`, a context-independent handle that keeps the library loaded. A missing
     /// name is [`Error::NotFound`] naming it; code that failed to compile lazily is
     /// [`Error::Jit`] with the log.
-    ///
-    /// Wraps `cuLibraryGetKernel`.
-    #[doc(alias = "cuLibraryGetKernel")]
+    #[wraps(cuLibraryGetKernel)]
     #[track_caller]
     pub fn kernel(&self, name: &str) -> Result<Kernel> {
         let mut raw = ptr::null_mut();
@@ -480,10 +472,9 @@ impl Library {
 
     /// Every kernel of the library (names from [`Kernel::name`]).
     ///
-    /// Wraps `cuLibraryGetKernelCount` and `cuLibraryEnumerateKernels` (CUDA 12.4; an older
+    /// Calls `cuLibraryGetKernelCount` and `cuLibraryEnumerateKernels` (CUDA 12.4; an older
     /// driver gives [`Error::Unsupported`]).
-    #[doc(alias = "cuLibraryGetKernelCount")]
-    #[doc(alias = "cuLibraryEnumerateKernels")]
+    #[wraps(cuLibraryGetKernelCount, cuLibraryEnumerateKernels)]
     #[track_caller]
     pub fn kernels(&self) -> Result<Vec<Kernel>> {
         let count_fn = newer::cuLibraryGetKernelCount()?;
@@ -522,9 +513,7 @@ impl Library {
     /// The driver registers a library's managed variables when it loads the library into a
     /// context; if it reports the name missing while a context is current on this thread, the
     /// library is loaded into that context (`cuLibraryGetModule`) and the lookup retried.
-    ///
-    /// Wraps `cuLibraryGetManaged`.
-    #[doc(alias = "cuLibraryGetManaged")]
+    #[wraps(cuLibraryGetManaged)]
     #[track_caller]
     pub fn managed<T: DeviceRepr>(&self, name: &str) -> Result<Managed<T>> {
         let lookup = || {
@@ -565,9 +554,7 @@ impl Library {
 
     /// The `__device__` or `__constant__` variable `name` in `ctx` (each context has its own
     /// copy), as `len` elements of `T`; exclusive as [`Module::global`] is.
-    ///
-    /// Wraps `cuLibraryGetGlobal`.
-    #[doc(alias = "cuLibraryGetGlobal")]
+    #[wraps(cuLibraryGetGlobal)]
     #[track_caller]
     pub fn global<T: DeviceRepr>(&self, name: &str, ctx: &Context) -> Result<Global<T>> {
         let _cur = ctx.enter()?;
@@ -585,9 +572,7 @@ impl Library {
 
     /// The library's module in `ctx` (loading the library into `ctx` if it is not yet). The
     /// module belongs to the library and is not unloaded by the returned handle.
-    ///
-    /// Wraps `cuLibraryGetModule`.
-    #[doc(alias = "cuLibraryGetModule")]
+    #[wraps(cuLibraryGetModule)]
     #[track_caller]
     pub fn module(&self, ctx: &Context) -> Result<Module> {
         let raw = self.module_raw(ctx)?;
@@ -615,8 +600,8 @@ fn owned_image(image: &Image<'_>) -> Box<[u8]> {
 /// It holds its library through an `Arc` (the library stays loaded while any kernel of it
 /// lives), and caches its name and its parameter list for checked launches. Cloning is cheap
 /// apart from copying those caches. `Send + Sync`.
+#[wraps(CUkernel)]
 #[derive(Clone)]
-#[doc(alias = "CUkernel")]
 pub struct Kernel {
     raw: sys::CUkernel,
     lib: Arc<LibraryInner>,
@@ -674,7 +659,7 @@ impl Kernel {
 
     /// The kernel's name: the name it was looked up by, or the driver's (`cuKernelGetName`,
     /// CUDA 12.3), cached.
-    #[doc(alias = "cuKernelGetName")]
+    #[wraps(cuKernelGetName)]
     pub fn name(&self) -> &str {
         self.kernel_name()
     }
@@ -683,9 +668,7 @@ impl Kernel {
     /// and cached; `None` when the driver cannot report them (older than CUDA 12.4). As for
     /// [`Function::params`]: the count comes from the library's image where it told it, else
     /// the driver is probed once.
-    ///
-    /// Wraps `cuKernelGetParamInfo`.
-    #[doc(alias = "cuKernelGetParamInfo")]
+    #[wraps(cuKernelGetParamInfo)]
     #[track_caller]
     pub fn params(&self) -> Result<Option<&[ParamInfo]>> {
         KernelParams::params(self)
@@ -694,8 +677,8 @@ impl Kernel {
     /// The kernel as a [`Function`] of the library's module in `ctx` (loading the library
     /// into `ctx` if needed: code that fails to compile then is [`Error::Jit`] with the log).
     ///
-    /// Wraps `cuKernelGetFunction` (with `ctx` current).
-    #[doc(alias = "cuKernelGetFunction")]
+    /// Calls `cuKernelGetFunction` (with `ctx` current).
+    #[wraps(cuKernelGetFunction)]
     #[track_caller]
     pub fn function(&self, ctx: &Context) -> Result<Function> {
         let _cur = ctx.enter()?;
@@ -715,9 +698,7 @@ impl Kernel {
     }
 
     /// An attribute of the kernel on `device`.
-    ///
-    /// Wraps `cuKernelGetAttribute`.
-    #[doc(alias = "cuKernelGetAttribute")]
+    #[wraps(cuKernelGetAttribute)]
     #[track_caller]
     pub fn attribute(&self, attr: FunctionAttribute, device: Device) -> Result<i32> {
         let mut v = 0;
@@ -731,9 +712,7 @@ impl Kernel {
 
     /// Sets an attribute of the kernel on `device` (such as
     /// [`MAX_DYNAMIC_SHARED_SIZE_BYTES`](FunctionAttribute::MAX_DYNAMIC_SHARED_SIZE_BYTES)).
-    ///
-    /// Wraps `cuKernelSetAttribute`.
-    #[doc(alias = "cuKernelSetAttribute")]
+    #[wraps(cuKernelSetAttribute)]
     #[track_caller]
     pub fn set_attribute(&self, attr: FunctionAttribute, value: i32, device: Device) -> Result<()> {
         check(
@@ -744,9 +723,7 @@ impl Kernel {
     }
 
     /// Sets the preferred L1/shared memory split of the kernel on `device`.
-    ///
-    /// Wraps `cuKernelSetCacheConfig`.
-    #[doc(alias = "cuKernelSetCacheConfig")]
+    #[wraps(cuKernelSetCacheConfig)]
     #[track_caller]
     pub fn set_cache_config(&self, config: CacheConfig, device: Device) -> Result<()> {
         check(

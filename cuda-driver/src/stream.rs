@@ -9,6 +9,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::ptr;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use cuda_driver_macros::wraps;
 use cuda_driver_sys as sys;
 
 use crate::error::{check, report_drop_problem, Result};
@@ -23,7 +24,7 @@ pub use crate::types::StreamFlags;
 /// The default streams ([`Stream::legacy`], [`Stream::per_thread`], [`Stream::null`]) and
 /// streams passed in as raw handles are [`StreamRef`]s: borrowed handles that deref to
 /// `Stream` and destroy nothing.
-#[doc(alias = "CUstream")]
+#[wraps(CUstream)]
 pub struct Stream {
     raw: sys::CUstream,
     ctx: Context,
@@ -111,9 +112,7 @@ pub fn host_fn_panic_count() -> usize {
 
 impl Stream {
     /// Creates a stream in `ctx`.
-    ///
-    /// Wraps `cuStreamCreate`.
-    #[doc(alias = "cuStreamCreate")]
+    #[wraps(cuStreamCreate)]
     #[track_caller]
     pub fn new(ctx: &Context, flags: StreamFlags) -> Result<Stream> {
         let _cur = ctx.enter()?;
@@ -131,9 +130,7 @@ impl Stream {
 
     /// Creates a stream with a priority; see [`Context::stream_priority_range`] for the range
     /// (lower numbers are higher priorities; values outside are clamped by the driver).
-    ///
-    /// Wraps `cuStreamCreateWithPriority`.
-    #[doc(alias = "cuStreamCreateWithPriority")]
+    #[wraps(cuStreamCreateWithPriority)]
     #[track_caller]
     pub fn with_priority(ctx: &Context, flags: StreamFlags, priority: i32) -> Result<Stream> {
         let _cur = ctx.enter()?;
@@ -207,9 +204,7 @@ impl Stream {
     }
 
     /// Blocks until all work queued on the stream is done.
-    ///
-    /// Wraps `cuStreamSynchronize`.
-    #[doc(alias = "cuStreamSynchronize")]
+    #[wraps(cuStreamSynchronize)]
     #[track_caller]
     pub fn synchronize(&self) -> Result<()> {
         let _cur = self.ctx.enter()?;
@@ -222,8 +217,8 @@ impl Stream {
 
     /// Whether all work queued on the stream is done, without blocking.
     ///
-    /// Wraps `cuStreamQuery` (`CUDA_ERROR_NOT_READY` is `Ok(false)`).
-    #[doc(alias = "cuStreamQuery")]
+    /// Calls `cuStreamQuery` (`CUDA_ERROR_NOT_READY` is `Ok(false)`).
+    #[wraps(cuStreamQuery)]
     #[track_caller]
     pub fn query(&self) -> Result<bool> {
         let _cur = self.ctx.enter()?;
@@ -236,9 +231,7 @@ impl Stream {
     }
 
     /// The stream's priority.
-    ///
-    /// Wraps `cuStreamGetPriority`.
-    #[doc(alias = "cuStreamGetPriority")]
+    #[wraps(cuStreamGetPriority)]
     #[track_caller]
     pub fn priority(&self) -> Result<i32> {
         let _cur = self.ctx.enter()?;
@@ -252,9 +245,7 @@ impl Stream {
     }
 
     /// The stream's flags.
-    ///
-    /// Wraps `cuStreamGetFlags`.
-    #[doc(alias = "cuStreamGetFlags")]
+    #[wraps(cuStreamGetFlags)]
     #[track_caller]
     pub fn flags(&self) -> Result<StreamFlags> {
         let _cur = self.ctx.enter()?;
@@ -278,9 +269,7 @@ impl Stream {
     /// A panic in the closure is caught, logged (`log::warn!`) and counted in
     /// [`host_fn_panic_count`]; it never unwinds into the driver, and a panic payload whose
     /// own `Drop` panics is leaked rather than aborting the process.
-    ///
-    /// Wraps `cuLaunchHostFunc`.
-    #[doc(alias = "cuLaunchHostFunc")]
+    #[wraps(cuLaunchHostFunc)]
     #[track_caller]
     pub fn launch_host_fn<F: FnOnce() + Send + 'static>(&self, f: F) -> Result<()> {
         extern "C" fn trampoline<F: FnOnce() + Send + 'static>(data: *mut c_void) {

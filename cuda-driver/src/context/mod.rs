@@ -27,6 +27,7 @@ use std::marker::PhantomData;
 use std::ptr;
 use std::sync::Arc;
 
+use cuda_driver_macros::wraps;
 use cuda_driver_sys as sys;
 
 use crate::error::{check, report_drop_error, report_drop_problem, Error, Result};
@@ -42,8 +43,8 @@ pub use crate::types::{CacheConfig, ContextFlags, Limit, SharedMemConfig};
 /// A CUDA context (`CUcontext`), primary or created. Cloning is cheap and shares it.
 ///
 /// `Send + Sync`: CUDA allows a context to be used from any thread.
+#[wraps(CUcontext)]
 #[derive(Clone)]
-#[doc(alias = "CUcontext")]
 pub struct Context {
     inner: Arc<Inner>,
 }
@@ -107,10 +108,9 @@ impl Context {
     /// makes its context current for the span of each operation. The context is destroyed
     /// when the last clone of the handle (and of every object created in it) is dropped.
     ///
-    /// Wraps `cuCtxCreate_v2`, the form every driver since CUDA 3.2 provides, and
+    /// Calls `cuCtxCreate_v2`, the form every driver since CUDA 3.2 provides, and
     /// `cuCtxPopCurrent_v2`.
-    #[doc(alias = "cuCtxCreate")]
-    #[doc(alias = "cuCtxCreate_v2")]
+    #[wraps(cuCtxCreate)]
     #[track_caller]
     pub fn new(device: Device, flags: ContextFlags) -> Result<Context> {
         init()?;
@@ -186,9 +186,7 @@ impl Context {
 
     /// The context current on the calling thread (top of its stack), if any, as a raw handle
     /// that this crate does not own.
-    ///
-    /// Wraps `cuCtxGetCurrent`.
-    #[doc(alias = "cuCtxGetCurrent")]
+    #[wraps(cuCtxGetCurrent)]
     #[track_caller]
     pub fn current_raw() -> Result<Option<sys::CUcontext>> {
         init()?;
@@ -206,9 +204,7 @@ impl Context {
 
     /// Makes this context current on the calling thread, replacing the top of its stack
     /// (pushing it if the stack is empty).
-    ///
-    /// Wraps `cuCtxSetCurrent`.
-    #[doc(alias = "cuCtxSetCurrent")]
+    #[wraps(cuCtxSetCurrent)]
     #[track_caller]
     pub fn set_current(&self) -> Result<()> {
         check(
@@ -220,7 +216,7 @@ impl Context {
 
     /// Pushes this context on the calling thread's stack until the returned guard is dropped.
     ///
-    /// Wraps `cuCtxPushCurrent_v2`; the guard's drop wraps `cuCtxPopCurrent_v2`.
+    /// Calls `cuCtxPushCurrent_v2`; the guard's drop wraps `cuCtxPopCurrent_v2`.
     ///
     /// ```no_run
     /// use cuda_driver::{Context, ContextFlags, Device};
@@ -234,8 +230,7 @@ impl Context {
     /// assert!(b.is_current()?);
     /// # Ok::<(), cuda_driver::Error>(())
     /// ```
-    #[doc(alias = "cuCtxPushCurrent")]
-    #[doc(alias = "cuCtxPushCurrent_v2")]
+    #[wraps(cuCtxPopCurrent_v2, cuCtxPushCurrent)]
     #[track_caller]
     pub fn push(&self) -> Result<ContextGuard<'_>> {
         check(
@@ -250,9 +245,7 @@ impl Context {
     }
 
     /// Blocks until all work in this context is done.
-    ///
-    /// Wraps `cuCtxSynchronize`.
-    #[doc(alias = "cuCtxSynchronize")]
+    #[wraps(cuCtxSynchronize)]
     #[track_caller]
     pub fn synchronize(&self) -> Result<()> {
         let _cur = self.enter()?;
@@ -261,9 +254,7 @@ impl Context {
     }
 
     /// A limit of this context (stack size, printf FIFO size, malloc heap size, ...).
-    ///
-    /// Wraps `cuCtxGetLimit`.
-    #[doc(alias = "cuCtxGetLimit")]
+    #[wraps(cuCtxGetLimit)]
     #[track_caller]
     pub fn limit(&self, limit: Limit) -> Result<usize> {
         let _cur = self.enter()?;
@@ -277,9 +268,7 @@ impl Context {
     }
 
     /// Sets a limit of this context.
-    ///
-    /// Wraps `cuCtxSetLimit`.
-    #[doc(alias = "cuCtxSetLimit")]
+    #[wraps(cuCtxSetLimit)]
     #[track_caller]
     pub fn set_limit(&self, limit: Limit, value: usize) -> Result<()> {
         let _cur = self.enter()?;
@@ -291,9 +280,7 @@ impl Context {
     }
 
     /// The preferred L1/shared memory split.
-    ///
-    /// Wraps `cuCtxGetCacheConfig`.
-    #[doc(alias = "cuCtxGetCacheConfig")]
+    #[wraps(cuCtxGetCacheConfig)]
     #[track_caller]
     pub fn cache_config(&self) -> Result<CacheConfig> {
         let _cur = self.enter()?;
@@ -307,9 +294,7 @@ impl Context {
     }
 
     /// Sets the preferred L1/shared memory split.
-    ///
-    /// Wraps `cuCtxSetCacheConfig`.
-    #[doc(alias = "cuCtxSetCacheConfig")]
+    #[wraps(cuCtxSetCacheConfig)]
     #[track_caller]
     pub fn set_cache_config(&self, config: CacheConfig) -> Result<()> {
         let _cur = self.enter()?;
@@ -322,8 +307,8 @@ impl Context {
 
     /// The shared memory bank size configuration.
     ///
-    /// Wraps `cuCtxGetSharedMemConfig` (deprecated by NVIDIA: on current GPUs it is fixed).
-    #[doc(alias = "cuCtxGetSharedMemConfig")]
+    /// Calls `cuCtxGetSharedMemConfig` (deprecated by NVIDIA: on current GPUs it is fixed).
+    #[wraps(cuCtxGetSharedMemConfig)]
     #[track_caller]
     pub fn shared_mem_config(&self) -> Result<SharedMemConfig> {
         let _cur = self.enter()?;
@@ -338,8 +323,8 @@ impl Context {
 
     /// Sets the shared memory bank size configuration.
     ///
-    /// Wraps `cuCtxSetSharedMemConfig` (deprecated by NVIDIA: a no-op on current GPUs).
-    #[doc(alias = "cuCtxSetSharedMemConfig")]
+    /// Calls `cuCtxSetSharedMemConfig` (deprecated by NVIDIA: a no-op on current GPUs).
+    #[wraps(cuCtxSetSharedMemConfig)]
     #[track_caller]
     pub fn set_shared_mem_config(&self, config: SharedMemConfig) -> Result<()> {
         let _cur = self.enter()?;
@@ -351,9 +336,7 @@ impl Context {
     }
 
     /// The API version the context was created with (such as 3020).
-    ///
-    /// Wraps `cuCtxGetApiVersion`.
-    #[doc(alias = "cuCtxGetApiVersion")]
+    #[wraps(cuCtxGetApiVersion)]
     #[track_caller]
     pub fn api_version(&self) -> Result<u32> {
         let mut v = 0;
@@ -366,9 +349,7 @@ impl Context {
     }
 
     /// The flags the context was created with.
-    ///
-    /// Wraps `cuCtxGetFlags`.
-    #[doc(alias = "cuCtxGetFlags")]
+    #[wraps(cuCtxGetFlags)]
     #[track_caller]
     pub fn flags(&self) -> Result<ContextFlags> {
         let _cur = self.enter()?;
@@ -379,9 +360,7 @@ impl Context {
     }
 
     /// The range of stream priorities as `(least, greatest)`; numerically, greatest <= least.
-    ///
-    /// Wraps `cuCtxGetStreamPriorityRange`.
-    #[doc(alias = "cuCtxGetStreamPriorityRange")]
+    #[wraps(cuCtxGetStreamPriorityRange)]
     #[track_caller]
     pub fn stream_priority_range(&self) -> Result<(i32, i32)> {
         let _cur = self.enter()?;
@@ -395,10 +374,7 @@ impl Context {
     }
 
     /// Free and total device memory in bytes, as seen from this context.
-    ///
-    /// Wraps `cuMemGetInfo_v2`.
-    #[doc(alias = "cuMemGetInfo")]
-    #[doc(alias = "cuMemGetInfo_v2")]
+    #[wraps(cuMemGetInfo)]
     #[track_caller]
     pub fn mem_info(&self) -> Result<(usize, usize)> {
         let _cur = self.enter()?;
@@ -412,9 +388,7 @@ impl Context {
     }
 
     /// Lets this context access memory of `peer` (another device's context) directly.
-    ///
-    /// Wraps `cuCtxEnablePeerAccess`.
-    #[doc(alias = "cuCtxEnablePeerAccess")]
+    #[wraps(cuCtxEnablePeerAccess)]
     #[track_caller]
     pub fn enable_peer_access(&self, peer: &Context) -> Result<()> {
         let _cur = self.enter()?;
@@ -426,9 +400,7 @@ impl Context {
     }
 
     /// Revokes access enabled by [`enable_peer_access`](Self::enable_peer_access).
-    ///
-    /// Wraps `cuCtxDisablePeerAccess`.
-    #[doc(alias = "cuCtxDisablePeerAccess")]
+    #[wraps(cuCtxDisablePeerAccess)]
     #[track_caller]
     pub fn disable_peer_access(&self, peer: &Context) -> Result<()> {
         let _cur = self.enter()?;
@@ -467,10 +439,7 @@ impl ContextGuard<'_> {
 
     /// Pops the context now, returning an error instead of only counting it when the
     /// context is not on top of the stack.
-    ///
-    /// Wraps `cuCtxPopCurrent_v2`.
-    #[doc(alias = "cuCtxPopCurrent")]
-    #[doc(alias = "cuCtxPopCurrent_v2")]
+    #[wraps(cuCtxPopCurrent)]
     #[track_caller]
     pub fn pop(self) -> Result<()> {
         let this = std::mem::ManuallyDrop::new(self);

@@ -3,6 +3,7 @@
 use std::ptr;
 use std::sync::Arc;
 
+use cuda_driver_macros::wraps;
 use cuda_driver_sys as sys;
 
 use super::{Context, ContextFlags, Inner};
@@ -31,9 +32,7 @@ impl Context {
 impl Device {
     /// Retains the device's primary context, the one the CUDA runtime uses. It is released
     /// when the last clone of the returned [`Context`] is dropped.
-    ///
-    /// Wraps `cuDevicePrimaryCtxRetain`.
-    #[doc(alias = "cuDevicePrimaryCtxRetain")]
+    #[wraps(cuDevicePrimaryCtxRetain)]
     #[track_caller]
     pub fn primary_context(self) -> Result<Context> {
         init()?;
@@ -41,9 +40,7 @@ impl Device {
     }
 
     /// The primary context's flags and whether it is active (retained by anyone).
-    ///
-    /// Wraps `cuDevicePrimaryCtxGetState`.
-    #[doc(alias = "cuDevicePrimaryCtxGetState")]
+    #[wraps(cuDevicePrimaryCtxGetState)]
     #[track_caller]
     pub fn primary_context_state(self) -> Result<(ContextFlags, bool)> {
         init()?;
@@ -58,10 +55,7 @@ impl Device {
 
     /// Sets the primary context's flags (scheduling mode and the rest). Takes effect when the
     /// primary context is next created; on an active one only the scheduling flags may change.
-    ///
-    /// Wraps `cuDevicePrimaryCtxSetFlags_v2`.
-    #[doc(alias = "cuDevicePrimaryCtxSetFlags")]
-    #[doc(alias = "cuDevicePrimaryCtxSetFlags_v2")]
+    #[wraps(cuDevicePrimaryCtxSetFlags)]
     #[track_caller]
     pub fn set_primary_context_flags(self, flags: ContextFlags) -> Result<()> {
         init()?;
@@ -74,13 +68,11 @@ impl Device {
 
     /// Destroys all allocations and resets all state of the primary context.
     ///
-    /// Wraps `cuDevicePrimaryCtxReset_v2`.
     ///
     /// # Safety
     /// No buffer, stream, event, module or other object created in the primary context may
     /// be used afterwards (their handles dangle), and no other thread may be using it.
-    #[doc(alias = "cuDevicePrimaryCtxReset")]
-    #[doc(alias = "cuDevicePrimaryCtxReset_v2")]
+    #[wraps(cuDevicePrimaryCtxReset)]
     #[track_caller]
     pub unsafe fn reset_primary_context(self) -> Result<()> {
         init()?;

@@ -2,6 +2,7 @@
 
 use std::ptr;
 
+use cuda_driver_macros::wraps;
 use cuda_driver_sys as sys;
 
 use super::{Dim3, LaunchConfig};
@@ -18,8 +19,8 @@ pub const MAX_LAUNCH_ATTRIBUTES: usize = 8;
 /// let attrs = LaunchAttributes::new().cluster_dim((2, 1, 1)).priority(-1);
 /// assert_eq!(attrs.as_raw().len(), 2);
 /// ```
+#[wraps(CUlaunchAttribute)]
 #[derive(Clone, Copy)]
-#[doc(alias = "CUlaunchAttribute")]
 pub struct LaunchAttributes {
     attrs: [sys::CUlaunchAttribute; MAX_LAUNCH_ATTRIBUTES],
     len: usize,

@@ -1,6 +1,7 @@
 //! A [`Function`]'s attributes (`cuFuncGetAttribute`, `cuFuncSetAttribute`,
 //! `cuFuncSetCacheConfig`: Execution Control in the CUDA Driver API reference).
 
+use cuda_driver_macros::wraps;
 use cuda_driver_sys as sys;
 
 use crate::context::CacheConfig;
@@ -9,9 +10,7 @@ use crate::module::{Function, FunctionAttribute};
 
 impl Function {
     /// An attribute of the kernel (registers, static shared memory, maximum block size, ...).
-    ///
-    /// Wraps [`cuFuncGetAttribute`](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__EXEC.html).
-    #[doc(alias = "cuFuncGetAttribute")]
+    #[wraps(cuFuncGetAttribute)]
     #[track_caller]
     pub fn attribute(&self, attr: FunctionAttribute) -> Result<i32> {
         let _cur = self.context().enter()?;
@@ -28,9 +27,7 @@ impl Function {
     /// [`MAX_DYNAMIC_SHARED_SIZE_BYTES`](FunctionAttribute::MAX_DYNAMIC_SHARED_SIZE_BYTES)
     /// to allow more than 48 KiB of dynamic shared memory, or
     /// [`NON_PORTABLE_CLUSTER_SIZE_ALLOWED`](FunctionAttribute::NON_PORTABLE_CLUSTER_SIZE_ALLOWED).
-    ///
-    /// Wraps `cuFuncSetAttribute`.
-    #[doc(alias = "cuFuncSetAttribute")]
+    #[wraps(cuFuncSetAttribute)]
     #[track_caller]
     pub fn set_attribute(&self, attr: FunctionAttribute, value: i32) -> Result<()> {
         let _cur = self.context().enter()?;
@@ -42,9 +39,7 @@ impl Function {
     }
 
     /// Sets the preferred L1/shared memory split for this kernel.
-    ///
-    /// Wraps `cuFuncSetCacheConfig`.
-    #[doc(alias = "cuFuncSetCacheConfig")]
+    #[wraps(cuFuncSetCacheConfig)]
     #[track_caller]
     pub fn set_cache_config(&self, config: CacheConfig) -> Result<()> {
         let _cur = self.context().enter()?;

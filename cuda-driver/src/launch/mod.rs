@@ -40,6 +40,7 @@ mod param_buffer;
 use std::ffi::c_void;
 use std::ptr;
 
+use cuda_driver_macros::wraps;
 use cuda_driver_sys as sys;
 
 use crate::error::{check, Error, Result};
@@ -258,6 +259,7 @@ unsafe fn launch_kernel_packed<const N: usize>(
 macro_rules! launch_methods {
     ($ty:ident, $where:literal) => {
         impl $ty {
+            #[wraps(cuLaunchKernel)]
             #[doc = concat!("Launches the kernel on `stream` ", $where, ", after checking")]
             /// the arguments against its parameter list.
             ///
@@ -277,7 +279,6 @@ macro_rules! launch_methods {
             ///
             /// The stream's context is made current first. Nothing is allocated.
             ///
-            /// Wraps `cuLaunchKernel`.
             ///
             /// ```no_run
             #[doc = concat!("# fn f(k: &cuda_driver::", stringify!($ty), ", stream: &cuda_driver::Stream,")]
@@ -332,12 +333,11 @@ macro_rules! launch_methods {
             /// [`launch`](Self::launch) without the argument check: makes the stream's
             /// context current and calls `cuLaunchKernel`, nothing else.
             ///
-            /// Wraps `cuLaunchKernel`.
             ///
             /// # Safety
             /// As for [`launch`](Self::launch), and the argument count and sizes match the
             /// kernel's parameters.
-            #[doc(alias = "cuLaunchKernel")]
+            #[wraps(cuLaunchKernel)]
             #[inline]
             #[track_caller]
             pub unsafe fn launch_unchecked<A: KernelArgs>(
@@ -355,13 +355,12 @@ macro_rules! launch_methods {
             /// priority: see [`LaunchAttributes`]), after checking the arguments as
             /// [`launch`](Self::launch) does.
             ///
-            /// Wraps `cuLaunchKernelEx`.
             ///
             /// # Safety
             /// As for [`launch`](Self::launch), and the attributes fit the kernel: a kernel
             /// that synchronises its grid is launched cooperatively, one that uses cluster
             /// features in clusters of the shape it assumes.
-            #[doc(alias = "cuLaunchKernelEx")]
+            #[wraps(cuLaunchKernelEx)]
             #[inline]
             #[track_caller]
             pub unsafe fn launch_ex<A: KernelArgs>(
@@ -381,11 +380,11 @@ macro_rules! launch_methods {
 
             /// [`launch_ex`](Self::launch_ex) without the argument check.
             ///
-            /// Wraps `cuLaunchKernelEx`.
             ///
             /// # Safety
             /// As for [`launch_ex`](Self::launch_ex), and the argument count and sizes match
             /// the kernel's parameters.
+            #[wraps(cuLaunchKernelEx)]
             #[inline]
             #[track_caller]
             pub unsafe fn launch_ex_unchecked<A: KernelArgs>(
@@ -406,10 +405,11 @@ macro_rules! launch_methods {
             /// type whose alignment differs on the device, is [`Error::ArgumentOffset`]) and
             /// the stream order of the views pushed into it, as [`launch`](Self::launch) does.
             ///
-            /// Wraps `cuLaunchKernel` with `extra`.
+            /// Calls `cuLaunchKernel` with `extra`.
             ///
             /// # Safety
             /// As for [`launch`](Self::launch), for the values in the buffer.
+            #[wraps(cuLaunchKernel)]
             #[doc(alias = "CU_LAUNCH_PARAM_BUFFER_POINTER")]
             #[inline]
             #[track_caller]
@@ -429,11 +429,12 @@ macro_rules! launch_methods {
 
             /// [`launch_packed`](Self::launch_packed) without the layout check.
             ///
-            /// Wraps `cuLaunchKernel` with `extra`.
+            /// Calls `cuLaunchKernel` with `extra`.
             ///
             /// # Safety
             /// As for [`launch_packed`](Self::launch_packed), and the buffer's layout is the
             /// kernel's parameter layout.
+            #[wraps(cuLaunchKernel)]
             #[inline]
             #[track_caller]
             pub unsafe fn launch_packed_unchecked<const N: usize>(

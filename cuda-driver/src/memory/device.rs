@@ -3,6 +3,7 @@
 
 use std::marker::PhantomData;
 
+use cuda_driver_macros::wraps;
 use cuda_driver_sys as sys;
 
 use super::view::byte_len;
@@ -44,7 +45,7 @@ use crate::{
 /// synchronise the default stream first ([`Stream::null`]`(ctx).synchronize()`), or use the
 /// `*_async` forms on that stream. The constructors [`zeroed`](Self::zeroed) and
 /// [`from_slice`](Self::from_slice) return only when the data is in place.
-#[doc(alias = "CUdeviceptr")]
+#[wraps(CUdeviceptr)]
 pub struct DeviceBuffer<T: DeviceRepr> {
     /// Kept first and by value: a kernel argument is a pointer to this field.
     pub(crate) ptr: sys::CUdeviceptr,
@@ -87,10 +88,7 @@ impl<T: DeviceRepr> std::fmt::Debug for DeviceBuffer<T> {
 impl<T: DeviceRepr> DeviceBuffer<T> {
     /// Allocates room for `len` elements. The contents are unspecified (but every bit pattern
     /// is a valid `T`). A buffer of zero bytes allocates nothing.
-    ///
-    /// Wraps [`cuMemAlloc_v2`](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html).
-    #[doc(alias = "cuMemAlloc")]
-    #[doc(alias = "cuMemAlloc_v2")]
+    #[wraps(cuMemAlloc)]
     #[track_caller]
     pub fn new(ctx: &Context, len: usize) -> Result<Self> {
         let bytes = byte_len::<T>("DeviceBuffer::new", len)?;
@@ -115,8 +113,8 @@ impl<T: DeviceRepr> DeviceBuffer<T> {
     /// Allocates `len` elements with every byte zero, and returns once they are: the buffer
     /// is ready for work on any stream.
     ///
-    /// Wraps `cuMemAlloc_v2`, `cuMemsetD8_v2` and `cuStreamSynchronize` of the default stream.
-    #[doc(alias = "cuMemsetD8")]
+    /// Calls `cuMemAlloc_v2`, `cuMemsetD8_v2` and `cuStreamSynchronize` of the default stream.
+    #[wraps(cuMemAlloc_v2, cuStreamSynchronize, cuMemsetD8)]
     #[track_caller]
     pub fn zeroed(ctx: &Context, len: usize) -> Result<Self> {
         let mut buf = Self::new(ctx, len)?;
@@ -130,9 +128,9 @@ impl<T: DeviceRepr> DeviceBuffer<T> {
     /// Allocates a buffer holding a copy of `src`, and returns once the copy has landed: the
     /// buffer is ready for work on any stream.
     ///
-    /// Wraps `cuMemAlloc_v2`, `cuMemcpyHtoD_v2` and, for a pageable `src` whose copy may
+    /// Calls `cuMemAlloc_v2`, `cuMemcpyHtoD_v2` and, for a pageable `src` whose copy may
     /// still be in flight, `cuStreamSynchronize` of the default stream.
-    #[doc(alias = "cuMemcpyHtoD")]
+    #[wraps(cuMemAlloc_v2, cuMemcpyHtoD)]
     #[track_caller]
     pub fn from_slice(ctx: &Context, src: &[T]) -> Result<Self> {
         let mut buf = Self::new(ctx, src.len())?;

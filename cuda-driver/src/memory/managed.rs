@@ -2,6 +2,7 @@
 
 use std::ptr::NonNull;
 
+use cuda_driver_macros::wraps;
 use cuda_driver_sys as sys;
 
 use super::view::byte_len;
@@ -43,7 +44,7 @@ pub use crate::types::AttachFlags;
 /// assert!(buf.as_slice()?.iter().all(|&x| x == 42)); // synchronises, then reads on the host
 /// # Ok::<(), cuda_driver::Error>(())
 /// ```
-#[doc(alias = "cuMemAllocManaged")]
+#[wraps(cuMemAllocManaged)]
 #[derive(Debug)]
 pub struct ManagedBuffer<T: DeviceRepr> {
     /// A device allocation freed with `cuMemFree_v2` in its context, like a `DeviceBuffer`.
@@ -83,9 +84,9 @@ impl<T: DeviceRepr> ManagedBuffer<T> {
     /// Allocates `len` managed elements with every byte zero (set on the device with
     /// `cuMemsetD8`), and returns once they are.
     ///
-    /// Wraps [`cuMemAllocManaged`](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html),
+    /// Calls [`cuMemAllocManaged`](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html),
     /// `cuMemsetD8_v2` and `cuStreamSynchronize` of the default stream.
-    #[doc(alias = "cuMemAllocManaged")]
+    #[wraps(cuMemAllocManaged)]
     #[track_caller]
     pub fn zeroed(ctx: &Context, len: usize, flags: AttachFlags) -> Result<Self> {
         let mut buf = Self::alloc_uninit(ctx, len, flags)?;
@@ -98,9 +99,9 @@ impl<T: DeviceRepr> ManagedBuffer<T> {
 
     /// Allocates managed memory holding a copy of `src`, and returns once the copy is done.
     ///
-    /// Wraps `cuMemAllocManaged`, `cuMemcpyHtoD_v2` and `cuStreamSynchronize` of the default
+    /// Calls `cuMemAllocManaged`, `cuMemcpyHtoD_v2` and `cuStreamSynchronize` of the default
     /// stream.
-    #[doc(alias = "cuMemAllocManaged")]
+    #[wraps(cuMemAllocManaged, cuMemcpyHtoD_v2, cuStreamSynchronize)]
     #[track_caller]
     pub fn from_slice(ctx: &Context, src: &[T], flags: AttachFlags) -> Result<Self> {
         let mut buf = Self::alloc_uninit(ctx, src.len(), flags)?;
@@ -164,8 +165,8 @@ impl<T: DeviceRepr> ManagedBuffer<T> {
 
     /// Waits for all work in the context, then reads the memory on the host.
     ///
-    /// Wraps `cuCtxSynchronize`: see the type's documentation for why.
-    #[doc(alias = "cuCtxSynchronize")]
+    /// Calls `cuCtxSynchronize`: see the type's documentation for why.
+    #[wraps(cuCtxSynchronize)]
     #[track_caller]
     pub fn as_slice(&self) -> Result<&[T]> {
         if self.as_raw() == 0 {
@@ -184,8 +185,8 @@ impl<T: DeviceRepr> ManagedBuffer<T> {
 
     /// Waits for all work in the context, then reads and writes the memory on the host.
     ///
-    /// Wraps `cuCtxSynchronize`: see the type's documentation for why.
-    #[doc(alias = "cuCtxSynchronize")]
+    /// Calls `cuCtxSynchronize`: see the type's documentation for why.
+    #[wraps(cuCtxSynchronize)]
     #[track_caller]
     pub fn as_mut_slice(&mut self) -> Result<&mut [T]> {
         if self.as_raw() == 0 {
@@ -208,9 +209,8 @@ impl<T: DeviceRepr> ManagedBuffer<T> {
     /// Queues a migration of the whole buffer to `location` (a device, or the host) on
     /// `stream`: a performance hint, which changes no contents.
     ///
-    /// Wraps `cuMemPrefetchAsync_v2` (CUDA 12.2; [`Error::Unsupported`] on older drivers).
-    #[doc(alias = "cuMemPrefetchAsync")]
-    #[doc(alias = "cuMemPrefetchAsync_v2")]
+    /// Calls `cuMemPrefetchAsync_v2` (CUDA 12.2; [`Error::Unsupported`] on older drivers).
+    #[wraps(cuMemPrefetchAsync)]
     #[track_caller]
     pub fn prefetch(&self, location: MemLocation, stream: &Stream) -> Result<()> {
         let f = crate::entry_point::newer::cuMemPrefetchAsync_v2()?;
@@ -238,9 +238,8 @@ impl<T: DeviceRepr> ManagedBuffer<T> {
     /// accessed by a device); a hint that changes no contents. `location` is the device or
     /// host the advice names (ignored by the read-mostly advice).
     ///
-    /// Wraps `cuMemAdvise_v2` (CUDA 12.2; [`Error::Unsupported`] on older drivers).
-    #[doc(alias = "cuMemAdvise")]
-    #[doc(alias = "cuMemAdvise_v2")]
+    /// Calls `cuMemAdvise_v2` (CUDA 12.2; [`Error::Unsupported`] on older drivers).
+    #[wraps(cuMemAdvise)]
     #[track_caller]
     pub fn advise(&self, advice: MemAdvice, location: MemLocation) -> Result<()> {
         let f = crate::entry_point::newer::cuMemAdvise_v2()?;

@@ -15,6 +15,7 @@
 //! | [`PinnedBuffer`] | `cuMemHostAlloc` | `cuMemFreeHost` | `Deref<Target = [T]>`; device view in a closure |
 //! | [`HostRegistration`] | `cuMemHostRegister_v2` | `cuMemHostUnregister` | `Deref<Target = [T]>`; device view in a closure |
 
+use cuda_driver_macros::wraps;
 use cuda_driver_sys as sys;
 
 use crate::Device;
@@ -39,9 +40,9 @@ pub use crate::types::{MemAdvice, MemoryType};
 
 /// A place memory can live or be moved to (`CUmemLocation`): a device, or the host. For
 /// [`ManagedBuffer::prefetch`] and [`ManagedBuffer::advise`].
+#[wraps(CUmemLocation)]
 #[derive(Clone, Copy)]
 #[repr(transparent)]
-#[doc(alias = "CUmemLocation")]
 pub struct MemLocation(sys::CUmemLocation);
 
 impl MemLocation {
@@ -69,7 +70,8 @@ impl MemLocation {
         })
     }
 
-    /// Wraps a raw `CUmemLocation`.
+    /// Calls a raw `CUmemLocation`.
+    #[wraps(CUmemLocation)]
     pub const fn from_raw(raw: sys::CUmemLocation) -> MemLocation {
         MemLocation(raw)
     }

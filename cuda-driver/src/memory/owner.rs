@@ -18,6 +18,7 @@
 
 use std::ops::RangeBounds;
 
+use cuda_driver_macros::wraps;
 use cuda_driver_sys as sys;
 
 use super::view::MemsetValue;
@@ -75,8 +76,7 @@ pub unsafe trait DeviceMemory {
     }
 
     /// Copies the memory into `dst`; see [`DeviceSlice::copy_to_host`].
-    #[doc(alias = "cuMemcpyDtoH")]
-    #[doc(alias = "cuMemcpyDtoH_v2")]
+    #[wraps(cuMemcpyDtoH)]
     #[inline]
     #[track_caller]
     fn copy_to_host(&self, dst: &mut [Self::Elem]) -> Result<()> {
@@ -96,8 +96,7 @@ pub unsafe trait DeviceMemory {
     /// # Safety
     /// `dst` must stay valid, and be neither read nor written by the host, until the stream
     /// has executed the copy.
-    #[doc(alias = "cuMemcpyDtoHAsync")]
-    #[doc(alias = "cuMemcpyDtoHAsync_v2")]
+    #[wraps(cuMemcpyDtoHAsync)]
     #[inline]
     #[track_caller]
     unsafe fn copy_to_host_async(&self, dst: &mut [Self::Elem], stream: &Stream) -> Result<()> {
@@ -126,8 +125,7 @@ pub unsafe trait DeviceMemoryMut: DeviceMemory {
     }
 
     /// Copies `src` into the memory; see [`DeviceSliceMut::copy_from_host`].
-    #[doc(alias = "cuMemcpyHtoD")]
-    #[doc(alias = "cuMemcpyHtoD_v2")]
+    #[wraps(cuMemcpyHtoD)]
     #[inline]
     #[track_caller]
     fn copy_from_host(&mut self, src: &[Self::Elem]) -> Result<()> {
@@ -140,8 +138,7 @@ pub unsafe trait DeviceMemoryMut: DeviceMemory {
     /// # Safety
     /// `src` must stay valid, and must not be written by the host, until the stream has
     /// executed the copy.
-    #[doc(alias = "cuMemcpyHtoDAsync")]
-    #[doc(alias = "cuMemcpyHtoDAsync_v2")]
+    #[wraps(cuMemcpyHtoDAsync)]
     #[inline]
     #[track_caller]
     unsafe fn copy_from_host_async(&mut self, src: &[Self::Elem], stream: &Stream) -> Result<()> {
@@ -151,8 +148,7 @@ pub unsafe trait DeviceMemoryMut: DeviceMemory {
 
     /// Copies device memory of the same context into this memory; see
     /// [`DeviceSliceMut::copy_from_device`].
-    #[doc(alias = "cuMemcpyDtoD")]
-    #[doc(alias = "cuMemcpyDtoD_v2")]
+    #[wraps(cuMemcpyDtoD)]
     #[inline]
     #[track_caller]
     fn copy_from_device<S>(&mut self, src: &S) -> Result<()>
@@ -164,8 +160,7 @@ pub unsafe trait DeviceMemoryMut: DeviceMemory {
 
     /// Queues a copy of device memory of the same context on `stream`; see
     /// [`DeviceSliceMut::copy_from_device_async`].
-    #[doc(alias = "cuMemcpyDtoDAsync")]
-    #[doc(alias = "cuMemcpyDtoDAsync_v2")]
+    #[wraps(cuMemcpyDtoDAsync)]
     #[inline]
     #[track_caller]
     fn copy_from_device_async<S>(&mut self, src: &S, stream: &Stream) -> Result<()>
@@ -178,7 +173,7 @@ pub unsafe trait DeviceMemoryMut: DeviceMemory {
 
     /// Copies device memory of another context into this memory; see
     /// [`DeviceSliceMut::copy_from_peer`].
-    #[doc(alias = "cuMemcpyPeer")]
+    #[wraps(cuMemcpyPeer)]
     #[inline]
     #[track_caller]
     fn copy_from_peer<S>(&mut self, src: &S) -> Result<()>
@@ -190,7 +185,7 @@ pub unsafe trait DeviceMemoryMut: DeviceMemory {
 
     /// Queues a copy of device memory of another context on `stream`; see
     /// [`DeviceSliceMut::copy_from_peer_async`].
-    #[doc(alias = "cuMemcpyPeerAsync")]
+    #[wraps(cuMemcpyPeerAsync)]
     #[inline]
     #[track_caller]
     fn copy_from_peer_async<S>(&mut self, src: &S, stream: &Stream) -> Result<()>
@@ -202,9 +197,7 @@ pub unsafe trait DeviceMemoryMut: DeviceMemory {
     }
 
     /// Sets every word of the memory; see [`DeviceSliceMut::memset`].
-    #[doc(alias = "cuMemsetD8")]
-    #[doc(alias = "cuMemsetD16")]
-    #[doc(alias = "cuMemsetD32")]
+    #[wraps(cuMemsetD8, cuMemsetD16, cuMemsetD32)]
     #[inline]
     #[track_caller]
     fn memset<W: MemsetValue>(&mut self, value: W) -> Result<()> {
@@ -213,9 +206,7 @@ pub unsafe trait DeviceMemoryMut: DeviceMemory {
 
     /// Queues setting every word of the memory on `stream`; see
     /// [`DeviceSliceMut::memset_async`].
-    #[doc(alias = "cuMemsetD8Async")]
-    #[doc(alias = "cuMemsetD16Async")]
-    #[doc(alias = "cuMemsetD32Async")]
+    #[wraps(cuMemsetD8Async, cuMemsetD16Async, cuMemsetD32Async)]
     #[inline]
     #[track_caller]
     fn memset_async<W: MemsetValue>(&mut self, value: W, stream: &Stream) -> Result<()> {

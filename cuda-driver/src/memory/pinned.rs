@@ -13,6 +13,7 @@ use std::mem::size_of;
 use std::ops::{Deref, DerefMut};
 use std::ptr::{self, NonNull};
 
+use cuda_driver_macros::wraps;
 use cuda_driver_sys as sys;
 
 use super::view::byte_len;
@@ -88,8 +89,7 @@ fn with_view_mut<T: DeviceRepr, R>(
 /// let dev = DeviceBuffer::from_slice(&ctx, &host)?; // a DMA copy from page-locked memory
 /// # Ok::<(), cuda_driver::Error>(())
 /// ```
-#[doc(alias = "cuMemHostAlloc")]
-#[doc(alias = "cuMemAllocHost")]
+#[wraps(cuMemHostAlloc, cuMemAllocHost)]
 pub struct PinnedBuffer<T: DeviceRepr> {
     /// From cuMemHostAlloc; dangling (and not allocated) when the buffer has zero bytes.
     ptr: NonNull<T>,
@@ -198,9 +198,7 @@ impl<T: DeviceRepr> PinnedBuffer<T> {
     }
 
     /// Allocates `len` page-locked elements with every byte zero.
-    ///
-    /// Wraps [`cuMemHostAlloc`](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html).
-    #[doc(alias = "cuMemHostAlloc")]
+    #[wraps(cuMemHostAlloc)]
     #[track_caller]
     pub fn zeroed(ctx: &Context, len: usize, flags: PinnedFlags) -> Result<Self> {
         let buf = Self::alloc_uninit(ctx, len, flags)?;
@@ -211,9 +209,7 @@ impl<T: DeviceRepr> PinnedBuffer<T> {
     }
 
     /// Allocates page-locked memory holding a copy of `src`.
-    ///
-    /// Wraps `cuMemHostAlloc`.
-    #[doc(alias = "cuMemHostAlloc")]
+    #[wraps(cuMemHostAlloc)]
     #[track_caller]
     pub fn from_slice(ctx: &Context, src: &[T], flags: PinnedFlags) -> Result<Self> {
         let buf = Self::alloc_uninit(ctx, src.len(), flags)?;
@@ -250,10 +246,7 @@ impl<T: DeviceRepr> PinnedBuffer<T> {
     /// with unified addressing the host address itself, except for
     /// [`WRITECOMBINED`](PinnedFlags::WRITECOMBINED) memory. An address for kernels; the
     /// host must not read the memory while a kernel may write it.
-    ///
-    /// Wraps `cuMemHostGetDevicePointer_v2`.
-    #[doc(alias = "cuMemHostGetDevicePointer")]
-    #[doc(alias = "cuMemHostGetDevicePointer_v2")]
+    #[wraps(cuMemHostGetDevicePointer)]
     #[track_caller]
     pub fn device_ptr(&self) -> Result<sys::CUdeviceptr> {
         host_device_ptr(&self.ctx, self.ptr.as_ptr().cast())
@@ -273,9 +266,8 @@ impl<T: DeviceRepr> PinnedBuffer<T> {
     /// # Ok(()) }
     /// ```
     ///
-    /// Wraps `cuMemHostGetDevicePointer_v2` and, after `f`, `cuCtxSynchronize`.
-    #[doc(alias = "cuMemHostGetDevicePointer")]
-    #[doc(alias = "cuMemHostGetDevicePointer_v2")]
+    /// Calls `cuMemHostGetDevicePointer_v2` and, after `f`, `cuCtxSynchronize`.
+    #[wraps(cuCtxSynchronize, cuMemHostGetDevicePointer)]
     #[track_caller]
     pub fn with_device_view_mut<R>(
         &mut self,
@@ -348,8 +340,7 @@ impl<T: DeviceRepr> PinnedBuffer<T> {
 /// };
 /// # drop(reg); Ok(()) }
 /// ```
-#[doc(alias = "cuMemHostRegister")]
-#[doc(alias = "cuMemHostRegister_v2")]
+#[wraps(cuMemHostRegister)]
 pub struct HostRegistration<'a, T: DeviceRepr> {
     slice: &'a mut [T],
     ctx: Context,
@@ -399,10 +390,7 @@ impl<'a, T: DeviceRepr> HostRegistration<'a, T> {
     /// Page-locks `slice` in `ctx` (for every context with
     /// [`PORTABLE`](HostRegisterFlags::PORTABLE)) until the guard is dropped. An empty slice
     /// registers nothing.
-    ///
-    /// Wraps [`cuMemHostRegister_v2`](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html).
-    #[doc(alias = "cuMemHostRegister")]
-    #[doc(alias = "cuMemHostRegister_v2")]
+    #[wraps(cuMemHostRegister)]
     #[track_caller]
     pub fn new(ctx: &Context, slice: &'a mut [T], flags: HostRegisterFlags) -> Result<Self> {
         let bytes = size_of_val(slice);
@@ -425,9 +413,7 @@ impl<'a, T: DeviceRepr> HostRegistration<'a, T> {
 
     /// Unregisters the memory now and gives the slice back, returning the driver's error
     /// instead of counting it as dropping does.
-    ///
-    /// Wraps `cuMemHostUnregister`.
-    #[doc(alias = "cuMemHostUnregister")]
+    #[wraps(cuMemHostUnregister)]
     #[track_caller]
     pub fn unregister(self) -> Result<&'a mut [T]> {
         let this = std::mem::ManuallyDrop::new(self);
@@ -446,10 +432,7 @@ impl<'a, T: DeviceRepr> HostRegistration<'a, T> {
 
     /// The address at which the device reaches the registered memory (registered with
     /// [`DEVICEMAP`](HostRegisterFlags::DEVICEMAP), or with unified addressing).
-    ///
-    /// Wraps `cuMemHostGetDevicePointer_v2`.
-    #[doc(alias = "cuMemHostGetDevicePointer")]
-    #[doc(alias = "cuMemHostGetDevicePointer_v2")]
+    #[wraps(cuMemHostGetDevicePointer)]
     #[track_caller]
     pub fn device_ptr(&self) -> Result<sys::CUdeviceptr> {
         host_device_ptr(&self.ctx, self.slice.as_ptr().cast_mut().cast())

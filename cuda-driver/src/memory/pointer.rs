@@ -2,6 +2,7 @@
 
 use std::ffi::c_void;
 
+use cuda_driver_macros::wraps;
 use cuda_driver_sys as sys;
 
 use super::MemoryType;
@@ -53,9 +54,9 @@ impl PointerInfo {
     /// page-locked host memory. Memory CUDA does not know is an error
     /// (`CUDA_ERROR_INVALID_VALUE`).
     ///
-    /// Wraps `cuPointerGetAttribute` with `CU_POINTER_ATTRIBUTE_MEMORY_TYPE`,
+    /// Calls `cuPointerGetAttribute` with `CU_POINTER_ATTRIBUTE_MEMORY_TYPE`,
     /// `CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL` and `CU_POINTER_ATTRIBUTE_CONTEXT`.
-    #[doc(alias = "cuPointerGetAttribute")]
+    #[wraps(cuPointerGetAttribute)]
     #[track_caller]
     pub fn query(ptr: sys::CUdeviceptr) -> Result<PointerInfo> {
         init()?;

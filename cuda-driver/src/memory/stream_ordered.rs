@@ -11,6 +11,7 @@ use std::marker::PhantomData;
 use std::ops::Deref;
 use std::ptr;
 
+use cuda_driver_macros::wraps;
 use cuda_driver_sys as sys;
 
 use super::view::{byte_len, stream_identity};
@@ -77,7 +78,7 @@ use crate::{
 /// };
 /// # drop(buf); Ok(()) }
 /// ```
-#[doc(alias = "cuMemAllocAsync")]
+#[wraps(cuMemAllocAsync)]
 pub struct AsyncDeviceBuffer<'s, T: DeviceRepr> {
     ptr: sys::CUdeviceptr,
     len: usize,
@@ -138,8 +139,8 @@ impl<T: DeviceRepr> DeviceBuffer<T> {
     /// current memory pool; see [`AsyncDeviceBuffer`] for the rules. The contents are
     /// unspecified.
     ///
-    /// Wraps `cuMemAllocAsync` (CUDA 11.2).
-    #[doc(alias = "cuMemAllocAsync")]
+    /// Calls `cuMemAllocAsync` (CUDA 11.2).
+    #[wraps(cuMemAllocAsync)]
     #[track_caller]
     pub fn new_async(stream: &Stream, len: usize) -> Result<AsyncDeviceBuffer<'_, T>> {
         let bytes = byte_len::<T>("DeviceBuffer::new_async", len)?;
@@ -204,9 +205,7 @@ impl<'s, T: DeviceRepr> AsyncDeviceBuffer<'s, T> {
     /// runs after everything queued on the old stream so far. From then on the buffer
     /// belongs to `stream` (see the [stream-order rule](Self#the-stream-order-rule)). Both
     /// streams must be of the same context. Moving to the stream it is on does nothing.
-    ///
-    /// Wraps `cuEventCreate`, `cuEventRecord`, `cuStreamWaitEvent` and `cuEventDestroy_v2`.
-    #[doc(alias = "cuStreamWaitEvent")]
+    #[wraps(cuEventCreate, cuEventRecord, cuStreamWaitEvent, cuEventDestroy_v2)]
     #[track_caller]
     pub fn move_to_stream<'t>(self, stream: &'t Stream) -> Result<AsyncDeviceBuffer<'t, T>> {
         check_orderable("AsyncDeviceBuffer::move_to_stream", stream)?;
@@ -234,9 +233,7 @@ impl<'s, T: DeviceRepr> AsyncDeviceBuffer<'s, T> {
 
     /// Queues the free on the stream now, returning the driver's error instead of counting
     /// it in [`drop_error_count`](crate::drop_error_count) as dropping does.
-    ///
-    /// Wraps `cuMemFreeAsync`.
-    #[doc(alias = "cuMemFreeAsync")]
+    #[wraps(cuMemFreeAsync)]
     #[track_caller]
     pub fn free_async(self) -> Result<()> {
         let this = std::mem::ManuallyDrop::new(self);
@@ -309,7 +306,7 @@ unsafe impl<T: DeviceRepr> DeviceMemoryMut for AsyncDeviceBuffer<'_, T> {
 /// pool.trim_to(0)?;
 /// # Ok::<(), cuda_driver::Error>(())
 /// ```
-#[doc(alias = "CUmemoryPool")]
+#[wraps(CUmemoryPool)]
 pub struct MemPool {
     raw: sys::CUmemoryPool,
     device: Device,
@@ -375,9 +372,7 @@ impl std::fmt::Debug for MemPool {
 impl MemPool {
     /// Creates a pool of device memory on `device` (pinned allocation type, no export handle
     /// types, system-dependent maximum size). Destroyed when dropped.
-    ///
-    /// Wraps `cuMemPoolCreate`.
-    #[doc(alias = "cuMemPoolCreate")]
+    #[wraps(cuMemPoolCreate)]
     #[track_caller]
     pub fn new(device: Device) -> Result<MemPool> {
         init()?;
@@ -398,9 +393,7 @@ impl MemPool {
     }
 
     /// The device's default pool, which the driver owns: a borrowed handle.
-    ///
-    /// Wraps `cuDeviceGetDefaultMemPool`.
-    #[doc(alias = "cuDeviceGetDefaultMemPool")]
+    #[wraps(cuDeviceGetDefaultMemPool)]
     #[track_caller]
     pub fn device_default(device: Device) -> Result<MemPoolRef<'static>> {
         init()?;
@@ -416,9 +409,7 @@ impl MemPool {
 
     /// The device's current pool, the one `cuMemAllocAsync` ([`DeviceBuffer::new_async`])
     /// takes memory from: a borrowed handle.
-    ///
-    /// Wraps `cuDeviceGetMemPool`.
-    #[doc(alias = "cuDeviceGetMemPool")]
+    #[wraps(cuDeviceGetMemPool)]
     #[track_caller]
     pub fn device_current(device: Device) -> Result<MemPoolRef<'static>> {
         init()?;
@@ -462,9 +453,7 @@ impl MemPool {
 
     /// Allocates room for `len` elements from this pool in stream order on `stream`; see
     /// [`AsyncDeviceBuffer`]. The stream's device must be able to access the pool.
-    ///
-    /// Wraps `cuMemAllocFromPoolAsync`.
-    #[doc(alias = "cuMemAllocFromPoolAsync")]
+    #[wraps(cuMemAllocFromPoolAsync)]
     #[track_caller]
     pub fn alloc_async<'s, T: DeviceRepr>(
         &self,
@@ -504,9 +493,7 @@ impl MemPool {
 
     /// Bytes of reserved memory the pool keeps cached instead of releasing it to the system
     /// when a stream, event or context is synchronised (`CU_MEMPOOL_ATTR_RELEASE_THRESHOLD`).
-    ///
-    /// Wraps `cuMemPoolGetAttribute`.
-    #[doc(alias = "cuMemPoolGetAttribute")]
+    #[wraps(cuMemPoolGetAttribute)]
     #[doc(alias = "CU_MEMPOOL_ATTR_RELEASE_THRESHOLD")]
     #[track_caller]
     pub fn release_threshold(&self) -> Result<u64> {
@@ -515,8 +502,8 @@ impl MemPool {
 
     /// Sets the release threshold (`u64::MAX`: never release on synchronisation).
     ///
-    /// Wraps `cuMemPoolSetAttribute` with `CU_MEMPOOL_ATTR_RELEASE_THRESHOLD`.
-    #[doc(alias = "cuMemPoolSetAttribute")]
+    /// Calls `cuMemPoolSetAttribute` with `CU_MEMPOOL_ATTR_RELEASE_THRESHOLD`.
+    #[wraps(cuMemPoolSetAttribute)]
     #[track_caller]
     pub fn set_release_threshold(&self, bytes: u64) -> Result<()> {
         let mut v: sys::cuuint64_t = bytes;
@@ -566,9 +553,7 @@ impl MemPool {
 
     /// Releases cached memory back to the system until the pool holds at most
     /// `min_bytes_to_keep` bytes of unused memory (memory in use is never released).
-    ///
-    /// Wraps `cuMemPoolTrimTo`.
-    #[doc(alias = "cuMemPoolTrimTo")]
+    #[wraps(cuMemPoolTrimTo)]
     #[track_caller]
     pub fn trim_to(&self, min_bytes_to_keep: usize) -> Result<()> {
         check(

@@ -30,6 +30,7 @@ use std::mem::size_of;
 use std::ops::{Bound, RangeBounds};
 use std::ptr;
 
+use cuda_driver_macros::wraps;
 use cuda_driver_sys as sys;
 
 use crate::error::{check, Error, Result};
@@ -425,10 +426,9 @@ impl<'a, T: DeviceRepr> DeviceSlice<'a, T> {
     /// Copies the view into `dst`, whose length must be the view's; blocks until the copy
     /// is done.
     ///
-    /// Wraps [`cuMemcpyDtoH_v2`](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html)
+    /// Calls [`cuMemcpyDtoH_v2`](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html)
     /// (`cuMemcpyDtoHAsync_v2` and `cuStreamSynchronize` for stream-ordered memory).
-    #[doc(alias = "cuMemcpyDtoH")]
-    #[doc(alias = "cuMemcpyDtoH_v2")]
+    #[wraps(cuMemcpyDtoH)]
     #[inline]
     #[track_caller]
     pub fn copy_to_host(&self, dst: &mut [T]) -> Result<()> {
@@ -439,10 +439,7 @@ impl<'a, T: DeviceRepr> DeviceSlice<'a, T> {
     }
 
     /// Copies the view into a new `Vec`; blocks until the copy is done.
-    ///
-    /// Wraps `cuMemcpyDtoH_v2`.
-    #[doc(alias = "cuMemcpyDtoH")]
-    #[doc(alias = "cuMemcpyDtoH_v2")]
+    #[wraps(cuMemcpyDtoH)]
     #[track_caller]
     pub fn to_vec(&self) -> Result<Vec<T>> {
         let mut v = Vec::with_capacity(self.len);
@@ -486,14 +483,12 @@ impl<'a, T: DeviceRepr> DeviceSlice<'a, T> {
     /// [`HostRegistration`](crate::HostRegistration)) the copy is truly asynchronous; into
     /// pageable memory the driver may block until it is done.
     ///
-    /// Wraps `cuMemcpyDtoHAsync_v2`.
     ///
     /// # Safety
     /// `dst` must stay valid, and must be neither read nor written by the host, until the
     /// stream has executed the copy: the borrow ends when this function returns, but the
     /// device writes to `dst` later.
-    #[doc(alias = "cuMemcpyDtoHAsync")]
-    #[doc(alias = "cuMemcpyDtoHAsync_v2")]
+    #[wraps(cuMemcpyDtoHAsync)]
     #[inline]
     #[track_caller]
     pub unsafe fn copy_to_host_async(&self, dst: &mut [T], stream: &Stream) -> Result<()> {
@@ -628,10 +623,9 @@ impl<'a, T: DeviceRepr> DeviceSliceMut<'a, T> {
     /// from page-locked memory the copy is then done, from pageable memory it may still be
     /// on its way to the device (later work on the memory's stream is ordered after it).
     ///
-    /// Wraps `cuMemcpyHtoD_v2` (`cuMemcpyHtoDAsync_v2` and `cuStreamSynchronize` for
+    /// Calls `cuMemcpyHtoD_v2` (`cuMemcpyHtoDAsync_v2` and `cuStreamSynchronize` for
     /// stream-ordered memory).
-    #[doc(alias = "cuMemcpyHtoD")]
-    #[doc(alias = "cuMemcpyHtoD_v2")]
+    #[wraps(cuMemcpyHtoDAsync_v2, cuStreamSynchronize, cuMemcpyHtoD)]
     #[inline]
     #[track_caller]
     pub fn copy_from_host(&mut self, src: &[T]) -> Result<()> {
@@ -656,13 +650,11 @@ impl<'a, T: DeviceRepr> DeviceSliceMut<'a, T> {
 
     /// Queues a copy of `src` into the view on `stream` and returns at once.
     ///
-    /// Wraps `cuMemcpyHtoDAsync_v2`.
     ///
     /// # Safety
     /// `src` must stay valid, and must not be written by the host, until the stream has
     /// executed the copy.
-    #[doc(alias = "cuMemcpyHtoDAsync")]
-    #[doc(alias = "cuMemcpyHtoDAsync_v2")]
+    #[wraps(cuMemcpyHtoDAsync)]
     #[inline]
     #[track_caller]
     pub unsafe fn copy_from_host_async(&mut self, src: &[T], stream: &Stream) -> Result<()> {
@@ -692,10 +684,9 @@ impl<'a, T: DeviceRepr> DeviceSliceMut<'a, T> {
     /// still run when this returns (later work on the default stream, or on the memory's
     /// stream, is ordered after it).
     ///
-    /// Wraps `cuMemcpyDtoD_v2` (`cuMemcpyDtoDAsync_v2` and `cuStreamSynchronize` for
+    /// Calls `cuMemcpyDtoD_v2` (`cuMemcpyDtoDAsync_v2` and `cuStreamSynchronize` for
     /// stream-ordered memory).
-    #[doc(alias = "cuMemcpyDtoD")]
-    #[doc(alias = "cuMemcpyDtoD_v2")]
+    #[wraps(cuMemcpyDtoDAsync_v2, cuStreamSynchronize, cuMemcpyDtoD)]
     #[inline]
     #[track_caller]
     pub fn copy_from_device(&mut self, src: &DeviceSlice<'_, T>) -> Result<()> {
@@ -720,10 +711,7 @@ impl<'a, T: DeviceRepr> DeviceSliceMut<'a, T> {
 
     /// Queues a copy of device memory of the same context into the view on `stream`; the
     /// lengths must agree.
-    ///
-    /// Wraps `cuMemcpyDtoDAsync_v2`.
-    #[doc(alias = "cuMemcpyDtoDAsync")]
-    #[doc(alias = "cuMemcpyDtoDAsync_v2")]
+    #[wraps(cuMemcpyDtoDAsync)]
     #[inline]
     #[track_caller]
     pub fn copy_from_device_async(
@@ -752,9 +740,9 @@ impl<'a, T: DeviceRepr> DeviceSliceMut<'a, T> {
     /// the view; the lengths must agree. Works without peer access (through the host then);
     /// with [`Context::enable_peer_access`] the copy goes directly between the devices.
     ///
-    /// Wraps `cuMemcpyPeer` (for stream-ordered memory, `cuMemcpyPeerAsync` on its stream and
+    /// Calls `cuMemcpyPeer` (for stream-ordered memory, `cuMemcpyPeerAsync` on its stream and
     /// `cuStreamSynchronize`).
-    #[doc(alias = "cuMemcpyPeer")]
+    #[wraps(cuMemcpyPeer, cuMemcpyPeerAsync)]
     #[inline]
     #[track_caller]
     pub fn copy_from_peer(&mut self, src: &DeviceSlice<'_, T>) -> Result<()> {
@@ -779,9 +767,7 @@ impl<'a, T: DeviceRepr> DeviceSliceMut<'a, T> {
 
     /// Queues a copy of `src`, device memory of another context, into the view on `stream`,
     /// a stream of the view's context; the lengths must agree.
-    ///
-    /// Wraps `cuMemcpyPeerAsync`.
-    #[doc(alias = "cuMemcpyPeerAsync")]
+    #[wraps(cuMemcpyPeerAsync)]
     #[inline]
     #[track_caller]
     pub fn copy_from_peer_async(
@@ -828,14 +814,9 @@ impl<'a, T: DeviceRepr> DeviceSliceMut<'a, T> {
     /// ([`Error::MemsetWidth`] otherwise, before any driver call). May still run when this
     /// returns; later work on the default stream (or the memory's stream) is ordered after it.
     ///
-    /// Wraps `cuMemsetD8_v2`, `cuMemsetD16_v2` or `cuMemsetD32_v2` (their `Async` forms and
+    /// Calls `cuMemsetD8_v2`, `cuMemsetD16_v2` or `cuMemsetD32_v2` (their `Async` forms and
     /// `cuStreamSynchronize` for stream-ordered memory).
-    #[doc(alias = "cuMemsetD8")]
-    #[doc(alias = "cuMemsetD8_v2")]
-    #[doc(alias = "cuMemsetD16")]
-    #[doc(alias = "cuMemsetD16_v2")]
-    #[doc(alias = "cuMemsetD32")]
-    #[doc(alias = "cuMemsetD32_v2")]
+    #[wraps(cuMemsetD8, cuMemsetD16, cuMemsetD32)]
     #[inline]
     #[track_caller]
     pub fn memset<W: MemsetValue>(&mut self, value: W) -> Result<()> {
@@ -859,10 +840,8 @@ impl<'a, T: DeviceRepr> DeviceSliceMut<'a, T> {
 
     /// Queues setting every `W`-sized word of the view to `value` on `stream`.
     ///
-    /// Wraps `cuMemsetD8Async`, `cuMemsetD16Async` or `cuMemsetD32Async`.
-    #[doc(alias = "cuMemsetD8Async")]
-    #[doc(alias = "cuMemsetD16Async")]
-    #[doc(alias = "cuMemsetD32Async")]
+    /// Calls `cuMemsetD8Async`, `cuMemsetD16Async` or `cuMemsetD32Async`.
+    #[wraps(cuMemsetD8Async, cuMemsetD16Async, cuMemsetD32Async)]
     #[inline]
     #[track_caller]
     pub fn memset_async<W: MemsetValue>(&mut self, value: W, stream: &Stream) -> Result<()> {

@@ -7,6 +7,7 @@ use std::ffi::{c_void, CStr};
 use std::ptr;
 use std::sync::Arc;
 
+use cuda_driver_macros::wraps;
 use cuda_driver_sys as sys;
 
 use super::{Keep, ModuleInner};
@@ -38,7 +39,7 @@ pub(crate) enum FunctionOwner {
 /// Launching methods are documented with [`launch`](Function::launch); occupancy queries
 /// with [`max_active_blocks_per_multiprocessor`](Function::max_active_blocks_per_multiprocessor);
 /// attributes with [`attribute`](Function::attribute).
-#[doc(alias = "CUfunction")]
+#[wraps(CUfunction)]
 #[derive(Clone)]
 pub struct Function {
     raw: sys::CUfunction,
@@ -104,7 +105,7 @@ impl Function {
 
     /// The kernel's name: the name it was looked up by, or the driver's (`cuFuncGetName`,
     /// CUDA 12.3), cached.
-    #[doc(alias = "cuFuncGetName")]
+    #[wraps(cuFuncGetName)]
     pub fn name(&self) -> &str {
         self.kernel_name()
     }
@@ -119,9 +120,7 @@ impl Function {
     /// [`Module::load_data_unchecked`](crate::Module::load_data_unchecked), a compressed
     /// fatbin) the driver is asked until it answers `CUDA_ERROR_INVALID_VALUE`: once, but
     /// tools such as compute-sanitizer report that answer as an API error.
-    ///
-    /// Wraps `cuFuncGetParamInfo`.
-    #[doc(alias = "cuFuncGetParamInfo")]
+    #[wraps(cuFuncGetParamInfo)]
     #[track_caller]
     pub fn params(&self) -> Result<Option<&[ParamInfo]>> {
         KernelParams::params(self)

@@ -19,6 +19,7 @@
 use std::path::Path;
 use std::ptr;
 
+use cuda_driver_macros::wraps;
 use cuda_driver_sys as sys;
 
 use crate::context::Context;
@@ -39,7 +40,7 @@ pub use crate::types::JitInputType;
 ///
 /// `Send` (it can move to another thread, where its context is made current), not `Sync`:
 /// adding inputs needs `&mut self`.
-#[doc(alias = "CUlinkState")]
+#[wraps(CUlinkState)]
 pub struct Linker {
     raw: sys::CUlinkState,
     // Boxed so that the arrays the driver holds pointers to never move; dropped after `raw`
@@ -74,10 +75,7 @@ impl std::fmt::Debug for Linker {
 impl Linker {
     /// Starts a link in `ctx` (which gives the target architecture unless `options` sets
     /// one), with options for the linker and for compiling PTX inputs.
-    ///
-    /// Wraps `cuLinkCreate_v2`.
-    #[doc(alias = "cuLinkCreate")]
-    #[doc(alias = "cuLinkCreate_v2")]
+    #[wraps(cuLinkCreate)]
     #[track_caller]
     pub fn new(ctx: &Context, options: &JitOptions) -> Result<Linker> {
         let _cur = ctx.enter()?;
@@ -140,10 +138,7 @@ impl Linker {
     ///
     /// A cubin or a fatbin is checked as [`Module::load_data`](crate::Module::load_data)
     /// checks it ([`Error::MalformedImage`]), and must be what `kind` says.
-    ///
-    /// Wraps `cuLinkAddData_v2`.
-    #[doc(alias = "cuLinkAddData")]
-    #[doc(alias = "cuLinkAddData_v2")]
+    #[wraps(cuLinkAddData)]
     #[track_caller]
     pub fn add_data<I: ModuleImage + ?Sized>(
         &mut self,
@@ -196,10 +191,7 @@ impl Linker {
     }
 
     /// Adds an input from a file, of the kind told by `kind`.
-    ///
-    /// Wraps `cuLinkAddFile_v2`.
-    #[doc(alias = "cuLinkAddFile")]
-    #[doc(alias = "cuLinkAddFile_v2")]
+    #[wraps(cuLinkAddFile)]
     #[track_caller]
     pub fn add_file(&mut self, kind: JitInputType, path: impl AsRef<Path>) -> Result<()> {
         let path = path_to_c_string(path.as_ref())?;
@@ -222,9 +214,7 @@ impl Linker {
     /// the driver's buffer), so it outlives the linker. Load it with
     /// [`Module::load_data`](crate::Module::load_data) or
     /// [`Library::load_data`](crate::Library::load_data).
-    ///
-    /// Wraps `cuLinkComplete`.
-    #[doc(alias = "cuLinkComplete")]
+    #[wraps(cuLinkComplete)]
     #[track_caller]
     pub fn complete(&mut self) -> Result<Vec<u8>> {
         let _cur = self.ctx.enter()?;

@@ -34,6 +34,7 @@ use std::ptr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
+use cuda_driver_macros::wraps;
 use cuda_driver_sys as sys;
 
 use crate::context::Context;
@@ -63,8 +64,8 @@ pub(crate) type Keep = Arc<dyn Any + Send + Sync>;
 /// this handle.
 ///
 /// `Send + Sync`: a module may be used from any thread.
+#[wraps(CUmodule)]
 #[derive(Clone)]
-#[doc(alias = "CUmodule")]
 pub struct Module {
     inner: Arc<ModuleInner>,
 }
@@ -187,7 +188,6 @@ impl Module {
     /// [`Module::info_log`]. The kernels' parameter counts are read from the image, so that the
     /// checked launches ask the driver for exactly those parameters.
     ///
-    /// Wraps [`cuModuleLoadDataEx`](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MODULE.html).
     ///
     /// ```no_run
     /// # let ctx = cuda_driver::Device::get(0)?.primary_context()?;
@@ -198,7 +198,7 @@ impl Module {
     /// }
     /// # Ok::<(), cuda_driver::Error>(())
     /// ```
-    #[doc(alias = "cuModuleLoadDataEx")]
+    #[wraps(cuModuleLoadDataEx)]
     #[track_caller]
     pub fn load_data_with<I: ModuleImage + ?Sized>(
         ctx: &Context,
@@ -233,12 +233,11 @@ impl Module {
     /// parameter counts are unknown, so a checked launch probes the driver for them (see
     /// [`Function::params`]).
     ///
-    /// Wraps `cuModuleLoadData`.
     ///
     /// # Safety
     /// `image` points to a cubin, a fatbin or NUL-terminated PTX that stays readable for the
     /// call, and whose headers describe only memory that is part of it.
-    #[doc(alias = "cuModuleLoadData")]
+    #[wraps(cuModuleLoadData)]
     #[track_caller]
     pub unsafe fn load_data_unchecked(ctx: &Context, image: *const c_void) -> Result<Module> {
         let _cur = ctx.enter()?;
@@ -254,9 +253,7 @@ impl Module {
     /// Loads a fatbin (as output by `nvcc -fatbin`), after checking it as
     /// [`load_data_with`](Self::load_data_with) does; anything but a fatbin is
     /// [`Error::MalformedImage`].
-    ///
-    /// Wraps `cuModuleLoadFatBinary`.
-    #[doc(alias = "cuModuleLoadFatBinary")]
+    #[wraps(cuModuleLoadFatBinary)]
     #[track_caller]
     pub fn load_fat_binary<I: ModuleImage + ?Sized>(ctx: &Context, fatbin: &I) -> Result<Module> {
         let image = Image::check(fatbin.image_bytes())?;
@@ -287,8 +284,8 @@ impl Module {
     /// counts. A file that cannot be read is handed to `cuModuleLoad`, whose error says why
     /// (`CUDA_ERROR_FILE_NOT_FOUND`, ...).
     ///
-    /// Wraps `cuModuleLoadDataEx` (and `cuModuleLoad` for its error).
-    #[doc(alias = "cuModuleLoad")]
+    /// Calls `cuModuleLoadDataEx` (and `cuModuleLoad` for its error).
+    #[wraps(cuModuleLoadDataEx, cuModuleLoad)]
     #[track_caller]
     pub fn load_file(ctx: &Context, path: impl AsRef<Path>) -> Result<Module> {
         let path = path.as_ref();
@@ -350,9 +347,7 @@ impl Module {
 
     /// The kernel `name` (its PTX name: `extern "C"` names are the C names, others are
     /// mangled). A missing name is [`Error::NotFound`] naming it.
-    ///
-    /// Wraps `cuModuleGetFunction`.
-    #[doc(alias = "cuModuleGetFunction")]
+    #[wraps(cuModuleGetFunction)]
     #[track_caller]
     pub fn function(&self, name: &str) -> Result<Function> {
         let _cur = self.inner.ctx.enter()?;
@@ -378,7 +373,6 @@ impl Module {
     /// The handle is exclusive: while it lives, another lookup of the same variable (through
     /// this module, a clone, or the library it belongs to) is [`Error::AlreadyBorrowed`].
     ///
-    /// Wraps `cuModuleGetGlobal_v2`.
     ///
     /// ```no_run
     /// # let ctx = cuda_driver::Device::get(0)?.primary_context()?;
@@ -389,8 +383,7 @@ impl Module {
     /// table.copy_from_host(&[1.0; 16])?;
     /// # Ok::<(), cuda_driver::Error>(())
     /// ```
-    #[doc(alias = "cuModuleGetGlobal")]
-    #[doc(alias = "cuModuleGetGlobal_v2")]
+    #[wraps(cuModuleGetGlobal)]
     #[track_caller]
     pub fn global<T: DeviceRepr>(&self, name: &str) -> Result<Global<T>> {
         let _cur = self.inner.ctx.enter()?;
