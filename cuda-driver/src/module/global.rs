@@ -121,30 +121,6 @@ impl<T: DeviceRepr> Global<T> {
     pub fn as_raw(&self) -> sys::CUdeviceptr {
         self.ptr
     }
-
-    /// Number of `T` elements.
-    #[inline]
-    pub fn len(&self) -> usize {
-        self.len
-    }
-
-    /// Whether the variable holds no elements (never, for a variable the driver found).
-    #[inline]
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-
-    /// Size in bytes.
-    #[inline]
-    pub fn bytes(&self) -> usize {
-        self.len * size_of::<T>()
-    }
-
-    /// The context the variable lives in.
-    #[inline]
-    pub fn context(&self) -> &Context {
-        &self.ctx
-    }
 }
 
 // SAFETY: the view covers the variable (`len` elements, checked at lookup), which stays loaded
