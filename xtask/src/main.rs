@@ -6,6 +6,7 @@
 mod bench_report;
 mod bindgen;
 mod bundle;
+mod dynload;
 mod imports;
 mod kernels;
 mod util;
@@ -16,7 +17,7 @@ const USAGE: &str = "\
 usage: cargo xtask <task> [options]
 
 tasks:
-  bindgen [--check]              generate cuda-driver-sys/src/bindings.rs and the stub library source
+  bindgen [--check]              generate cuda-driver-sys/src/bindings.rs, its dynamic-loading twin and the stub library source
   build-kernels [--check] [--arch compute_XX]
                                  compile ptx/*.cu to ptx/*.ptx with nvcc (default compute_75)
   check-imports [--release] [--list]
