@@ -27,11 +27,19 @@
 //!
 //! Driver support: any driver from CUDA 12.0 on. Functions newer than 12.0 are resolved at run
 //! time (see [`entry_point`]) and return [`Error::Unsupported`] on an older driver.
+#![cfg_attr(docsrs, feature(doc_cfg))]
 #![deny(missing_docs)]
 #![deny(unsafe_op_in_unsafe_fn)]
 #![deny(clippy::undocumented_unsafe_blocks)]
 
+/// The `bytemuck` crate, whose [`Pod`](bytemuck::Pod) types are device memory and kernel
+/// arguments as [`Pod<T>`](crate::Pod).
+#[cfg(feature = "bytemuck")]
+#[cfg_attr(docsrs, doc(cfg(feature = "bytemuck")))]
+pub use bytemuck;
 pub use cuda_driver_sys as sys;
+/// The `half` crate, whose [`f16`](half::f16) and [`bf16`](half::bf16) are [`DeviceRepr`].
+pub use half;
 
 #[macro_use]
 mod macros;
@@ -53,6 +61,8 @@ mod library;
 mod linker;
 mod memory;
 mod module;
+#[cfg(feature = "bytemuck")]
+mod pod;
 mod repr;
 mod stream;
 mod vector;
@@ -67,6 +77,9 @@ pub use library::*;
 pub use linker::*;
 pub use memory::*;
 pub use module::*;
+#[cfg(feature = "bytemuck")]
+#[cfg_attr(docsrs, doc(cfg(feature = "bytemuck")))]
+pub use pod::Pod;
 pub use repr::DeviceRepr;
 pub use stream::{host_fn_panic_count, Stream, StreamFlags};
 pub use vector::*;
