@@ -9,6 +9,7 @@ mod bundle;
 mod dynload;
 mod imports;
 mod kernels;
+mod ptx_copies;
 mod util;
 
 use std::process::ExitCode;
@@ -19,7 +20,8 @@ usage: cargo xtask <task> [options]
 tasks:
   bindgen [--check]              generate cuda-driver-sys/src/bindings.rs, its dynamic-loading twin and the stub library source
   build-kernels [--check] [--arch compute_XX]
-                                 compile ptx/*.cu to ptx/*.ptx with nvcc (default compute_75)
+                                 compile ptx/*.cu to ptx/*.ptx with nvcc (default compute_75), and
+                                 copy those a package's tests embed into it (cuda-driver/tests/ptx)
   check-imports [--release] [--list]
                                  check that cuda-driver binaries import no cu* symbol newer than CUDA 12.0
   bench-report FILE.json [--out DIR]  write DIR/bench.md and DIR/bench.svg (default docs/) from bench --json
