@@ -143,9 +143,17 @@ pub(crate) unsafe extern "C" fn driver_cuGetProcAddress_v2(
     }
 }
 
-#[cfg(all(test, unix))]
+#[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A library that is always there, and a function it exports.
+    #[cfg(windows)]
+    const SYSTEM_LIBRARY: (&str, &CStr) = ("kernel32.dll", c"GetTickCount");
+    #[cfg(target_os = "macos")]
+    const SYSTEM_LIBRARY: (&str, &CStr) = ("libSystem.B.dylib", c"strlen");
+    #[cfg(all(unix, not(target_os = "macos")))]
+    const SYSTEM_LIBRARY: (&str, &CStr) = ("libc.so.6", c"strlen");
 
     /// The outcome of one lookup, as [`Symbol::get`] reports it.
     fn outcome(p: *mut c_void) -> Result<(), CUresult> {
@@ -164,16 +172,15 @@ mod tests {
 
     #[test]
     fn a_missing_symbol_is_not_found_and_a_present_one_resolves() {
-        // Any library will do for the lookup itself; the C library is always there.
-        // SAFETY: loading the C library runs no initialisers that are not already run.
-        let libc = unsafe { libloading::Library::new("libc.so.6") }
-            .or_else(|_| unsafe { libloading::Library::new("libSystem.B.dylib") })
-            .expect("the C library");
+        // Any library will do for the lookup itself.
+        let (name, present) = SYSTEM_LIBRARY;
+        // SAFETY: a system library the process has loaded already: no initialiser runs.
+        let lib = unsafe { libloading::Library::new(name) }.expect("a system library");
         assert_eq!(
-            outcome(address_in(Some(&libc), c"cuNoSuchFunction_v42")),
+            outcome(address_in(Some(&lib), c"cuNoSuchFunction_v42")),
             Err(CUDA_ERROR_NOT_FOUND)
         );
-        let p = address_in(Some(&libc), c"strlen");
+        let p = address_in(Some(&lib), present);
         assert!(p as usize > NO_LIBRARY);
         assert_eq!(outcome(p), Ok(()));
     }
