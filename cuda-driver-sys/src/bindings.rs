@@ -13288,6 +13288,7 @@ pub const CU_LAUNCH_PARAM_BUFFER_SIZE: *mut ::core::ffi::c_void = (CU_LAUNCH_PAR
 pub const CU_DEVICE_CPU: CUdevice = (-1) as CUdevice;
 /// `#define CU_DEVICE_INVALID ((CUdevice)-2)` of cuda.h.
 pub const CU_DEVICE_INVALID: CUdevice = (-2) as CUdevice;
+#[cfg(not(cuda_dynamic_loading))]
 unsafe extern "C" {
     /// `cuArray3DCreate` as cuda.h spells it: the symbol `cuArray3DCreate_v2`.
     #[link_name = "cuArray3DCreate_v2"]

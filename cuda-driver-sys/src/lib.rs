@@ -14,9 +14,19 @@
 //! * `#define` constants are here too, including the pointer-valued ones
 //!   ([`CU_LAUNCH_PARAM_BUFFER_POINTER`], [`CU_STREAM_PER_THREAD`], [`CU_DEVICE_CPU`]).
 //!
-//! The library links against `libcuda.so.1`. On a machine without the NVIDIA driver the build
-//! script compiles a stub whose every function returns `CUDA_ERROR_STUB_LIBRARY`, so programs
-//! build anywhere and the same binary runs against the real driver where one is installed.
+//! By default the library links against `libcuda.so.1`. On a machine without the NVIDIA driver
+//! the build script compiles a stub whose every function returns `CUDA_ERROR_STUB_LIBRARY`, so
+//! programs build anywhere and the same binary runs against the real driver where one is
+//! installed (a binary started outside cargo on a machine without the driver finds neither, and
+//! the system's loader refuses to start it).
+//!
+//! With the `dynamic-loading` feature nothing is linked: the same functions, under the same
+//! names and signatures, open `libcuda.so.1` (`nvcuda.dll` on Windows) with `libloading` at
+//! their first call and look up the symbol the name means (`cuMemAlloc_v2` for [`cuMemAlloc`],
+//! the `_ptds`/`_ptsz` one under `per-thread-default-stream`), once. Without the library every
+//! function returns `CUDA_ERROR_STUB_LIBRARY`, as the stub does; a function the installed driver
+//! does not export returns `CUDA_ERROR_NOT_FOUND`. A Windows build that finds no `cuda.lib`
+//! (neither `CUDA_DRIVER_LIB_DIR` nor `CUDA_PATH` is set) loads `nvcuda.dll` the same way.
 //!
 //! ```no_run
 //! use cuda_driver_sys::*;
@@ -40,10 +50,19 @@
     rustdoc::invalid_rust_codeblocks
 )]
 
+#[cfg(cuda_dynamic_loading)]
+extern crate std;
+
 #[rustfmt::skip]
 mod bindings;
+#[cfg(cuda_dynamic_loading)]
+mod dynamic;
 
 pub use bindings::*;
+#[cfg(cuda_dynamic_loading)]
+use dynamic::driver_cuGetProcAddress_v2;
+#[cfg(cuda_dynamic_loading)]
+pub use dynamic::functions::*;
 
 /// `CUDA_VERSION` of the cuda.h these bindings were generated from, also published to
 /// dependent build scripts as `DEP_CUDA_VERSION`.
@@ -72,6 +91,7 @@ pub unsafe extern "C" fn cuGetProcAddress_v2_ptsz(
     unsafe { driver_cuGetProcAddress_v2(symbol, funcPtr, driverVersion, flags, symbolStatus) }
 }
 
+#[cfg(not(cuda_dynamic_loading))]
 unsafe extern "C" {
     // The driver's symbol, which the inline calls whatever the feature says the name means.
     #[link_name = "cuGetProcAddress_v2"]

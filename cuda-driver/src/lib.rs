@@ -27,26 +27,111 @@
 //! * **Speed**: the launch and copy paths allocate nothing; launches check arguments against
 //!   the kernel's parameter list read once from the driver.
 //!
-//! ```no_run
-//! use cuda_driver::prelude::*;
-//! use cuda_driver::{Device, DeviceBuffer};
+//! # Your first program
 //!
-//! let dev = Device::get(0)?;
-//! let ctx = dev.primary_context()?;
-//! let buf = DeviceBuffer::from_slice(&ctx, &[1.0f32, 2.0, 3.0])?;
-//! let mut back = [0.0f32; 3];
-//! buf.copy_to_host(&mut back)?;
-//! assert_eq!(back, [1.0, 2.0, 3.0]);
-//! # Ok::<(), cuda_driver::Error>(())
+//! Multiplies 1000 floats by 3 on the GPU and checks them. The kernel is PTX, which the
+//! driver compiles for the GPU at hand; without a GPU the program says so in one line
+//! (`error: no CUDA driver found: ...`) and exits with status 1.
+//!
+//! ```no_run
+//! use std::process::ExitCode;
+//!
+//! use cuda_driver::prelude::*;
+//! use cuda_driver::{Device, DeviceBuffer, LaunchConfig, Module, Stream, StreamFlags};
+//!
+//! /// `scale(float* data, float factor, int n)`, `data[i] *= factor` for every `i < n`: what
+//! /// `nvcc --ptx` makes of a three-line CUDA C kernel (its comment lines left out).
+//! const SCALE_PTX: &str = "
+//! .version 7.0
+//! .target sm_75
+//! .address_size 64
+//!
+//! .visible .entry scale(
+//!     .param .u64 scale_param_0,
+//!     .param .f32 scale_param_1,
+//!     .param .u32 scale_param_2
+//! )
+//! {
+//!     .reg .pred %p<2>;
+//!     .reg .f32 %f<4>;
+//!     .reg .b32 %r<6>;
+//!     .reg .b64 %rd<5>;
+//!
+//!     ld.param.u64 %rd1, [scale_param_0];
+//!     ld.param.f32 %f1, [scale_param_1];
+//!     ld.param.u32 %r2, [scale_param_2];
+//!     mov.u32 %r3, %ctaid.x;
+//!     mov.u32 %r4, %ntid.x;
+//!     mov.u32 %r5, %tid.x;
+//!     mad.lo.s32 %r1, %r3, %r4, %r5;
+//!     setp.ge.s32 %p1, %r1, %r2;
+//!     @%p1 bra DONE;
+//!     cvta.to.global.u64 %rd2, %rd1;
+//!     mul.wide.s32 %rd3, %r1, 4;
+//!     add.s64 %rd4, %rd2, %rd3;
+//!     ld.global.f32 %f2, [%rd4];
+//!     mul.f32 %f3, %f2, %f1;
+//!     st.global.f32 [%rd4], %f3;
+//! DONE:
+//!     ret;
+//! }
+//! ";
+//!
+//! fn main() -> ExitCode {
+//!     match run() {
+//!         Ok(()) => ExitCode::SUCCESS,
+//!         Err(e) => {
+//!             eprintln!("error: {e}");
+//!             ExitCode::FAILURE
+//!         }
+//!     }
+//! }
+//!
+//! fn run() -> Result<(), cuda_driver::Error> {
+//!     // Device 0 and its primary context (the one the CUDA runtime uses, too).
+//!     let device = Device::get(0)?;
+//!     let ctx = device.primary_context()?;
+//!
+//!     // The driver compiles the PTX for this GPU; `scale` is the kernel's entry name.
+//!     let module = Module::load_data(&ctx, SCALE_PTX)?;
+//!     let scale = module.function("scale")?;
+//!
+//!     // 1000 floats copied to device memory.
+//!     let host: Vec<f32> = (0..1000).map(|i| i as f32).collect();
+//!     let mut data = DeviceBuffer::from_slice(&ctx, &host)?;
+//!
+//!     // One thread per element, on a stream of our own.
+//!     let stream = Stream::new(&ctx, StreamFlags::NON_BLOCKING)?;
+//!     let cfg = LaunchConfig::for_num_elems(host.len())?;
+//!     let n = host.len() as i32;
+//!     // SAFETY: `scale` takes (float*, float, int), which the arguments are (the launch checks
+//!     // their number and sizes against the kernel's parameters), and it writes only data[..n].
+//!     unsafe { scale.launch(&stream, &cfg, (&mut data.as_view_mut(), &3.0f32, &n))? };
+//!     stream.synchronize()?;
+//!
+//!     // Back to the host, every element checked.
+//!     let result = data.to_vec()?;
+//!     assert!(result.iter().zip(&host).all(|(r, h)| *r == 3.0 * h));
+//!     println!("scaled {} floats on {}", result.len(), device.name()?);
+//!     Ok(())
+//! }
 //! ```
 //!
 //! Driver support: any driver from CUDA 12.0 on. Functions newer than 12.0 are resolved at run
 //! time (see [`entry_point`]) and return [`Error::Unsupported`] on an older driver.
+#![cfg_attr(docsrs, feature(doc_cfg))]
 #![deny(missing_docs)]
 #![deny(unsafe_op_in_unsafe_fn)]
 #![deny(clippy::undocumented_unsafe_blocks)]
 
+/// The `bytemuck` crate, whose [`Pod`](bytemuck::Pod) types are device memory and kernel
+/// arguments as [`Pod<T>`](crate::Pod).
+#[cfg(feature = "bytemuck")]
+#[cfg_attr(docsrs, doc(cfg(feature = "bytemuck")))]
+pub use bytemuck;
 pub use cuda_driver_sys as sys;
+/// The `half` crate, whose [`f16`](half::f16) and [`bf16`](half::bf16) are [`DeviceRepr`].
+pub use half;
 
 // `#[derive(DeviceRepr)]` names the crate `::cuda_driver`, also inside it.
 extern crate self as cuda_driver;
@@ -66,6 +151,8 @@ mod library;
 mod memory;
 mod module;
 mod params;
+#[cfg(feature = "bytemuck")]
+mod pod;
 mod release;
 mod repr;
 mod stream;
@@ -88,6 +175,9 @@ pub use library::{Kernel, Library, LibraryOptions, Managed};
 pub use memory::*;
 pub use module::{Function, FunctionAttribute, Global, JitInputType, Linker, Module};
 pub use params::{argument_check, set_argument_check, ArgumentCheck, ParamInfo};
+#[cfg(feature = "bytemuck")]
+#[cfg_attr(docsrs, doc(cfg(feature = "bytemuck")))]
+pub use pod::Pod;
 pub use repr::DeviceRepr;
 pub use stream::{host_fn_panic_count, Stream, StreamFlags, StreamRef};
 

@@ -83,6 +83,12 @@ pub fn run(args: &[String]) -> Result<(), String> {
         util::exact,
     )?;
     util::write_or_check(
+        &root.join("cuda-driver-sys/src/dynamic/functions.rs"),
+        &crate::dynload::generate(&gen.bindings)?,
+        check,
+        util::exact,
+    )?;
+    util::write_or_check(
         &root.join("cuda-driver-sys/stub/cuda_stub.c"),
         &gen.stub,
         check,
@@ -416,6 +422,7 @@ impl Generated {
 
         let file: syn::File = syn::parse2(quote! {
             #(#items)*
+            #[cfg(not(cuda_dynamic_loading))] // see dynload.rs
             unsafe extern "C" { #fn_tokens }
         })
         .map_err(|e| format!("generated code does not parse: {e}"))?;

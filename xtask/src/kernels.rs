@@ -13,6 +13,8 @@
 //! ignoring the comment lines that name nvcc's build; it also fails on a `.ptx` whose `.cu` is
 //! gone. The PTX ISA `.version` must not be newer than [`MAX_PTX_VERSION`]: the CUDA 13.0
 //! driver rejects newer PTX, which a newer nvcc (or nvvm wheel) emits.
+//!
+//! Then the copies a published package embeds are written (or checked): see `ptx_copies.rs`.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -92,6 +94,7 @@ pub fn run(args: &[String]) -> Result<(), String> {
             errors.push(e);
         }
     }
+    errors.extend(crate::ptx_copies::sync(check));
     finish(errors)
 }
 

@@ -6,8 +6,10 @@
 mod bench_report;
 mod bindgen;
 mod bundle;
+mod dynload;
 mod imports;
 mod kernels;
+mod ptx_copies;
 mod util;
 
 use std::process::ExitCode;
@@ -16,10 +18,12 @@ const USAGE: &str = "\
 usage: cargo xtask <task> [options]
 
 tasks:
-  bindgen [--check]              generate the bindings, the stub library source, cuda-driver's
-                                 types.rs and entry point markers, and the #[wraps] table
+  bindgen [--check]              generate the bindings, their dynamic-loading twin, the stub
+                                 library source, cuda-driver's types.rs and entry point
+                                 markers, and the #[wraps] table
   build-kernels [--check] [--arch compute_XX]
-                                 compile ptx/*.cu to ptx/*.ptx with nvcc (default compute_75)
+                                 compile ptx/*.cu to ptx/*.ptx with nvcc (default compute_75), and
+                                 copy those a package's tests embed into it (cuda-driver/tests/ptx)
   check-imports [--release] [--list]
                                  check that cuda-driver binaries import no cu* symbol newer than CUDA 12.0
   bench-report FILE.json [--out DIR]  write DIR/bench.md and DIR/bench.svg (default docs/) from bench --json

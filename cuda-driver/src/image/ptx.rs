@@ -167,14 +167,14 @@ mod tests {
     #[test]
     fn the_repository_kernels_count_as_their_c_signatures() {
         let all = [
-            include_str!("../../../ptx/test_kernels.ptx"),
-            include_str!("../../../ptx/library.ptx"),
-            include_str!("../../../ptx/link_main.ptx"),
-            include_str!("../../../ptx/param_buffer.ptx"),
-            include_str!("../../../ptx/bench.ptx"),
-            include_str!("../../../ptx/cluster.ptx"),
-            include_str!("../../../ptx/streams.ptx"),
-            include_str!("../../../ptx/vector_add.ptx"),
+            include_str!("../../tests/ptx/test_kernels.ptx"),
+            include_str!("../../tests/ptx/library.ptx"),
+            include_str!("../../tests/ptx/link_main.ptx"),
+            include_str!("../../tests/ptx/param_buffer.ptx"),
+            include_str!("../../tests/ptx/bench.ptx"),
+            include_str!("../../tests/ptx/cluster.ptx"),
+            include_str!("../../tests/ptx/streams.ptx"),
+            include_str!("../../tests/ptx/vector_add.ptx"),
         ]
         .concat();
         let expected = [

@@ -8,7 +8,7 @@ use cuda_driver::{Context, Device};
 
 /// The kernels of `ptx/test_kernels.cu`, compiled by `cargo xtask build-kernels`.
 #[allow(dead_code)]
-pub const TEST_KERNELS: &str = include_str!("../../../ptx/test_kernels.ptx");
+pub const TEST_KERNELS: &str = include_str!("../ptx/test_kernels.ptx");
 
 /// `n` position-dependent pseudo-random words (xorshift32), different per `seed` and never
 /// zero: the source of the tests' data (each module maps them to the values it needs).

@@ -10,8 +10,8 @@ use cuda_driver::{
 
 use crate::common::{xorshift32, TEST_KERNELS};
 
-const PARAM_BUFFER: &str = include_str!("../../../ptx/param_buffer.ptx");
-const CLUSTER: &str = include_str!("../../../ptx/cluster.ptx");
+const PARAM_BUFFER: &str = include_str!("../ptx/param_buffer.ptx");
+const CLUSTER: &str = include_str!("../ptx/cluster.ptx");
 
 /// Non-zero, position-dependent floats, different per `seed`.
 fn floats(n: usize, seed: u32) -> Vec<f32> {

@@ -9,7 +9,7 @@ use cuda_driver::{
 
 use crate::common::TEST_KERNELS;
 
-const PARAM_BUFFER: &str = include_str!("../../../ptx/param_buffer.ptx");
+const PARAM_BUFFER: &str = include_str!("../ptx/param_buffer.ptx");
 
 fn stream(ctx: &Context) -> Stream {
     Stream::new(ctx, StreamFlags::NON_BLOCKING).unwrap()

@@ -8,8 +8,8 @@ use cuda_driver::{
 
 use crate::common::TEST_KERNELS;
 
-const LIBRARY: &str = include_str!("../../../ptx/library.ptx");
-const LIBRARY_NUL: &str = concat!(include_str!("../../../ptx/library.ptx"), "\0");
+const LIBRARY: &str = include_str!("../ptx/library.ptx");
+const LIBRARY_NUL: &str = concat!(include_str!("../ptx/library.ptx"), "\0");
 
 /// Launches `myKernel(out, n)` on `ctx` (n >= 256, so every managed_data element is
 /// incremented) and checks `out[i] == i`.

@@ -11,9 +11,9 @@ use cuda_driver::{
 
 use crate::common::TEST_KERNELS;
 
-const LIBRARY: &str = include_str!("../../../ptx/library.ptx");
-const LINK_MAIN: &str = include_str!("../../../ptx/link_main.ptx");
-const LINK_HELPER: &str = include_str!("../../../ptx/link_helper.ptx");
+const LIBRARY: &str = include_str!("../ptx/library.ptx");
+const LINK_MAIN: &str = include_str!("../ptx/link_main.ptx");
+const LINK_HELPER: &str = include_str!("../ptx/link_helper.ptx");
 
 /// Broken PTX: a valid header, then an instruction that does not exist.
 const BAD_PTX: &str = ".version 7.0\n.target sm_75\n.address_size 64\n\

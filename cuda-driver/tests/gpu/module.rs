@@ -9,8 +9,8 @@ use cuda_driver::{
 
 use crate::common::{xorshift32, TEST_KERNELS};
 
-const LINK_MAIN: &str = include_str!("../../../ptx/link_main.ptx");
-const LINK_HELPER: &str = include_str!("../../../ptx/link_helper.ptx");
+const LINK_MAIN: &str = include_str!("../ptx/link_main.ptx");
+const LINK_HELPER: &str = include_str!("../ptx/link_helper.ptx");
 
 /// Broken PTX: a valid header, then an instruction that does not exist.
 const BAD_PTX: &str = ".version 7.0\n.target sm_75\n.address_size 64\n\
