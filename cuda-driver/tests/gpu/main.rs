@@ -8,11 +8,16 @@
 #[macro_use]
 mod common;
 
+mod child;
 mod context;
 mod device;
 mod entry_point;
+mod ipc;
 mod launch;
 mod library;
+mod mem_pool;
 mod memory;
 mod module;
+mod multi_gpu;
 mod stream;
+mod vmm;
