@@ -11,8 +11,8 @@ use std::sync::Arc;
 
 use cuda_driver::prelude::*;
 use cuda_driver::{
-    AddressRange, AllocationProps, Context, Device, DeviceAttribute, DeviceSliceMut,
-    LaunchConfig, Mapping, MemAccessDesc, Module, PhysicalAllocation, Stream, StreamFlags,
+    AddressRange, AllocationProps, Context, Device, DeviceAttribute, DeviceSliceMut, LaunchConfig,
+    Mapping, MemAccessDesc, Module, PhysicalAllocation, Stream, StreamFlags,
 };
 use cuda_driver_examples::{check, ptx, run_example, Failure};
 
@@ -67,7 +67,10 @@ fn run() -> Result<(), Failure> {
         .map(|d| d.primary_context())
         .collect::<Result<Vec<_>, _>>()?;
     let ctx = &contexts[0];
-    let access: Vec<MemAccessDesc> = devices.iter().map(|&d| MemAccessDesc::read_write(d)).collect();
+    let access: Vec<MemAccessDesc> = devices
+        .iter()
+        .map(|&d| MemAccessDesc::read_write(d))
+        .collect();
 
     // The stripe: the bytes per device, a multiple of every device's granularity.
     let mut g = 1;
@@ -78,7 +81,11 @@ fn run() -> Result<(), Failure> {
     let stripe = per_device.div_ceil(g) * g;
     let bytes = stripe * devices.len();
 
-    let (ra, rb, rc) = (reserve(ctx, bytes)?, reserve(ctx, bytes)?, reserve(ctx, bytes)?);
+    let (ra, rb, rc) = (
+        reserve(ctx, bytes)?,
+        reserve(ctx, bytes)?,
+        reserve(ctx, bytes)?,
+    );
     let ma = map_striped(&ra, &contexts, stripe, &access)?;
     let mb = map_striped(&rb, &contexts, stripe, &access)?;
     let mc = map_striped(&rc, &contexts, stripe, &access)?;
@@ -105,7 +112,13 @@ fn run() -> Result<(), Failure> {
     let n_param = i32::try_from(n)?;
     // SAFETY: vec_add(const float*, const float*, float*, int) matches the arguments; the
     // three vectors hold n floats and the kernel skips i >= n.
-    unsafe { vec_add.launch(&stream, &cfg, (a.as_view(), b.as_view(), c.reborrow(), &n_param))? };
+    unsafe {
+        vec_add.launch(
+            &stream,
+            &cfg,
+            (a.as_view(), b.as_view(), c.reborrow(), &n_param),
+        )?
+    };
     stream.synchronize()?;
 
     let h_c = c.to_vec()?;

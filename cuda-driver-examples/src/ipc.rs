@@ -56,10 +56,8 @@ impl Drop for Child {
 /// Starts this program again as a child (its output goes to this program's), and returns it
 /// with the connection to it.
 pub fn spawn_self() -> Result<(Child, Peer), Failure> {
-    let path = std::env::temp_dir().join(format!(
-        "cuda-driver-example-{}.sock",
-        std::process::id()
-    ));
+    let path =
+        std::env::temp_dir().join(format!("cuda-driver-example-{}.sock", std::process::id()));
     let _ = std::fs::remove_file(&path);
     let listener = UnixListener::bind(&path)?;
     listener.set_nonblocking(true)?;
@@ -80,7 +78,12 @@ pub fn spawn_self() -> Result<(Child, Peer), Failure> {
                 return Ok((child, Peer(stream)));
             }
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                let exited = child.proc.as_mut().map(|p| p.try_wait()).transpose()?.flatten();
+                let exited = child
+                    .proc
+                    .as_mut()
+                    .map(|p| p.try_wait())
+                    .transpose()?
+                    .flatten();
                 if let Some(s) = exited {
                     return Err(format!("the child process exited ({s}) before connecting").into());
                 }
