@@ -123,7 +123,7 @@ fn location_device(location: MemLocation) -> Option<Device> {
 /// The properties of a physical allocation (`CUmemAllocationProp`), built from a location:
 /// [`device`](Self::device), [`host`](Self::host), [`host_numa`](Self::host_numa), then the
 /// `with_*` methods. Every field of `CUmemAllocationProp` has one (the Windows security
-/// attributes excepted: they are always null, see the [module docs](self)).
+/// attributes excepted: they are always null, see [`PhysicalAllocation`](PhysicalAllocation#not-testable-on-these-machines)).
 ///
 /// ```no_run
 /// use cuda_driver::{AllocationProps, Device, MemAllocationHandleType};
@@ -405,7 +405,7 @@ fn get_access_raw(
 /// A fabric handle of a physical allocation (`CUmemFabricHandle`): 64 opaque bytes that any
 /// process of the same NVSwitch fabric can import. `Copy`, and sent as plain bytes.
 ///
-/// Not testable on single-node machines without a fabric: see the [module docs](self).
+/// Not testable on single-node machines without a fabric: see [`PhysicalAllocation`](PhysicalAllocation#not-testable-on-these-machines).
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
 #[doc(alias = "CUmemFabricHandle")]
 pub struct FabricHandle([u8; 64]);
@@ -438,6 +438,26 @@ impl std::fmt::Debug for FabricHandle {
 /// in an [`Arc`].
 ///
 /// `Send + Sync`: the handle is a process-wide driver object.
+///
+/// Virtual memory management in steps: [`AddressRange::reserve`] reserves addresses,
+/// [`PhysicalAllocation::new`] creates memory with [`AllocationProps`], [`AddressRange::map`]
+/// maps (a part of) it into (a part of) a range as a [`Mapping`], a memory owner whose views
+/// copy, memset and go to kernels, and [`Mapping::set_access`] makes it accessible (a fresh
+/// mapping is accessible from nowhere). [`GrowableBuffer`] shows the pattern. Another process
+/// gets the memory through [`export_fd`](Self::export_fd) and [`import_fd`](Self::import_fd)
+/// (the fd crosses over a Unix socket with `SCM_RIGHTS`).
+///
+/// # Not testable on these machines
+///
+/// * Fabric handles ([`MemAllocationHandleType::FABRIC`], [`FabricHandle`],
+///   [`export_fabric`](Self::export_fabric), [`import_fabric`](Self::import_fabric)) need an
+///   NVSwitch fabric (`CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_FABRIC_SUPPORTED`). Asking for them
+///   where the device does not support them is [`Error::HandleTypeUnsupported`], which is
+///   tested; an actual fabric export and import is not.
+/// * Windows handle types ([`MemAllocationHandleType::WIN32`],
+///   [`MemAllocationHandleType::WIN32_KMT`]) are refused elsewhere with
+///   [`Error::HandleTypeUnsupported`]; the crate offers no Windows export or import, and the
+///   Windows security attributes of `CUmemAllocationProp` / `CUmemPoolProps` stay null.
 #[doc(alias = "CUmemGenericAllocationHandle")]
 pub struct PhysicalAllocation {
     handle: sys::CUmemGenericAllocationHandle,
@@ -553,7 +573,7 @@ impl PhysicalAllocation {
     }
 
     /// Imports an allocation exported as a fabric handle ([`export_fabric`](Self::export_fabric)).
-    /// Not testable without an NVSwitch fabric: see the [module docs](self).
+    /// Not testable without an NVSwitch fabric: see [`PhysicalAllocation`](PhysicalAllocation#not-testable-on-these-machines).
     #[wraps(cuMemImportFromShareableHandle)]
     #[track_caller]
     pub fn import_fabric(ctx: &Context, handle: &FabricHandle) -> Result<PhysicalAllocation> {
@@ -627,7 +647,7 @@ impl PhysicalAllocation {
     /// Exports the allocation as a fabric handle. The allocation must have been created with
     /// [`MemAllocationHandleType::FABRIC`], which needs
     /// `CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_FABRIC_SUPPORTED` ([`Error::HandleTypeUnsupported`]
-    /// otherwise). Not testable without an NVSwitch fabric: see the [module docs](self).
+    /// otherwise). Not testable without an NVSwitch fabric: see [`PhysicalAllocation`](PhysicalAllocation#not-testable-on-these-machines).
     #[wraps(cuMemExportToShareableHandle)]
     #[track_caller]
     pub fn export_fabric(&self) -> Result<FabricHandle> {
