@@ -276,6 +276,7 @@ fn run() -> Res<()> {
         dev.name()?,
         if cfg.quick { " (--quick)" } else { "" }
     );
+    vmm_ipc_pools(&mut r, &cfg, &ctx, &stream)?;
     launches(&mut r, &cfg, &ctx, &stream)?;
     copies(&mut r, &cfg, &ctx)?;
     allocations(&mut r, &cfg, &ctx, &stream)?;
@@ -1327,5 +1328,159 @@ fn events(r: &mut Runner, cfg: &Config, ctx: &Context, stream: &Stream) -> Res<(
         raw_ms.is_finite() && raw_ms >= 0.0 && raw_ms == safe_ms,
         "cuEventElapsedTime: raw {raw_ms} ms, safe {safe_ms} ms"
     );
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------
+// Virtual memory, IPC and memory pools
+// ---------------------------------------------------------------------------------------
+
+/// Map + set access + unmap of 2 MiB, IPC open + close (of memory a helper process exports:
+/// a process cannot open its own handles) and allocation + free from a custom pool on a
+/// stream. Called first among the groups, because the helper is this program re-executed,
+/// which serves the handle from here and exits.
+fn vmm_ipc_pools(r: &mut Runner, cfg: &Config, ctx: &Context, stream: &Stream) -> Res<()> {
+    use cuda_driver::{
+        AddressRange, AllocationProps, DeviceAttribute, IpcMemFlags, IpcMemHandle, MemAccessDesc,
+        MemPool, MemPoolProps, PhysicalAllocation,
+    };
+    use cuda_driver_examples::ipc::{connect_to_parent, spawn_self};
+    use std::sync::Arc;
+
+    let wrong = |e: Box<dyn std::error::Error>| Failure::Wrong(e.to_string());
+    let size = 2 * MIB;
+    // The helper: export one allocation, wait until the parent is done, exit.
+    if let Some(mut parent) = connect_to_parent().map_err(wrong)? {
+        let buf = DeviceBuffer::<u8>::new(ctx, size)?;
+        let sent = parent.send(&buf.ipc_handle()?.to_bytes());
+        let done = sent.and_then(|()| parent.recv());
+        std::process::exit(if done.is_ok() { 0 } else { 1 });
+    }
+    let dev = ctx.device();
+    let count = cfg.allocs;
+
+    if dev.attribute(DeviceAttribute::VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED)? != 0 {
+        let props = AllocationProps::device(dev);
+        let phys = Arc::new(PhysicalAllocation::new(ctx, size, &props)?);
+        let range = AddressRange::reserve(ctx, size, 0)?;
+        let (ptr, handle) = (range.as_raw(), phys.as_raw());
+        let desc = MemAccessDesc::read_write(dev);
+        let raw_desc = desc.as_raw();
+        r.run(
+            format!(
+                "cuMemMap + cuMemSetAccess + cuMemUnmap, {}",
+                size_name(size)
+            ),
+            "us/cycle",
+            false,
+            Some(1.03),
+            |side| {
+                let t = match side {
+                    Side::Raw => time_loop(count, no_end, || {
+                        // SAFETY: the range and the allocation are live and `size` bytes each;
+                        // the mapping is undone in the same iteration.
+                        unsafe {
+                            raw!(cuMemMap(ptr, size, 0, handle, 0));
+                            raw!(cuMemSetAccess(ptr, size, &raw_desc, 1));
+                            raw!(cuMemUnmap(ptr, size));
+                        }
+                        Ok(())
+                    })?,
+                    // Safe: AddressRange::map = bounds checks + cuCtxGetCurrent + cuMemMap +
+                    // an Arc clone; set_access = cuCtxGetCurrent + cuMemSetAccess; drop =
+                    // cuCtxGetCurrent + cuMemUnmap + an Arc decrement.
+                    Side::Safe => time_loop(count, no_end, || {
+                        let m = range.map::<u8>(0, phys.clone(), 0, size)?;
+                        m.set_access(std::slice::from_ref(&desc))?;
+                        drop(m);
+                        Ok(())
+                    })?,
+                };
+                Ok(secs(t) * 1e6 / count as f64)
+            },
+        )?;
+    }
+
+    {
+        let (child, mut peer) = spawn_self().map_err(wrong)?;
+        let bytes: [u8; 64] = peer
+            .recv_array()
+            .map_err(|e| Failure::Wrong(format!("the IPC helper: {e}")))?;
+        let h = IpcMemHandle::from_bytes(bytes);
+        let raw_h = h.as_raw();
+        let flags = IpcMemFlags::LAZY_ENABLE_PEER_ACCESS;
+        let n = (count / 10).max(10);
+        let result = r.run(
+            "cuIpcOpenMemHandle + cuIpcCloseMemHandle".into(),
+            "us/pair",
+            false,
+            Some(1.03),
+            |side| {
+                let t = match side {
+                    Side::Raw => time_loop(n, no_end, || {
+                        let mut p: sys::CUdeviceptr = 0;
+                        // SAFETY: a handle of the helper's live allocation; closed right after.
+                        unsafe {
+                            raw!(cuIpcOpenMemHandle_v2(&mut p, raw_h, flags.as_raw()));
+                            raw!(cuIpcCloseMemHandle(p));
+                        }
+                        Ok(())
+                    })?,
+                    // Safe: IpcMemHandle::open = size check + cuCtxGetCurrent +
+                    // cuIpcOpenMemHandle_v2 + cuMemGetAddressRange_v2 (the length check) + a
+                    // Context clone; drop = cuCtxGetCurrent + cuIpcCloseMemHandle.
+                    Side::Safe => time_loop(n, no_end, || {
+                        drop(h.open::<u8>(ctx, size, flags)?);
+                        Ok(())
+                    })?,
+                };
+                Ok(secs(t) * 1e6 / n as f64)
+            },
+        );
+        let _ = peer.send(b"done");
+        child.wait().map_err(wrong)?;
+        result?;
+    }
+
+    if dev.attribute(DeviceAttribute::MEMORY_POOLS_SUPPORTED)? != 0 {
+        let bytes = cfg.alloc_bytes;
+        let pool = MemPool::with_props(dev, &MemPoolProps::device(dev))?;
+        pool.set_release_threshold(u64::MAX)?;
+        let (p, s) = (pool.as_raw(), stream.as_raw());
+        r.run(
+            format!(
+                "cuMemAllocFromPoolAsync + cuMemFreeAsync, custom pool, {}, one sync",
+                size_name(bytes)
+            ),
+            "us/pair",
+            false,
+            Some(1.03),
+            |side| {
+                let sync = || {
+                    // SAFETY: live stream.
+                    unsafe { raw!(cuStreamSynchronize(s)) };
+                    Ok(())
+                };
+                let t = match side {
+                    Side::Raw => time_loop(count, sync, || {
+                        let mut ptr: sys::CUdeviceptr = 0;
+                        // SAFETY: live pool and stream; freed in stream order right after.
+                        unsafe {
+                            raw!(cuMemAllocFromPoolAsync(&mut ptr, bytes, p, s));
+                            raw!(cuMemFreeAsync(ptr, s));
+                        }
+                        Ok(())
+                    })?,
+                    // Safe: MemPool::alloc_async = size and stream checks + cuCtxGetCurrent +
+                    // cuMemAllocFromPoolAsync; free_async = cuCtxGetCurrent + cuMemFreeAsync.
+                    Side::Safe => time_loop(count, sync, || {
+                        Ok(pool.alloc_async::<u8>(stream, bytes)?.free_async()?)
+                    })?,
+                };
+                Ok(secs(t) * 1e6 / count as f64)
+            },
+        )?;
+        pool.trim_to(0)?;
+    }
     Ok(())
 }

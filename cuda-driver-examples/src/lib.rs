@@ -17,6 +17,8 @@ use std::process::ExitCode;
 use cuda_driver_sys::*;
 
 pub mod bench;
+#[cfg(unix)]
+pub mod ipc;
 
 /// The PTX of the kernels under `ptx/` (compiled by `cargo xtask build-kernels` with the
 /// pinned nvcc of CUDA 13.0, PTX ISA 9.0), each NUL-terminated so that raw C APIs can take
@@ -78,6 +80,12 @@ pub mod ptx {
     /// the cluster's rank in the grid and the block index of its cluster's rank-0 block
     /// (read through distributed shared memory) to `out[4b..4b + 4]`.
     pub const CLUSTER: &str = concat!(include_str!("../../ptx/cluster.ptx"), "\0");
+
+    /// `ptx/vmm_kernels.cu`, for the virtual memory, IPC and pool examples:
+    /// `write_pattern(unsigned* out, unsigned seed, int n)` (a position- and seed-dependent
+    /// word per element), `add_u32(unsigned* data, unsigned v, int n)` and
+    /// `vec_add(const float* a, const float* b, float* c, int n)`.
+    pub const VMM_KERNELS: &str = concat!(include_str!("../../ptx/vmm_kernels.ptx"), "\0");
 }
 
 /// What a safe example's `run` fails with: a `cuda_driver::Error`, a failed [`check!`], or

@@ -400,6 +400,48 @@ pub enum Error {
     /// A host callback (see [`Stream::launch_host_fn`](crate::Stream::launch_host_fn)) panicked.
     #[error("a host callback panicked: {0}")]
     CallbackPanicked(String),
+
+    // Virtual memory, IPC and memory pools (memory/vmm.rs, memory/ipc.rs,
+    // memory/stream_ordered.rs).
+    /// A shareable handle type that the device, or this operating system, cannot provide
+    /// (fabric handles without `CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_FABRIC_SUPPORTED`, Windows
+    /// handles on Linux).
+    #[error("{what}: {handle_type:?} handles are not supported here: {reason}")]
+    HandleTypeUnsupported {
+        /// The operation.
+        what: &'static str,
+        /// The handle type asked for.
+        handle_type: crate::types::MemAllocationHandleType,
+        /// Why not (the device attribute that says so, or the operating system).
+        reason: &'static str,
+    },
+
+    /// A byte range of a virtual-memory mapping that is empty or does not fit in its address
+    /// range or physical allocation.
+    #[error("{what}: {len} bytes at offset {offset} do not fit in a {kind} of {size} bytes")]
+    MappingRange {
+        /// The operation.
+        what: &'static str,
+        /// "address range" or "physical allocation".
+        kind: &'static str,
+        /// Offset asked for, in bytes.
+        offset: usize,
+        /// Length asked for, in bytes.
+        len: usize,
+        /// Size of the range or allocation, in bytes.
+        size: usize,
+    },
+
+    /// Memory opened from another process is smaller than the length asked for.
+    #[error("{what}: {needed} bytes asked for, but the shared allocation holds {size}")]
+    SharedAllocationTooSmall {
+        /// The operation.
+        what: &'static str,
+        /// Bytes asked for.
+        needed: usize,
+        /// Bytes the allocation has.
+        size: usize,
+    },
 }
 
 struct DriverDisplay<'a> {

@@ -14,6 +14,9 @@
 //! | [`ManagedBuffer`] | `cuMemAllocManaged` | `cuMemFree_v2` | `as_slice` / `as_mut_slice` after synchronising |
 //! | [`PinnedBuffer`] | `cuMemHostAlloc` | `cuMemFreeHost` | `Deref<Target = [T]>`; device view in a closure |
 //! | [`HostRegistration`] | `cuMemHostRegister_v2` | `cuMemHostUnregister` | `Deref<Target = [T]>`; device view in a closure |
+//! | [`Mapping`] | `cuMemCreate` + `cuMemMap` into an [`AddressRange`] | `cuMemUnmap` (+ `cuMemRelease`, `cuMemAddressFree`) | through copies |
+//! | [`GrowableBuffer`] | `cuMemAddressReserve`, then `cuMemCreate` + `cuMemMap` per chunk | `cuMemUnmap`, `cuMemRelease`, `cuMemAddressFree` | through copies |
+//! | [`IpcMemory`] | `cuIpcOpenMemHandle_v2` (another process's allocation) | `cuIpcCloseMemHandle` | through copies |
 
 use cuda_driver_macros::wraps;
 use cuda_driver_sys as sys;
@@ -21,20 +24,31 @@ use cuda_driver_sys as sys;
 use crate::Device;
 
 mod device;
+mod ipc;
 mod managed;
 mod owner;
 mod pinned;
 mod pointer;
 mod stream_ordered;
 pub(crate) mod view;
+mod vmm;
 
 pub use device::DeviceBuffer;
+pub use ipc::{IpcEventHandle, IpcMemFlags, IpcMemHandle, IpcMemory};
 pub use managed::{AttachFlags, ManagedBuffer};
 pub use owner::{DeviceMemory, DeviceMemoryMut};
 pub use pinned::{HostRegisterFlags, HostRegistration, PinnedBuffer, PinnedFlags};
 pub use pointer::PointerInfo;
-pub use stream_ordered::{AsyncDeviceBuffer, MemPool, MemPoolRef};
+pub use stream_ordered::{
+    AsyncDeviceBuffer, MemPool, MemPoolCreateUsageFlags, MemPoolProps, MemPoolRef,
+    PoolPtrExportData,
+};
 pub use view::{DeviceSlice, DeviceSliceMut, MemsetValue};
+pub use vmm::{
+    AddressRange, AllocationProps, FabricHandle, GrowableBuffer, Mapping, MemAccessDesc,
+    MemAccessFlags, MemAllocationCompType, MemAllocationGranularityFlags, MemAllocationHandleType,
+    MemAllocationType, MemCreateUsageFlags, PhysicalAllocation,
+};
 
 pub use crate::types::{MemAdvice, MemoryType};
 

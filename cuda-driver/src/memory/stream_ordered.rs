@@ -14,13 +14,21 @@ use std::ptr;
 use cuda_driver_macros::wraps;
 use cuda_driver_sys as sys;
 
+#[cfg(unix)]
+use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
+
 use super::view::{byte_len, stream_identity};
+use super::vmm::check_handle_types;
+use super::MemLocation;
 use crate::error::{check, report_drop_error, Error, Result};
 use crate::release::{release, SendRaw};
+use crate::types::{MemAccessFlags, MemAllocationHandleType, MemAllocationType};
 use crate::{
-    init, Device, DeviceBuffer, DeviceMemory, DeviceMemoryMut, DeviceRepr, DeviceSlice,
-    DeviceSliceMut, Event, EventFlags, Stream,
+    init, Context, Device, DeviceBuffer, DeviceMemory, DeviceMemoryMut, DeviceRepr, DeviceSlice,
+    DeviceSliceMut, Event, EventFlags, MemAccessDesc, Stream,
 };
+
+pub use crate::types::MemPoolCreateUsageFlags;
 
 /// Device memory allocated in stream order on a stream it borrows, and freed in stream order
 /// on that stream when dropped.
@@ -249,6 +257,22 @@ impl<'s, T: DeviceRepr> AsyncDeviceBuffer<'s, T> {
         )
     }
 
+    /// The export data of this allocation, for a process that imported its pool
+    /// ([`MemPool::import_pointer`]). The pool must have been created with an export handle
+    /// type ([`MemPoolProps::with_handle_types`]).
+    #[wraps(cuMemPoolExportPointer)]
+    #[track_caller]
+    pub fn export_pointer(&self) -> Result<PoolPtrExportData> {
+        let _cur = self.stream.context().enter()?;
+        let mut data = sys::CUmemPoolPtrExportData { reserved: [0; 64] };
+        check(
+            // SAFETY: the allocation is alive; writes one CUmemPoolPtrExportData.
+            unsafe { sys::cuMemPoolExportPointer(&mut data, self.ptr) },
+            "cuMemPoolExportPointer",
+        )?;
+        Ok(PoolPtrExportData(data.reserved))
+    }
+
     #[inline]
     fn home(&self) -> sys::CUstream {
         stream_identity(self.stream.as_raw())
@@ -310,6 +334,155 @@ unsafe impl<T: DeviceRepr> DeviceMemoryMut for AsyncDeviceBuffer<'_, T> {
 pub struct MemPool {
     raw: sys::CUmemoryPool,
     device: Device,
+}
+
+/// The properties of a new memory pool (`CUmemPoolProps`), built from a location:
+/// [`device`](Self::device), [`host`](Self::host), [`host_numa`](Self::host_numa), then the
+/// `with_*` methods. Every field of `CUmemPoolProps` has one (the Windows security
+/// attributes excepted: always null; Windows handle types are not supported, see
+/// [`AllocationProps`](crate::AllocationProps)).
+///
+/// ```no_run
+/// use cuda_driver::{Device, MemAllocationHandleType, MemPool, MemPoolProps};
+///
+/// let dev = Device::get(0)?;
+/// let props = MemPoolProps::device(dev)
+///     .with_handle_types(MemAllocationHandleType::POSIX_FILE_DESCRIPTOR)
+///     .with_max_size(1 << 30);
+/// let pool = MemPool::with_props(dev, &props)?;
+/// let fd = pool.export_fd()?; // send it to another process
+/// # drop(fd);
+/// # Ok::<(), cuda_driver::Error>(())
+/// ```
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+#[doc(alias = "CUmemPoolProps")]
+pub struct MemPoolProps {
+    alloc_type: MemAllocationType,
+    handle_types: MemAllocationHandleType,
+    location: MemLocation,
+    max_size: usize,
+    usage: MemPoolCreateUsageFlags,
+}
+
+impl MemPoolProps {
+    /// A pool of pinned memory at `location`, with no export handle types, the system's
+    /// maximum size and no usage flags.
+    pub const fn at(location: MemLocation) -> MemPoolProps {
+        MemPoolProps {
+            alloc_type: MemAllocationType::PINNED,
+            handle_types: MemAllocationHandleType::NONE,
+            location,
+            max_size: 0,
+            usage: MemPoolCreateUsageFlags::empty(),
+        }
+    }
+
+    /// A pool of memory of `device`.
+    pub const fn device(device: Device) -> MemPoolProps {
+        Self::at(MemLocation::device(device))
+    }
+
+    /// A pool of host memory (needs `CU_DEVICE_ATTRIBUTE_HOST_MEMORY_POOLS_SUPPORTED`).
+    pub const fn host() -> MemPoolProps {
+        Self::at(MemLocation::host())
+    }
+
+    /// A pool of host memory on NUMA node `node` (needs
+    /// `CU_DEVICE_ATTRIBUTE_HOST_NUMA_MEMORY_POOLS_SUPPORTED`).
+    pub const fn host_numa(node: i32) -> MemPoolProps {
+        Self::at(MemLocation::host_numa(node))
+    }
+
+    /// The allocation type (`PINNED` by default).
+    pub const fn with_alloc_type(mut self, alloc_type: MemAllocationType) -> Self {
+        self.alloc_type = alloc_type;
+        self
+    }
+
+    /// The handle types the pool may be exported as ([`MemPool::export_fd`]).
+    pub const fn with_handle_types(mut self, types: MemAllocationHandleType) -> Self {
+        self.handle_types = types;
+        self
+    }
+
+    /// The most bytes the pool may reserve (0: a system-dependent default).
+    pub const fn with_max_size(mut self, bytes: usize) -> Self {
+        self.max_size = bytes;
+        self
+    }
+
+    /// The intended uses of the pool's allocations.
+    pub const fn with_usage(mut self, usage: MemPoolCreateUsageFlags) -> Self {
+        self.usage = usage;
+        self
+    }
+
+    /// Where the pool's memory lives.
+    pub const fn location(&self) -> MemLocation {
+        self.location
+    }
+
+    /// The export handle types.
+    pub const fn handle_types(&self) -> MemAllocationHandleType {
+        self.handle_types
+    }
+
+    /// The maximum size (0: the system's default).
+    pub const fn max_size(&self) -> usize {
+        self.max_size
+    }
+
+    /// The allocation type.
+    pub const fn alloc_type(&self) -> MemAllocationType {
+        self.alloc_type
+    }
+
+    /// The usage flags.
+    pub const fn usage(&self) -> MemPoolCreateUsageFlags {
+        self.usage
+    }
+
+    /// The raw `CUmemPoolProps` (reserved bytes and the Windows attributes zero).
+    pub fn as_raw(&self) -> sys::CUmemPoolProps {
+        sys::CUmemPoolProps {
+            allocType: self.alloc_type.as_raw(),
+            handleTypes: self.handle_types.as_raw(),
+            location: self.location.as_raw(),
+            win32SecurityAttributes: ptr::null_mut(),
+            maxSize: self.max_size,
+            usage: self.usage.as_raw() as u16,
+            reserved: [0; 54],
+        }
+    }
+}
+
+/// The data that identifies one allocation of an exported pool
+/// (`CUmemPoolPtrExportData`): 64 opaque bytes, `Copy`, to send to the process that imported
+/// the pool ([`MemPool::import_pointer`]).
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+#[doc(alias = "CUmemPoolPtrExportData")]
+pub struct PoolPtrExportData([u8; 64]);
+
+impl PoolPtrExportData {
+    /// The data's bytes, to send to another process.
+    pub const fn to_bytes(self) -> [u8; 64] {
+        self.0
+    }
+
+    /// Data from bytes received from another process.
+    pub const fn from_bytes(bytes: [u8; 64]) -> PoolPtrExportData {
+        PoolPtrExportData(bytes)
+    }
+}
+
+impl std::fmt::Debug for PoolPtrExportData {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "PoolPtrExportData(")?;
+        for b in &self.0[..8] {
+            write!(f, "{b:02x}")?;
+        }
+        write!(f, "..)")
+    }
 }
 
 /// A borrowed [`MemPool`]: a pool the driver owns (a device's default or current pool), or
@@ -561,5 +734,267 @@ impl MemPool {
             unsafe { sys::cuMemPoolTrimTo(self.raw, min_bytes_to_keep) },
             "cuMemPoolTrimTo",
         )
+    }
+
+    /// Creates a pool with `props` for `device`, the device whose streams allocate from it
+    /// (for a pool of device memory, the location's device: another one is
+    /// [`Error::InvalidArgument`]). Handle types the device cannot export are
+    /// [`Error::HandleTypeUnsupported`] before the driver is asked. Destroyed when dropped.
+    #[wraps(cuMemPoolCreate)]
+    #[track_caller]
+    pub fn with_props(device: Device, props: &MemPoolProps) -> Result<MemPool> {
+        init()?;
+        let loc = props.location.as_raw();
+        if loc.type_ == sys::CU_MEM_LOCATION_TYPE_DEVICE && loc.id != device.as_raw() {
+            return Err(Error::InvalidArgument(format!(
+                "MemPool::with_props: the pool's memory is on device {}, but it is created \
+                 for device {}",
+                loc.id,
+                device.as_raw()
+            )));
+        }
+        check_handle_types("MemPool::with_props", props.handle_types, Some(device))?;
+        let raw_props = props.as_raw();
+        let mut raw = ptr::null_mut();
+        check(
+            // SAFETY: `raw_props` is a fully initialised CUmemPoolProps (reserved bytes zero);
+            // writes one handle, owned by the MemPool built in the next statement.
+            unsafe { sys::cuMemPoolCreate(&mut raw, &raw_props) },
+            "cuMemPoolCreate",
+        )?;
+        Ok(MemPool { raw, device })
+    }
+
+    /// Makes `pool` the current pool of `device`: the one [`DeviceBuffer::new_async`] takes
+    /// memory from. Destroying a pool that is current makes the device's default pool
+    /// current again (the driver does so).
+    #[wraps(cuDeviceSetMemPool)]
+    #[track_caller]
+    pub fn set_device_current(device: Device, pool: &MemPool) -> Result<()> {
+        init()?;
+        check(
+            // SAFETY: the pool is alive; the driver checks it serves `device`.
+            unsafe { sys::cuDeviceSetMemPool(device.as_raw(), pool.raw) },
+            "cuDeviceSetMemPool",
+        )
+    }
+
+    /// Sets the access of other devices (or host locations) to the pool's memory: one entry
+    /// per location, read-write, read-only or none. The pool's own device always has access.
+    #[wraps(cuMemPoolSetAccess)]
+    #[track_caller]
+    pub fn set_access(&self, descs: &[MemAccessDesc]) -> Result<()> {
+        init()?;
+        check(
+            // SAFETY: MemAccessDesc is repr(transparent) over CUmemAccessDesc, so `descs` is
+            // an array of `descs.len()` of them; the pool is alive.
+            unsafe { sys::cuMemPoolSetAccess(self.raw, descs.as_ptr().cast(), descs.len()) },
+            "cuMemPoolSetAccess",
+        )
+    }
+
+    /// The access `location` has to the pool's memory.
+    #[wraps(cuMemPoolGetAccess)]
+    #[track_caller]
+    pub fn access(&self, location: MemLocation) -> Result<MemAccessFlags> {
+        init()?;
+        let mut loc = location.as_raw();
+        let mut flags = 0;
+        check(
+            // SAFETY: reads one CUmemLocation, writes one CUmemAccess_flags; pool alive.
+            unsafe { sys::cuMemPoolGetAccess(&mut flags, self.raw, &mut loc) },
+            "cuMemPoolGetAccess",
+        )?;
+        Ok(MemAccessFlags::from_raw(flags))
+    }
+
+    #[track_caller]
+    fn get_flag(&self, attr: sys::CUmemPool_attribute) -> Result<bool> {
+        let mut v: std::ffi::c_int = 0;
+        check(
+            // SAFETY: every attribute read through this helper is an int; writes one.
+            unsafe { sys::cuMemPoolGetAttribute(self.raw, attr, (&mut v as *mut i32).cast()) },
+            "cuMemPoolGetAttribute",
+        )?;
+        Ok(v != 0)
+    }
+
+    #[track_caller]
+    fn set_value<V>(&self, attr: sys::CUmemPool_attribute, mut v: V) -> Result<()> {
+        check(
+            // SAFETY: callers pass the attribute's value type (int for the reuse policies,
+            // cuuint64_t for the others); the driver reads one of it.
+            unsafe { sys::cuMemPoolSetAttribute(self.raw, attr, (&mut v as *mut V).cast()) },
+            "cuMemPoolSetAttribute",
+        )
+    }
+
+    /// Whether an allocation may reuse memory freed on another stream when the allocating
+    /// stream already depends on the free through events
+    /// (`CU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES`; default on).
+    #[wraps(cuMemPoolGetAttribute)]
+    #[doc(alias = "CU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES")]
+    #[track_caller]
+    pub fn reuse_follow_event_dependencies(&self) -> Result<bool> {
+        self.get_flag(sys::CU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES)
+    }
+
+    /// Sets [`reuse_follow_event_dependencies`](Self::reuse_follow_event_dependencies).
+    #[wraps(cuMemPoolSetAttribute)]
+    #[track_caller]
+    pub fn set_reuse_follow_event_dependencies(&self, on: bool) -> Result<()> {
+        self.set_value(
+            sys::CU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES,
+            on as std::ffi::c_int,
+        )
+    }
+
+    /// Whether an allocation may reuse memory whose free has completed, without a dependency
+    /// between the free and the allocation (`CU_MEMPOOL_ATTR_REUSE_ALLOW_OPPORTUNISTIC`;
+    /// default on).
+    #[wraps(cuMemPoolGetAttribute)]
+    #[doc(alias = "CU_MEMPOOL_ATTR_REUSE_ALLOW_OPPORTUNISTIC")]
+    #[track_caller]
+    pub fn reuse_allow_opportunistic(&self) -> Result<bool> {
+        self.get_flag(sys::CU_MEMPOOL_ATTR_REUSE_ALLOW_OPPORTUNISTIC)
+    }
+
+    /// Sets [`reuse_allow_opportunistic`](Self::reuse_allow_opportunistic).
+    #[wraps(cuMemPoolSetAttribute)]
+    #[track_caller]
+    pub fn set_reuse_allow_opportunistic(&self, on: bool) -> Result<()> {
+        self.set_value(
+            sys::CU_MEMPOOL_ATTR_REUSE_ALLOW_OPPORTUNISTIC,
+            on as std::ffi::c_int,
+        )
+    }
+
+    /// Whether an allocation may make its stream wait for a free on another stream to reuse
+    /// its memory (`CU_MEMPOOL_ATTR_REUSE_ALLOW_INTERNAL_DEPENDENCIES`; default on).
+    #[wraps(cuMemPoolGetAttribute)]
+    #[doc(alias = "CU_MEMPOOL_ATTR_REUSE_ALLOW_INTERNAL_DEPENDENCIES")]
+    #[track_caller]
+    pub fn reuse_allow_internal_dependencies(&self) -> Result<bool> {
+        self.get_flag(sys::CU_MEMPOOL_ATTR_REUSE_ALLOW_INTERNAL_DEPENDENCIES)
+    }
+
+    /// Sets [`reuse_allow_internal_dependencies`](Self::reuse_allow_internal_dependencies).
+    #[wraps(cuMemPoolSetAttribute)]
+    #[track_caller]
+    pub fn set_reuse_allow_internal_dependencies(&self, on: bool) -> Result<()> {
+        self.set_value(
+            sys::CU_MEMPOOL_ATTR_REUSE_ALLOW_INTERNAL_DEPENDENCIES,
+            on as std::ffi::c_int,
+        )
+    }
+
+    /// Resets [`reserved_mem_high`](Self::reserved_mem_high) to the current reserved size
+    /// (the driver accepts only 0, meaning "reset").
+    #[wraps(cuMemPoolSetAttribute)]
+    #[doc(alias = "CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH")]
+    #[track_caller]
+    pub fn reset_reserved_mem_high(&self) -> Result<()> {
+        self.set_value(sys::CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH, 0 as sys::cuuint64_t)
+    }
+
+    /// Resets [`used_mem_high`](Self::used_mem_high) to the current used size.
+    #[wraps(cuMemPoolSetAttribute)]
+    #[doc(alias = "CU_MEMPOOL_ATTR_USED_MEM_HIGH")]
+    #[track_caller]
+    pub fn reset_used_mem_high(&self) -> Result<()> {
+        self.set_value(sys::CU_MEMPOOL_ATTR_USED_MEM_HIGH, 0 as sys::cuuint64_t)
+    }
+
+    /// Exports the pool as a POSIX file descriptor, owned by the caller, to send to another
+    /// process (over a Unix socket with `SCM_RIGHTS`), which imports it with
+    /// [`import_fd`](Self::import_fd). The pool must have been created with
+    /// [`MemAllocationHandleType::POSIX_FILE_DESCRIPTOR`].
+    #[cfg(unix)]
+    #[wraps(cuMemPoolExportToShareableHandle)]
+    #[track_caller]
+    pub fn export_fd(&self) -> Result<OwnedFd> {
+        init()?;
+        let mut fd: std::ffi::c_int = -1;
+        check(
+            // SAFETY: for CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR the driver writes one int,
+            // a new descriptor that the caller owns.
+            unsafe {
+                sys::cuMemPoolExportToShareableHandle(
+                    (&mut fd as *mut std::ffi::c_int).cast(),
+                    self.raw,
+                    sys::CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR,
+                    0,
+                )
+            },
+            "cuMemPoolExportToShareableHandle",
+        )?;
+        if fd < 0 {
+            return Err(Error::UnexpectedValue {
+                call: "cuMemPoolExportToShareableHandle",
+                reason: format!("file descriptor {fd}"),
+            });
+        }
+        // SAFETY: the driver returned a new open descriptor that nothing else owns.
+        Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+    }
+
+    /// Imports a pool another process exported ([`export_fd`](Self::export_fd)), for
+    /// `device` (the device of this process that holds the pool's memory). An imported pool
+    /// cannot allocate: it gives access to the exporter's allocations
+    /// ([`import_pointer`](Self::import_pointer)). The fd stays the caller's. Destroyed when
+    /// dropped.
+    #[cfg(unix)]
+    #[wraps(cuMemPoolImportFromShareableHandle)]
+    #[track_caller]
+    pub fn import_fd(device: Device, fd: BorrowedFd<'_>) -> Result<MemPool> {
+        init()?;
+        let mut raw = ptr::null_mut();
+        check(
+            // SAFETY: for CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR the driver takes the fd in
+            // the pointer argument and does not close it; writes one handle, owned by the
+            // MemPool built in the next statement.
+            unsafe {
+                sys::cuMemPoolImportFromShareableHandle(
+                    &mut raw,
+                    fd.as_raw_fd() as usize as *mut std::ffi::c_void,
+                    sys::CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR,
+                    0,
+                )
+            },
+            "cuMemPoolImportFromShareableHandle",
+        )?;
+        Ok(MemPool { raw, device })
+    }
+
+    /// Opens an allocation of the exporting process in this imported pool, as a buffer of
+    /// `len` elements of `ctx` freed with `cuMemFree` on drop.
+    ///
+    /// # Safety
+    /// `data` was exported ([`AsyncDeviceBuffer::export_pointer`]) from an allocation of at
+    /// least `len * size_of::<T>()` bytes of this pool, whose allocation has completed in
+    /// the exporting process, and the exporter frees it only after the returned buffer is
+    /// dropped here (the driver's rule for imported pool memory; synchronise the processes,
+    /// with an interprocess event or a message).
+    #[wraps(cuMemPoolImportPointer)]
+    #[track_caller]
+    pub unsafe fn import_pointer<T: DeviceRepr>(
+        &self,
+        ctx: &Context,
+        data: &PoolPtrExportData,
+        len: usize,
+    ) -> Result<DeviceBuffer<T>> {
+        byte_len::<T>("MemPool::import_pointer", len)?;
+        let _cur = ctx.enter()?;
+        let mut raw = sys::CUmemPoolPtrExportData { reserved: data.0 };
+        let mut ptr = 0;
+        check(
+            // SAFETY: reads one CUmemPoolPtrExportData; writes one CUdeviceptr, owned by the
+            // buffer built in the next statement (imported pool memory may be freed with
+            // cuMemFree).
+            unsafe { sys::cuMemPoolImportPointer(&mut ptr, self.raw, &mut raw) },
+            "cuMemPoolImportPointer",
+        )?;
+        // SAFETY: the caller guarantees the size and the free order; `ptr` is a fresh import.
+        Ok(unsafe { DeviceBuffer::from_raw(ptr, len, ctx) })
     }
 }

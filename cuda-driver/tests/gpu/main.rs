@@ -8,13 +8,18 @@
 #[macro_use]
 mod common;
 
+mod child;
 mod context;
 mod device;
 mod entry_point;
+mod ipc;
 mod launch;
 mod launch_checks;
 mod library;
 mod loading;
+mod mem_pool;
 mod memory;
 mod module;
+mod multi_gpu;
 mod stream;
+mod vmm;

@@ -1,0 +1,1430 @@
+//! Virtual Memory Management: address ranges, physical allocations and the mappings between
+//! them.
+//!
+//! The driver separates what `cuMemAlloc` does in one step:
+//!
+//! 1. [`AddressRange::reserve`] reserves a range of virtual addresses (`cuMemAddressReserve`),
+//!    freed on drop (`cuMemAddressFree`); no memory backs it yet.
+//! 2. [`PhysicalAllocation::new`] creates physical memory (`cuMemCreate`) with the
+//!    [`AllocationProps`] asked for (device, host or host-NUMA location, shareable handle
+//!    types, compression, GPUDirect RDMA, usage), released on drop (`cuMemRelease`).
+//! 3. [`AddressRange::map`] maps an allocation, or a part of it, into part of a range
+//!    (`cuMemMap`) and returns a [`Mapping`], which keeps both alive, unmaps on drop
+//!    (`cuMemUnmap`) and is a memory owner of the crate's model: its views copy, memset and
+//!    go to kernels like those of any other memory.
+//! 4. [`Mapping::set_access`] makes the mapping readable or writable from devices (and host
+//!    locations) (`cuMemSetAccess`). A fresh mapping is accessible from nowhere: set access
+//!    before using it.
+//!
+//! Sizes and offsets are multiples of the allocation granularity
+//! ([`AllocationProps::minimum_granularity`], [`AllocationProps::recommended_granularity`]).
+//!
+//! Physical allocations are shared between processes as file descriptors
+//! ([`PhysicalAllocation::export_fd`], [`PhysicalAllocation::import_fd`]); the fd crosses to
+//! another process over a Unix socket (`SCM_RIGHTS`).
+//!
+//! [`GrowableBuffer`] shows the pattern this enables: reserve a large range once, map chunks
+//! as the data grows, and the addresses never move.
+//!
+//! # Not testable on the machines this crate is tested on
+//!
+//! * Fabric handles ([`MemAllocationHandleType::FABRIC`], [`FabricHandle`]) need an NVSwitch
+//!   fabric (`CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_FABRIC_SUPPORTED`); asking for them where the
+//!   device does not support them is [`Error::HandleTypeUnsupported`], which is tested, but
+//!   an actual fabric export and import is not.
+//! * Windows handle types ([`MemAllocationHandleType::WIN32`],
+//!   [`MemAllocationHandleType::WIN32_KMT`]) are refused on other systems with
+//!   [`Error::HandleTypeUnsupported`]; the crate offers no Windows export or import.
+
+use std::marker::PhantomData;
+#[cfg(unix)]
+use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
+use std::sync::Arc;
+
+use cuda_driver_macros::wraps;
+use cuda_driver_sys as sys;
+
+use super::MemLocation;
+use crate::error::{check, Error, Result};
+use crate::{
+    init, Context, Device, DeviceAttribute, DeviceMemory, DeviceMemoryMut, DeviceRepr, DeviceSlice,
+    DeviceSliceMut,
+};
+
+pub use crate::types::{
+    MemAccessFlags, MemAllocationCompType, MemAllocationGranularityFlags, MemAllocationHandleType,
+    MemAllocationType, MemCreateUsageFlags,
+};
+
+/// Rounds `x` up to a multiple of `granularity` (which must not be 0); `None` on overflow.
+pub(crate) fn round_up(x: usize, granularity: usize) -> Option<usize> {
+    debug_assert!(granularity > 0);
+    x.checked_add(granularity - 1)
+        .map(|y| y / granularity * granularity)
+}
+
+/// Whether `len` bytes at `offset` fit in `size` bytes (and `len` is not 0).
+pub(crate) fn fits(offset: usize, len: usize, size: usize) -> bool {
+    len > 0 && offset.checked_add(len).is_some_and(|end| end <= size)
+}
+
+/// Refuses handle types the device or the operating system cannot provide, before the driver
+/// is asked: fabric handles without `CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_FABRIC_SUPPORTED`,
+/// POSIX file descriptors without `..._POSIX_FILE_DESCRIPTOR_SUPPORTED`, Windows handles on
+/// other systems. `device` is the device whose attributes decide (none: host memory).
+#[track_caller]
+pub(crate) fn check_handle_types(
+    what: &'static str,
+    types: MemAllocationHandleType,
+    device: Option<Device>,
+) -> Result<()> {
+    let windows = MemAllocationHandleType::WIN32 | MemAllocationHandleType::WIN32_KMT;
+    if !cfg!(windows) && types.intersects(windows) {
+        return Err(Error::HandleTypeUnsupported {
+            what,
+            handle_type: types & windows,
+            reason: "Windows handle types exist only on Windows",
+        });
+    }
+    if let Some(device) = device {
+        for (t, attr, reason) in [
+            (
+                MemAllocationHandleType::FABRIC,
+                DeviceAttribute::HANDLE_TYPE_FABRIC_SUPPORTED,
+                "the device reports CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_FABRIC_SUPPORTED = 0 \
+                 (fabric handles need an NVSwitch fabric and IMEX)",
+            ),
+            (
+                MemAllocationHandleType::POSIX_FILE_DESCRIPTOR,
+                DeviceAttribute::HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED,
+                "the device reports \
+                 CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED = 0",
+            ),
+        ] {
+            if types.contains(t) && device.attribute(attr)? == 0 {
+                return Err(Error::HandleTypeUnsupported {
+                    what,
+                    handle_type: t,
+                    reason,
+                });
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The device whose attributes decide what a location supports: the location's device, or
+/// none for host memory.
+fn location_device(location: MemLocation) -> Option<Device> {
+    let raw = location.as_raw();
+    (raw.type_ == sys::CU_MEM_LOCATION_TYPE_DEVICE).then(|| Device::from_raw(raw.id))
+}
+
+/// The properties of a physical allocation (`CUmemAllocationProp`), built from a location:
+/// [`device`](Self::device), [`host`](Self::host), [`host_numa`](Self::host_numa), then the
+/// `with_*` methods. Every field of `CUmemAllocationProp` has one (the Windows security
+/// attributes excepted: they are always null, see [`PhysicalAllocation`](PhysicalAllocation#not-testable-on-these-machines)).
+///
+/// ```no_run
+/// use cuda_driver::{AllocationProps, Device, MemAllocationHandleType};
+///
+/// let props = AllocationProps::device(Device::get(0)?)
+///     .with_handle_types(MemAllocationHandleType::POSIX_FILE_DESCRIPTOR);
+/// let chunk = props.recommended_granularity()?;
+/// # let _ = chunk;
+/// # Ok::<(), cuda_driver::Error>(())
+/// ```
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+#[doc(alias = "CUmemAllocationProp")]
+pub struct AllocationProps {
+    alloc_type: MemAllocationType,
+    handle_types: MemAllocationHandleType,
+    location: MemLocation,
+    compression: MemAllocationCompType,
+    gpu_direct_rdma_capable: bool,
+    usage: MemCreateUsageFlags,
+}
+
+impl AllocationProps {
+    /// Pinned memory at `location`, with no shareable handle type, no compression, not
+    /// GPUDirect RDMA capable and no usage flags.
+    pub const fn at(location: MemLocation) -> AllocationProps {
+        AllocationProps {
+            alloc_type: MemAllocationType::PINNED,
+            handle_types: MemAllocationHandleType::NONE,
+            location,
+            compression: MemAllocationCompType::NONE,
+            gpu_direct_rdma_capable: false,
+            usage: MemCreateUsageFlags::empty(),
+        }
+    }
+
+    /// Pinned memory of `device` (`CU_MEM_LOCATION_TYPE_DEVICE`).
+    pub const fn device(device: Device) -> AllocationProps {
+        Self::at(MemLocation::device(device))
+    }
+
+    /// Pinned host memory (`CU_MEM_LOCATION_TYPE_HOST`; needs
+    /// `CU_DEVICE_ATTRIBUTE_HOST_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED`).
+    pub const fn host() -> AllocationProps {
+        Self::at(MemLocation::host())
+    }
+
+    /// Pinned host memory on NUMA node `node` (`CU_MEM_LOCATION_TYPE_HOST_NUMA`; needs
+    /// `CU_DEVICE_ATTRIBUTE_HOST_NUMA_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED`).
+    pub const fn host_numa(node: i32) -> AllocationProps {
+        Self::at(MemLocation::host_numa(node))
+    }
+
+    /// The allocation type (`CUmemAllocationProp::type`; `PINNED` by default).
+    pub const fn with_alloc_type(mut self, alloc_type: MemAllocationType) -> Self {
+        self.alloc_type = alloc_type;
+        self
+    }
+
+    /// The shareable handle types the allocation may be exported as
+    /// (`requestedHandleTypes`).
+    pub const fn with_handle_types(mut self, types: MemAllocationHandleType) -> Self {
+        self.handle_types = types;
+        self
+    }
+
+    /// Asks for compressible memory (`allocFlags.compressionType`); the driver may give
+    /// uncompressible memory instead: read [`PhysicalAllocation::properties`] to know.
+    pub const fn with_compression(mut self, compression: MemAllocationCompType) -> Self {
+        self.compression = compression;
+        self
+    }
+
+    /// Asks for memory that GPUDirect RDMA can reach (`allocFlags.gpuDirectRDMACapable`;
+    /// needs `CU_DEVICE_ATTRIBUTE_GPU_DIRECT_RDMA_WITH_CUDA_VMM_SUPPORTED`).
+    pub const fn with_gpu_direct_rdma(mut self, capable: bool) -> Self {
+        self.gpu_direct_rdma_capable = capable;
+        self
+    }
+
+    /// The intended uses of the allocation (`allocFlags.usage`).
+    pub const fn with_usage(mut self, usage: MemCreateUsageFlags) -> Self {
+        self.usage = usage;
+        self
+    }
+
+    /// The allocation type.
+    pub const fn alloc_type(&self) -> MemAllocationType {
+        self.alloc_type
+    }
+
+    /// The shareable handle types asked for.
+    pub const fn handle_types(&self) -> MemAllocationHandleType {
+        self.handle_types
+    }
+
+    /// Where the memory lives.
+    pub const fn location(&self) -> MemLocation {
+        self.location
+    }
+
+    /// The compression asked for (or, read back from a handle, given).
+    pub const fn compression(&self) -> MemAllocationCompType {
+        self.compression
+    }
+
+    /// Whether GPUDirect RDMA capable memory is asked for.
+    pub const fn gpu_direct_rdma(&self) -> bool {
+        self.gpu_direct_rdma_capable
+    }
+
+    /// The usage flags.
+    pub const fn usage(&self) -> MemCreateUsageFlags {
+        self.usage
+    }
+
+    /// The raw `CUmemAllocationProp` (reserved bytes and the Windows metadata zero).
+    pub fn as_raw(&self) -> sys::CUmemAllocationProp {
+        sys::CUmemAllocationProp {
+            type_: self.alloc_type.as_raw(),
+            requestedHandleTypes: self.handle_types.as_raw(),
+            location: self.location.as_raw(),
+            win32HandleMetaData: std::ptr::null_mut(),
+            allocFlags: sys::CUmemAllocationProp_st__bindgen_ty_1 {
+                compressionType: self.compression.as_raw() as u8,
+                gpuDirectRDMACapable: self.gpu_direct_rdma_capable as u8,
+                usage: self.usage.as_raw() as u16,
+                reserved: [0; 4],
+            },
+        }
+    }
+
+    /// The properties in a raw `CUmemAllocationProp` (the Windows metadata is not kept).
+    pub fn from_raw(raw: &sys::CUmemAllocationProp) -> AllocationProps {
+        AllocationProps {
+            alloc_type: MemAllocationType::from_raw(raw.type_),
+            handle_types: MemAllocationHandleType::from_raw(raw.requestedHandleTypes),
+            location: MemLocation::from_raw(raw.location),
+            compression: MemAllocationCompType::from_raw(raw.allocFlags.compressionType.into()),
+            gpu_direct_rdma_capable: raw.allocFlags.gpuDirectRDMACapable != 0,
+            usage: MemCreateUsageFlags::from_raw(raw.allocFlags.usage.into()),
+        }
+    }
+
+    /// The granularity of allocations with these properties: sizes, offsets and address
+    /// ranges are multiples of it. `flags` picks the minimum (required) or the recommended
+    /// (fastest) one.
+    #[wraps(cuMemGetAllocationGranularity)]
+    #[track_caller]
+    pub fn granularity(&self, flags: MemAllocationGranularityFlags) -> Result<usize> {
+        init()?;
+        let prop = self.as_raw();
+        let mut g = 0;
+        check(
+            // SAFETY: `prop` is a fully initialised CUmemAllocationProp; writes one size_t.
+            unsafe { sys::cuMemGetAllocationGranularity(&mut g, &prop, flags.as_raw()) },
+            "cuMemGetAllocationGranularity",
+        )?;
+        Ok(g)
+    }
+
+    /// The minimum granularity (`CU_MEM_ALLOC_GRANULARITY_MINIMUM`).
+    #[doc(alias = "cuMemGetAllocationGranularity")]
+    #[track_caller]
+    pub fn minimum_granularity(&self) -> Result<usize> {
+        self.granularity(MemAllocationGranularityFlags::MINIMUM)
+    }
+
+    /// The recommended granularity (`CU_MEM_ALLOC_GRANULARITY_RECOMMENDED`).
+    #[doc(alias = "cuMemGetAllocationGranularity")]
+    #[track_caller]
+    pub fn recommended_granularity(&self) -> Result<usize> {
+        self.granularity(MemAllocationGranularityFlags::RECOMMENDED)
+    }
+}
+
+/// Who may access a mapping (or a pool's memory), and how (`CUmemAccessDesc`).
+#[derive(Clone, Copy)]
+#[repr(transparent)]
+#[doc(alias = "CUmemAccessDesc")]
+pub struct MemAccessDesc(sys::CUmemAccessDesc);
+
+impl MemAccessDesc {
+    /// `flags` access from `location`.
+    pub const fn new(location: MemLocation, flags: MemAccessFlags) -> MemAccessDesc {
+        MemAccessDesc(sys::CUmemAccessDesc {
+            location: location.as_raw(),
+            flags: flags.as_raw(),
+        })
+    }
+
+    /// Read-write access from `device` (`CU_MEM_ACCESS_FLAGS_PROT_READWRITE`).
+    pub const fn read_write(device: Device) -> MemAccessDesc {
+        Self::new(MemLocation::device(device), MemAccessFlags::READWRITE)
+    }
+
+    /// Read-only access from `device` (`CU_MEM_ACCESS_FLAGS_PROT_READ`).
+    pub const fn read(device: Device) -> MemAccessDesc {
+        Self::new(MemLocation::device(device), MemAccessFlags::READ)
+    }
+
+    /// No access from `device` (`CU_MEM_ACCESS_FLAGS_PROT_NONE`).
+    pub const fn none(device: Device) -> MemAccessDesc {
+        Self::new(MemLocation::device(device), MemAccessFlags::NONE)
+    }
+
+    /// The location the access is for.
+    pub const fn location(&self) -> MemLocation {
+        MemLocation::from_raw(self.0.location)
+    }
+
+    /// The access.
+    pub const fn flags(&self) -> MemAccessFlags {
+        MemAccessFlags::from_raw(self.0.flags)
+    }
+
+    /// Wraps a raw `CUmemAccessDesc`.
+    pub const fn from_raw(raw: sys::CUmemAccessDesc) -> MemAccessDesc {
+        MemAccessDesc(raw)
+    }
+
+    /// The raw `CUmemAccessDesc`.
+    pub const fn as_raw(&self) -> sys::CUmemAccessDesc {
+        self.0
+    }
+}
+
+impl PartialEq for MemAccessDesc {
+    fn eq(&self, other: &Self) -> bool {
+        self.location() == other.location() && self.flags() == other.flags()
+    }
+}
+
+impl Eq for MemAccessDesc {}
+
+impl std::fmt::Debug for MemAccessDesc {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MemAccessDesc")
+            .field("location", &self.location())
+            .field("flags", &self.flags())
+            .finish()
+    }
+}
+
+/// `cuMemSetAccess` on `bytes` at `ptr`, with `ctx` current.
+#[track_caller]
+fn set_access_raw(
+    ctx: &Context,
+    ptr: sys::CUdeviceptr,
+    bytes: usize,
+    descs: &[MemAccessDesc],
+) -> Result<()> {
+    let _cur = ctx.enter()?;
+    check(
+        // SAFETY: MemAccessDesc is repr(transparent) over CUmemAccessDesc, so `descs` is an
+        // array of `descs.len()` CUmemAccessDesc; the driver validates the range.
+        unsafe { sys::cuMemSetAccess(ptr, bytes, descs.as_ptr().cast(), descs.len()) },
+        "cuMemSetAccess",
+    )
+}
+
+/// `cuMemGetAccess` of `location` at `ptr`.
+#[track_caller]
+fn get_access_raw(
+    ctx: &Context,
+    ptr: sys::CUdeviceptr,
+    location: MemLocation,
+) -> Result<MemAccessFlags> {
+    let _cur = ctx.enter()?;
+    let loc = location.as_raw();
+    let mut flags: std::ffi::c_ulonglong = 0;
+    check(
+        // SAFETY: reads one CUmemLocation, writes one unsigned long long.
+        unsafe { sys::cuMemGetAccess(&mut flags, &loc, ptr) },
+        "cuMemGetAccess",
+    )?;
+    Ok(MemAccessFlags::from_raw(flags as sys::CUmemAccess_flags))
+}
+
+/// A fabric handle of a physical allocation (`CUmemFabricHandle`): 64 opaque bytes that any
+/// process of the same NVSwitch fabric can import. `Copy`, and sent as plain bytes.
+///
+/// Not testable on single-node machines without a fabric: see [`PhysicalAllocation`](PhysicalAllocation#not-testable-on-these-machines).
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+#[doc(alias = "CUmemFabricHandle")]
+pub struct FabricHandle([u8; 64]);
+
+impl FabricHandle {
+    /// The handle's bytes, to send to another process.
+    pub const fn to_bytes(self) -> [u8; 64] {
+        self.0
+    }
+
+    /// A handle from bytes received from another process.
+    pub const fn from_bytes(bytes: [u8; 64]) -> FabricHandle {
+        FabricHandle(bytes)
+    }
+}
+
+impl std::fmt::Debug for FabricHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "FabricHandle(")?;
+        for b in &self.0[..8] {
+            write!(f, "{b:02x}")?;
+        }
+        write!(f, "..)")
+    }
+}
+
+/// Physical memory created with `cuMemCreate` (or imported, or retained from an address),
+/// released with `cuMemRelease` on drop. The memory itself lives until its last mapping is
+/// unmapped too, so a [`Mapping`] may outlive the handle it was made from; mappings hold it
+/// in an [`Arc`].
+///
+/// `Send + Sync`: the handle is a process-wide driver object.
+///
+/// Virtual memory management in steps: [`AddressRange::reserve`] reserves addresses,
+/// [`PhysicalAllocation::new`] creates memory with [`AllocationProps`], [`AddressRange::map`]
+/// maps (a part of) it into (a part of) a range as a [`Mapping`], a memory owner whose views
+/// copy, memset and go to kernels, and [`Mapping::set_access`] makes it accessible (a fresh
+/// mapping is accessible from nowhere). [`GrowableBuffer`] shows the pattern. Another process
+/// gets the memory through [`export_fd`](Self::export_fd) and [`import_fd`](Self::import_fd)
+/// (the fd crosses over a Unix socket with `SCM_RIGHTS`).
+///
+/// # Not testable on these machines
+///
+/// * Fabric handles ([`MemAllocationHandleType::FABRIC`], [`FabricHandle`],
+///   [`export_fabric`](Self::export_fabric), [`import_fabric`](Self::import_fabric)) need an
+///   NVSwitch fabric (`CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_FABRIC_SUPPORTED`). Asking for them
+///   where the device does not support them is [`Error::HandleTypeUnsupported`], which is
+///   tested; an actual fabric export and import is not.
+/// * Windows handle types ([`MemAllocationHandleType::WIN32`],
+///   [`MemAllocationHandleType::WIN32_KMT`]) are refused elsewhere with
+///   [`Error::HandleTypeUnsupported`]; the crate offers no Windows export or import, and the
+///   Windows security attributes of `CUmemAllocationProp` / `CUmemPoolProps` stay null.
+#[doc(alias = "CUmemGenericAllocationHandle")]
+pub struct PhysicalAllocation {
+    handle: sys::CUmemGenericAllocationHandle,
+    size: Option<usize>,
+    ctx: Context,
+}
+
+// SAFETY: an allocation handle is a process-wide integer handle usable from any thread,
+// released once, in Drop.
+unsafe impl Send for PhysicalAllocation {}
+// SAFETY: every operation on it is thread-safe in the driver.
+unsafe impl Sync for PhysicalAllocation {}
+
+impl Drop for PhysicalAllocation {
+    fn drop(&mut self) {
+        let handle = self.handle;
+        // SAFETY: `handle` holds one reference (cuMemCreate, cuMemRetainAllocationHandle or
+        // cuMemImportFromShareableHandle), owned by self and released once, here; mappings
+        // of it keep the memory until they are unmapped.
+        self.ctx
+            .release("cuMemRelease", move || unsafe { sys::cuMemRelease(handle) });
+    }
+}
+
+impl std::fmt::Debug for PhysicalAllocation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PhysicalAllocation")
+            .field("handle", &format_args!("{:#x}", self.handle))
+            .field("size", &self.size)
+            .finish()
+    }
+}
+
+impl PhysicalAllocation {
+    /// Creates `size` bytes of physical memory with `props` (`size` a multiple of the
+    /// [granularity](AllocationProps::minimum_granularity)). `ctx` is made current for the
+    /// calls and kept alive by the handle.
+    ///
+    /// Handle types the device cannot export (fabric without the device attribute, POSIX
+    /// file descriptors without theirs, Windows handles elsewhere) are
+    /// [`Error::HandleTypeUnsupported`], before the driver is asked.
+    #[wraps(cuMemCreate)]
+    #[track_caller]
+    pub fn new(ctx: &Context, size: usize, props: &AllocationProps) -> Result<PhysicalAllocation> {
+        let device = location_device(props.location).or(Some(ctx.device()));
+        check_handle_types("PhysicalAllocation::new", props.handle_types, device)?;
+        let prop = props.as_raw();
+        let _cur = ctx.enter()?;
+        let mut handle = 0;
+        check(
+            // SAFETY: `prop` is a fully initialised CUmemAllocationProp; writes one handle,
+            // owned by the value built in the next statement.
+            unsafe { sys::cuMemCreate(&mut handle, size, &prop, 0) },
+            "cuMemCreate",
+        )?;
+        Ok(PhysicalAllocation {
+            handle,
+            size: Some(size),
+            ctx: ctx.clone(),
+        })
+    }
+
+    /// A new reference to the allocation mapped at `ptr` (any address inside a mapping), to
+    /// be released on drop like any other. Its size is unknown ([`size`](Self::size) is
+    /// `None`).
+    #[wraps(cuMemRetainAllocationHandle)]
+    #[track_caller]
+    pub fn retain(ctx: &Context, ptr: sys::CUdeviceptr) -> Result<PhysicalAllocation> {
+        let _cur = ctx.enter()?;
+        let mut handle = 0;
+        check(
+            // SAFETY: the driver checks that `ptr` lies in a mapping and writes one handle
+            // holding a new reference, owned by the value built in the next statement.
+            unsafe { sys::cuMemRetainAllocationHandle(&mut handle, ptr as *mut std::ffi::c_void) },
+            "cuMemRetainAllocationHandle",
+        )?;
+        Ok(PhysicalAllocation {
+            handle,
+            size: None,
+            ctx: ctx.clone(),
+        })
+    }
+
+    /// Imports an allocation another process exported as a POSIX file descriptor
+    /// ([`export_fd`](Self::export_fd)). The fd stays the caller's (close it when done; the
+    /// allocation does not need it). The size is not carried by the fd: the exporter sends
+    /// it, and [`size`](Self::size) is `None` until
+    /// [`with_known_size`](Self::with_known_size) records it.
+    #[cfg(unix)]
+    #[wraps(cuMemImportFromShareableHandle)]
+    #[track_caller]
+    pub fn import_fd(ctx: &Context, fd: BorrowedFd<'_>) -> Result<PhysicalAllocation> {
+        let _cur = ctx.enter()?;
+        let mut handle = 0;
+        check(
+            // SAFETY: for CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR the driver takes the fd
+            // itself in the pointer argument and does not close it; writes one handle, owned
+            // by the value built in the next statement.
+            unsafe {
+                sys::cuMemImportFromShareableHandle(
+                    &mut handle,
+                    fd.as_raw_fd() as usize as *mut std::ffi::c_void,
+                    sys::CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR,
+                )
+            },
+            "cuMemImportFromShareableHandle",
+        )?;
+        Ok(PhysicalAllocation {
+            handle,
+            size: None,
+            ctx: ctx.clone(),
+        })
+    }
+
+    /// Imports an allocation exported as a fabric handle ([`export_fabric`](Self::export_fabric)).
+    /// Not testable without an NVSwitch fabric: see [`PhysicalAllocation`](PhysicalAllocation#not-testable-on-these-machines).
+    #[wraps(cuMemImportFromShareableHandle)]
+    #[track_caller]
+    pub fn import_fabric(ctx: &Context, handle: &FabricHandle) -> Result<PhysicalAllocation> {
+        check_handle_types(
+            "PhysicalAllocation::import_fabric",
+            MemAllocationHandleType::FABRIC,
+            Some(ctx.device()),
+        )?;
+        let _cur = ctx.enter()?;
+        let mut fabric = sys::CUmemFabricHandle { data: handle.0 };
+        let mut raw = 0;
+        check(
+            // SAFETY: for CU_MEM_HANDLE_TYPE_FABRIC the pointer is to a CUmemFabricHandle,
+            // which lives across the call; writes one handle, owned by the value built next.
+            unsafe {
+                sys::cuMemImportFromShareableHandle(
+                    &mut raw,
+                    (&mut fabric as *mut sys::CUmemFabricHandle).cast(),
+                    sys::CU_MEM_HANDLE_TYPE_FABRIC,
+                )
+            },
+            "cuMemImportFromShareableHandle",
+        )?;
+        Ok(PhysicalAllocation {
+            handle: raw,
+            size: None,
+            ctx: ctx.clone(),
+        })
+    }
+
+    /// Records the size of an allocation whose size the driver does not tell (imported or
+    /// retained), so that [`AddressRange::map`] checks ranges against it. A wrong size only
+    /// moves the error to the driver: `cuMemMap` checks the real one.
+    pub fn with_known_size(mut self, size: usize) -> Self {
+        self.size = Some(size);
+        self
+    }
+
+    /// Exports the allocation as a POSIX file descriptor, owned by the caller, to send to
+    /// another process (over a Unix socket with `SCM_RIGHTS`). The allocation must have
+    /// been created with [`MemAllocationHandleType::POSIX_FILE_DESCRIPTOR`].
+    #[cfg(unix)]
+    #[wraps(cuMemExportToShareableHandle)]
+    #[track_caller]
+    pub fn export_fd(&self) -> Result<OwnedFd> {
+        let _cur = self.ctx.enter()?;
+        let mut fd: std::ffi::c_int = -1;
+        check(
+            // SAFETY: for CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR the driver writes one int,
+            // a new descriptor that the caller owns.
+            unsafe {
+                sys::cuMemExportToShareableHandle(
+                    (&mut fd as *mut std::ffi::c_int).cast(),
+                    self.handle,
+                    sys::CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR,
+                    0,
+                )
+            },
+            "cuMemExportToShareableHandle",
+        )?;
+        if fd < 0 {
+            return Err(Error::UnexpectedValue {
+                call: "cuMemExportToShareableHandle",
+                reason: format!("file descriptor {fd}"),
+            });
+        }
+        // SAFETY: the driver returned a new open descriptor that nothing else owns.
+        Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+    }
+
+    /// Exports the allocation as a fabric handle. The allocation must have been created with
+    /// [`MemAllocationHandleType::FABRIC`], which needs
+    /// `CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_FABRIC_SUPPORTED` ([`Error::HandleTypeUnsupported`]
+    /// otherwise). Not testable without an NVSwitch fabric: see [`PhysicalAllocation`](PhysicalAllocation#not-testable-on-these-machines).
+    #[wraps(cuMemExportToShareableHandle)]
+    #[track_caller]
+    pub fn export_fabric(&self) -> Result<FabricHandle> {
+        check_handle_types(
+            "PhysicalAllocation::export_fabric",
+            MemAllocationHandleType::FABRIC,
+            Some(self.ctx.device()),
+        )?;
+        let _cur = self.ctx.enter()?;
+        let mut fabric = sys::CUmemFabricHandle { data: [0; 64] };
+        check(
+            // SAFETY: for CU_MEM_HANDLE_TYPE_FABRIC the driver writes one CUmemFabricHandle.
+            unsafe {
+                sys::cuMemExportToShareableHandle(
+                    (&mut fabric as *mut sys::CUmemFabricHandle).cast(),
+                    self.handle,
+                    sys::CU_MEM_HANDLE_TYPE_FABRIC,
+                    0,
+                )
+            },
+            "cuMemExportToShareableHandle",
+        )?;
+        Ok(FabricHandle(fabric.data))
+    }
+
+    /// The properties the allocation was created with (what the driver granted: read the
+    /// compression here).
+    #[wraps(cuMemGetAllocationPropertiesFromHandle)]
+    #[track_caller]
+    pub fn properties(&self) -> Result<AllocationProps> {
+        let _cur = self.ctx.enter()?;
+        let mut prop = sys::CUmemAllocationProp {
+            type_: 0,
+            requestedHandleTypes: 0,
+            location: sys::CUmemLocation { type_: 0, id: 0 },
+            win32HandleMetaData: std::ptr::null_mut(),
+            allocFlags: Default::default(),
+        };
+        check(
+            // SAFETY: writes one CUmemAllocationProp; the handle is alive.
+            unsafe { sys::cuMemGetAllocationPropertiesFromHandle(&mut prop, self.handle) },
+            "cuMemGetAllocationPropertiesFromHandle",
+        )?;
+        Ok(AllocationProps::from_raw(&prop))
+    }
+
+    /// The size in bytes: given at creation, or recorded with
+    /// [`with_known_size`](Self::with_known_size); `None` for an imported or retained
+    /// handle whose size nobody told.
+    pub fn size(&self) -> Option<usize> {
+        self.size
+    }
+
+    /// The context the handle keeps alive and makes current for its calls.
+    pub fn context(&self) -> &Context {
+        &self.ctx
+    }
+
+    /// The raw `CUmemGenericAllocationHandle`, valid while `self` lives.
+    pub fn as_raw(&self) -> sys::CUmemGenericAllocationHandle {
+        self.handle
+    }
+
+    /// Takes ownership of one reference to an allocation (released on drop).
+    ///
+    /// # Safety
+    /// `handle` holds a reference (from `cuMemCreate`, `cuMemRetainAllocationHandle` or
+    /// `cuMemImportFromShareableHandle`) that nothing else releases; `size`, when given, is
+    /// at most the allocation's size.
+    pub unsafe fn from_raw(
+        handle: sys::CUmemGenericAllocationHandle,
+        size: Option<usize>,
+        ctx: &Context,
+    ) -> PhysicalAllocation {
+        PhysicalAllocation {
+            handle,
+            size,
+            ctx: ctx.clone(),
+        }
+    }
+
+    /// Gives up ownership: the caller releases the handle with `cuMemRelease`.
+    pub fn into_raw(self) -> sys::CUmemGenericAllocationHandle {
+        let this = std::mem::ManuallyDrop::new(self);
+        // SAFETY: `this` is never dropped; the context clone is dropped once, here.
+        unsafe { std::ptr::read(&this.ctx) };
+        this.handle
+    }
+}
+
+/// A reserved range of virtual addresses (`cuMemAddressReserve`), freed on drop
+/// (`cuMemAddressFree`). Physical memory is mapped into it with [`map`](Self::map); the
+/// mappings borrow the range, so it outlives them.
+///
+/// ```no_run
+/// use std::sync::Arc;
+/// use cuda_driver::prelude::*;
+/// use cuda_driver::{AddressRange, AllocationProps, Device, MemAccessDesc, PhysicalAllocation};
+///
+/// let dev = Device::get(0)?;
+/// let ctx = dev.primary_context()?;
+/// let props = AllocationProps::device(dev);
+/// let size = props.minimum_granularity()?; // 2 MiB on current GPUs
+/// let range = AddressRange::reserve(&ctx, 4 * size, 0)?;
+/// let phys = Arc::new(PhysicalAllocation::new(&ctx, size, &props)?);
+/// let mut mapping = range.map::<u32>(size, phys, 0, size)?; // into the second quarter
+/// mapping.set_access(&[MemAccessDesc::read_write(dev)])?;
+/// mapping.memset(7u32)?;
+/// assert!(mapping.to_vec()?.iter().all(|&x| x == 7));
+/// # Ok::<(), cuda_driver::Error>(())
+/// ```
+#[doc(alias = "cuMemAddressReserve")]
+pub struct AddressRange {
+    ptr: sys::CUdeviceptr,
+    size: usize,
+    ctx: Context,
+}
+
+// SAFETY: a reserved range is process-wide state addressed by an integer, usable and freed
+// from any thread; freed once, in Drop.
+unsafe impl Send for AddressRange {}
+// SAFETY: as above; shared access only maps into it through the driver, which serialises.
+unsafe impl Sync for AddressRange {}
+
+impl Drop for AddressRange {
+    fn drop(&mut self) {
+        let (ptr, size) = (self.ptr, self.size);
+        // SAFETY: the range was reserved by cuMemAddressReserve with this size and is owned by
+        // self; every Mapping borrows it, so none is left; freed once, here.
+        self.ctx.release("cuMemAddressFree", move || unsafe {
+            sys::cuMemAddressFree(ptr, size)
+        });
+    }
+}
+
+impl std::fmt::Debug for AddressRange {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AddressRange")
+            .field("ptr", &format_args!("{:#x}", self.ptr))
+            .field("size", &self.size)
+            .finish()
+    }
+}
+
+impl AddressRange {
+    /// Reserves `size` bytes of virtual addresses aligned to `alignment` (0: the default,
+    /// the granularity); `size` is a multiple of the granularity.
+    #[wraps(cuMemAddressReserve)]
+    #[track_caller]
+    pub fn reserve(ctx: &Context, size: usize, alignment: usize) -> Result<AddressRange> {
+        Self::reserve_at(ctx, size, alignment, 0)
+    }
+
+    /// As [`reserve`](Self::reserve), asking for the range to start at `addr` (0: anywhere).
+    /// The address is a request: the driver may place the range elsewhere, so read
+    /// [`as_raw`](Self::as_raw).
+    #[wraps(cuMemAddressReserve)]
+    #[track_caller]
+    pub fn reserve_at(
+        ctx: &Context,
+        size: usize,
+        alignment: usize,
+        addr: sys::CUdeviceptr,
+    ) -> Result<AddressRange> {
+        let _cur = ctx.enter()?;
+        let mut ptr = 0;
+        check(
+            // SAFETY: writes one CUdeviceptr; the range is owned by the value built next.
+            unsafe { sys::cuMemAddressReserve(&mut ptr, size, alignment, addr, 0) },
+            "cuMemAddressReserve",
+        )?;
+        Ok(AddressRange {
+            ptr,
+            size,
+            ctx: ctx.clone(),
+        })
+    }
+
+    /// Maps `bytes` bytes of `alloc`, from `alloc_offset`, at `offset` bytes into this range,
+    /// as memory of `bytes / size_of::<T>()` elements. Offsets and `bytes` are multiples of
+    /// the granularity (checked by the driver); a span outside the range, or outside the
+    /// allocation when its size is known, is [`Error::MappingRange`] before the driver is
+    /// asked.
+    ///
+    /// The mapping is accessible from nowhere until [`Mapping::set_access`].
+    #[wraps(cuMemMap)]
+    #[track_caller]
+    pub fn map<T: DeviceRepr>(
+        &self,
+        offset: usize,
+        alloc: Arc<PhysicalAllocation>,
+        alloc_offset: usize,
+        bytes: usize,
+    ) -> Result<Mapping<'_, T>> {
+        if !fits(offset, bytes, self.size) {
+            return Err(Error::MappingRange {
+                what: "AddressRange::map",
+                kind: "address range",
+                offset,
+                len: bytes,
+                size: self.size,
+            });
+        }
+        if let Some(size) = alloc.size {
+            if !fits(alloc_offset, bytes, size) {
+                return Err(Error::MappingRange {
+                    what: "AddressRange::map",
+                    kind: "physical allocation",
+                    offset: alloc_offset,
+                    len: bytes,
+                    size,
+                });
+            }
+        }
+        let ptr = self.ptr + offset as sys::CUdeviceptr;
+        map_raw(&self.ctx, ptr, bytes, &alloc, alloc_offset)?;
+        Ok(Mapping {
+            ptr,
+            bytes,
+            len: bytes.checked_div(std::mem::size_of::<T>()).unwrap_or(0),
+            range: self,
+            alloc,
+            _marker: PhantomData,
+        })
+    }
+
+    /// The first address of the range, valid while `self` lives.
+    pub fn as_raw(&self) -> sys::CUdeviceptr {
+        self.ptr
+    }
+
+    /// The size of the range in bytes.
+    pub fn size(&self) -> usize {
+        self.size
+    }
+
+    /// The context the range keeps alive and makes current for its calls.
+    pub fn context(&self) -> &Context {
+        &self.ctx
+    }
+
+    /// Takes ownership of a reserved range.
+    ///
+    /// # Safety
+    /// `ptr` and `size` are a range reserved by `cuMemAddressReserve` that nothing else
+    /// frees, with nothing mapped into it that something else unmaps later.
+    pub unsafe fn from_raw(ptr: sys::CUdeviceptr, size: usize, ctx: &Context) -> AddressRange {
+        AddressRange {
+            ptr,
+            size,
+            ctx: ctx.clone(),
+        }
+    }
+
+    /// Gives up ownership: the caller frees `(ptr, size)` with `cuMemAddressFree`.
+    pub fn into_raw(self) -> (sys::CUdeviceptr, usize) {
+        let this = std::mem::ManuallyDrop::new(self);
+        // SAFETY: `this` is never dropped; the context clone is dropped once, here.
+        unsafe { std::ptr::read(&this.ctx) };
+        (this.ptr, this.size)
+    }
+}
+
+/// `cuMemMap` of `bytes` of `alloc` at `alloc_offset` to `ptr`.
+#[track_caller]
+fn map_raw(
+    ctx: &Context,
+    ptr: sys::CUdeviceptr,
+    bytes: usize,
+    alloc: &PhysicalAllocation,
+    alloc_offset: usize,
+) -> Result<()> {
+    let _cur = ctx.enter()?;
+    check(
+        // SAFETY: `ptr..ptr + bytes` lies in a range reserved by the caller (checked against
+        // its size), which unmaps it before freeing the range; the handle is alive.
+        unsafe { sys::cuMemMap(ptr, bytes, alloc_offset, alloc.handle, 0) },
+        "cuMemMap",
+    )
+}
+
+/// Physical memory mapped into part of an [`AddressRange`] (`cuMemMap`), unmapped on drop
+/// (`cuMemUnmap`). It borrows the range and holds the allocation, so both outlive it. A
+/// memory owner of the crate's model: through [`DeviceMemory`] and [`DeviceMemoryMut`] its
+/// views copy, memset and go to kernels.
+///
+/// A fresh mapping is accessible from no device: [`set_access`](Self::set_access) first.
+pub struct Mapping<'r, T: DeviceRepr> {
+    ptr: sys::CUdeviceptr,
+    bytes: usize,
+    len: usize,
+    range: &'r AddressRange,
+    alloc: Arc<PhysicalAllocation>,
+    _marker: PhantomData<T>,
+}
+
+// SAFETY: as for DeviceBuffer: device memory addressed by an integer, T plain data; the
+// range and allocation it holds are Send + Sync.
+unsafe impl<T: DeviceRepr> Send for Mapping<'_, T> {}
+// SAFETY: shared access only reads through the driver.
+unsafe impl<T: DeviceRepr> Sync for Mapping<'_, T> {}
+
+impl<T: DeviceRepr> Drop for Mapping<'_, T> {
+    fn drop(&mut self) {
+        let (ptr, bytes) = (self.ptr, self.bytes);
+        // SAFETY: `ptr..ptr + bytes` was mapped by cuMemMap in `map` (or handed over through
+        // from_raw), owned by self and unmapped once, here, before the range is freed (the
+        // range outlives the borrow). Work queued on streams finishes first: cuMemUnmap
+        // synchronises with the device.
+        self.range
+            .ctx
+            .release("cuMemUnmap", move || unsafe { sys::cuMemUnmap(ptr, bytes) });
+    }
+}
+
+impl<T: DeviceRepr> std::fmt::Debug for Mapping<'_, T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Mapping")
+            .field("ptr", &format_args!("{:#x}", self.ptr))
+            .field("bytes", &self.bytes)
+            .field("len", &self.len)
+            .finish()
+    }
+}
+
+impl<'r, T: DeviceRepr> Mapping<'r, T> {
+    /// Sets who may access the mapping: one entry per device (or host location), read-write
+    /// or read-only.
+    #[wraps(cuMemSetAccess)]
+    #[track_caller]
+    pub fn set_access(&self, descs: &[MemAccessDesc]) -> Result<()> {
+        set_access_raw(&self.range.ctx, self.ptr, self.bytes, descs)
+    }
+
+    /// The access `location` has to the mapping.
+    #[wraps(cuMemGetAccess)]
+    #[track_caller]
+    pub fn access(&self, location: MemLocation) -> Result<MemAccessFlags> {
+        get_access_raw(&self.range.ctx, self.ptr, location)
+    }
+
+    /// A new handle to the mapped allocation, retained from the mapping's address (as
+    /// [`PhysicalAllocation::retain`]).
+    #[wraps(cuMemRetainAllocationHandle)]
+    #[track_caller]
+    pub fn retain_allocation(&self) -> Result<PhysicalAllocation> {
+        PhysicalAllocation::retain(&self.range.ctx, self.ptr)
+    }
+
+    /// The allocation the mapping holds.
+    pub fn allocation(&self) -> &Arc<PhysicalAllocation> {
+        &self.alloc
+    }
+
+    /// The range the mapping lies in.
+    pub fn range(&self) -> &'r AddressRange {
+        self.range
+    }
+
+    /// The mapped size in bytes (the element count is [`DeviceMemory::len`]).
+    pub fn mapped_bytes(&self) -> usize {
+        self.bytes
+    }
+
+    /// The first mapped address, valid while `self` lives.
+    pub fn as_raw(&self) -> sys::CUdeviceptr {
+        self.ptr
+    }
+
+    /// Takes ownership of a mapping.
+    ///
+    /// # Safety
+    /// `ptr..ptr + bytes` lies in `range`, is mapped to `alloc` by `cuMemMap` and nothing
+    /// else unmaps it.
+    pub unsafe fn from_raw(
+        ptr: sys::CUdeviceptr,
+        bytes: usize,
+        range: &'r AddressRange,
+        alloc: Arc<PhysicalAllocation>,
+    ) -> Self {
+        Mapping {
+            ptr,
+            bytes,
+            len: bytes.checked_div(std::mem::size_of::<T>()).unwrap_or(0),
+            range,
+            alloc,
+            _marker: PhantomData,
+        }
+    }
+
+    /// Gives up ownership: the caller unmaps `(ptr, bytes)` with `cuMemUnmap`; the
+    /// allocation is returned.
+    pub fn into_raw(self) -> (sys::CUdeviceptr, usize, Arc<PhysicalAllocation>) {
+        let this = std::mem::ManuallyDrop::new(self);
+        // SAFETY: `this` is never dropped; the Arc is moved out once, here.
+        let alloc = unsafe { std::ptr::read(&this.alloc) };
+        (this.ptr, this.bytes, alloc)
+    }
+}
+
+// SAFETY: the view covers the mapping's elements, borrowed from `self`; not stream-ordered.
+unsafe impl<T: DeviceRepr> DeviceMemory for Mapping<'_, T> {
+    type Elem = T;
+    #[inline]
+    fn as_view(&self) -> DeviceSlice<'_, T> {
+        DeviceSlice {
+            ptr: self.ptr,
+            len: self.len,
+            ctx: &self.range.ctx,
+            home: std::ptr::null_mut(),
+            _marker: PhantomData,
+        }
+    }
+}
+
+// SAFETY: as above, borrowed exclusively.
+unsafe impl<T: DeviceRepr> DeviceMemoryMut for Mapping<'_, T> {
+    #[inline]
+    fn as_view_mut(&mut self) -> DeviceSliceMut<'_, T> {
+        DeviceSliceMut {
+            ptr: self.ptr,
+            len: self.len,
+            ctx: &self.range.ctx,
+            home: std::ptr::null_mut(),
+            _marker: PhantomData,
+        }
+    }
+}
+
+/// Device memory that grows without moving: a large [`AddressRange`] reserved once, into
+/// which physical chunks are mapped as the length grows. Every address handed out stays
+/// valid as the buffer grows (the pattern of a KV cache, or of any arena that must not
+/// relocate), and only the chunks in use take memory.
+///
+/// ```no_run
+/// use cuda_driver::prelude::*;
+/// use cuda_driver::{Device, GrowableBuffer};
+///
+/// let ctx = Device::get(0)?.primary_context()?;
+/// let mut buf = GrowableBuffer::<f32>::new(&ctx, 1 << 30)?; // room for 1 Gi floats
+/// let base = buf.as_raw();
+/// buf.extend_from_host(&[1.0; 1000])?; // maps the first chunk
+/// buf.extend_from_host(&vec![2.0; 1 << 20])?; // maps more, at the following addresses
+/// assert_eq!(buf.as_raw(), base);
+/// assert_eq!(buf.len(), 1000 + (1 << 20));
+/// # Ok::<(), cuda_driver::Error>(())
+/// ```
+///
+/// Wraps `cuMemAddressReserve`, `cuMemCreate`, `cuMemMap`, `cuMemSetAccess`, `cuMemUnmap`,
+/// `cuMemRelease` and `cuMemAddressFree`.
+pub struct GrowableBuffer<T: DeviceRepr> {
+    // Dropped after the chunks are unmapped (Drop) and before they are released.
+    range: AddressRange,
+    chunks: Vec<PhysicalAllocation>,
+    chunk_bytes: usize,
+    props: AllocationProps,
+    access: Vec<MemAccessDesc>,
+    len: usize,
+    _marker: PhantomData<T>,
+}
+
+impl<T: DeviceRepr> Drop for GrowableBuffer<T> {
+    fn drop(&mut self) {
+        let chunk = self.chunk_bytes;
+        for i in 0..self.chunks.len() {
+            let ptr = self.range.ptr + (i * chunk) as sys::CUdeviceptr;
+            // SAFETY: chunk i is mapped at `ptr` with `chunk` bytes by `grow_mapping`, owned by
+            // self and unmapped once, here, before the range is freed (field drop) and the
+            // chunk handles are released.
+            self.range
+                .ctx
+                .release("cuMemUnmap", move || unsafe { sys::cuMemUnmap(ptr, chunk) });
+        }
+    }
+}
+
+impl<T: DeviceRepr> std::fmt::Debug for GrowableBuffer<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GrowableBuffer")
+            .field("ptr", &format_args!("{:#x}", self.range.ptr))
+            .field("len", &self.len)
+            .field("chunks", &self.chunks.len())
+            .field("chunk_bytes", &self.chunk_bytes)
+            .finish()
+    }
+}
+
+impl<T: DeviceRepr> GrowableBuffer<T> {
+    /// An empty buffer of device memory of `ctx`'s device that can grow to `max_len`
+    /// elements, in chunks of the recommended granularity, read-write for that device.
+    #[track_caller]
+    pub fn new(ctx: &Context, max_len: usize) -> Result<Self> {
+        let dev = ctx.device();
+        let props = AllocationProps::device(dev);
+        let chunk = props.recommended_granularity()?;
+        Self::with_props(
+            ctx,
+            max_len,
+            props,
+            chunk,
+            &[MemAccessDesc::read_write(dev)],
+        )
+    }
+
+    /// An empty buffer that can grow to `max_len` elements, in physical chunks of
+    /// `chunk_bytes` bytes (a multiple of the granularity) created with `props`, each
+    /// accessible as `access` says once mapped.
+    #[track_caller]
+    pub fn with_props(
+        ctx: &Context,
+        max_len: usize,
+        props: AllocationProps,
+        chunk_bytes: usize,
+        access: &[MemAccessDesc],
+    ) -> Result<Self> {
+        let bytes = super::view::byte_len::<T>("GrowableBuffer::with_props", max_len)?;
+        if chunk_bytes == 0 {
+            return Err(Error::InvalidArgument(
+                "GrowableBuffer: chunk_bytes is 0".into(),
+            ));
+        }
+        let reserve = round_up(bytes.max(1), chunk_bytes).ok_or(Error::SizeOverflow {
+            what: "GrowableBuffer::with_props",
+            count: max_len,
+            size: std::mem::size_of::<T>(),
+        })?;
+        let range = AddressRange::reserve(ctx, reserve, 0)?;
+        Ok(GrowableBuffer {
+            range,
+            chunks: Vec::new(),
+            chunk_bytes,
+            props,
+            access: access.to_vec(),
+            len: 0,
+            _marker: PhantomData,
+        })
+    }
+
+    /// Sets the length to `new_len` elements, mapping chunks as needed (new elements are
+    /// unspecified; shrinking keeps the chunks mapped). More than
+    /// [`max_len`](Self::max_len) is [`Error::OutOfBounds`].
+    #[track_caller]
+    pub fn resize(&mut self, new_len: usize) -> Result<()> {
+        if new_len > self.max_len() {
+            return Err(Error::OutOfBounds {
+                start: 0,
+                end: new_len,
+                len: self.max_len(),
+            });
+        }
+        let bytes = new_len * std::mem::size_of::<T>();
+        while self.chunks.len() * self.chunk_bytes < bytes {
+            self.grow_mapping()?;
+        }
+        self.len = new_len;
+        Ok(())
+    }
+
+    /// Appends `src` (copied from the host), mapping chunks as needed.
+    #[doc(alias = "cuMemcpyHtoD")]
+    #[track_caller]
+    pub fn extend_from_host(&mut self, src: &[T]) -> Result<()> {
+        let old = self.len;
+        let new_len = old.checked_add(src.len()).ok_or(Error::OutOfBounds {
+            start: old,
+            end: usize::MAX,
+            len: self.max_len(),
+        })?;
+        self.resize(new_len)?;
+        let r = self.slice_mut(old..new_len)?.copy_from_host(src);
+        if r.is_err() {
+            self.len = old;
+        }
+        r
+    }
+
+    #[track_caller]
+    fn grow_mapping(&mut self) -> Result<()> {
+        let offset = self.chunks.len() * self.chunk_bytes;
+        let chunk = PhysicalAllocation::new(&self.range.ctx, self.chunk_bytes, &self.props)?;
+        let ptr = self.range.ptr + offset as sys::CUdeviceptr;
+        map_raw(&self.range.ctx, ptr, self.chunk_bytes, &chunk, 0)?;
+        if let Err(e) = set_access_raw(&self.range.ctx, ptr, self.chunk_bytes, &self.access) {
+            let bytes = self.chunk_bytes;
+            // SAFETY: mapped just above and not recorded as a chunk: unmapped once, here.
+            self.range
+                .ctx
+                .release("cuMemUnmap", move || unsafe { sys::cuMemUnmap(ptr, bytes) });
+            return Err(e);
+        }
+        self.chunks.push(chunk);
+        Ok(())
+    }
+
+    /// The largest length the buffer can grow to.
+    pub fn max_len(&self) -> usize {
+        self.range
+            .size
+            .checked_div(std::mem::size_of::<T>())
+            .unwrap_or(0)
+    }
+
+    /// Elements that fit in the chunks mapped so far.
+    pub fn capacity(&self) -> usize {
+        (self.chunks.len() * self.chunk_bytes)
+            .checked_div(std::mem::size_of::<T>())
+            .unwrap_or(0)
+    }
+
+    /// Number of physical chunks mapped.
+    pub fn chunk_count(&self) -> usize {
+        self.chunks.len()
+    }
+
+    /// Size of one chunk in bytes.
+    pub fn chunk_bytes(&self) -> usize {
+        self.chunk_bytes
+    }
+
+    /// The first address, which never changes.
+    pub fn as_raw(&self) -> sys::CUdeviceptr {
+        self.range.ptr
+    }
+
+    /// The reserved range.
+    pub fn range(&self) -> &AddressRange {
+        &self.range
+    }
+}
+
+// SAFETY: the view covers the first `len` elements, all inside mapped chunks; borrowed from
+// `self`; not stream-ordered.
+unsafe impl<T: DeviceRepr> DeviceMemory for GrowableBuffer<T> {
+    type Elem = T;
+    #[inline]
+    fn as_view(&self) -> DeviceSlice<'_, T> {
+        DeviceSlice {
+            ptr: self.range.ptr,
+            len: self.len,
+            ctx: &self.range.ctx,
+            home: std::ptr::null_mut(),
+            _marker: PhantomData,
+        }
+    }
+}
+
+// SAFETY: as above, borrowed exclusively.
+unsafe impl<T: DeviceRepr> DeviceMemoryMut for GrowableBuffer<T> {
+    #[inline]
+    fn as_view_mut(&mut self) -> DeviceSliceMut<'_, T> {
+        DeviceSliceMut {
+            ptr: self.range.ptr,
+            len: self.len,
+            ctx: &self.range.ctx,
+            home: std::ptr::null_mut(),
+            _marker: PhantomData,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn props_round_trip_through_the_raw_struct() {
+        let props = AllocationProps::device(Device::from_raw(1))
+            .with_handle_types(MemAllocationHandleType::POSIX_FILE_DESCRIPTOR)
+            .with_compression(MemAllocationCompType::GENERIC)
+            .with_gpu_direct_rdma(true)
+            .with_usage(MemCreateUsageFlags::TILE_POOL);
+        let raw = props.as_raw();
+        assert_eq!(raw.type_, sys::CU_MEM_ALLOCATION_TYPE_PINNED);
+        assert_eq!(
+            raw.requestedHandleTypes,
+            sys::CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR
+        );
+        assert_eq!(
+            (raw.location.type_, raw.location.id),
+            (sys::CU_MEM_LOCATION_TYPE_DEVICE, 1)
+        );
+        assert!(raw.win32HandleMetaData.is_null());
+        assert_eq!(
+            raw.allocFlags.compressionType as u32,
+            sys::CU_MEM_ALLOCATION_COMP_GENERIC
+        );
+        assert_eq!(raw.allocFlags.gpuDirectRDMACapable, 1);
+        assert_eq!(
+            raw.allocFlags.usage as u32,
+            sys::CU_MEM_CREATE_USAGE_TILE_POOL
+        );
+        assert_eq!(raw.allocFlags.reserved, [0; 4]);
+        assert_eq!(AllocationProps::from_raw(&raw), props);
+
+        let host = AllocationProps::host_numa(3).as_raw();
+        assert_eq!(
+            (host.location.type_, host.location.id),
+            (sys::CU_MEM_LOCATION_TYPE_HOST_NUMA, 3)
+        );
+        assert_eq!(AllocationProps::host().location(), MemLocation::host());
+        let d = AllocationProps::device(Device::from_raw(0));
+        assert_eq!(d.compression(), MemAllocationCompType::NONE);
+        assert!(!d.gpu_direct_rdma());
+        assert_eq!(d.handle_types(), MemAllocationHandleType::NONE);
+    }
+
+    #[test]
+    fn access_descs_are_what_they_say() {
+        let d = MemAccessDesc::read_write(Device::from_raw(2));
+        assert_eq!(d.location(), MemLocation::device(Device::from_raw(2)));
+        assert_eq!(d.flags(), MemAccessFlags::READWRITE);
+        assert_eq!(d.as_raw().flags, sys::CU_MEM_ACCESS_FLAGS_PROT_READWRITE);
+        assert_eq!(
+            MemAccessDesc::read(Device::from_raw(0)).flags(),
+            MemAccessFlags::READ
+        );
+        assert_ne!(d, MemAccessDesc::none(Device::from_raw(2)));
+        assert!(format!("{d:?}").contains("MemLocation::device(2)"), "{d:?}");
+        assert_eq!(
+            std::mem::size_of::<MemAccessDesc>(),
+            std::mem::size_of::<sys::CUmemAccessDesc>()
+        );
+    }
+
+    #[test]
+    fn windows_handles_are_refused_off_windows_before_any_driver_call() {
+        if cfg!(windows) {
+            return;
+        }
+        let e = check_handle_types("t", MemAllocationHandleType::WIN32, None).unwrap_err();
+        assert!(
+            matches!(
+                e,
+                Error::HandleTypeUnsupported {
+                    what: "t",
+                    handle_type: MemAllocationHandleType::WIN32,
+                    ..
+                }
+            ),
+            "{e:?}"
+        );
+        assert!(e.to_string().contains("not supported"), "{e}");
+        // Host memory: no device attribute to ask.
+        check_handle_types("t", MemAllocationHandleType::POSIX_FILE_DESCRIPTOR, None).unwrap();
+    }
+
+    #[test]
+    fn fabric_handles_show_a_prefix() {
+        let mut b = [0u8; 64];
+        b[0] = 0xab;
+        let h = FabricHandle::from_bytes(b);
+        assert_eq!(h.to_bytes(), b);
+        assert_eq!(format!("{h:?}"), "FabricHandle(ab00000000000000..)");
+    }
+
+    #[test]
+    fn fits_and_round_up_edges() {
+        assert!(fits(0, 1, 1));
+        assert!(!fits(0, 0, 1));
+        assert!(!fits(1, 1, 1));
+        assert!(!fits(usize::MAX, 2, usize::MAX));
+        assert_eq!(round_up(0, 4), Some(0));
+        assert_eq!(round_up(5, 4), Some(8));
+        assert_eq!(round_up(usize::MAX, 2), None);
+    }
+
+    proptest! {
+        #[test]
+        fn round_up_is_the_least_multiple_above(x in 0usize..1 << 40, g in 1usize..1 << 22) {
+            let r = round_up(x, g).unwrap();
+            prop_assert!(r >= x && r % g == 0 && r - x < g);
+        }
+
+        #[test]
+        fn fits_is_interval_containment(o in 0usize..100, l in 0usize..100, s in 0usize..150) {
+            prop_assert_eq!(fits(o, l, s), l > 0 && o + l <= s);
+        }
+    }
+}

@@ -1,0 +1,277 @@
+//! GPU tests across processes: legacy IPC of memory and events, virtual memory shared as a
+//! file descriptor, a memory pool and its allocations exported to another process; bad IPC
+//! handles; the IPC leak test. Each multi-process test re-executes this binary as a child
+//! (see child.rs): the child writes through the imported memory, the parent verifies.
+
+use std::os::fd::AsFd;
+use std::sync::Arc;
+
+use cuda_driver::prelude::*;
+use cuda_driver::{
+    AddressRange, AllocationProps, DeviceAttribute, DeviceBuffer, Error, Event, EventFlags,
+    IpcEventHandle, IpcMemFlags, IpcMemHandle, MemAccessDesc, MemAllocationHandleType, MemPool,
+    MemPoolProps, PhysicalAllocation, PoolPtrExportData, Stream, StreamFlags,
+};
+
+use crate::child::{child_role, open_fds, pattern, spawn_child};
+use crate::vmm::{vmm_supported, write_pattern_on};
+
+const N: usize = 1 << 20;
+
+#[test]
+fn bad_ipc_handles_are_errors_and_the_context_stays_usable() {
+    let ctx = gpu_or_skip!();
+    let usable = || {
+        let b = DeviceBuffer::from_slice(&ctx, &pattern(1, 64)).unwrap();
+        assert_eq!(b.to_vec().unwrap(), pattern(1, 64));
+    };
+    // Random bytes.
+    let random: Vec<u8> = crate::common::xorshift32(16, 99)
+        .flat_map(u32::to_le_bytes)
+        .collect();
+    let h = IpcMemHandle::from_bytes(random.clone().try_into().unwrap());
+    let e = h
+        .open::<u32>(&ctx, 16, IpcMemFlags::LAZY_ENABLE_PEER_ACCESS)
+        .unwrap_err();
+    assert!(e.code().is_some(), "{e:?}");
+    usable();
+    let e = IpcEventHandle::from_bytes(random.try_into().unwrap())
+        .open(&ctx)
+        .unwrap_err();
+    assert!(e.code().is_some(), "{e:?}");
+    usable();
+    // A handle of this process, opened in this process.
+    let buf = DeviceBuffer::<u32>::new(&ctx, 1024).unwrap();
+    let h = buf.ipc_handle().unwrap();
+    assert_eq!(IpcMemHandle::from_bytes(h.to_bytes()), h);
+    let e = h.open::<u32>(&ctx, 1024, IpcMemFlags::empty()).unwrap_err();
+    assert!(e.code().is_some(), "{e:?}");
+    usable();
+    // The handle of a freed allocation.
+    drop(buf);
+    assert!(h.open::<u32>(&ctx, 1024, IpcMemFlags::empty()).is_err());
+    usable();
+    // An event without INTERPROCESS has no handle.
+    let ev = Event::new(&ctx, EventFlags::DISABLE_TIMING).unwrap();
+    assert!(ev.ipc_handle().is_err());
+    let ev = Event::new(&ctx, EventFlags::INTERPROCESS | EventFlags::DISABLE_TIMING).unwrap();
+    let eh = ev.ipc_handle().unwrap();
+    assert_eq!(IpcEventHandle::from_bytes(eh.to_bytes()), eh);
+    usable();
+}
+
+#[test]
+fn legacy_ipc_memory_and_events_across_processes() {
+    if let Some(mut chan) = child_role("legacy_ipc") {
+        let ctx = gpu_or_skip!();
+        let mem_h = IpcMemHandle::from_bytes(chan.recv_64().unwrap());
+        let ev_h = IpcEventHandle::from_bytes(chan.recv_64().unwrap());
+        let n = chan.recv_u64().unwrap() as usize;
+        // More than the allocation holds: refused, and the handle is closed again.
+        let e = mem_h
+            .open::<u32>(&ctx, n + (4 << 20), IpcMemFlags::LAZY_ENABLE_PEER_ACCESS)
+            .unwrap_err();
+        assert!(matches!(e, Error::SharedAllocationTooSmall { .. }), "{e:?}");
+        let mut mem = mem_h
+            .open::<u32>(&ctx, n, IpcMemFlags::LAZY_ENABLE_PEER_ACCESS)
+            .unwrap();
+        assert_eq!(mem.to_vec().unwrap(), pattern(61, n), "the parent's data");
+        let ev = ev_h.open(&ctx).unwrap();
+        let stream = Stream::new(&ctx, StreamFlags::NON_BLOCKING).unwrap();
+        write_pattern_on(&ctx, &stream, &mut mem, 62);
+        // Once more, asynchronously: the parent waits for it through the shared event.
+        mem.memset_async(0u32, &stream).unwrap();
+        let module = cuda_driver::Module::load_data(&ctx, crate::child::VMM_KERNELS).unwrap();
+        let f = module.function("write_pattern").unwrap();
+        let cfg = cuda_driver::LaunchConfig::for_num_elems(n).unwrap();
+        let (seed, count) = (63u32, n as i32);
+        // SAFETY: write_pattern(unsigned*, unsigned, int) over the n opened words; the memory
+        // stays open until the parent has waited on the event and said so.
+        unsafe { f.launch(&stream, &cfg, (mem.as_view_mut(), &seed, &count)) }.unwrap();
+        ev.record(&stream).unwrap();
+        chan.send(b"recorded").unwrap();
+        assert_eq!(chan.recv().unwrap(), b"seen");
+        stream.synchronize().unwrap();
+        return;
+    }
+    let ctx = gpu_or_skip!();
+    let buf = DeviceBuffer::from_slice(&ctx, &pattern(61, N)).unwrap();
+    let ev = Event::new(&ctx, EventFlags::INTERPROCESS | EventFlags::DISABLE_TIMING).unwrap();
+    let (mut child, mut chan) = spawn_child("legacy_ipc");
+    let r = chan.send(&buf.ipc_handle().unwrap().to_bytes());
+    child.check(r, "send the memory handle");
+    let r = chan.send(&ev.ipc_handle().unwrap().to_bytes());
+    child.check(r, "send the event handle");
+    let r = chan.send_u64(N as u64);
+    child.check(r, "send the length");
+    let r = chan.recv();
+    assert_eq!(child.check(r, "wait for the child's record"), b"recorded");
+    // The child's kernel may still run: the shared event orders the read after it.
+    ev.synchronize().unwrap();
+    assert_eq!(buf.to_vec().unwrap(), pattern(63, N));
+    let r = chan.send(b"seen");
+    child.check(r, "release the child");
+    child.finish();
+}
+
+#[test]
+fn virtual_memory_shared_as_a_file_descriptor() {
+    if let Some(mut chan) = child_role("vmm_fd") {
+        let ctx = gpu_or_skip!();
+        let dev = ctx.device();
+        let size = chan.recv_u64().unwrap() as usize;
+        let fd = chan.recv_fd().unwrap();
+        let phys = PhysicalAllocation::import_fd(&ctx, fd.as_fd())
+            .unwrap()
+            .with_known_size(size);
+        drop(fd);
+        let range = AddressRange::reserve(&ctx, size, 0).unwrap();
+        let mut m = range.map::<u32>(0, Arc::new(phys), 0, size).unwrap();
+        m.set_access(&[MemAccessDesc::read_write(dev)]).unwrap();
+        assert_eq!(
+            m.to_vec().unwrap(),
+            pattern(71, m.len()),
+            "the parent's data"
+        );
+        let stream = Stream::new(&ctx, StreamFlags::NON_BLOCKING).unwrap();
+        write_pattern_on(&ctx, &stream, &mut m, 72);
+        chan.send(b"written").unwrap();
+        assert_eq!(chan.recv().unwrap(), b"bye");
+        return;
+    }
+    let ctx = gpu_or_skip!();
+    if !vmm_supported(&ctx) {
+        return;
+    }
+    let dev = ctx.device();
+    if dev
+        .attribute(DeviceAttribute::HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED)
+        .unwrap()
+        == 0
+    {
+        eprintln!("SKIP: no POSIX fd handles on this device");
+        return;
+    }
+    let props = AllocationProps::device(dev)
+        .with_handle_types(MemAllocationHandleType::POSIX_FILE_DESCRIPTOR);
+    let size = props.minimum_granularity().unwrap() * 2;
+    let phys = Arc::new(PhysicalAllocation::new(&ctx, size, &props).unwrap());
+    let range = AddressRange::reserve(&ctx, size, 0).unwrap();
+    let mut m = range.map::<u32>(0, phys.clone(), 0, size).unwrap();
+    m.set_access(&[MemAccessDesc::read_write(dev)]).unwrap();
+    m.copy_from_host(&pattern(71, m.len())).unwrap();
+    ctx.synchronize().unwrap();
+    let fd = phys.export_fd().unwrap();
+    let (mut child, mut chan) = spawn_child("vmm_fd");
+    let r = chan.send_u64(size as u64);
+    child.check(r, "send the size");
+    let r = chan.send_fd(fd.as_fd());
+    child.check(r, "send the fd");
+    drop(fd);
+    let r = chan.recv();
+    assert_eq!(child.check(r, "wait for the child"), b"written");
+    assert_eq!(m.to_vec().unwrap(), pattern(72, m.len()));
+    let r = chan.send(b"bye");
+    child.check(r, "release the child");
+    child.finish();
+}
+
+#[test]
+fn a_pool_and_its_allocations_shared_with_another_process() {
+    if let Some(mut chan) = child_role("pool_fd") {
+        let ctx = gpu_or_skip!();
+        let n = chan.recv_u64().unwrap() as usize;
+        let data = PoolPtrExportData::from_bytes(chan.recv_64().unwrap());
+        let fd = chan.recv_fd().unwrap();
+        let pool = MemPool::import_fd(ctx.device(), fd.as_fd()).unwrap();
+        drop(fd);
+        // SAFETY: the parent exported an allocation of n u32 whose allocation completed
+        // (it synchronised first) and frees it only after this buffer is dropped (it waits
+        // for "written", sent after the drop).
+        let mut buf = unsafe { pool.import_pointer::<u32>(&ctx, &data, n) }.unwrap();
+        assert_eq!(buf.to_vec().unwrap(), pattern(81, n), "the parent's data");
+        let stream = Stream::new(&ctx, StreamFlags::NON_BLOCKING).unwrap();
+        write_pattern_on(&ctx, &stream, &mut buf, 82);
+        drop(buf);
+        chan.send(b"written").unwrap();
+        return;
+    }
+    let ctx = gpu_or_skip!();
+    let dev = ctx.device();
+    if dev
+        .attribute(DeviceAttribute::MEMORY_POOLS_SUPPORTED)
+        .unwrap()
+        == 0
+        || dev
+            .attribute(DeviceAttribute::HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED)
+            .unwrap()
+            == 0
+    {
+        eprintln!("SKIP: no memory pools or no POSIX fd handles on this device");
+        return;
+    }
+    let props =
+        MemPoolProps::device(dev).with_handle_types(MemAllocationHandleType::POSIX_FILE_DESCRIPTOR);
+    let pool = MemPool::with_props(dev, &props).unwrap();
+    let stream = Stream::new(&ctx, StreamFlags::NON_BLOCKING).unwrap();
+    let mut buf = pool.alloc_async::<u32>(&stream, N).unwrap();
+    buf.copy_from_host(&pattern(81, N)).unwrap();
+    stream.synchronize().unwrap();
+    let data = buf.export_pointer().unwrap();
+    let fd = pool.export_fd().unwrap();
+    let (mut child, mut chan) = spawn_child("pool_fd");
+    let r = chan.send_u64(N as u64);
+    child.check(r, "send the length");
+    let r = chan.send(&data.to_bytes());
+    child.check(r, "send the pointer's export data");
+    let r = chan.send_fd(fd.as_fd());
+    child.check(r, "send the pool's fd");
+    let r = chan.recv();
+    assert_eq!(child.check(r, "wait for the child"), b"written");
+    assert_eq!(buf.to_vec().unwrap(), pattern(82, N));
+    drop(buf);
+    stream.synchronize().unwrap();
+    child.finish();
+}
+
+#[test]
+fn a_thousand_ipc_open_close_cycles_leak_nothing() {
+    if let Some(mut chan) = child_role("ipc_leak") {
+        let ctx = gpu_or_skip!();
+        let h = IpcMemHandle::from_bytes(chan.recv_64().unwrap());
+        let n = chan.recv_u64().unwrap() as usize;
+        let cycle = || {
+            let m = h
+                .open::<u32>(&ctx, n, IpcMemFlags::LAZY_ENABLE_PEER_ACCESS)
+                .unwrap();
+            assert_ne!(m.as_raw(), 0);
+        };
+        cycle();
+        let (free0, _) = ctx.mem_info().unwrap();
+        let fds0 = open_fds();
+        for _ in 0..1000 {
+            cycle();
+        }
+        let (free1, _) = ctx.mem_info().unwrap();
+        let fds1 = open_fds();
+        let m = h.open::<u32>(&ctx, n, IpcMemFlags::empty()).unwrap();
+        assert_eq!(m.to_vec().unwrap(), pattern(91, n));
+        assert!(
+            free1 + (16 << 20) >= free0,
+            "free device memory fell from {free0} to {free1}"
+        );
+        assert!(fds1 <= fds0 + 2, "open fds went from {fds0} to {fds1}");
+        chan.send(b"done").unwrap();
+        return;
+    }
+    let ctx = gpu_exclusive_or_skip!();
+    let buf = DeviceBuffer::from_slice(&ctx, &pattern(91, N)).unwrap();
+    let (mut child, mut chan) = spawn_child("ipc_leak");
+    let r = chan.send(&buf.ipc_handle().unwrap().to_bytes());
+    child.check(r, "send the handle");
+    let r = chan.send_u64(N as u64);
+    child.check(r, "send the length");
+    let r = chan.recv();
+    assert_eq!(child.check(r, "wait for the child"), b"done");
+    child.finish();
+}

@@ -1,0 +1,462 @@
+//! GPU tests: virtual memory management (address ranges, physical allocations, mappings,
+//! access, export/import within the process, the growable buffer) and its leak test.
+//! Across processes: ipc.rs. Across devices: multi_gpu.rs.
+
+use std::sync::Arc;
+
+use cuda_driver::prelude::*;
+use cuda_driver::{
+    AddressRange, AllocationProps, Context, DeviceAttribute, DeviceBuffer, Error, GrowableBuffer,
+    LaunchConfig, MemAccessDesc, MemAccessFlags, MemAllocationCompType, MemAllocationHandleType,
+    MemLocation, Module, PhysicalAllocation, Stream, StreamFlags,
+};
+
+use crate::child::{open_fds, pattern, VMM_KERNELS};
+
+/// Whether the device supports virtual memory management (prints why not).
+pub fn vmm_supported(ctx: &Context) -> bool {
+    let ok = ctx
+        .device()
+        .attribute(DeviceAttribute::VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED)
+        .unwrap()
+        != 0;
+    if !ok {
+        eprintln!("SKIP: the device does not support virtual memory management");
+    }
+    ok
+}
+
+/// Launches `write_pattern(mem, seed, len)` on `stream` and waits.
+pub fn write_pattern_on<M: DeviceMemoryMut<Elem = u32>>(
+    ctx: &Context,
+    stream: &Stream,
+    mem: &mut M,
+    seed: u32,
+) {
+    let module = Module::load_data(ctx, VMM_KERNELS).unwrap();
+    let f = module.function("write_pattern").unwrap();
+    let n = mem.len() as i32;
+    let cfg = LaunchConfig::for_num_elems(mem.len()).unwrap();
+    // SAFETY: write_pattern(unsigned*, unsigned, int) matches the arguments and writes only
+    // out[i] for i < n, the view's length; the stream is synchronised before returning.
+    unsafe { f.launch(stream, &cfg, (mem.as_view_mut(), &seed, &n)) }.unwrap();
+    stream.synchronize().unwrap();
+}
+
+#[test]
+fn granularities_are_powers_of_two_and_recommended_is_a_multiple() {
+    let ctx = gpu_or_skip!();
+    if !vmm_supported(&ctx) {
+        return;
+    }
+    let props = AllocationProps::device(ctx.device());
+    let min = props.minimum_granularity().unwrap();
+    let rec = props.recommended_granularity().unwrap();
+    assert!(min.is_power_of_two() && min >= 4096, "{min}");
+    assert!(rec >= min && rec % min == 0, "{rec} {min}");
+}
+
+#[test]
+fn a_mapping_is_memory_of_the_model_once_accessible() {
+    let ctx = gpu_or_skip!();
+    if !vmm_supported(&ctx) {
+        return;
+    }
+    let dev = ctx.device();
+    let props = AllocationProps::device(dev);
+    let g = props.minimum_granularity().unwrap();
+    let range = AddressRange::reserve(&ctx, 4 * g, 0).unwrap();
+    assert_eq!(range.size(), 4 * g);
+    assert_ne!(range.as_raw(), 0);
+    let phys = Arc::new(PhysicalAllocation::new(&ctx, 2 * g, &props).unwrap());
+    assert_eq!(phys.size(), Some(2 * g));
+    // The second half of the allocation, mapped into the second quarter of the range.
+    let mut m = range.map::<u32>(g, phys.clone(), g, g).unwrap();
+    assert_eq!(m.as_raw(), range.as_raw() + g as u64);
+    assert_eq!(m.len(), g / 4);
+    assert_eq!(
+        m.access(MemLocation::device(dev)).unwrap(),
+        MemAccessFlags::NONE
+    );
+    m.set_access(&[MemAccessDesc::read_write(dev)]).unwrap();
+    assert_eq!(
+        m.access(MemLocation::device(dev)).unwrap(),
+        MemAccessFlags::READWRITE
+    );
+
+    // Copies, memsets and kernels through its views.
+    let data = pattern(11, m.len());
+    m.copy_from_host(&data).unwrap();
+    assert_eq!(m.to_vec().unwrap(), data);
+    m.slice_mut(10..20).unwrap().memset(7u32).unwrap();
+    let mut want = data.clone();
+    want[10..20].fill(7);
+    assert_eq!(m.to_vec().unwrap(), want);
+    let stream = Stream::new(&ctx, StreamFlags::NON_BLOCKING).unwrap();
+    write_pattern_on(&ctx, &stream, &mut m, 12);
+    assert_eq!(m.to_vec().unwrap(), pattern(12, m.len()));
+    let copy = DeviceBuffer::<u32>::new(&ctx, m.len()).unwrap();
+    let mut copy = copy;
+    copy.copy_from_device(&m).unwrap();
+    assert_eq!(copy.to_vec().unwrap(), pattern(12, m.len()));
+
+    // The allocation behind any address of the mapping, and its properties.
+    let retained = m.retain_allocation().unwrap();
+    assert_eq!(retained.as_raw(), phys.as_raw());
+    assert_eq!(retained.size(), None);
+    let got = retained.properties().unwrap();
+    assert_eq!(got.location(), MemLocation::device(dev));
+    assert_eq!(got.handle_types(), MemAllocationHandleType::NONE);
+    assert_eq!(phys.properties().unwrap(), got);
+    let addr_inside = m.as_raw() + 4096;
+    assert_eq!(
+        PhysicalAllocation::retain(&ctx, addr_inside)
+            .unwrap()
+            .as_raw(),
+        phys.as_raw()
+    );
+}
+
+#[test]
+fn one_allocation_mapped_twice_shows_the_same_bytes_at_the_offset() {
+    let ctx = gpu_or_skip!();
+    if !vmm_supported(&ctx) {
+        return;
+    }
+    let dev = ctx.device();
+    let props = AllocationProps::device(dev);
+    let g = props.minimum_granularity().unwrap();
+    let phys = Arc::new(PhysicalAllocation::new(&ctx, 2 * g, &props).unwrap());
+    let a = AddressRange::reserve(&ctx, 2 * g, 0).unwrap();
+    let b = AddressRange::reserve(&ctx, g, 0).unwrap();
+    let mut whole = a.map::<u32>(0, phys.clone(), 0, 2 * g).unwrap();
+    let mut upper = b.map::<u32>(0, phys.clone(), g, g).unwrap();
+    whole.set_access(&[MemAccessDesc::read_write(dev)]).unwrap();
+    upper.set_access(&[MemAccessDesc::read_write(dev)]).unwrap();
+    let data = pattern(21, whole.len());
+    whole.copy_from_host(&data).unwrap();
+    assert_eq!(upper.to_vec().unwrap(), data[whole.len() / 2..]);
+    upper.memset(0xABCD_EF01u32).unwrap();
+    let back = whole.to_vec().unwrap();
+    assert_eq!(back[..whole.len() / 2], data[..whole.len() / 2]);
+    assert!(back[whole.len() / 2..].iter().all(|&x| x == 0xABCD_EF01));
+    // The handle may go: the mappings keep the memory.
+    drop(phys);
+    assert_eq!(whole.allocation().size(), Some(2 * g));
+    assert!(upper.to_vec().unwrap().iter().all(|&x| x == 0xABCD_EF01));
+    // Read-only access is recorded as such.
+    upper.set_access(&[MemAccessDesc::read(dev)]).unwrap();
+    assert_eq!(
+        upper.access(MemLocation::device(dev)).unwrap(),
+        MemAccessFlags::READ
+    );
+    assert!(upper.to_vec().unwrap().iter().all(|&x| x == 0xABCD_EF01));
+}
+
+#[test]
+fn spans_outside_the_range_or_allocation_are_refused_and_the_context_stays_usable() {
+    let ctx = gpu_or_skip!();
+    if !vmm_supported(&ctx) {
+        return;
+    }
+    let props = AllocationProps::device(ctx.device());
+    let g = props.minimum_granularity().unwrap();
+    let range = AddressRange::reserve(&ctx, 2 * g, 0).unwrap();
+    let phys = Arc::new(PhysicalAllocation::new(&ctx, g, &props).unwrap());
+    let e = range.map::<u8>(2 * g, phys.clone(), 0, g).unwrap_err();
+    assert!(
+        matches!(
+            e,
+            Error::MappingRange {
+                kind: "address range",
+                ..
+            }
+        ),
+        "{e:?}"
+    );
+    let e = range.map::<u8>(0, phys.clone(), g, g).unwrap_err();
+    assert!(
+        matches!(
+            e,
+            Error::MappingRange {
+                kind: "physical allocation",
+                ..
+            }
+        ),
+        "{e:?}"
+    );
+    assert!(matches!(
+        range.map::<u8>(0, phys.clone(), 0, 0),
+        Err(Error::MappingRange { .. })
+    ));
+    // Unaligned: the driver refuses.
+    let e = range.map::<u8>(1, phys.clone(), 0, g - 1).unwrap_err();
+    assert!(e.code().is_some(), "{e:?}");
+    // A mapped address is not mapped twice.
+    let _m = range.map::<u8>(0, phys.clone(), 0, g).unwrap();
+    assert!(range.map::<u8>(0, phys.clone(), 0, g).is_err());
+    // Not a mapping at all.
+    let plain = DeviceBuffer::<u8>::new(&ctx, 1024).unwrap();
+    assert!(PhysicalAllocation::retain(&ctx, plain.as_raw()).is_err());
+    assert_eq!(
+        DeviceBuffer::from_slice(&ctx, &[1u8, 2, 3])
+            .unwrap()
+            .to_vec()
+            .unwrap(),
+        [1, 2, 3]
+    );
+}
+
+#[test]
+fn growable_buffer_grows_in_place() {
+    let ctx = gpu_or_skip!();
+    if !vmm_supported(&ctx) {
+        return;
+    }
+    let mut buf = GrowableBuffer::<u32>::new(&ctx, 64 << 20).unwrap();
+    let base = buf.as_raw();
+    assert_eq!(buf.len(), 0);
+    assert_eq!(buf.chunk_count(), 0);
+    assert!(buf.max_len() >= 64 << 20);
+    let per_chunk = buf.chunk_bytes() / 4;
+    let first = pattern(31, 1000);
+    buf.extend_from_host(&first).unwrap();
+    assert_eq!(buf.chunk_count(), 1);
+    // Three and a half chunks more: the view of the first elements keeps its address.
+    let second = pattern(32, per_chunk * 7 / 2);
+    buf.extend_from_host(&second).unwrap();
+    assert_eq!(buf.as_raw(), base);
+    assert_eq!(buf.len(), 1000 + second.len());
+    assert_eq!(
+        buf.chunk_count(),
+        (buf.len() * 4).div_ceil(buf.chunk_bytes())
+    );
+    let mut all = first.clone();
+    all.extend_from_slice(&second);
+    assert_eq!(buf.to_vec().unwrap(), all);
+    // Kernels see the whole buffer.
+    let stream = Stream::new(&ctx, StreamFlags::NON_BLOCKING).unwrap();
+    write_pattern_on(&ctx, &stream, &mut buf, 33);
+    assert_eq!(buf.to_vec().unwrap(), pattern(33, all.len()));
+    // Shrinking keeps the chunks; past the reservation is refused.
+    let chunks = buf.chunk_count();
+    buf.resize(10).unwrap();
+    assert_eq!((buf.len(), buf.chunk_count()), (10, chunks));
+    assert_eq!(buf.to_vec().unwrap(), pattern(33, 10));
+    let max = buf.max_len();
+    assert!(matches!(
+        buf.resize(max + 1),
+        Err(Error::OutOfBounds { .. })
+    ));
+    assert_eq!(buf.as_raw(), base);
+}
+
+#[test]
+fn an_exported_fd_imports_as_the_same_memory() {
+    let ctx = gpu_or_skip!();
+    if !vmm_supported(&ctx) {
+        return;
+    }
+    let dev = ctx.device();
+    if dev
+        .attribute(DeviceAttribute::HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED)
+        .unwrap()
+        == 0
+    {
+        eprintln!("SKIP: no POSIX fd handles on this device");
+        return;
+    }
+    let props = AllocationProps::device(dev)
+        .with_handle_types(MemAllocationHandleType::POSIX_FILE_DESCRIPTOR);
+    let g = props.minimum_granularity().unwrap();
+    let phys = Arc::new(PhysicalAllocation::new(&ctx, g, &props).unwrap());
+    assert_eq!(
+        phys.properties().unwrap().handle_types(),
+        MemAllocationHandleType::POSIX_FILE_DESCRIPTOR
+    );
+    let r1 = AddressRange::reserve(&ctx, g, 0).unwrap();
+    let mut m1 = r1.map::<u32>(0, phys.clone(), 0, g).unwrap();
+    m1.set_access(&[MemAccessDesc::read_write(dev)]).unwrap();
+    m1.copy_from_host(&pattern(41, m1.len())).unwrap();
+
+    let fd = phys.export_fd().unwrap();
+    let imported = PhysicalAllocation::import_fd(&ctx, fd.as_fd_ref())
+        .unwrap()
+        .with_known_size(g);
+    drop(fd); // the import does not need the descriptor
+    let r2 = AddressRange::reserve(&ctx, g, 0).unwrap();
+    let m2 = r2.map::<u32>(0, Arc::new(imported), 0, g).unwrap();
+    m2.set_access(&[MemAccessDesc::read_write(dev)]).unwrap();
+    assert_eq!(m2.to_vec().unwrap(), pattern(41, m1.len()));
+
+    // An allocation without the handle type does not export.
+    let plain = PhysicalAllocation::new(&ctx, g, &AllocationProps::device(dev)).unwrap();
+    assert!(plain.export_fd().is_err());
+}
+
+/// `BorrowedFd` from an `OwnedFd` without naming the trait at every call.
+trait AsFdRef {
+    fn as_fd_ref(&self) -> std::os::fd::BorrowedFd<'_>;
+}
+
+impl AsFdRef for std::os::fd::OwnedFd {
+    fn as_fd_ref(&self) -> std::os::fd::BorrowedFd<'_> {
+        std::os::fd::AsFd::as_fd(self)
+    }
+}
+
+#[test]
+fn unsupported_handle_types_say_so() {
+    let ctx = gpu_or_skip!();
+    if !vmm_supported(&ctx) {
+        return;
+    }
+    let dev = ctx.device();
+    let g = AllocationProps::device(dev).minimum_granularity().unwrap();
+    let win = AllocationProps::device(dev).with_handle_types(MemAllocationHandleType::WIN32);
+    let e = PhysicalAllocation::new(&ctx, g, &win).unwrap_err();
+    assert!(
+        matches!(
+            e,
+            Error::HandleTypeUnsupported {
+                handle_type: MemAllocationHandleType::WIN32,
+                ..
+            }
+        ),
+        "{e:?}"
+    );
+    let fabric_ok = dev
+        .attribute(DeviceAttribute::HANDLE_TYPE_FABRIC_SUPPORTED)
+        .unwrap()
+        != 0;
+    let fabric = AllocationProps::device(dev).with_handle_types(MemAllocationHandleType::FABRIC);
+    if fabric_ok {
+        eprintln!("fabric handles are supported here: creating one (export/import not tested)");
+        PhysicalAllocation::new(&ctx, g, &fabric).unwrap();
+    } else {
+        let e = PhysicalAllocation::new(&ctx, g, &fabric).unwrap_err();
+        assert!(
+            matches!(
+                e,
+                Error::HandleTypeUnsupported {
+                    handle_type: MemAllocationHandleType::FABRIC,
+                    ..
+                }
+            ),
+            "{e:?}"
+        );
+        let plain = PhysicalAllocation::new(&ctx, g, &AllocationProps::device(dev)).unwrap();
+        assert!(matches!(
+            plain.export_fabric(),
+            Err(Error::HandleTypeUnsupported { .. })
+        ));
+    }
+}
+
+#[test]
+fn host_and_host_numa_memory_map_for_the_device() {
+    let ctx = gpu_or_skip!();
+    if !vmm_supported(&ctx) {
+        return;
+    }
+    let dev = ctx.device();
+    let mut tried = 0;
+    let numa = dev.attribute(DeviceAttribute::HOST_NUMA_ID).unwrap_or(-1);
+    for (props, attr) in [
+        (
+            AllocationProps::host(),
+            DeviceAttribute::HOST_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED,
+        ),
+        (
+            AllocationProps::host_numa(numa.max(0)),
+            DeviceAttribute::HOST_NUMA_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED,
+        ),
+    ] {
+        if dev.attribute(attr).unwrap_or(0) == 0 || (props != AllocationProps::host() && numa < 0) {
+            eprintln!("SKIP {:?}: not supported by this device", props.location());
+            continue;
+        }
+        tried += 1;
+        let g = props.minimum_granularity().unwrap();
+        let phys = Arc::new(PhysicalAllocation::new(&ctx, g, &props).unwrap());
+        assert_eq!(phys.properties().unwrap().location(), props.location());
+        let range = AddressRange::reserve(&ctx, g, 0).unwrap();
+        let mut m = range.map::<u32>(0, phys, 0, g).unwrap();
+        m.set_access(&[MemAccessDesc::read_write(dev)]).unwrap();
+        let stream = Stream::new(&ctx, StreamFlags::NON_BLOCKING).unwrap();
+        write_pattern_on(&ctx, &stream, &mut m, 51);
+        assert_eq!(m.to_vec().unwrap(), pattern(51, m.len()));
+    }
+    eprintln!("host locations exercised: {tried}");
+}
+
+#[test]
+fn compression_and_rdma_requests_are_granted_or_reported() {
+    let ctx = gpu_or_skip!();
+    if !vmm_supported(&ctx) {
+        return;
+    }
+    let dev = ctx.device();
+    let g = AllocationProps::device(dev).minimum_granularity().unwrap();
+    if dev
+        .attribute(DeviceAttribute::GENERIC_COMPRESSION_SUPPORTED)
+        .unwrap()
+        != 0
+    {
+        let props = AllocationProps::device(dev).with_compression(MemAllocationCompType::GENERIC);
+        let g = props.minimum_granularity().unwrap();
+        let phys = PhysicalAllocation::new(&ctx, g, &props).unwrap();
+        let c = phys.properties().unwrap().compression();
+        assert!(
+            c == MemAllocationCompType::GENERIC || c == MemAllocationCompType::NONE,
+            "{c:?}"
+        );
+        eprintln!("compression granted: {c:?}");
+    } else {
+        eprintln!("SKIP compression: not supported by this device");
+    }
+    if dev
+        .attribute(DeviceAttribute::GPU_DIRECT_RDMA_WITH_CUDA_VMM_SUPPORTED)
+        .unwrap()
+        != 0
+    {
+        let props = AllocationProps::device(dev).with_gpu_direct_rdma(true);
+        let phys = PhysicalAllocation::new(&ctx, g, &props).unwrap();
+        assert!(phys.properties().unwrap().gpu_direct_rdma());
+    } else {
+        eprintln!("SKIP GPUDirect RDMA: not supported by this device");
+    }
+}
+
+#[test]
+fn a_thousand_map_cycles_leak_nothing() {
+    let ctx = gpu_exclusive_or_skip!();
+    if !vmm_supported(&ctx) {
+        return;
+    }
+    let dev = ctx.device();
+    let props = AllocationProps::device(dev);
+    let size = 2 << 20;
+    let cycle = || {
+        let range = AddressRange::reserve(&ctx, size, 0).unwrap();
+        let phys = Arc::new(PhysicalAllocation::new(&ctx, size, &props).unwrap());
+        let m = range.map::<u8>(0, phys, 0, size).unwrap();
+        m.set_access(&[MemAccessDesc::read_write(dev)]).unwrap();
+    };
+    cycle();
+    ctx.synchronize().unwrap();
+    let (free0, _) = ctx.mem_info().unwrap();
+    let fds0 = open_fds();
+    for _ in 0..1000 {
+        cycle();
+    }
+    ctx.synchronize().unwrap();
+    let (free1, _) = ctx.mem_info().unwrap();
+    let fds1 = open_fds();
+    // A leak would be 1000 x 2 MiB; allow the driver's own bookkeeping a little slack.
+    assert!(
+        free1 + (16 << 20) >= free0,
+        "free device memory fell from {free0} to {free1}"
+    );
+    assert!(fds1 <= fds0 + 2, "open fds went from {fds0} to {fds1}");
+}
