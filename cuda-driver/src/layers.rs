@@ -18,7 +18,9 @@ const FORBIDDEN: &[(&[&str], &[&str])] = &[
         &[
             "error", "release", "cstr", "device", "context", "memory", "stream", "event",
         ],
-        &["jit", "image", "params", "module", "library", "launch", "graph"],
+        &[
+            "jit", "image", "params", "module", "library", "launch", "graph",
+        ],
     ),
     // Loading and launching code knows nothing of graphs (graphs build on launches).
     (

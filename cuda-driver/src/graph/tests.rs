@@ -9,7 +9,10 @@ fn edge_data_round_trips() {
         kind: GraphDependencyType::PROGRAMMATIC,
     };
     let raw = e.to_raw();
-    assert_eq!(raw.type_ as u32, GraphDependencyType::PROGRAMMATIC.as_raw() as u32);
+    assert_eq!(
+        raw.type_ as u32,
+        GraphDependencyType::PROGRAMMATIC.as_raw() as u32
+    );
     assert_eq!(EdgeData::from_raw(&raw), e);
     assert_eq!(EdgeData::default().kind, GraphDependencyType::DEFAULT);
 }
@@ -48,7 +51,10 @@ fn memset_params_count_words() {
     assert_eq!((p.width, p.element_size), (8, 4));
     // SAFETY: never dereferenced.
     let b = unsafe { crate::DeviceSliceMut::<u8>::from_raw(0x1000, 3, &ctx) };
-    assert!(matches!(MemsetParams::fill(&b, 1u16), Err(Error::MemsetWidth { .. })));
+    assert!(matches!(
+        MemsetParams::fill(&b, 1u16),
+        Err(Error::MemsetWidth { .. })
+    ));
 }
 
 #[test]

@@ -11,6 +11,7 @@ mod common;
 mod context;
 mod device;
 mod entry_point;
+mod graph;
 mod launch;
 mod launch_checks;
 mod library;
