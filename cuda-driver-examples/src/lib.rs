@@ -78,6 +78,10 @@ pub mod ptx {
     /// the cluster's rank in the grid and the block index of its cluster's rank-0 block
     /// (read through distributed shared memory) to `out[4b..4b + 4]`.
     pub const CLUSTER: &str = concat!(include_str!("../../ptx/cluster.ptx"), "\0");
+
+    /// `ptx/graph_kernels.ptx`: the kernels of the `graphs` example and the graph rows of the
+    /// benchmark (`axpb`, `inc`, `noop`, `reduce_partial`, `reduce_final`).
+    pub const GRAPH_KERNELS: &str = concat!(include_str!("../../ptx/graph_kernels.ptx"), "\0");
 }
 
 /// What a safe example's `run` fails with: a `cuda_driver::Error`, a failed [`check!`], or
