@@ -11,8 +11,8 @@ use std::sync::Arc;
 
 use cuda_driver::prelude::*;
 use cuda_driver::{
-    CaptureMode, Device, DeviceBuffer, DeviceSliceMut, Graph, GraphInstantiateFlags,
-    LaunchConfig, Module, PinnedBuffer, PinnedFlags, Stream, StreamFlags,
+    CaptureMode, Device, DeviceBuffer, DeviceSliceMut, Graph, GraphInstantiateFlags, LaunchConfig,
+    Module, PinnedBuffer, PinnedFlags, Stream, StreamFlags,
 };
 use cuda_driver_examples::{check, ptx, run_example, Failure};
 

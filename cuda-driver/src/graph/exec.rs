@@ -44,7 +44,8 @@ pub struct InstantiateOptions<'s> {
 pub struct GraphExec {
     raw: sys::CUgraphExec,
     /// Values of per-node updates (functions, closures, events), kept until destruction.
-    kept: Vec<Box<dyn Any + Send + Sync>>,
+    /// Keyed by raw handle (0: a closure, never deduplicated).
+    kept: Vec<(usize, Box<dyn Any + Send + Sync>)>,
     /// Contexts the exec was launched in (to synchronize before releasing `kept`).
     launched: RefCell<Vec<Context>>,
 }
@@ -254,7 +255,7 @@ impl GraphExec {
             unsafe { sys::cuGraphExecKernelNodeSetParams_v2(self.raw, node.as_raw(), &p) },
             "cuGraphExecKernelNodeSetParams_v2",
         )?;
-        self.keep_value(f.key(), f.clone());
+        self.keep_value(f.key(), || f.clone());
         Ok(())
     }
 
@@ -340,7 +341,7 @@ impl GraphExec {
             unsafe { sys::cuGraphExecHostNodeSetParams(self.raw, node.as_raw(), &p) },
             "cuGraphExecHostNodeSetParams",
         )?;
-        self.kept.push(boxed);
+        self.kept.push((0, boxed));
         Ok(())
     }
 
@@ -375,7 +376,7 @@ impl GraphExec {
             },
             "cuGraphExecEventRecordNodeSetEvent",
         )?;
-        self.keep_value(event.as_raw() as usize, event.clone());
+        self.keep_value(event.as_raw() as usize, || event.clone());
         Ok(())
     }
 
@@ -395,7 +396,7 @@ impl GraphExec {
             },
             "cuGraphExecEventWaitNodeSetEvent",
         )?;
-        self.keep_value(event.as_raw() as usize, event.clone());
+        self.keep_value(event.as_raw() as usize, || event.clone());
         Ok(())
     }
 
@@ -424,8 +425,11 @@ impl GraphExec {
         Ok(v != 0)
     }
 
-    fn keep_value<T: Send + Sync + 'static>(&mut self, _key: usize, value: T) {
-        self.kept.push(Box::new(value));
+    /// Keeps `value()` until the exec is destroyed, once per `key` (a raw handle).
+    fn keep_value<T: Send + Sync + 'static>(&mut self, key: usize, value: impl FnOnce() -> T) {
+        if !self.kept.iter().any(|(k, _)| *k == key) {
+            self.kept.push((key, Box::new(value())));
+        }
     }
 }
 
