@@ -775,11 +775,7 @@ fn launches(r: &mut Runner, cfg: &Config, ctx: &Context, stream: &Stream) -> Res
     ];
     let (a, b, c) = (add4.a.as_view(), add4.b.as_view(), add4.c.as_view());
     let mut params = ParamBuffer::new();
-    params
-        .push_arg(&a)?
-        .push_arg(&b)?
-        .push_arg(&c)?
-        .push(add4.n)?;
+    params.push_arg(a)?.push_arg(b)?.push_arg(c)?.push(add4.n)?;
     // SAFETY: the ParamBuffer's first `len()` bytes are initialised; `packed` holds 32.
     let (safe_bytes, raw_bytes) = unsafe {
         (

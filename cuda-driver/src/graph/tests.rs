@@ -9,10 +9,7 @@ fn edge_data_round_trips() {
         kind: GraphDependencyType::PROGRAMMATIC,
     };
     let raw = e.to_raw();
-    assert_eq!(
-        raw.type_ as u32,
-        GraphDependencyType::PROGRAMMATIC.as_raw() as u32
-    );
+    assert_eq!(raw.type_ as u32, GraphDependencyType::PROGRAMMATIC.as_raw());
     assert_eq!(EdgeData::from_raw(&raw), e);
     assert_eq!(EdgeData::default().kind, GraphDependencyType::DEFAULT);
 }
