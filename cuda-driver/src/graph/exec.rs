@@ -35,7 +35,7 @@ pub struct InstantiateOptions<'s> {
 
 /// An executable graph (`CUgraphExec`), destroyed on drop: a graph instantiated to launch.
 ///
-/// It keeps alive what its nodes use (see the [module docs](super)): the user objects of its
+/// It keeps alive what its nodes use (see [`Graph`](Graph#what-keeps-what-alive)): the user objects of its
 /// graph, held by the driver, and the values of per-node updates, held here; an exec holding
 /// such values synchronizes the contexts it was launched in before it is destroyed, so that no
 /// launch still uses them. `Send`, not `Sync` (the driver does not synchronize concurrent use

@@ -2,38 +2,7 @@
 //! ([`Stream::capture`]), instantiated into executable graphs ([`GraphExec`]), updated and
 //! launched.
 //!
-//! # What keeps what alive
-//!
-//! A graph refers to kernels, host closures and events by raw handle, and every executable
-//! graph instantiated from it (and every clone) runs them, possibly long after the Rust objects
-//! that created the nodes are gone. The crate keeps them alive with the driver's own
-//! mechanism, CUDA user objects: each kernel node's [`Function`] or [`Kernel`] (and with it the
-//! module or library that holds the code), each host node's closure and each event node's
-//! [`Event`] is moved into a user object owned by the graph (`cuUserObjectCreate`,
-//! `cuGraphRetainUserObject`). The driver carries these references into clones, child graph
-//! nodes and executable graphs, and releases them only when the last of those is destroyed
-//! and its launches have finished; the destructor then drops the Rust value on a driver thread,
-//! inside the host-function scope (so CUDA objects it held are released on the crate's release
-//! thread). So dropping a [`Module`](crate::Module) before launching an exec is harmless:
-//! the exec keeps the module loaded. A kernel launched through this crate onto a stream that
-//! a capture begun by this crate records is kept alive the same way (see [`Stream::capture`]).
-//!
-//! Per-node updates of an executable graph ([`GraphExec::set_host_node`],
-//! [`GraphExec::set_kernel_node`], ...) keep their new values in the exec; an exec that holds
-//! such values synchronizes the contexts it was launched in before it is destroyed.
-//!
-//! # What the crate cannot keep alive: memory
-//!
-//! Nodes that read or write device memory (kernels, memcpys, memsets, batch memory operations,
-//! and whatever a stream capture records) hold raw device addresses. Adding them is `unsafe`:
-//! the caller guarantees that the memory stays allocated while any graph or executable graph
-//! that uses it can run. Memory the graph allocates itself ([`Graph::add_mem_alloc`]) follows
-//! CUDA's rules, expressed in [`GraphAllocation`].
-//!
-//! # Threads
-//!
-//! CUDA graphs are not internally synchronized: a [`Graph`] and a [`GraphExec`] are `Send`
-//! but not `Sync`. Node handles ([`GraphNode`]) borrow their graph.
+//! See [`Graph`] for what graphs keep alive, and what they cannot.
 
 mod capture;
 mod exec;
@@ -76,8 +45,40 @@ use crate::{Event, Function, Kernel, Stream};
 /// a [`GraphExec`] to run.
 ///
 /// Methods take `&self`, also those that add nodes: node handles ([`GraphNode`]) borrow the
-/// graph, and the graph is not `Sync`, so no two threads change it at once. See the
-/// [module docs](self) for what a graph keeps alive.
+/// graph, and the graph is not `Sync`, so no two threads change it at once.
+///
+/// # What keeps what alive
+///
+/// A graph refers to kernels, host closures and events by raw handle, and every executable
+/// graph instantiated from it (and every clone) runs them, possibly long after the Rust objects
+/// that created the nodes are gone. The crate keeps them alive with the driver's own
+/// mechanism, CUDA user objects: each kernel node's [`Function`] or [`Kernel`] (and with it the
+/// module or library that holds the code), each host node's closure and each event node's
+/// [`Event`] is moved into a user object owned by the graph (`cuUserObjectCreate`,
+/// `cuGraphRetainUserObject`). The driver carries these references into clones, child graph
+/// nodes and executable graphs, and releases them only when the last of those is destroyed
+/// and its launches have finished; the destructor then drops the Rust value on a driver thread,
+/// inside the host-function scope (so CUDA objects it held are released on the crate's release
+/// thread). So dropping a [`Module`](crate::Module) before launching an exec is harmless:
+/// the exec keeps the module loaded. A kernel launched through this crate onto a stream that
+/// a capture begun by this crate records is kept alive the same way (see [`Stream::capture`]).
+///
+/// Per-node updates of an executable graph ([`GraphExec::set_host_node`],
+/// [`GraphExec::set_kernel_node`], ...) keep their new values in the exec; an exec that holds
+/// such values synchronizes the contexts it was launched in before it is destroyed.
+///
+/// # What the crate cannot keep alive: memory
+///
+/// Nodes that read or write device memory (kernels, memcpys, memsets, batch memory operations,
+/// and whatever a stream capture records) hold raw device addresses. Adding them is `unsafe`:
+/// the caller guarantees that the memory stays allocated while any graph or executable graph
+/// that uses it can run. Memory the graph allocates itself ([`Graph::add_mem_alloc`]) follows
+/// CUDA's rules, expressed in [`GraphAllocation`].
+///
+/// # Threads
+///
+/// CUDA graphs are not internally synchronized: a [`Graph`] and a [`GraphExec`] are `Send`
+/// but not `Sync`. Node handles ([`GraphNode`]) borrow their graph.
 ///
 /// ```no_run
 /// use cuda_driver::{Device, Graph, GraphInstantiateFlags, Stream, StreamFlags};
