@@ -48,10 +48,10 @@ fn created_contexts_are_pushed_and_popped_in_order() {
     assert_eq!(current(), Some(a.as_raw()));
     b.set_current().unwrap();
     assert_eq!(current(), Some(b.as_raw()));
-    // SAFETY: the stack holds exactly `b`, set above; popping it leaves this thread's stack
-    // empty again.
     let mut popped = std::ptr::null_mut();
     assert_eq!(
+        // SAFETY: the stack holds exactly `b`, set above; popping it leaves this thread's
+        // stack empty again.
         unsafe { sys::cuCtxPopCurrent_v2(&mut popped) },
         sys::CUDA_SUCCESS
     );
@@ -81,7 +81,7 @@ fn objects_of_another_context_leave_the_callers_stack_alone() {
         let mut stream_ordered = DeviceBuffer::<u8>::new_async(&stream, 64).unwrap();
         stream_ordered.memset(1u8).unwrap();
         b.synchronize().unwrap();
-        assert_eq!(b.limit(Limit::STACK_SIZE).unwrap() > 0, true);
+        assert!(b.limit(Limit::STACK_SIZE).unwrap() > 0);
         assert_eq!(
             current(),
             Some(a.as_raw()),

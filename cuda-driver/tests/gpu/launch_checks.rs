@@ -109,7 +109,7 @@ fn packed_buffers_keep_the_stream_order_of_their_views() {
     assert!(matches!(e, Error::StreamMismatch { .. }), "{e}");
     // SAFETY: param_buffer's six parameters in its layout; out holds 11 floats.
     unsafe { f.launch_packed(&home, &LaunchConfig::new(1, 1), &params) }.unwrap();
-    drop(params);
+    let _ = params;
     let mut words = [0.0f32; 11];
     out.copy_to_host(&mut words).unwrap();
     assert_eq!(words[0].to_bits(), 1);

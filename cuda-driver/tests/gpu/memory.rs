@@ -441,7 +441,7 @@ fn memory_pools_threshold_trim_and_allocation() {
     default.set_release_threshold(old + 4096).unwrap();
     assert_eq!(default.release_threshold().unwrap(), old + 4096);
     default.set_release_threshold(old).unwrap();
-    drop(default); // does not destroy the device's default pool
+    let _ = default; // dropping it does not destroy the device's default pool
     let buf = DeviceBuffer::<u8>::new_async(&stream, 4096).unwrap();
     drop(buf);
     stream.synchronize().unwrap();

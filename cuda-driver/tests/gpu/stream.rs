@@ -94,7 +94,7 @@ fn default_stream_handles() {
     assert!(null.as_raw().is_null());
     let mut buf = DeviceBuffer::<u32>::new(&ctx, 64).unwrap();
     for (i, s) in [&*legacy, &*per_thread, &*null].into_iter().enumerate() {
-        buf.memset_async((i as u32 + 1) as u32, s).unwrap();
+        buf.memset_async(i as u32 + 1, s).unwrap();
         s.synchronize().unwrap();
         assert!(s.query().unwrap());
         assert_eq!(buf.to_vec().unwrap(), vec![i as u32 + 1; 64]);
