@@ -282,6 +282,7 @@ fn run() -> Res<()> {
     allocations(&mut r, &cfg, &ctx, &stream)?;
     loading(&mut r, &cfg, &ctx, &stream)?;
     events(&mut r, &cfg, &ctx, &stream)?;
+    graphs(&mut r, &cfg, &ctx, &stream)?;
 
     let notes = vec![
         format!(
@@ -1482,5 +1483,197 @@ fn vmm_ipc_pools(r: &mut Runner, cfg: &Config, ctx: &Context, stream: &Stream) -
         )?;
         pool.trim_to(0)?;
     }
+    Ok(())
+}
+
+/// The graph rows: instantiating a 100-node graph, launching an instantiated graph, a
+/// kernel-argument update of an exec, and a step of 1,000 kernels as individual launches
+/// against one graph launch (host time per kernel). Raw: the same graphs through
+/// `cuGraph*` calls on the raw handles; safe: `Graph`, `GraphExec`.
+fn graphs(r: &mut Runner, cfg: &Config, ctx: &Context, stream: &Stream) -> Res<()> {
+    use cuda_driver::{Graph, GraphExec, GraphInstantiateFlags};
+
+    let module = Module::load_data(ctx, ptx::GRAPH_KERNELS)?;
+    let noop = module.function("noop")?;
+    let inc = module.function("inc")?;
+    let f_noop = noop.as_raw();
+    let s = stream.as_raw();
+    let one = LaunchConfig::new(1, 1);
+    let reps = if cfg.quick { 20 } else { 200 };
+
+    // A chain of `n` noop kernel nodes, built with the safe API (the raw side instantiates
+    // and launches the same CUgraph).
+    let chain = |n: usize| -> Res<Graph> {
+        let g = Graph::new()?;
+        let mut prev = None;
+        for _ in 0..n {
+            let deps: Vec<_> = prev.into_iter().collect();
+            // SAFETY: noop() takes no parameters and touches no memory.
+            let k = unsafe { g.add_kernel(&deps, &noop, &one, ())? };
+            prev = Some(*k);
+        }
+        Ok(g)
+    };
+
+    // Instantiate + destroy of a 100-node graph.
+    let g100 = chain(100)?;
+    let raw_g100 = g100.as_raw();
+    r.run(
+        "graph instantiate + destroy, 100 kernel nodes".into(),
+        "us/instantiate",
+        false,
+        Some(1.03),
+        |side| {
+            let t = match side {
+                Side::Raw => time_loop(reps, no_end, || {
+                    let mut e = null_mut();
+                    // SAFETY: a live graph; the exec is destroyed at once.
+                    unsafe {
+                        raw!(cuGraphInstantiateWithFlags(&mut e, raw_g100, 0));
+                        raw!(cuGraphExecDestroy(e));
+                    }
+                    Ok(())
+                })?,
+                Side::Safe => time_loop(reps, no_end, || {
+                    drop(g100.instantiate(GraphInstantiateFlags::empty())?);
+                    Ok(())
+                })?,
+            };
+            Ok(secs(t) * 1e6 / reps as f64)
+        },
+    )?;
+
+    // Launch of an instantiated graph (10 noop nodes).
+    let g10 = chain(10)?;
+    let exec10 = g10.instantiate(GraphInstantiateFlags::empty())?;
+    let raw_exec10 = exec10.as_raw();
+    let launches = cfg.launches.min(20_000);
+    r.run(
+        "graph launch, 10 kernel nodes".into(),
+        "us/launch",
+        false,
+        Some(1.03),
+        |side| {
+            let ns = match side {
+                Side::Raw => enqueue_ns(launches, s, || {
+                    // SAFETY: a live exec and stream.
+                    unsafe { raw!(cuGraphLaunch(raw_exec10, s)) };
+                    Ok(())
+                })?,
+                Side::Safe => enqueue_ns(launches, s, || Ok(exec10.launch(stream)?))?,
+            };
+            Ok(ns / 1e3)
+        },
+    )?;
+
+    // Kernel-argument update of an exec: inc(x, n) with n alternating.
+    let mut x = DeviceBuffer::<i32>::zeroed(ctx, 1024)?;
+    let gi = Graph::new()?;
+    let n0 = 1024i32;
+    let icfg = LaunchConfig::for_num_elems(1024)?;
+    // SAFETY: inc(int*, int) on 1024 ints of x, which outlives the graph and exec.
+    let node = unsafe { gi.add_kernel(&[], &inc, &icfg, (x.as_view_mut(), &n0))? };
+    let mut exec_i: GraphExec = gi.instantiate(GraphInstantiateFlags::empty())?;
+    let (raw_exec_i, raw_node) = (exec_i.as_raw(), node.as_raw());
+    let f_inc = inc.as_raw();
+    let px = x.as_view_mut().as_raw();
+    let updates = reps * 10;
+    r.run(
+        "exec kernel-argument update".into(),
+        "us/update",
+        false,
+        Some(1.03),
+        |side| {
+            let t = match side {
+                Side::Raw => {
+                    let (mut p, mut n) = (px, 512i32);
+                    let mut args: [*mut c_void; 2] = [(&raw mut p).cast(), (&raw mut n).cast()];
+                    // SAFETY: an all-zero CUDA_KERNEL_NODE_PARAMS is valid before filling.
+                    let mut kp: sys::CUDA_KERNEL_NODE_PARAMS = unsafe { std::mem::zeroed() };
+                    kp.func = f_inc;
+                    kp.gridDimX = icfg.grid.x;
+                    kp.gridDimY = 1;
+                    kp.gridDimZ = 1;
+                    kp.blockDimX = icfg.block.x;
+                    kp.blockDimY = 1;
+                    kp.blockDimZ = 1;
+                    kp.kernelParams = args.as_mut_ptr();
+                    time_loop(updates, no_end, || {
+                        // SAFETY: a kernel node of the exec; the arguments match inc.
+                        unsafe {
+                            raw!(cuGraphExecKernelNodeSetParams_v2(raw_exec_i, raw_node, &kp))
+                        };
+                        Ok(())
+                    })?
+                }
+                Side::Safe => {
+                    let n = 512i32;
+                    time_loop(updates, no_end, || {
+                        // SAFETY: as above.
+                        unsafe {
+                            exec_i.set_kernel_node(node, &inc, &icfg, (x.as_view_mut(), &n))?
+                        };
+                        Ok(())
+                    })?
+                }
+            };
+            Ok(secs(t) * 1e6 / updates as f64)
+        },
+    )?;
+    drop(exec_i);
+
+    // A step of 1,000 kernels: individual launches against one graph launch, host time per
+    // kernel (the step's enqueue, then one synchronization outside the timed region).
+    let step = 1000usize;
+    let g1000 = chain(step)?;
+    let exec1000 = g1000.instantiate(GraphInstantiateFlags::empty())?;
+    exec1000.upload(stream)?;
+    let raw_exec1000 = exec1000.as_raw();
+    let steps = if cfg.quick { 5 } else { 20 };
+    r.run(
+        "1,000-kernel step, individual launches".into(),
+        "us/kernel",
+        false,
+        Some(1.03),
+        |side| {
+            let mut total = Duration::ZERO;
+            for _ in 0..steps {
+                let start = Instant::now();
+                for _ in 0..step {
+                    match side {
+                        // SAFETY: noop() takes no parameters.
+                        Side::Raw => unsafe {
+                            raw_launch(f_noop, 1, 1, s, null_mut(), null_mut())?
+                        },
+                        // SAFETY: as above.
+                        Side::Safe => unsafe { noop.launch(stream, &one, ())? },
+                    }
+                }
+                total += start.elapsed();
+                stream.synchronize()?;
+            }
+            Ok(secs(total) * 1e6 / (steps * step) as f64)
+        },
+    )?;
+    r.run(
+        "1,000-kernel step, one graph launch".into(),
+        "us/kernel",
+        false,
+        Some(1.03),
+        |side| {
+            let mut total = Duration::ZERO;
+            for _ in 0..steps {
+                let start = Instant::now();
+                match side {
+                    // SAFETY: a live exec and stream.
+                    Side::Raw => unsafe { raw!(cuGraphLaunch(raw_exec1000, s)) },
+                    Side::Safe => exec1000.launch(stream)?,
+                }
+                total += start.elapsed();
+                stream.synchronize()?;
+            }
+            Ok(secs(total) * 1e6 / (steps * step) as f64)
+        },
+    )?;
     Ok(())
 }

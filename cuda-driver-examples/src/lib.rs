@@ -86,6 +86,9 @@ pub mod ptx {
     /// word per element), `add_u32(unsigned* data, unsigned v, int n)` and
     /// `vec_add(const float* a, const float* b, float* c, int n)`.
     pub const VMM_KERNELS: &str = concat!(include_str!("../../ptx/vmm_kernels.ptx"), "\0");
+    /// `ptx/graph_kernels.ptx`: the kernels of the `graphs` example and the graph rows of the
+    /// benchmark (`axpb`, `inc`, `noop`, `reduce_partial`, `reduce_final`).
+    pub const GRAPH_KERNELS: &str = concat!(include_str!("../../ptx/graph_kernels.ptx"), "\0");
 }
 
 /// What a safe example's `run` fails with: a `cuda_driver::Error`, a failed [`check!`], or

@@ -486,6 +486,31 @@ pub(crate) mod newer {
         pub(crate) fn cuEventElapsedTime_v1 = PFN_cuEventElapsedTime_v2000(c"cuEventElapsedTime", 2000);
         /// CUDA 12.5.
         pub(crate) fn cuCtxCreate_v4 = PFN_cuCtxCreate_v12050(c"cuCtxCreate", 12050);
+        /// The CUDA 11.3 ABI (no edge data), which every driver has; cuda.h 13.0 maps the
+        /// name to the CUDA 12.3 one.
+        pub(crate) fn cuStreamGetCaptureInfo_v2 = PFN_cuStreamGetCaptureInfo_v11030(c"cuStreamGetCaptureInfo", 11030);
+        /// The CUDA 11.3 ABI (no edge data), which every driver has.
+        pub(crate) fn cuStreamUpdateCaptureDependencies_v1 = PFN_cuStreamUpdateCaptureDependencies_v11030(c"cuStreamUpdateCaptureDependencies", 11030);
+        /// The first ABI (no edge data), which every driver has.
+        pub(crate) fn cuGraphGetEdges_v1 = PFN_cuGraphGetEdges_v10000(c"cuGraphGetEdges", 10000);
+        /// CUDA 12.3 (edge data).
+        pub(crate) fn cuGraphGetEdges_v2 = PFN_cuGraphGetEdges_v12030(c"cuGraphGetEdges", 12030);
+        /// The first ABI (no edge data), which every driver has.
+        pub(crate) fn cuGraphNodeGetDependencies_v1 = PFN_cuGraphNodeGetDependencies_v10000(c"cuGraphNodeGetDependencies", 10000);
+        /// The first ABI (no edge data), which every driver has.
+        pub(crate) fn cuGraphNodeGetDependentNodes_v1 = PFN_cuGraphNodeGetDependentNodes_v10000(c"cuGraphNodeGetDependentNodes", 10000);
+        /// The first ABI (no edge data), which every driver has.
+        pub(crate) fn cuGraphAddDependencies_v1 = PFN_cuGraphAddDependencies_v10000(c"cuGraphAddDependencies", 10000);
+        /// CUDA 12.3 (edge data).
+        pub(crate) fn cuGraphAddDependencies_v2 = PFN_cuGraphAddDependencies_v12030(c"cuGraphAddDependencies", 12030);
+        /// The first ABI (no edge data), which every driver has.
+        pub(crate) fn cuGraphRemoveDependencies_v1 = PFN_cuGraphRemoveDependencies_v10000(c"cuGraphRemoveDependencies", 10000);
+        /// CUDA 12.3 (edge data).
+        pub(crate) fn cuGraphRemoveDependencies_v2 = PFN_cuGraphRemoveDependencies_v12030(c"cuGraphRemoveDependencies", 12030);
+        /// CUDA 12.3 (`cuGraphAddNode` with edge data).
+        pub(crate) fn cuGraphAddNode_v2 = PFN_cuGraphAddNode_v12030(c"cuGraphAddNode", 12030);
+        /// CUDA 12.3.
+        pub(crate) fn cuGraphConditionalHandleCreate = PFN_cuGraphConditionalHandleCreate_v12030(c"cuGraphConditionalHandleCreate", 12030);
     }
 }
 

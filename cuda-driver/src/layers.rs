@@ -18,7 +18,14 @@ const FORBIDDEN: &[(&[&str], &[&str])] = &[
         &[
             "error", "release", "cstr", "device", "context", "memory", "stream", "event",
         ],
+        &[
+            "jit", "image", "params", "module", "library", "launch", "graph",
+        ],
+    ),
+    // Loading and launching code knows nothing of graphs (graphs build on launches).
+    (
         &["jit", "image", "params", "module", "library", "launch"],
+        &["graph"],
     ),
     // Loading code knows nothing of launching it.
     (

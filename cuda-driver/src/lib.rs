@@ -142,6 +142,7 @@ mod device;
 pub mod entry_point;
 mod error;
 mod event;
+mod graph;
 mod image;
 mod jit;
 mod launch;
@@ -168,6 +169,14 @@ pub use device::{Device, DeviceAttribute};
 pub use entry_point::ProcAddressFlags;
 pub use error::{drop_error_count, Error, ErrorCode, ProcAddressStatus, Result};
 pub use event::{Event, EventFlags};
+pub use graph::{
+    exchange_thread_capture_mode, BatchMemOp, CaptureInfo, CaptureMode, CaptureStatus,
+    ChildGraphNode, ConditionalHandle, ConditionalNode, EdgeData, EventRecordNode, EventWaitNode,
+    Graph, GraphAllocation, GraphConditionalNodeType, GraphDebugDotFlags, GraphDependencyType,
+    GraphExec, GraphExecFlags, GraphExecUpdateResult, GraphInstantiateFlags, GraphMemAttribute,
+    GraphNode, GraphNodeType, GraphRef, HostNode, InstantiateOptions, KernelNode, MemAllocNode,
+    MemFreeNode, MemcpyNode, MemsetNode, MemsetParams,
+};
 pub use image::ModuleImage;
 pub use jit::{JitCacheMode, JitFallback, JitOptions, JitTarget, DEFAULT_JIT_LOG_SIZE};
 pub use launch::*;

@@ -269,9 +269,107 @@ impl Stream {
     /// A panic in the closure is caught, logged (`log::warn!`) and counted in
     /// [`host_fn_panic_count`]; it never unwinds into the driver, and a panic payload whose
     /// own `Drop` panics is leaked rather than aborting the process.
+    ///
+    /// # Stream capture
+    ///
+    /// A graph captured from the stream may run its host node many times, but an `FnOnce`
+    /// runs once and is freed by its one call. So while the stream is being captured
+    /// (`cuStreamIsCapturing`, asked on every call), this method refuses with
+    /// [`Error::HostFnNotReplayable`](crate::Error::HostFnNotReplayable) before calling the
+    /// driver, and the capture stays valid; capture a closure with
+    /// [`launch_host_fn_repeatable`](Self::launch_host_fn_repeatable) instead.
     #[wraps(cuLaunchHostFunc)]
     #[track_caller]
     pub fn launch_host_fn<F: FnOnce() + Send + 'static>(&self, f: F) -> Result<()> {
+        let _cur = self.ctx.enter()?;
+        if self.capture_status_raw()? != sys::CU_STREAM_CAPTURE_STATUS_NONE {
+            return Err(crate::Error::HostFnNotReplayable {
+                what: "Stream::launch_host_fn",
+            });
+        }
+        self.launch_host_fn_once(f)
+    }
+
+    /// Queues a closure that may run many times: once now, like
+    /// [`launch_host_fn`](Self::launch_host_fn), or, while the stream is being captured, once
+    /// per launch of every executable graph made from the captured graph.
+    ///
+    /// While capturing, the closure is owned by a CUDA user object (`cuUserObjectCreate`)
+    /// whose reference is moved into the graph being captured (`cuGraphRetainUserObject`):
+    /// the graph, its clones and every executable graph instantiated from them keep it alive,
+    /// and it is dropped (on a driver thread, inside the host-function scope, so CUDA objects
+    /// it captured are released on the crate's release thread) once the last of them is gone
+    /// and their launches have finished. It is `Fn + Sync` because executable graphs made
+    /// from one graph may run it concurrently. Panics are caught and counted as for
+    /// [`launch_host_fn`](Self::launch_host_fn).
+    ///
+    /// Wraps `cuLaunchHostFunc`, `cuUserObjectCreate` and `cuGraphRetainUserObject`.
+    #[doc(alias = "cuLaunchHostFunc")]
+    #[track_caller]
+    pub fn launch_host_fn_repeatable<F: Fn() + Send + Sync + 'static>(&self, f: F) -> Result<()> {
+        let _cur = self.ctx.enter()?;
+        match self.capture_graph()? {
+            None => self.launch_host_fn_once(f),
+            Some(graph) => {
+                // SAFETY: `graph` is the graph being captured into, valid for the capture,
+                // which lasts at least until this call returns.
+                let data = unsafe { retain_in_graph(graph, f) }?;
+                // SAFETY: the trampoline matches CUhostFn and only borrows `data`, an F that
+                // the graph's user object keeps alive as long as any graph or exec runs it.
+                let r = unsafe {
+                    sys::cuLaunchHostFunc(
+                        self.raw,
+                        Some(shared_host_fn_trampoline::<F>),
+                        data.cast_mut().cast(),
+                    )
+                };
+                check(r, "cuLaunchHostFunc")
+            }
+        }
+    }
+
+    /// The capture status of the stream (`cuStreamIsCapturing`), raw.
+    #[track_caller]
+    pub(crate) fn capture_status_raw(&self) -> Result<sys::CUstreamCaptureStatus> {
+        let mut status = sys::CU_STREAM_CAPTURE_STATUS_NONE;
+        check(
+            // SAFETY: the stream is alive; writes one enum value.
+            unsafe { sys::cuStreamIsCapturing(self.raw, &mut status) },
+            "cuStreamIsCapturing",
+        )?;
+        Ok(status)
+    }
+
+    /// The graph this stream is capturing into, or `None` when it is not capturing
+    /// (`cuStreamGetCaptureInfo`, CUDA 11.3 ABI). The caller has entered the context.
+    #[track_caller]
+    pub(crate) fn capture_graph(&self) -> Result<Option<sys::CUgraph>> {
+        let f = crate::entry_point::newer::cuStreamGetCaptureInfo_v2()?;
+        let mut status = sys::CU_STREAM_CAPTURE_STATUS_NONE;
+        let mut id = 0;
+        let mut graph = ptr::null_mut();
+        let mut deps = ptr::null();
+        let mut n = 0;
+        check(
+            // SAFETY: the stream is alive; writes the status, id, graph, a driver-owned
+            // dependency array pointer and its length.
+            unsafe {
+                f(
+                    self.raw,
+                    &mut status,
+                    &mut id,
+                    &mut graph,
+                    &mut deps,
+                    &mut n,
+                )
+            },
+            "cuStreamGetCaptureInfo_v2",
+        )?;
+        Ok((status == sys::CU_STREAM_CAPTURE_STATUS_ACTIVE && !graph.is_null()).then_some(graph))
+    }
+
+    #[track_caller]
+    fn launch_host_fn_once<F: FnOnce() + Send + 'static>(&self, f: F) -> Result<()> {
         extern "C" fn trampoline<F: FnOnce() + Send + 'static>(data: *mut c_void) {
             // SAFETY: `data` is the Box<F> leaked by launch_host_fn, handed to the driver once
             // and called once.
@@ -283,7 +381,6 @@ impl Stream {
                 host_fn_panicked(payload);
             }
         }
-        let _cur = self.ctx.enter()?;
         let data = Box::into_raw(Box::new(f)).cast::<c_void>();
         // SAFETY: the trampoline matches CUhostFn and takes back ownership of `data`.
         let r = unsafe { sys::cuLaunchHostFunc(self.raw, Some(trampoline::<F>), data) };
@@ -294,6 +391,109 @@ impl Stream {
         }
         check(r, "cuLaunchHostFunc")
     }
+}
+
+/// The host function of a closure owned by a user object: borrows it, never frees it.
+pub(crate) extern "C" fn shared_host_fn_trampoline<F: Fn() + Send + Sync + 'static>(
+    data: *mut c_void,
+) {
+    // SAFETY: `data` is the F that `retain_in_graph` boxed; the user object that owns it is
+    // held by every graph and exec that can run this host function, so it is alive.
+    let f = unsafe { &*data.cast::<F>() };
+    let _scope = HostFnScope::enter();
+    if let Err(payload) = catch_unwind(AssertUnwindSafe(f)) {
+        host_fn_panicked(payload);
+    }
+}
+
+/// The destructor of a user object made by [`retain_in_graph`]: drops the boxed value on the
+/// driver's thread, inside the host-function scope (CUDA objects it held are released on the
+/// crate's release thread) and under `catch_unwind`.
+extern "C" fn user_object_destroy<T: Send + Sync + 'static>(data: *mut c_void) {
+    // SAFETY: `data` is the Box<T> leaked by `retain_in_graph`; the driver calls the
+    // destructor once, after the last reference is gone.
+    let value = unsafe { Box::from_raw(data.cast::<T>()) };
+    let _scope = HostFnScope::enter();
+    if let Err(payload) = catch_unwind(AssertUnwindSafe(move || drop(value))) {
+        host_fn_panicked(payload);
+    }
+}
+
+/// Boxes `value`, makes it a CUDA user object (`cuUserObjectCreate`) and moves the one
+/// reference into `graph` (`cuGraphRetainUserObject` with `CU_GRAPH_USER_OBJECT_MOVE`): the
+/// value then lives as long as `graph`, its clones and the executable graphs made from them
+/// (and their launches). Returns the value's stable address.
+///
+/// # Safety
+/// `graph` is a live graph (also one being captured into).
+#[track_caller]
+pub(crate) unsafe fn retain_in_graph<T: Send + Sync + 'static>(
+    graph: sys::CUgraph,
+    value: T,
+) -> Result<*const T> {
+    let data = Box::into_raw(Box::new(value));
+    let mut obj = ptr::null_mut();
+    // SAFETY: `data` is a live Box<T>; the destructor takes it back once; flags as required.
+    let r = unsafe {
+        sys::cuUserObjectCreate(
+            &mut obj,
+            data.cast(),
+            Some(user_object_destroy::<T>),
+            1,
+            sys::CU_USER_OBJECT_NO_DESTRUCTOR_SYNC,
+        )
+    };
+    if r != sys::CUDA_SUCCESS {
+        // SAFETY: no user object owns the box: it is still ours.
+        drop(unsafe { Box::from_raw(data) });
+        check(r, "cuUserObjectCreate")?;
+    }
+    // SAFETY: `graph` is live (the caller's guarantee); moves our one reference.
+    let r = unsafe { sys::cuGraphRetainUserObject(graph, obj, 1, sys::CU_GRAPH_USER_OBJECT_MOVE) };
+    if r != sys::CUDA_SUCCESS {
+        // SAFETY: the reference is still ours: releasing it runs the destructor, which frees
+        // the box (asynchronously, on a driver thread).
+        unsafe { sys::cuUserObjectRelease(obj, 1) };
+        check(r, "cuGraphRetainUserObject")?;
+    }
+    Ok(data)
+}
+
+static CAPTURES: AtomicUsize = AtomicUsize::new(0);
+
+/// Counts a stream capture begun by this crate (see [`keep_in_capture`]).
+pub(crate) fn capture_begun() {
+    CAPTURES.fetch_add(1, Ordering::Relaxed);
+}
+
+/// Counts a stream capture ended (successfully or not) by this crate.
+pub(crate) fn capture_ended() {
+    let _ = CAPTURES.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_sub(1));
+}
+
+/// Whether a stream capture begun by this crate may be in progress anywhere in the process.
+#[inline(always)]
+pub(crate) fn captures_active() -> bool {
+    CAPTURES.load(Ordering::Relaxed) != 0
+}
+
+/// While `stream` is being captured, moves `keep()` (a handle keeping a module or library
+/// loaded) into the graph being captured as a user object, so that the graph and its
+/// executable graphs keep it alive; nothing otherwise. The caller checks
+/// [`captures_active`] first, so that outside captures this costs one atomic load.
+#[cold]
+#[inline(never)]
+#[track_caller]
+pub(crate) fn keep_in_capture<T: Send + Sync + 'static>(
+    stream: &Stream,
+    keep: impl FnOnce() -> T,
+) -> Result<()> {
+    let _cur = stream.ctx.enter()?;
+    if let Some(graph) = stream.capture_graph()? {
+        // SAFETY: the graph being captured into, alive during the capture.
+        unsafe { retain_in_graph(graph, keep()) }?;
+    }
+    Ok(())
 }
 
 /// Counts and logs a panic caught in a host function, then drops its payload under a second

@@ -140,6 +140,20 @@ fn stream_mismatch(home: sys::CUstream, stream: &Stream) -> Error {
     }
 }
 
+/// While a stream capture begun by this crate is in progress somewhere in the process, and
+/// `stream` is being captured, moves a clone of the kernel handle (which keeps its module or
+/// library loaded) into the graph being captured, so that the graph and its executable graphs
+/// keep the code loaded (see [`crate::Graph`]). Outside captures: one atomic load.
+#[inline(always)]
+#[track_caller]
+fn keep_in_capture<L: Clone + Send + Sync + 'static>(f: &L, stream: &Stream) -> Result<()> {
+    if crate::stream::captures_active() {
+        crate::stream::keep_in_capture(stream, || f.clone())
+    } else {
+        Ok(())
+    }
+}
+
 /// The one `cuLaunchKernel` call: `f` in the configuration `cfg` on `stream`, its arguments
 /// in `params` (`kernelParams`) or `extra`.
 ///
@@ -323,6 +337,7 @@ macro_rules! launch_methods {
                 args: A,
             ) -> Result<()> {
                 let _cur = stream.context().enter()?;
+                keep_in_capture(self, stream)?;
                 self.check_context(stream)?;
                 check_stream_order(&args, stream)?;
                 self.check_args(A::SIZES)?;
@@ -347,6 +362,7 @@ macro_rules! launch_methods {
                 args: A,
             ) -> Result<()> {
                 let _cur = stream.context().enter()?;
+                keep_in_capture(self, stream)?;
                 // SAFETY: the caller's guarantees.
                 unsafe { launch_kernel(self.raw_function(), stream, cfg, args) }
             }
@@ -371,6 +387,7 @@ macro_rules! launch_methods {
                 args: A,
             ) -> Result<()> {
                 let _cur = stream.context().enter()?;
+                keep_in_capture(self, stream)?;
                 self.check_context(stream)?;
                 check_stream_order(&args, stream)?;
                 self.check_args(A::SIZES)?;
@@ -395,6 +412,7 @@ macro_rules! launch_methods {
                 args: A,
             ) -> Result<()> {
                 let _cur = stream.context().enter()?;
+                keep_in_capture(self, stream)?;
                 // SAFETY: the caller's guarantees.
                 unsafe { launch_kernel_ex(self.raw_function(), stream, cfg, attrs, args) }
             }
@@ -420,6 +438,7 @@ macro_rules! launch_methods {
                 params: &ParamBuffer<'_, N>,
             ) -> Result<()> {
                 let _cur = stream.context().enter()?;
+                keep_in_capture(self, stream)?;
                 self.check_context(stream)?;
                 check_buffer_stream_order(params, stream)?;
                 self.check_packed(params.params())?;
@@ -444,6 +463,7 @@ macro_rules! launch_methods {
                 params: &ParamBuffer<'_, N>,
             ) -> Result<()> {
                 let _cur = stream.context().enter()?;
+                keep_in_capture(self, stream)?;
                 // SAFETY: the caller's guarantees.
                 unsafe { launch_kernel_packed(self.raw_function(), stream, cfg, params) }
             }

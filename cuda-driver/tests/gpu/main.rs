@@ -12,6 +12,7 @@ mod child;
 mod context;
 mod device;
 mod entry_point;
+mod graph;
 mod ipc;
 mod launch;
 mod launch_checks;

@@ -1,0 +1,439 @@
+//! Executable graphs: instantiate, launch, upload, update.
+
+use std::any::Any;
+use std::cell::RefCell;
+use std::ptr;
+use std::sync::Arc;
+
+use cuda_driver_macros::wraps;
+use cuda_driver_sys as sys;
+
+use super::nodes::{kernel_params, memcpy_params, MemsetParams, NodeKernel};
+use super::{
+    ChildGraphNode, EventRecordNode, EventWaitNode, Graph, GraphNode, HostNode, KernelNode,
+    MemcpyNode, MemsetNode,
+};
+use crate::error::{check, report_drop_error, Error, Result};
+use crate::launch::{KernelArgs, LaunchConfig};
+use crate::memory::{DeviceSlice, DeviceSliceMut};
+use crate::release::{release, SendRaw};
+use crate::repr::DeviceRepr;
+use crate::types::{GraphExecUpdateResult, GraphInstantiateFlags, GraphInstantiateResult};
+use crate::DeviceMemory;
+use crate::{Context, Event, Function, Stream};
+
+/// The flags an executable graph was instantiated with (`cuGraphExecGetFlags`).
+pub type GraphExecFlags = GraphInstantiateFlags;
+
+/// Options of [`Graph::instantiate_with`] (`CUDA_GRAPH_INSTANTIATE_PARAMS`).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct InstantiateOptions<'s> {
+    /// Instantiation flags.
+    pub flags: GraphInstantiateFlags,
+    /// The stream the upload of [`GraphInstantiateFlags::UPLOAD`] is queued on.
+    pub upload_stream: Option<&'s Stream>,
+}
+
+/// An executable graph (`CUgraphExec`), destroyed on drop: a graph instantiated to launch.
+///
+/// It keeps alive what its nodes use (see [`Graph`](Graph#what-keeps-what-alive)): the user objects of its
+/// graph, held by the driver, and the values of per-node updates, held here; an exec holding
+/// such values synchronizes the contexts it was launched in before it is destroyed, so that no
+/// launch still uses them. `Send`, not `Sync` (the driver does not synchronize concurrent use
+/// of one exec); launches of one exec are ordered by the driver.
+#[doc(alias = "CUgraphExec")]
+pub struct GraphExec {
+    raw: sys::CUgraphExec,
+    /// Values of per-node updates (functions, closures, events), kept until destruction.
+    /// Keyed by raw handle (0: a closure, never deduplicated).
+    kept: Vec<(usize, Box<dyn Any + Send + Sync>)>,
+    /// Contexts the exec was launched in (to synchronize before releasing `kept`).
+    launched: RefCell<Vec<Context>>,
+}
+
+// SAFETY: a CUgraphExec may be used from any thread, one at a time (not Sync); destroyed once.
+unsafe impl Send for GraphExec {}
+
+impl std::fmt::Debug for GraphExec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GraphExec").field("raw", &self.raw).finish()
+    }
+}
+
+impl Drop for GraphExec {
+    fn drop(&mut self) {
+        let raw = SendRaw(self.raw);
+        let kept = std::mem::take(&mut self.kept);
+        let launched = std::mem::take(self.launched.get_mut());
+        release(move || {
+            if !kept.is_empty() {
+                // Launches may still run closures or kernels that only `kept` holds.
+                for ctx in &launched {
+                    if let Some(_cur) = ctx.enter_for_drop() {
+                        // SAFETY: the context is current; waits for its work.
+                        report_drop_error("cuCtxSynchronize", unsafe { sys::cuCtxSynchronize() });
+                    }
+                }
+            }
+            // SAFETY: created by cuGraphInstantiate* and owned by self; in-flight launches
+            // complete before the driver frees it.
+            report_drop_error("cuGraphExecDestroy", unsafe {
+                sys::cuGraphExecDestroy(raw.get())
+            });
+            drop(kept);
+            drop(launched);
+        });
+    }
+}
+
+impl Graph {
+    /// Instantiates the graph into an executable graph.
+    #[wraps(cuGraphInstantiateWithFlags)]
+    #[track_caller]
+    pub fn instantiate(&self, flags: GraphInstantiateFlags) -> Result<GraphExec> {
+        crate::init()?;
+        let mut raw = ptr::null_mut();
+        check(
+            // SAFETY: the graph is live; writes one handle, wrapped in the next statement.
+            unsafe { sys::cuGraphInstantiateWithFlags(&mut raw, self.raw, flags.as_raw() as _) },
+            "cuGraphInstantiateWithFlags",
+        )?;
+        // SAFETY: just created.
+        Ok(unsafe { GraphExec::from_raw(raw) })
+    }
+
+    /// Instantiates the graph with parameters (flags, an upload stream);
+    /// [`Error::GraphInstantiate`] says why the driver refused.
+    #[wraps(cuGraphInstantiateWithParams)]
+    #[track_caller]
+    pub fn instantiate_with(&self, options: &InstantiateOptions<'_>) -> Result<GraphExec> {
+        crate::init()?;
+        let _cur = match options.upload_stream {
+            Some(s) => Some(s.context().enter()?),
+            None => None,
+        };
+        let mut p = sys::CUDA_GRAPH_INSTANTIATE_PARAMS {
+            flags: options.flags.as_raw() as _,
+            hUploadStream: options
+                .upload_stream
+                .map_or(ptr::null_mut(), |s| s.as_raw()),
+            hErrNode_out: ptr::null_mut(),
+            result_out: sys::CUDA_GRAPH_INSTANTIATE_SUCCESS,
+        };
+        let mut raw = ptr::null_mut();
+        // SAFETY: the graph is live; `p` is valid and receives the result.
+        let r = unsafe { sys::cuGraphInstantiateWithParams(&mut raw, self.raw, &mut p) };
+        if r != sys::CUDA_SUCCESS && p.result_out != sys::CUDA_GRAPH_INSTANTIATE_SUCCESS {
+            return Err(Error::GraphInstantiate {
+                reason: GraphInstantiateResult::from_raw(p.result_out),
+                node: p.hErrNode_out as usize,
+            });
+        }
+        check(r, "cuGraphInstantiateWithParams")?;
+        // SAFETY: just created.
+        Ok(unsafe { GraphExec::from_raw(raw) })
+    }
+}
+
+impl GraphExec {
+    /// Takes ownership of an executable graph; destroyed on drop.
+    ///
+    /// # Safety
+    /// `raw` is a live executable graph that nothing else destroys.
+    pub unsafe fn from_raw(raw: sys::CUgraphExec) -> GraphExec {
+        GraphExec {
+            raw,
+            kept: Vec::new(),
+            launched: RefCell::new(Vec::new()),
+        }
+    }
+
+    /// Gives up ownership: the caller destroys the exec (and keeps what per-node updates
+    /// made it use alive: they are dropped here).
+    pub fn into_raw(mut self) -> sys::CUgraphExec {
+        let raw = self.raw;
+        self.kept.clear();
+        std::mem::forget(self);
+        raw
+    }
+
+    /// The raw `CUgraphExec`, valid while `self` lives.
+    #[inline]
+    pub fn as_raw(&self) -> sys::CUgraphExec {
+        self.raw
+    }
+
+    #[inline]
+    fn note_launch(&self, stream: &Stream) {
+        let ctx = stream.context();
+        let mut l = self.launched.borrow_mut();
+        if !l.iter().any(|c| c.as_raw() == ctx.as_raw()) {
+            l.push(ctx.clone());
+        }
+    }
+
+    /// Launches the graph on `stream`; launches of one exec run one after another.
+    #[wraps(cuGraphLaunch)]
+    #[inline]
+    #[track_caller]
+    pub fn launch(&self, stream: &Stream) -> Result<()> {
+        let _cur = stream.context().enter()?;
+        self.note_launch(stream);
+        check(
+            // SAFETY: exec and stream are live; everything the nodes use is kept alive.
+            unsafe { sys::cuGraphLaunch(self.raw, stream.as_raw()) },
+            "cuGraphLaunch",
+        )
+    }
+
+    /// Uploads the graph to the device on `stream` ahead of its first launch.
+    #[wraps(cuGraphUpload)]
+    #[track_caller]
+    pub fn upload(&self, stream: &Stream) -> Result<()> {
+        let _cur = stream.context().enter()?;
+        check(
+            // SAFETY: exec and stream are live.
+            unsafe { sys::cuGraphUpload(self.raw, stream.as_raw()) },
+            "cuGraphUpload",
+        )
+    }
+
+    /// The flags the exec was instantiated with.
+    #[wraps(cuGraphExecGetFlags)]
+    #[track_caller]
+    pub fn flags(&self) -> Result<GraphExecFlags> {
+        let mut f = 0;
+        check(
+            // SAFETY: the exec is live; writes one value.
+            unsafe { sys::cuGraphExecGetFlags(self.raw, &mut f) },
+            "cuGraphExecGetFlags",
+        )?;
+        Ok(GraphInstantiateFlags::from_raw(f as _))
+    }
+
+    /// Updates the exec to run `graph`, which must have the exec's topology; the refusal is
+    /// [`Error::GraphUpdate`], naming the reason and the node. The exec then holds `graph`'s
+    /// keep-alives (the driver clones its user object references).
+    #[wraps(cuGraphExecUpdate)]
+    #[track_caller]
+    pub fn update(&mut self, graph: &Graph) -> Result<()> {
+        let mut info = sys::CUgraphExecUpdateResultInfo {
+            result: sys::CU_GRAPH_EXEC_UPDATE_SUCCESS,
+            errorNode: ptr::null_mut(),
+            errorFromNode: ptr::null_mut(),
+        };
+        // SAFETY: exec and graph are live; writes the result info.
+        let r = unsafe { sys::cuGraphExecUpdate_v2(self.raw, graph.as_raw(), &mut info) };
+        if r != sys::CUDA_SUCCESS && info.result != sys::CU_GRAPH_EXEC_UPDATE_SUCCESS {
+            return Err(Error::GraphUpdate {
+                reason: GraphExecUpdateResult::from_raw(info.result),
+                node: info.errorNode as usize,
+                from_node: info.errorFromNode as usize,
+            });
+        }
+        check(r, "cuGraphExecUpdate_v2")
+    }
+
+    /// Changes a kernel node's function, configuration and arguments in this exec only,
+    /// checked as in [`Graph::add_kernel`]; the exec keeps `f`'s module loaded.
+    ///
+    /// # Safety
+    /// As for [`Graph::add_kernel`].
+    #[wraps(cuGraphExecKernelNodeSetParams)]
+    #[track_caller]
+    pub unsafe fn set_kernel_node<A: KernelArgs>(
+        &mut self,
+        node: KernelNode<'_>,
+        f: &Function,
+        cfg: &LaunchConfig,
+        args: A,
+    ) -> Result<()> {
+        let mut ptrs = args.pointers();
+        let p = kernel_params::<Function, A>(f, f.context(), cfg, ptrs.as_mut())?;
+        let _cur = f.context().enter()?;
+        check(
+            // SAFETY: a kernel node of the exec's graph; checked parameters.
+            unsafe { sys::cuGraphExecKernelNodeSetParams_v2(self.raw, node.as_raw(), &p) },
+            "cuGraphExecKernelNodeSetParams_v2",
+        )?;
+        self.keep_value(f.key(), || f.clone());
+        Ok(())
+    }
+
+    /// Changes a memcpy node's copy in this exec only.
+    ///
+    /// # Safety
+    /// As for [`Graph::add_memcpy`].
+    #[wraps(cuGraphExecMemcpyNodeSetParams)]
+    #[track_caller]
+    pub unsafe fn set_memcpy_node<T: DeviceRepr>(
+        &mut self,
+        node: MemcpyNode<'_>,
+        dst: &DeviceSliceMut<'_, T>,
+        src: &DeviceSlice<'_, T>,
+    ) -> Result<()> {
+        crate::memory::view::check_len("memcpy node", dst.len(), src.len())?;
+        let bytes = crate::memory::view::byte_len::<T>("memcpy node", dst.len())?;
+        let p = memcpy_params(dst.as_raw(), src.as_raw(), bytes);
+        let ctx = dst.context();
+        let _cur = ctx.enter()?;
+        check(
+            // SAFETY: a memcpy node of the exec's graph; the caller guarantees the memory.
+            unsafe {
+                sys::cuGraphExecMemcpyNodeSetParams(self.raw, node.as_raw(), &p, ctx.as_raw())
+            },
+            "cuGraphExecMemcpyNodeSetParams",
+        )
+    }
+
+    /// Changes a memset node's parameters in this exec only.
+    ///
+    /// # Safety
+    /// As for [`Graph::add_memset`], for the memory `params` describe.
+    #[wraps(cuGraphExecMemsetNodeSetParams)]
+    #[track_caller]
+    pub unsafe fn set_memset_node(
+        &mut self,
+        node: MemsetNode<'_>,
+        ctx: &Context,
+        params: MemsetParams,
+    ) -> Result<()> {
+        let p = sys::CUDA_MEMSET_NODE_PARAMS {
+            dst: params.dst,
+            pitch: params.pitch,
+            value: params.value,
+            elementSize: params.element_size,
+            width: params.width,
+            height: params.height,
+        };
+        let _cur = ctx.enter()?;
+        check(
+            // SAFETY: a memset node of the exec's graph; the caller guarantees the memory.
+            unsafe {
+                sys::cuGraphExecMemsetNodeSetParams(self.raw, node.as_raw(), &p, ctx.as_raw())
+            },
+            "cuGraphExecMemsetNodeSetParams",
+        )
+    }
+
+    /// Replaces a host node's closure in this exec only; the exec keeps it alive.
+    #[wraps(cuGraphExecHostNodeSetParams)]
+    #[track_caller]
+    pub fn set_host_node<F: Fn() + Send + Sync + 'static>(
+        &mut self,
+        node: HostNode<'_>,
+        f: F,
+    ) -> Result<()> {
+        crate::init()?;
+        if crate::release::in_host_fn() {
+            return Err(Error::InHostCallback {
+                location: std::panic::Location::caller(),
+            });
+        }
+        let boxed: Box<F> = Box::new(f);
+        let data: *const F = &*boxed;
+        let p = sys::CUDA_HOST_NODE_PARAMS {
+            fn_: Some(crate::stream::shared_host_fn_trampoline::<F>),
+            userData: data.cast_mut().cast(),
+        };
+        check(
+            // SAFETY: a host node of the exec's graph; the closure is kept in `self.kept`
+            // (a Box: its address is stable) until the exec is destroyed after its launches.
+            unsafe { sys::cuGraphExecHostNodeSetParams(self.raw, node.as_raw(), &p) },
+            "cuGraphExecHostNodeSetParams",
+        )?;
+        self.kept.push((0, boxed));
+        Ok(())
+    }
+
+    /// Replaces a child graph node's graph in this exec only (same topology); the exec holds
+    /// the new graph's keep-alives.
+    #[wraps(cuGraphExecChildGraphNodeSetParams)]
+    #[track_caller]
+    pub fn set_child_graph_node(&mut self, node: ChildGraphNode<'_>, child: &Graph) -> Result<()> {
+        check(
+            // SAFETY: a child graph node of the exec's graph; the driver clones `child`
+            // (with its user object references).
+            unsafe {
+                sys::cuGraphExecChildGraphNodeSetParams(self.raw, node.as_raw(), child.as_raw())
+            },
+            "cuGraphExecChildGraphNodeSetParams",
+        )
+    }
+
+    /// Makes an event record node record `event` in this exec only; the exec keeps it alive.
+    #[wraps(cuGraphExecEventRecordNodeSetEvent)]
+    #[track_caller]
+    pub fn set_event_record_node(
+        &mut self,
+        node: EventRecordNode<'_>,
+        event: &Arc<Event>,
+    ) -> Result<()> {
+        let _cur = event.context().enter()?;
+        check(
+            // SAFETY: an event record node of the exec's graph; the exec keeps the event.
+            unsafe {
+                sys::cuGraphExecEventRecordNodeSetEvent(self.raw, node.as_raw(), event.as_raw())
+            },
+            "cuGraphExecEventRecordNodeSetEvent",
+        )?;
+        self.keep_value(event.as_raw() as usize, || event.clone());
+        Ok(())
+    }
+
+    /// Makes an event wait node wait for `event` in this exec only; the exec keeps it alive.
+    #[wraps(cuGraphExecEventWaitNodeSetEvent)]
+    #[track_caller]
+    pub fn set_event_wait_node(
+        &mut self,
+        node: EventWaitNode<'_>,
+        event: &Arc<Event>,
+    ) -> Result<()> {
+        let _cur = event.context().enter()?;
+        check(
+            // SAFETY: an event wait node of the exec's graph; the exec keeps the event.
+            unsafe {
+                sys::cuGraphExecEventWaitNodeSetEvent(self.raw, node.as_raw(), event.as_raw())
+            },
+            "cuGraphExecEventWaitNodeSetEvent",
+        )?;
+        self.keep_value(event.as_raw() as usize, || event.clone());
+        Ok(())
+    }
+
+    /// Enables or disables a node (kernel, memcpy, memset) in this exec; a disabled node
+    /// runs as an empty node.
+    #[wraps(cuGraphNodeSetEnabled)]
+    #[track_caller]
+    pub fn set_node_enabled(&mut self, node: GraphNode<'_>, enabled: bool) -> Result<()> {
+        check(
+            // SAFETY: a node of the exec's graph.
+            unsafe { sys::cuGraphNodeSetEnabled(self.raw, node.as_raw(), enabled as u32) },
+            "cuGraphNodeSetEnabled",
+        )
+    }
+
+    /// Whether a node is enabled in this exec.
+    #[wraps(cuGraphNodeGetEnabled)]
+    #[track_caller]
+    pub fn node_enabled(&self, node: GraphNode<'_>) -> Result<bool> {
+        let mut v = 0;
+        check(
+            // SAFETY: a node of the exec's graph; writes one value.
+            unsafe { sys::cuGraphNodeGetEnabled(self.raw, node.as_raw(), &mut v) },
+            "cuGraphNodeGetEnabled",
+        )?;
+        Ok(v != 0)
+    }
+
+    /// Keeps `value()` until the exec is destroyed, once per `key` (a raw handle).
+    fn keep_value<T: Send + Sync + 'static>(&mut self, key: usize, value: impl FnOnce() -> T) {
+        if !self.kept.iter().any(|(k, _)| *k == key) {
+            self.kept.push((key, Box::new(value())));
+        }
+    }
+}
+
+// `NodeKernel::key` is used above through `f.key()`.
+#[allow(unused_imports)]
+use NodeKernel as _;
