@@ -57,6 +57,7 @@ mod device;
 pub mod entry_point;
 mod error;
 mod event;
+mod event_more;
 mod image;
 mod jit;
 mod launch;
@@ -69,18 +70,24 @@ mod params;
 mod release;
 mod repr;
 mod stream;
+mod stream_attr;
+mod stream_memop;
 #[rustfmt::skip]
 pub mod types;
 #[cfg(test)]
 mod types_tests;
 mod vector;
 
-pub use context::{CacheConfig, Context, ContextFlags, ContextGuard, Limit, SharedMemConfig};
+pub use context::{
+    CacheConfig, Context, ContextCreateParams, ContextFlags, ContextGuard, ExecAffinityType, Limit,
+    SharedMemConfig,
+};
 pub use cuda_driver_macros::DeviceRepr;
 pub use device::{Device, DeviceAttribute};
 pub use entry_point::ProcAddressFlags;
 pub use error::{drop_error_count, Error, ErrorCode, ProcAddressStatus, Result};
 pub use event::{Event, EventFlags};
+pub use event_more::{EventRecordFlags, EventWaitFlags};
 pub use image::ModuleImage;
 pub use jit::{JitCacheMode, JitFallback, JitOptions, JitTarget, DEFAULT_JIT_LOG_SIZE};
 pub use launch::*;
@@ -90,6 +97,13 @@ pub use module::{Function, FunctionAttribute, Global, JitInputType, Linker, Modu
 pub use params::{argument_check, set_argument_check, ArgumentCheck, ParamInfo};
 pub use repr::DeviceRepr;
 pub use stream::{host_fn_panic_count, Stream, StreamFlags, StreamRef};
+pub use stream_attr::{
+    AccessPolicyWindow, AccessProperty, LaunchMemSyncDomain, SynchronizationPolicy,
+};
+pub use stream_memop::{
+    MemOpBatch, StreamMemoryBarrierFlags, StreamWaitValueFlags, StreamWriteValueFlags,
+    MAX_BATCH_MEM_OPS,
+};
 
 /// The traits most programs need in scope: the memory model's [`DeviceMemory`] and
 /// [`DeviceMemoryMut`], whose methods (copies, memsets, slicing) every memory owner has.

@@ -23,6 +23,7 @@ impl Context {
                 raw,
                 device,
                 primary: true,
+                green: std::ptr::null_mut(),
             }),
         })
     }
