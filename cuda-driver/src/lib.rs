@@ -51,19 +51,23 @@ pub use cuda_driver_sys as sys;
 // `#[derive(DeviceRepr)]` names the crate `::cuda_driver`, also inside it.
 extern crate self as cuda_driver;
 
+mod checkpoint;
 mod context;
+mod coredump;
 mod cstr;
 mod device;
 pub mod entry_point;
 mod error;
 mod event;
 mod event_more;
+mod green;
 mod image;
 mod jit;
 mod launch;
 #[cfg(test)]
 mod layers;
 mod library;
+mod logs;
 mod memory;
 mod module;
 mod params;
@@ -82,15 +86,28 @@ pub use context::{
     CacheConfig, Context, ContextCreateParams, ContextFlags, ContextGuard, ExecAffinityType, Limit,
     SharedMemConfig,
 };
+pub use checkpoint::{
+    checkpoint_checkpoint, checkpoint_lock, checkpoint_restore, checkpoint_restore_thread_id,
+    checkpoint_state, checkpoint_unlock, ProcessState,
+};
+pub use coredump::{
+    coredump_attribute_global, set_coredump_attribute_global, CoredumpGenerationFlags,
+    CoredumpSettings, CoredumpValue,
+};
 pub use cuda_driver_macros::DeviceRepr;
 pub use device::{Device, DeviceAttribute};
 pub use entry_point::ProcAddressFlags;
 pub use error::{drop_error_count, Error, ErrorCode, ProcAddressStatus, Result};
 pub use event::{Event, EventFlags};
 pub use event_more::{EventRecordFlags, EventWaitFlags};
+pub use green::{
+    DevResource, DevResourceType, DevSmResourceSplitFlags, GreenContext, GreenCtxCreateFlags,
+    ResourceDesc,
+};
 pub use image::ModuleImage;
 pub use jit::{JitCacheMode, JitFallback, JitOptions, JitTarget, DEFAULT_JIT_LOG_SIZE};
 pub use launch::*;
+pub use logs::{LogForwarder, LogLevel, LogPosition};
 pub use library::{Kernel, Library, LibraryOptions, Managed};
 pub use memory::*;
 pub use module::{Function, FunctionAttribute, Global, JitInputType, Linker, Module};
