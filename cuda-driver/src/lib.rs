@@ -110,7 +110,10 @@ pub use launch::*;
 pub use logs::{LogForwarder, LogLevel, LogPosition};
 pub use library::{Kernel, Library, LibraryOptions, Managed};
 pub use memory::*;
-pub use module::{Function, FunctionAttribute, Global, JitInputType, Linker, Module};
+pub use module::{
+    module_loading_mode, Function, FunctionAttribute, FunctionLoadingState, Global, JitInputType,
+    Linker, Module, ModuleLoadingMode,
+};
 pub use params::{argument_check, set_argument_check, ArgumentCheck, ParamInfo};
 pub use repr::DeviceRepr;
 pub use stream::{host_fn_panic_count, Stream, StreamFlags, StreamRef};
