@@ -56,6 +56,7 @@ mod context;
 mod coredump;
 mod cstr;
 mod device;
+mod device_info;
 pub mod entry_point;
 mod error;
 mod event;
@@ -96,6 +97,10 @@ pub use coredump::{
 };
 pub use cuda_driver_macros::DeviceRepr;
 pub use device::{Device, DeviceAttribute};
+pub use device_info::{
+    flush_gpudirect_rdma_writes, AtomicOperation, AtomicOperationCapability,
+    DeviceP2PAttribute, FlushGPUDirectRDMAWritesScope, FlushGPUDirectRDMAWritesTarget,
+};
 pub use entry_point::ProcAddressFlags;
 pub use error::{drop_error_count, Error, ErrorCode, ProcAddressStatus, Result};
 pub use event::{Event, EventFlags};

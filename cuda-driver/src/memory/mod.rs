@@ -24,6 +24,7 @@ mod managed;
 mod owner;
 mod pinned;
 mod pointer;
+mod range;
 mod stream_ordered;
 pub(crate) mod view;
 
@@ -32,6 +33,7 @@ pub use managed::{AttachFlags, ManagedBuffer};
 pub use owner::{DeviceMemory, DeviceMemoryMut};
 pub use pinned::{HostRegisterFlags, HostRegistration, PinnedBuffer, PinnedFlags};
 pub use pointer::PointerInfo;
+pub use range::{pointer_attributes, MemRangeAttribute, PointerAttributes};
 pub use stream_ordered::{AsyncDeviceBuffer, MemPool, MemPoolRef};
 pub use view::{DeviceSlice, DeviceSliceMut, MemsetValue};
 
