@@ -32,7 +32,10 @@ pub fn checkpoint_restore_thread_id(pid: i32) -> Result<i32> {
     let f = newer::cuCheckpointProcessGetRestoreThreadId()?;
     let mut tid = 0;
     // SAFETY: writes one int.
-    check(unsafe { f(pid, &mut tid) }, "cuCheckpointProcessGetRestoreThreadId")?;
+    check(
+        unsafe { f(pid, &mut tid) },
+        "cuCheckpointProcessGetRestoreThreadId",
+    )?;
     Ok(tid)
 }
 
@@ -58,7 +61,10 @@ pub fn checkpoint_checkpoint(pid: i32) -> Result<()> {
     // SAFETY: reserved fields must be zero.
     let mut args: sys::CUcheckpointCheckpointArgs = unsafe { std::mem::zeroed() };
     // SAFETY: `args` lives across the call.
-    check(unsafe { f(pid, &mut args) }, "cuCheckpointProcessCheckpoint")
+    check(
+        unsafe { f(pid, &mut args) },
+        "cuCheckpointProcessCheckpoint",
+    )
 }
 
 /// Restores a checkpointed process onto the same GPUs (the process stays locked).

@@ -34,25 +34,40 @@ fn get(attr: CoredumpSettings, ctx: Option<&Context>) -> Result<CoredumpValue> {
         newer::cuCoredumpGetAttributeGlobal()?
     };
     let _cur = ctx.map(|c| c.enter()).transpose()?;
-    let call = if ctx.is_some() { "cuCoredumpGetAttribute" } else { "cuCoredumpGetAttributeGlobal" };
+    let call = if ctx.is_some() {
+        "cuCoredumpGetAttribute"
+    } else {
+        "cuCoredumpGetAttributeGlobal"
+    };
     if is_path(attr) {
         let mut buf = vec![0u8; 1024];
         let mut size = buf.len();
         // SAFETY: `buf` holds `size` bytes; the driver writes a NUL-terminated path.
-        check(unsafe { f(attr.as_raw(), buf.as_mut_ptr().cast::<c_void>(), &mut size) }, call)?;
+        check(
+            unsafe { f(attr.as_raw(), buf.as_mut_ptr().cast::<c_void>(), &mut size) },
+            call,
+        )?;
         let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
-        Ok(CoredumpValue::Path(String::from_utf8_lossy(&buf[..end]).into_owned()))
+        Ok(CoredumpValue::Path(
+            String::from_utf8_lossy(&buf[..end]).into_owned(),
+        ))
     } else if attr == CoredumpSettings::GENERATION_FLAGS {
         let mut v: u32 = 0;
         let mut size = size_of::<u32>();
         // SAFETY: writes one unsigned int.
-        check(unsafe { f(attr.as_raw(), (&mut v as *mut u32).cast(), &mut size) }, call)?;
+        check(
+            unsafe { f(attr.as_raw(), (&mut v as *mut u32).cast(), &mut size) },
+            call,
+        )?;
         Ok(CoredumpValue::Flags(CoredumpGenerationFlags::from_raw(v)))
     } else {
         let mut v = false;
         let mut size = size_of::<bool>();
         // SAFETY: the boolean settings are one C bool.
-        check(unsafe { f(attr.as_raw(), (&mut v as *mut bool).cast(), &mut size) }, call)?;
+        check(
+            unsafe { f(attr.as_raw(), (&mut v as *mut bool).cast(), &mut size) },
+            call,
+        )?;
         Ok(CoredumpValue::Bool(v))
     }
 }
@@ -65,25 +80,39 @@ fn set(attr: CoredumpSettings, value: &CoredumpValue, ctx: Option<&Context>) -> 
         newer::cuCoredumpSetAttributeGlobal()?
     };
     let _cur = ctx.map(|c| c.enter()).transpose()?;
-    let call = if ctx.is_some() { "cuCoredumpSetAttribute" } else { "cuCoredumpSetAttributeGlobal" };
+    let call = if ctx.is_some() {
+        "cuCoredumpSetAttribute"
+    } else {
+        "cuCoredumpSetAttributeGlobal"
+    };
     match value {
         CoredumpValue::Bool(b) => {
             let mut v = *b;
             let mut size = size_of::<bool>();
             // SAFETY: one C bool, read by the driver.
-            check(unsafe { f(attr.as_raw(), (&mut v as *mut bool).cast(), &mut size) }, call)
+            check(
+                unsafe { f(attr.as_raw(), (&mut v as *mut bool).cast(), &mut size) },
+                call,
+            )
         }
         CoredumpValue::Flags(fl) => {
             let mut v = fl.as_raw();
             let mut size = size_of::<u32>();
             // SAFETY: one unsigned int, read by the driver.
-            check(unsafe { f(attr.as_raw(), (&mut v as *mut u32).cast(), &mut size) }, call)
+            check(
+                unsafe { f(attr.as_raw(), (&mut v as *mut u32).cast(), &mut size) },
+                call,
+            )
         }
         CoredumpValue::Path(p) => {
-            let mut c = crate::cstr::path_to_c_string(std::path::Path::new(p))?.into_bytes_with_nul();
+            let mut c =
+                crate::cstr::path_to_c_string(std::path::Path::new(p))?.into_bytes_with_nul();
             let mut size = c.len();
             // SAFETY: `c` holds `size` bytes with the terminating NUL.
-            check(unsafe { f(attr.as_raw(), c.as_mut_ptr().cast(), &mut size) }, call)
+            check(
+                unsafe { f(attr.as_raw(), c.as_mut_ptr().cast(), &mut size) },
+                call,
+            )
         }
     }
 }
@@ -99,7 +128,11 @@ impl Context {
     /// Changes a coredump setting of this context.
     #[wraps(cuCoredumpSetAttribute)]
     #[track_caller]
-    pub fn set_coredump_attribute(&self, attr: CoredumpSettings, value: &CoredumpValue) -> Result<()> {
+    pub fn set_coredump_attribute(
+        &self,
+        attr: CoredumpSettings,
+        value: &CoredumpValue,
+    ) -> Result<()> {
         set(attr, value, Some(self))
     }
 }

@@ -10,8 +10,8 @@ use crate::types::ArrayFormat;
 use crate::{init, Device, DeviceAttribute};
 
 pub use crate::types::{
-    AtomicOperation, AtomicOperationCapability, DeviceP2PAttribute,
-    FlushGPUDirectRDMAWritesScope, FlushGPUDirectRDMAWritesTarget,
+    AtomicOperation, AtomicOperationCapability, DeviceP2PAttribute, FlushGPUDirectRDMAWritesScope,
+    FlushGPUDirectRDMAWritesTarget,
 };
 
 impl Device {
@@ -71,7 +71,12 @@ impl Device {
         check(
             // SAFETY: writes one size_t.
             unsafe {
-                sys::cuDeviceGetTexture1DLinearMaxWidth(&mut w, format.as_raw(), channels, self.as_raw())
+                sys::cuDeviceGetTexture1DLinearMaxWidth(
+                    &mut w,
+                    format.as_raw(),
+                    channels,
+                    self.as_raw(),
+                )
             },
             "cuDeviceGetTexture1DLinearMaxWidth",
         )?;
@@ -86,7 +91,9 @@ impl Device {
         let mut v = 0;
         check(
             // SAFETY: writes one int.
-            unsafe { sys::cuDeviceGetP2PAttribute(&mut v, attr.as_raw(), self.as_raw(), peer.as_raw()) },
+            unsafe {
+                sys::cuDeviceGetP2PAttribute(&mut v, attr.as_raw(), self.as_raw(), peer.as_raw())
+            },
             "cuDeviceGetP2PAttribute",
         )?;
         Ok(v)
@@ -95,33 +102,61 @@ impl Device {
     /// Which of `ops` the device can perform atomically on host memory; CUDA 13.0.
     #[wraps(cuDeviceGetHostAtomicCapabilities)]
     #[track_caller]
-    pub fn host_atomic_capabilities(self, ops: &[AtomicOperation]) -> Result<Vec<AtomicOperationCapability>> {
+    pub fn host_atomic_capabilities(
+        self,
+        ops: &[AtomicOperation],
+    ) -> Result<Vec<AtomicOperationCapability>> {
         init()?;
         let f = newer::cuDeviceGetHostAtomicCapabilities()?;
         let raw: Vec<sys::CUatomicOperation> = ops.iter().map(|o| o.as_raw()).collect();
         let mut caps = vec![0u32; ops.len()];
         check(
             // SAFETY: both arrays hold `len` elements.
-            unsafe { f(caps.as_mut_ptr(), raw.as_ptr(), raw.len() as u32, self.as_raw()) },
+            unsafe {
+                f(
+                    caps.as_mut_ptr(),
+                    raw.as_ptr(),
+                    raw.len() as u32,
+                    self.as_raw(),
+                )
+            },
             "cuDeviceGetHostAtomicCapabilities",
         )?;
-        Ok(caps.into_iter().map(AtomicOperationCapability::from_raw).collect())
+        Ok(caps
+            .into_iter()
+            .map(AtomicOperationCapability::from_raw)
+            .collect())
     }
 
     /// Which of `ops` the device can perform atomically on `peer`'s memory; CUDA 13.0.
     #[wraps(cuDeviceGetP2PAtomicCapabilities)]
     #[track_caller]
-    pub fn p2p_atomic_capabilities(self, peer: Device, ops: &[AtomicOperation]) -> Result<Vec<AtomicOperationCapability>> {
+    pub fn p2p_atomic_capabilities(
+        self,
+        peer: Device,
+        ops: &[AtomicOperation],
+    ) -> Result<Vec<AtomicOperationCapability>> {
         init()?;
         let f = newer::cuDeviceGetP2PAtomicCapabilities()?;
         let raw: Vec<sys::CUatomicOperation> = ops.iter().map(|o| o.as_raw()).collect();
         let mut caps = vec![0u32; ops.len()];
         check(
             // SAFETY: both arrays hold `len` elements.
-            unsafe { f(caps.as_mut_ptr(), raw.as_ptr(), raw.len() as u32, self.as_raw(), peer.as_raw()) },
+            unsafe {
+                f(
+                    caps.as_mut_ptr(),
+                    raw.as_ptr(),
+                    raw.len() as u32,
+                    self.as_raw(),
+                    peer.as_raw(),
+                )
+            },
             "cuDeviceGetP2PAtomicCapabilities",
         )?;
-        Ok(caps.into_iter().map(AtomicOperationCapability::from_raw).collect())
+        Ok(caps
+            .into_iter()
+            .map(AtomicOperationCapability::from_raw)
+            .collect())
     }
 
     /// Fills an NvSciSync attribute list for this device (Tegra/NvSci systems; untested on
@@ -131,10 +166,17 @@ impl Device {
     /// `list` is a valid `NvSciSyncAttrList`.
     #[wraps(cuDeviceGetNvSciSyncAttributes)]
     #[track_caller]
-    pub unsafe fn nvscisync_attributes(self, list: *mut std::ffi::c_void, flags: i32) -> Result<()> {
+    pub unsafe fn nvscisync_attributes(
+        self,
+        list: *mut std::ffi::c_void,
+        flags: i32,
+    ) -> Result<()> {
         init()?;
         // SAFETY: the caller's guarantee.
-        check(unsafe { sys::cuDeviceGetNvSciSyncAttributes(list, self.as_raw(), flags) }, "cuDeviceGetNvSciSyncAttributes")
+        check(
+            unsafe { sys::cuDeviceGetNvSciSyncAttributes(list, self.as_raw(), flags) },
+            "cuDeviceGetNvSciSyncAttributes",
+        )
     }
 }
 
@@ -149,5 +191,8 @@ pub fn flush_gpudirect_rdma_writes(
 ) -> Result<()> {
     let _cur = ctx.enter()?;
     // SAFETY: plain values on the current context.
-    check(unsafe { sys::cuFlushGPUDirectRDMAWrites(target.as_raw(), scope.as_raw()) }, "cuFlushGPUDirectRDMAWrites")
+    check(
+        unsafe { sys::cuFlushGPUDirectRDMAWrites(target.as_raw(), scope.as_raw()) },
+        "cuFlushGPUDirectRDMAWrites",
+    )
 }

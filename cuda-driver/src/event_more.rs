@@ -72,7 +72,10 @@ impl Context {
         let f = newer::cuCtxRecordEvent()?;
         let _cur = self.enter()?;
         // SAFETY: context and event are alive.
-        check(unsafe { f(self.as_raw(), event.as_raw()) }, "cuCtxRecordEvent")
+        check(
+            unsafe { f(self.as_raw(), event.as_raw()) },
+            "cuCtxRecordEvent",
+        )
     }
 
     /// Makes all later work of this context (every stream) wait for `event`; CUDA 12.5.
@@ -82,6 +85,9 @@ impl Context {
         let f = newer::cuCtxWaitEvent()?;
         let _cur = self.enter()?;
         // SAFETY: context and event are alive.
-        check(unsafe { f(self.as_raw(), event.as_raw()) }, "cuCtxWaitEvent")
+        check(
+            unsafe { f(self.as_raw(), event.as_raw()) },
+            "cuCtxWaitEvent",
+        )
     }
 }

@@ -105,7 +105,16 @@ impl DevResource {
         let mut rest = zero_resource();
         check(
             // SAFETY: `out` has room for `n` resources; input and rest are valid.
-            unsafe { f(out.as_mut_ptr(), &mut n, &self.0, &mut rest, flags.as_raw(), min_count) },
+            unsafe {
+                f(
+                    out.as_mut_ptr(),
+                    &mut n,
+                    &self.0,
+                    &mut rest,
+                    flags.as_raw(),
+                    min_count,
+                )
+            },
             "cuDevSmResourceSplitByCount",
         )?;
         if n == 0 && groups > 0 {
@@ -116,7 +125,10 @@ impl DevResource {
             });
         }
         out.truncate(n as usize);
-        Ok((out.into_iter().map(DevResource).collect(), DevResource(rest)))
+        Ok((
+            out.into_iter().map(DevResource).collect(),
+            DevResource(rest),
+        ))
     }
 }
 
@@ -168,7 +180,10 @@ impl Device {
         let f = newer::cuDeviceGetDevResource()?;
         let mut r = zero_resource();
         // SAFETY: writes one CUdevResource.
-        check(unsafe { f(self.as_raw(), &mut r, kind.as_raw()) }, "cuDeviceGetDevResource")?;
+        check(
+            unsafe { f(self.as_raw(), &mut r, kind.as_raw()) },
+            "cuDeviceGetDevResource",
+        )?;
         Ok(DevResource(r))
     }
 }
@@ -181,7 +196,10 @@ impl Context {
         let f = newer::cuCtxGetDevResource()?;
         let mut r = zero_resource();
         // SAFETY: the context is alive; writes one CUdevResource.
-        check(unsafe { f(self.as_raw(), &mut r, kind.as_raw()) }, "cuCtxGetDevResource")?;
+        check(
+            unsafe { f(self.as_raw(), &mut r, kind.as_raw()) },
+            "cuCtxGetDevResource",
+        )?;
         Ok(DevResource(r))
     }
 }
@@ -254,7 +272,10 @@ impl GreenContext {
         let f = newer::cuGreenCtxGetDevResource()?;
         let mut r = zero_resource();
         // SAFETY: the green context is alive; writes one CUdevResource.
-        check(unsafe { f(self.raw, &mut r, kind.as_raw()) }, "cuGreenCtxGetDevResource")?;
+        check(
+            unsafe { f(self.raw, &mut r, kind.as_raw()) },
+            "cuGreenCtxGetDevResource",
+        )?;
         Ok(DevResource(r))
     }
 
@@ -277,7 +298,14 @@ impl GreenContext {
         let mut s = ptr::null_mut();
         check(
             // SAFETY: writes one CUstream, wrapped (owned) in the next statement.
-            unsafe { f(&mut s, self.raw, StreamFlags::NON_BLOCKING.as_raw(), priority) },
+            unsafe {
+                f(
+                    &mut s,
+                    self.raw,
+                    StreamFlags::NON_BLOCKING.as_raw(),
+                    priority,
+                )
+            },
             "cuGreenCtxStreamCreate",
         )?;
         // SAFETY: `s` was just created in this green context, whose Context is `self.ctx`.
@@ -292,7 +320,10 @@ impl GreenContext {
         let f = newer::cuGreenCtxRecordEvent()?;
         let _cur = self.ctx.enter()?;
         // SAFETY: green context and event are alive.
-        check(unsafe { f(self.raw, event.as_raw()) }, "cuGreenCtxRecordEvent")
+        check(
+            unsafe { f(self.raw, event.as_raw()) },
+            "cuGreenCtxRecordEvent",
+        )
     }
 
     /// Makes later work of this green context wait for `event`.
@@ -302,7 +333,10 @@ impl GreenContext {
         let f = newer::cuGreenCtxWaitEvent()?;
         let _cur = self.ctx.enter()?;
         // SAFETY: green context and event are alive.
-        check(unsafe { f(self.raw, event.as_raw()) }, "cuGreenCtxWaitEvent")
+        check(
+            unsafe { f(self.raw, event.as_raw()) },
+            "cuGreenCtxWaitEvent",
+        )
     }
 }
 

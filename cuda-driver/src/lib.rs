@@ -83,13 +83,13 @@ pub mod types;
 mod types_tests;
 mod vector;
 
-pub use context::{
-    CacheConfig, Context, ContextCreateParams, ContextFlags, ContextGuard, ExecAffinityType, Limit,
-    SharedMemConfig,
-};
 pub use checkpoint::{
     checkpoint_checkpoint, checkpoint_lock, checkpoint_restore, checkpoint_restore_thread_id,
     checkpoint_state, checkpoint_unlock, ProcessState,
+};
+pub use context::{
+    CacheConfig, Context, ContextCreateParams, ContextFlags, ContextGuard, ExecAffinityType, Limit,
+    SharedMemConfig,
 };
 pub use coredump::{
     coredump_attribute_global, set_coredump_attribute_global, CoredumpGenerationFlags,
@@ -98,8 +98,8 @@ pub use coredump::{
 pub use cuda_driver_macros::DeviceRepr;
 pub use device::{Device, DeviceAttribute};
 pub use device_info::{
-    flush_gpudirect_rdma_writes, AtomicOperation, AtomicOperationCapability,
-    DeviceP2PAttribute, FlushGPUDirectRDMAWritesScope, FlushGPUDirectRDMAWritesTarget,
+    flush_gpudirect_rdma_writes, AtomicOperation, AtomicOperationCapability, DeviceP2PAttribute,
+    FlushGPUDirectRDMAWritesScope, FlushGPUDirectRDMAWritesTarget,
 };
 pub use entry_point::ProcAddressFlags;
 pub use error::{drop_error_count, Error, ErrorCode, ProcAddressStatus, Result};
@@ -112,8 +112,8 @@ pub use green::{
 pub use image::ModuleImage;
 pub use jit::{JitCacheMode, JitFallback, JitOptions, JitTarget, DEFAULT_JIT_LOG_SIZE};
 pub use launch::*;
-pub use logs::{LogForwarder, LogLevel, LogPosition};
 pub use library::{Kernel, Library, LibraryOptions, Managed};
+pub use logs::{LogForwarder, LogLevel, LogPosition};
 pub use memory::*;
 pub use module::{
     module_loading_mode, Function, FunctionAttribute, FunctionLoadingState, Global, JitInputType,

@@ -15,7 +15,12 @@ use crate::init;
 pub use crate::types::LogLevel;
 
 /// The callback: forwards one driver message to the `log` crate (target `cuda_driver::driver`).
-unsafe extern "C" fn forward(_data: *mut c_void, level: sys::CUlogLevel, msg: *mut c_char, len: usize) {
+unsafe extern "C" fn forward(
+    _data: *mut c_void,
+    level: sys::CUlogLevel,
+    msg: *mut c_char,
+    len: usize,
+) {
     if msg.is_null() {
         return;
     }
@@ -54,7 +59,10 @@ impl LogForwarder {
         let mut handle = std::ptr::null_mut();
         // SAFETY: `forward` is a plain function valid for the program's life and ignores its
         // user data; writes one handle, owned by the forwarder from here on.
-        check(unsafe { f(Some(forward), std::ptr::null_mut(), &mut handle) }, "cuLogsRegisterCallback")?;
+        check(
+            unsafe { f(Some(forward), std::ptr::null_mut(), &mut handle) },
+            "cuLogsRegisterCallback",
+        )?;
         Ok(LogForwarder { handle })
     }
 
@@ -122,7 +130,10 @@ impl LogPosition {
         let mut size = buf.len();
         // SAFETY: `buf` holds `size` bytes; the driver writes at most that, NUL-terminated,
         // and stores the length written (without the NUL) in `size`.
-        check(unsafe { f(&mut self.0, buf.as_mut_ptr().cast(), &mut size, 0) }, "cuLogsDumpToMemory")?;
+        check(
+            unsafe { f(&mut self.0, buf.as_mut_ptr().cast(), &mut size, 0) },
+            "cuLogsDumpToMemory",
+        )?;
         buf.truncate(size.min(max_bytes));
         Ok(String::from_utf8_lossy(&buf).into_owned())
     }

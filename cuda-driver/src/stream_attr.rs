@@ -10,7 +10,7 @@ use cuda_driver_sys as sys;
 
 use crate::entry_point::newer;
 use crate::error::{check, Result};
-use crate::{DeviceSlice, DeviceRepr, Device, Stream};
+use crate::{Device, DeviceRepr, DeviceSlice, Stream};
 
 pub use crate::types::{
     AccessProperty, AttachFlags, LaunchAttributeID, LaunchMemSyncDomain, SynchronizationPolicy,
@@ -45,7 +45,10 @@ impl Stream {
         let _cur = self.context().enter()?;
         let mut id = 0;
         // SAFETY: the stream is alive; writes one unsigned long long.
-        check(unsafe { sys::cuStreamGetId(self.as_raw(), &mut id) }, "cuStreamGetId")?;
+        check(
+            unsafe { sys::cuStreamGetId(self.as_raw(), &mut id) },
+            "cuStreamGetId",
+        )?;
         Ok(id)
     }
 
@@ -57,7 +60,10 @@ impl Stream {
         let _cur = self.context().enter()?;
         let mut c = ptr::null_mut();
         // SAFETY: the stream is alive; writes one CUcontext.
-        check(unsafe { sys::cuStreamGetCtx(self.as_raw(), &mut c) }, "cuStreamGetCtx")?;
+        check(
+            unsafe { sys::cuStreamGetCtx(self.as_raw(), &mut c) },
+            "cuStreamGetCtx",
+        )?;
         Ok(c)
     }
 
@@ -69,7 +75,10 @@ impl Stream {
         let _cur = self.context().enter()?;
         let (mut c, mut g) = (ptr::null_mut(), ptr::null_mut());
         // SAFETY: the stream is alive; writes one CUcontext and one CUgreenCtx.
-        check(unsafe { f(self.as_raw(), &mut c, &mut g) }, "cuStreamGetCtx_v2")?;
+        check(
+            unsafe { f(self.as_raw(), &mut c, &mut g) },
+            "cuStreamGetCtx_v2",
+        )?;
         Ok((c, (!g.is_null()).then_some(g)))
     }
 
@@ -229,13 +238,22 @@ impl Stream {
     /// other memory with `CUDA_ERROR_INVALID_VALUE`).
     #[wraps(cuStreamAttachMemAsync)]
     #[track_caller]
-    pub fn attach_mem<T: DeviceRepr>(&self, view: &DeviceSlice<'_, T>, flags: AttachFlags) -> Result<()> {
+    pub fn attach_mem<T: DeviceRepr>(
+        &self,
+        view: &DeviceSlice<'_, T>,
+        flags: AttachFlags,
+    ) -> Result<()> {
         let _cur = self.context().enter()?;
         check(
             // SAFETY: the view borrows live memory of `bytes()` bytes; attaching changes
             // visibility, not contents.
             unsafe {
-                sys::cuStreamAttachMemAsync(self.as_raw(), view.as_raw(), view.bytes(), flags.as_raw())
+                sys::cuStreamAttachMemAsync(
+                    self.as_raw(),
+                    view.as_raw(),
+                    view.bytes(),
+                    flags.as_raw(),
+                )
             },
             "cuStreamAttachMemAsync",
         )

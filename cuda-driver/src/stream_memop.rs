@@ -18,7 +18,12 @@ pub use crate::types::{StreamMemoryBarrierFlags, StreamWaitValueFlags, StreamWri
 pub const MAX_BATCH_MEM_OPS: usize = 256;
 
 #[track_caller]
-fn require(dev: Device, attr: DeviceAttribute, name: &'static str, what: &'static str) -> Result<()> {
+fn require(
+    dev: Device,
+    attr: DeviceAttribute,
+    name: &'static str,
+    what: &'static str,
+) -> Result<()> {
     if dev.attribute(attr)? != 0 {
         Ok(())
     } else {
@@ -82,7 +87,9 @@ impl Stream {
         let _cur = self.context().enter()?;
         check(
             // SAFETY: the view borrows at least one live u32; the wait only reads it.
-            unsafe { sys::cuStreamWaitValue32_v2(self.as_raw(), word.as_raw(), value, flags.as_raw()) },
+            unsafe {
+                sys::cuStreamWaitValue32_v2(self.as_raw(), word.as_raw(), value, flags.as_raw())
+            },
             "cuStreamWaitValue32_v2",
         )
     }
@@ -104,7 +111,9 @@ impl Stream {
         let _cur = self.context().enter()?;
         check(
             // SAFETY: the view borrows at least one live u64; the wait only reads it.
-            unsafe { sys::cuStreamWaitValue64_v2(self.as_raw(), word.as_raw(), value, flags.as_raw()) },
+            unsafe {
+                sys::cuStreamWaitValue64_v2(self.as_raw(), word.as_raw(), value, flags.as_raw())
+            },
             "cuStreamWaitValue64_v2",
         )
     }
@@ -122,7 +131,9 @@ impl Stream {
         let _cur = self.context().enter()?;
         check(
             // SAFETY: the view borrows at least one live u32 mutably.
-            unsafe { sys::cuStreamWriteValue32_v2(self.as_raw(), word.as_raw(), value, flags.as_raw()) },
+            unsafe {
+                sys::cuStreamWriteValue32_v2(self.as_raw(), word.as_raw(), value, flags.as_raw())
+            },
             "cuStreamWriteValue32_v2",
         )
     }
@@ -142,7 +153,9 @@ impl Stream {
         let _cur = self.context().enter()?;
         check(
             // SAFETY: the view borrows at least one live u64 mutably.
-            unsafe { sys::cuStreamWriteValue64_v2(self.as_raw(), word.as_raw(), value, flags.as_raw()) },
+            unsafe {
+                sys::cuStreamWriteValue64_v2(self.as_raw(), word.as_raw(), value, flags.as_raw())
+            },
             "cuStreamWriteValue64_v2",
         )
     }
@@ -206,7 +219,9 @@ pub struct MemOpBatch<'a> {
 
 impl std::fmt::Debug for MemOpBatch<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("MemOpBatch").field("len", &self.ops.len()).finish()
+        f.debug_struct("MemOpBatch")
+            .field("len", &self.ops.len())
+            .finish()
     }
 }
 
@@ -230,7 +245,13 @@ impl<'a> MemOpBatch<'a> {
         self.ops.is_empty()
     }
 
-    fn wait(&mut self, op: sys::CUstreamBatchMemOpType, addr: sys::CUdeviceptr, value: u64, flags: StreamWaitValueFlags) {
+    fn wait(
+        &mut self,
+        op: sys::CUstreamBatchMemOpType,
+        addr: sys::CUdeviceptr,
+        value: u64,
+        flags: StreamWaitValueFlags,
+    ) {
         let mut p = zero_op();
         // Writing union fields of plain data is safe.
         p.waitValue.operation = op;
@@ -244,7 +265,13 @@ impl<'a> MemOpBatch<'a> {
         self.ops.push(p);
     }
 
-    fn write(&mut self, op: sys::CUstreamBatchMemOpType, addr: sys::CUdeviceptr, value: u64, flags: StreamWriteValueFlags) {
+    fn write(
+        &mut self,
+        op: sys::CUstreamBatchMemOpType,
+        addr: sys::CUdeviceptr,
+        value: u64,
+        flags: StreamWriteValueFlags,
+    ) {
         let mut p = zero_op();
         // Writing union fields of plain data is safe.
         p.writeValue.operation = op;
@@ -259,35 +286,75 @@ impl<'a> MemOpBatch<'a> {
 
     /// Adds a wait on the first `u32` of `word`.
     #[track_caller]
-    pub fn wait_u32(&mut self, word: &'a DeviceSlice<'_, u32>, value: u32, flags: StreamWaitValueFlags) -> Result<&mut Self> {
+    pub fn wait_u32(
+        &mut self,
+        word: &'a DeviceSlice<'_, u32>,
+        value: u32,
+        flags: StreamWaitValueFlags,
+    ) -> Result<&mut Self> {
         first::<u32>(word.len(), "MemOpBatch::wait_u32")?;
-        self.wait(sys::CU_STREAM_MEM_OP_WAIT_VALUE_32, word.as_raw(), value as u64, flags);
+        self.wait(
+            sys::CU_STREAM_MEM_OP_WAIT_VALUE_32,
+            word.as_raw(),
+            value as u64,
+            flags,
+        );
         Ok(self)
     }
 
     /// Adds a wait on the first `u64` of `word`.
     #[track_caller]
-    pub fn wait_u64(&mut self, word: &'a DeviceSlice<'_, u64>, value: u64, flags: StreamWaitValueFlags) -> Result<&mut Self> {
+    pub fn wait_u64(
+        &mut self,
+        word: &'a DeviceSlice<'_, u64>,
+        value: u64,
+        flags: StreamWaitValueFlags,
+    ) -> Result<&mut Self> {
         first::<u64>(word.len(), "MemOpBatch::wait_u64")?;
         self.needs_64 = true;
-        self.wait(sys::CU_STREAM_MEM_OP_WAIT_VALUE_64, word.as_raw(), value, flags);
+        self.wait(
+            sys::CU_STREAM_MEM_OP_WAIT_VALUE_64,
+            word.as_raw(),
+            value,
+            flags,
+        );
         Ok(self)
     }
 
     /// Adds a write of the first `u32` of `word`.
     #[track_caller]
-    pub fn write_u32(&mut self, word: &'a mut DeviceSliceMut<'_, u32>, value: u32, flags: StreamWriteValueFlags) -> Result<&mut Self> {
+    pub fn write_u32(
+        &mut self,
+        word: &'a mut DeviceSliceMut<'_, u32>,
+        value: u32,
+        flags: StreamWriteValueFlags,
+    ) -> Result<&mut Self> {
         first::<u32>(word.len(), "MemOpBatch::write_u32")?;
-        self.write(sys::CU_STREAM_MEM_OP_WRITE_VALUE_32, word.as_raw(), value as u64, flags);
+        self.write(
+            sys::CU_STREAM_MEM_OP_WRITE_VALUE_32,
+            word.as_raw(),
+            value as u64,
+            flags,
+        );
         Ok(self)
     }
 
     /// Adds a write of the first `u64` of `word`.
     #[track_caller]
-    pub fn write_u64(&mut self, word: &'a mut DeviceSliceMut<'_, u64>, value: u64, flags: StreamWriteValueFlags) -> Result<&mut Self> {
+    pub fn write_u64(
+        &mut self,
+        word: &'a mut DeviceSliceMut<'_, u64>,
+        value: u64,
+        flags: StreamWriteValueFlags,
+    ) -> Result<&mut Self> {
         first::<u64>(word.len(), "MemOpBatch::write_u64")?;
         self.needs_64 = true;
-        self.write(sys::CU_STREAM_MEM_OP_WRITE_VALUE_64, word.as_raw(), value, flags);
+        self.write(
+            sys::CU_STREAM_MEM_OP_WRITE_VALUE_64,
+            word.as_raw(),
+            value,
+            flags,
+        );
         Ok(self)
     }
 
@@ -305,10 +372,11 @@ impl<'a> MemOpBatch<'a> {
     /// Adds a flush of remote (RDMA) writes; needs `CAN_FLUSH_REMOTE_WRITES`.
     pub fn flush_remote_writes(&mut self) -> &mut Self {
         let mut p = zero_op();
-        p.flushRemoteWrites = sys::CUstreamBatchMemOpParams_union_CUstreamMemOpFlushRemoteWritesParams_st {
-            operation: sys::CU_STREAM_MEM_OP_FLUSH_REMOTE_WRITES,
-            flags: 0,
-        };
+        p.flushRemoteWrites =
+            sys::CUstreamBatchMemOpParams_union_CUstreamMemOpFlushRemoteWritesParams_st {
+                operation: sys::CU_STREAM_MEM_OP_FLUSH_REMOTE_WRITES,
+                flags: 0,
+            };
         self.needs_flush = true;
         self.ops.push(p);
         self
@@ -322,12 +390,18 @@ mod tests {
     #[test]
     fn batch_packs_operations() {
         let mut b = MemOpBatch::new();
-        b.barrier(StreamMemoryBarrierFlags::empty()).flush_remote_writes();
+        b.barrier(StreamMemoryBarrierFlags::empty())
+            .flush_remote_writes();
         assert_eq!(b.len(), 2);
         assert!(b.needs_flush && !b.needs_64);
         // SAFETY: reading the operation member every variant starts with.
         assert_eq!(unsafe { b.ops[0].operation }, sys::CU_STREAM_MEM_OP_BARRIER);
-        b.write(sys::CU_STREAM_MEM_OP_WRITE_VALUE_32, 0x1000, 7, StreamWriteValueFlags::empty());
+        b.write(
+            sys::CU_STREAM_MEM_OP_WRITE_VALUE_32,
+            0x1000,
+            7,
+            StreamWriteValueFlags::empty(),
+        );
         // SAFETY: as above, and the write member was written.
         unsafe {
             assert_eq!(b.ops[2].writeValue.address, 0x1000);

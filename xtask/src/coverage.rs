@@ -98,7 +98,12 @@ pub fn counted_functions(entries: &[Entry]) -> Vec<&Entry> {
             let newest = b
                 .symbols
                 .iter()
-                .filter_map(|s| s.strip_prefix(base)?.strip_prefix("_v")?.parse::<u32>().ok())
+                .filter_map(|s| {
+                    s.strip_prefix(base)?
+                        .strip_prefix("_v")?
+                        .parse::<u32>()
+                        .ok()
+                })
                 .max();
             match newest {
                 // `base` stands for `base_vM`: `base_vN` with N <= M is it or an older ABI.
@@ -316,7 +321,8 @@ mod tests {
     #[test]
     fn calls_through_sys_symbols_and_newer_accessors_count() {
         let entries = parse_names(NAMES);
-        let newer = r#"pub(crate) fn cuMemAdvise_v2 = PFN_cuMemAdvise_v12020(c"cuMemAdvise", 12020);"#;
+        let newer =
+            r#"pub(crate) fn cuMemAdvise_v2 = PFN_cuMemAdvise_v12020(c"cuMemAdvise", 12020);"#;
         let src = "fn a() { unsafe { sys::cuCtxGetDevice(&mut d) }; newer::cuMemAdvise_v2()?; }\n\
                    // sys::cuCtxCreate_v4 in a comment does not count\n\
                    fn b() { cuda_driver_sys::cuLaunchKernel(); }\n";

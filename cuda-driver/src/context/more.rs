@@ -169,7 +169,10 @@ impl Context {
     pub fn id(&self) -> Result<u64> {
         let mut id = 0;
         // SAFETY: the context is alive while `self` is; writes one unsigned long long.
-        check(unsafe { sys::cuCtxGetId(self.as_raw(), &mut id) }, "cuCtxGetId")?;
+        check(
+            unsafe { sys::cuCtxGetId(self.as_raw(), &mut id) },
+            "cuCtxGetId",
+        )?;
         Ok(id)
     }
 

@@ -80,7 +80,14 @@ pub fn pointer_attributes(ptr: sys::CUdeviceptr) -> Result<PointerAttributes> {
         // SAFETY: each data pointer points to a value of the type the attribute's
         // documentation names (CUcontext, unsigned int, CUdeviceptr, void*, bool, unsigned
         // long long, bool, int, CUdeviceptr, size_t, bool), all alive across the call.
-        unsafe { sys::cuPointerGetAttributes(attrs.len() as u32, attrs.as_mut_ptr(), data.as_mut_ptr(), ptr) },
+        unsafe {
+            sys::cuPointerGetAttributes(
+                attrs.len() as u32,
+                attrs.as_mut_ptr(),
+                data.as_mut_ptr(),
+                ptr,
+            )
+        },
         "cuPointerGetAttributes",
     )?;
     a.sync_memops = sync;
@@ -142,7 +149,15 @@ impl<T: DeviceRepr> DeviceSlice<'_, T> {
         check(
             // SAFETY: the view borrows live memory of `bytes()` bytes; a prefetch changes no
             // contents; flags must be 0.
-            unsafe { f(self.as_raw(), self.bytes(), location.as_raw(), 0, stream.as_raw()) },
+            unsafe {
+                f(
+                    self.as_raw(),
+                    self.bytes(),
+                    location.as_raw(),
+                    0,
+                    stream.as_raw(),
+                )
+            },
             "cuMemPrefetchAsync_v2",
         )
     }
@@ -158,7 +173,14 @@ impl<T: DeviceRepr> DeviceSlice<'_, T> {
         let _cur = self.context().enter()?;
         check(
             // SAFETY: the view borrows live memory; advice changes no contents.
-            unsafe { f(self.as_raw(), self.bytes(), advice.as_raw(), location.as_raw()) },
+            unsafe {
+                f(
+                    self.as_raw(),
+                    self.bytes(),
+                    advice.as_raw(),
+                    location.as_raw(),
+                )
+            },
             "cuMemAdvise_v2",
         )
     }
@@ -174,7 +196,13 @@ impl<T: DeviceRepr> DeviceSlice<'_, T> {
             // SAFETY: the attributes named above are one 4-byte int; the view borrows live
             // memory of `bytes()` bytes.
             unsafe {
-                sys::cuMemRangeGetAttribute((&mut v as *mut i32).cast(), 4, attr.as_raw(), self.as_raw(), self.bytes())
+                sys::cuMemRangeGetAttribute(
+                    (&mut v as *mut i32).cast(),
+                    4,
+                    attr.as_raw(),
+                    self.as_raw(),
+                    self.bytes(),
+                )
             },
             "cuMemRangeGetAttribute",
         )?;
@@ -240,7 +268,10 @@ impl<T: DeviceRepr> PinnedBuffer<T> {
         let _cur = self.context().enter()?;
         let mut f = 0;
         // SAFETY: the buffer is a live page-locked allocation; writes one unsigned int.
-        check(unsafe { sys::cuMemHostGetFlags(&mut f, self.as_raw().cast()) }, "cuMemHostGetFlags")?;
+        check(
+            unsafe { sys::cuMemHostGetFlags(&mut f, self.as_raw().cast()) },
+            "cuMemHostGetFlags",
+        )?;
         Ok(f)
     }
 }

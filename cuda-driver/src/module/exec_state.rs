@@ -23,7 +23,10 @@ impl Function {
     pub fn module_raw(&self) -> Result<sys::CUmodule> {
         let mut m = ptr::null_mut();
         // SAFETY: the function is alive while `self` is; writes one CUmodule.
-        check(unsafe { sys::cuFuncGetModule(&mut m, self.as_raw()) }, "cuFuncGetModule")?;
+        check(
+            unsafe { sys::cuFuncGetModule(&mut m, self.as_raw()) },
+            "cuFuncGetModule",
+        )?;
         Ok(m)
     }
 
@@ -60,7 +63,10 @@ impl Module {
         let _cur = self.inner.ctx.enter()?;
         let mut n = 0;
         // SAFETY: the module is alive; writes one unsigned int.
-        check(unsafe { f(&mut n, self.inner.raw) }, "cuModuleGetFunctionCount")?;
+        check(
+            unsafe { f(&mut n, self.inner.raw) },
+            "cuModuleGetFunctionCount",
+        )?;
         Ok(n as usize)
     }
 
@@ -97,6 +103,9 @@ pub fn module_loading_mode() -> Result<ModuleLoadingMode> {
     init()?;
     let mut m = 0;
     // SAFETY: writes one CUmoduleLoadingMode.
-    check(unsafe { sys::cuModuleGetLoadingMode(&mut m) }, "cuModuleGetLoadingMode")?;
+    check(
+        unsafe { sys::cuModuleGetLoadingMode(&mut m) },
+        "cuModuleGetLoadingMode",
+    )?;
     Ok(ModuleLoadingMode(m))
 }

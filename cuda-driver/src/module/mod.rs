@@ -46,8 +46,8 @@ use crate::params::ParamCache;
 use crate::release::SendRaw;
 use crate::repr::DeviceRepr;
 
-pub(crate) use function::FunctionOwner;
 pub use exec_state::{module_loading_mode, FunctionLoadingState, ModuleLoadingMode};
+pub(crate) use function::FunctionOwner;
 pub use function::{Function, FunctionAttribute};
 pub use global::Global;
 pub(crate) use global::{element_count, AddressClaim};

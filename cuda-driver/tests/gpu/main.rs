@@ -9,8 +9,10 @@
 mod common;
 
 mod context;
+mod context_more;
 mod device;
 mod entry_point;
+mod green;
 mod launch;
 mod launch_checks;
 mod library;
@@ -18,3 +20,4 @@ mod loading;
 mod memory;
 mod module;
 mod stream;
+mod stream_memop;
