@@ -31,8 +31,8 @@ pub fn checkpoint_restore_thread_id(pid: i32) -> Result<i32> {
     init()?;
     let f = newer::cuCheckpointProcessGetRestoreThreadId()?;
     let mut tid = 0;
-    // SAFETY: writes one int.
     check(
+        // SAFETY: writes one int.
         unsafe { f(pid, &mut tid) },
         "cuCheckpointProcessGetRestoreThreadId",
     )?;
@@ -60,8 +60,8 @@ pub fn checkpoint_checkpoint(pid: i32) -> Result<()> {
     let f = newer::cuCheckpointProcessCheckpoint()?;
     // SAFETY: reserved fields must be zero.
     let mut args: sys::CUcheckpointCheckpointArgs = unsafe { std::mem::zeroed() };
-    // SAFETY: `args` lives across the call.
     check(
+        // SAFETY: `args` lives across the call.
         unsafe { f(pid, &mut args) },
         "cuCheckpointProcessCheckpoint",
     )

@@ -42,8 +42,8 @@ fn get(attr: CoredumpSettings, ctx: Option<&Context>) -> Result<CoredumpValue> {
     if is_path(attr) {
         let mut buf = vec![0u8; 1024];
         let mut size = buf.len();
-        // SAFETY: `buf` holds `size` bytes; the driver writes a NUL-terminated path.
         check(
+            // SAFETY: `buf` holds `size` bytes; the driver writes a NUL-terminated path.
             unsafe { f(attr.as_raw(), buf.as_mut_ptr().cast::<c_void>(), &mut size) },
             call,
         )?;
@@ -54,8 +54,8 @@ fn get(attr: CoredumpSettings, ctx: Option<&Context>) -> Result<CoredumpValue> {
     } else if attr == CoredumpSettings::GENERATION_FLAGS {
         let mut v: u32 = 0;
         let mut size = size_of::<u32>();
-        // SAFETY: writes one unsigned int.
         check(
+            // SAFETY: writes one unsigned int.
             unsafe { f(attr.as_raw(), (&mut v as *mut u32).cast(), &mut size) },
             call,
         )?;
@@ -63,8 +63,8 @@ fn get(attr: CoredumpSettings, ctx: Option<&Context>) -> Result<CoredumpValue> {
     } else {
         let mut v = false;
         let mut size = size_of::<bool>();
-        // SAFETY: the boolean settings are one C bool.
         check(
+            // SAFETY: the boolean settings are one C bool.
             unsafe { f(attr.as_raw(), (&mut v as *mut bool).cast(), &mut size) },
             call,
         )?;
@@ -89,8 +89,8 @@ fn set(attr: CoredumpSettings, value: &CoredumpValue, ctx: Option<&Context>) -> 
         CoredumpValue::Bool(b) => {
             let mut v = *b;
             let mut size = size_of::<bool>();
-            // SAFETY: one C bool, read by the driver.
             check(
+                // SAFETY: one C bool, read by the driver.
                 unsafe { f(attr.as_raw(), (&mut v as *mut bool).cast(), &mut size) },
                 call,
             )
@@ -98,8 +98,8 @@ fn set(attr: CoredumpSettings, value: &CoredumpValue, ctx: Option<&Context>) -> 
         CoredumpValue::Flags(fl) => {
             let mut v = fl.as_raw();
             let mut size = size_of::<u32>();
-            // SAFETY: one unsigned int, read by the driver.
             check(
+                // SAFETY: one unsigned int, read by the driver.
                 unsafe { f(attr.as_raw(), (&mut v as *mut u32).cast(), &mut size) },
                 call,
             )
@@ -108,8 +108,8 @@ fn set(attr: CoredumpSettings, value: &CoredumpValue, ctx: Option<&Context>) -> 
             let mut c =
                 crate::cstr::path_to_c_string(std::path::Path::new(p))?.into_bytes_with_nul();
             let mut size = c.len();
-            // SAFETY: `c` holds `size` bytes with the terminating NUL.
             check(
+                // SAFETY: `c` holds `size` bytes with the terminating NUL.
                 unsafe { f(attr.as_raw(), c.as_mut_ptr().cast(), &mut size) },
                 call,
             )

@@ -172,8 +172,8 @@ impl Device {
         flags: i32,
     ) -> Result<()> {
         init()?;
-        // SAFETY: the caller's guarantee.
         check(
+            // SAFETY: the caller's guarantee.
             unsafe { sys::cuDeviceGetNvSciSyncAttributes(list, self.as_raw(), flags) },
             "cuDeviceGetNvSciSyncAttributes",
         )
@@ -190,8 +190,8 @@ pub fn flush_gpudirect_rdma_writes(
     scope: FlushGPUDirectRDMAWritesScope,
 ) -> Result<()> {
     let _cur = ctx.enter()?;
-    // SAFETY: plain values on the current context.
     check(
+        // SAFETY: plain values on the current context.
         unsafe { sys::cuFlushGPUDirectRDMAWrites(target.as_raw(), scope.as_raw()) },
         "cuFlushGPUDirectRDMAWrites",
     )

@@ -71,8 +71,8 @@ impl Context {
     pub fn record_event(&self, event: &Event) -> Result<()> {
         let f = newer::cuCtxRecordEvent()?;
         let _cur = self.enter()?;
-        // SAFETY: context and event are alive.
         check(
+            // SAFETY: context and event are alive.
             unsafe { f(self.as_raw(), event.as_raw()) },
             "cuCtxRecordEvent",
         )
@@ -84,8 +84,8 @@ impl Context {
     pub fn wait_event(&self, event: &Event) -> Result<()> {
         let f = newer::cuCtxWaitEvent()?;
         let _cur = self.enter()?;
-        // SAFETY: context and event are alive.
         check(
+            // SAFETY: context and event are alive.
             unsafe { f(self.as_raw(), event.as_raw()) },
             "cuCtxWaitEvent",
         )

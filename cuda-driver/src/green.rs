@@ -179,8 +179,8 @@ impl Device {
         init()?;
         let f = newer::cuDeviceGetDevResource()?;
         let mut r = zero_resource();
-        // SAFETY: writes one CUdevResource.
         check(
+            // SAFETY: writes one CUdevResource.
             unsafe { f(self.as_raw(), &mut r, kind.as_raw()) },
             "cuDeviceGetDevResource",
         )?;
@@ -195,8 +195,8 @@ impl Context {
     pub fn resource(&self, kind: DevResourceType) -> Result<DevResource> {
         let f = newer::cuCtxGetDevResource()?;
         let mut r = zero_resource();
-        // SAFETY: the context is alive; writes one CUdevResource.
         check(
+            // SAFETY: the context is alive; writes one CUdevResource.
             unsafe { f(self.as_raw(), &mut r, kind.as_raw()) },
             "cuCtxGetDevResource",
         )?;
@@ -243,9 +243,10 @@ impl GreenContext {
         // SAFETY: `raw` is the green context created above.
         let r = unsafe { from(&mut ctx, raw) };
         if let Err(e) = check(r, "cuCtxFromGreenCtx") {
-            // SAFETY: created above and not handed out; destroyed once.
             if let Ok(d) = newer::cuGreenCtxDestroy() {
-                crate::error::report_drop_error("cuGreenCtxDestroy", unsafe { d(raw) });
+                // SAFETY: created above and not handed out; destroyed once.
+                let r = unsafe { d(raw) };
+                crate::error::report_drop_error("cuGreenCtxDestroy", r);
             }
             return Err(e);
         }
@@ -271,8 +272,8 @@ impl GreenContext {
     pub fn resource(&self, kind: DevResourceType) -> Result<DevResource> {
         let f = newer::cuGreenCtxGetDevResource()?;
         let mut r = zero_resource();
-        // SAFETY: the green context is alive; writes one CUdevResource.
         check(
+            // SAFETY: the green context is alive; writes one CUdevResource.
             unsafe { f(self.raw, &mut r, kind.as_raw()) },
             "cuGreenCtxGetDevResource",
         )?;
@@ -319,8 +320,8 @@ impl GreenContext {
     pub fn record_event(&self, event: &Event) -> Result<()> {
         let f = newer::cuGreenCtxRecordEvent()?;
         let _cur = self.ctx.enter()?;
-        // SAFETY: green context and event are alive.
         check(
+            // SAFETY: green context and event are alive.
             unsafe { f(self.raw, event.as_raw()) },
             "cuGreenCtxRecordEvent",
         )
@@ -332,8 +333,8 @@ impl GreenContext {
     pub fn wait_event(&self, event: &Event) -> Result<()> {
         let f = newer::cuGreenCtxWaitEvent()?;
         let _cur = self.ctx.enter()?;
-        // SAFETY: green context and event are alive.
         check(
+            // SAFETY: green context and event are alive.
             unsafe { f(self.raw, event.as_raw()) },
             "cuGreenCtxWaitEvent",
         )

@@ -57,9 +57,9 @@ impl LogForwarder {
         init()?;
         let f = newer::cuLogsRegisterCallback()?;
         let mut handle = std::ptr::null_mut();
-        // SAFETY: `forward` is a plain function valid for the program's life and ignores its
-        // user data; writes one handle, owned by the forwarder from here on.
         check(
+            // SAFETY: `forward` is a plain function valid for the program's life and ignores its
+            // user data; writes one handle, owned by the forwarder from here on.
             unsafe { f(Some(forward), std::ptr::null_mut(), &mut handle) },
             "cuLogsRegisterCallback",
         )?;
@@ -128,9 +128,9 @@ impl LogPosition {
         let f = newer::cuLogsDumpToMemory()?;
         let mut buf = vec![0u8; max_bytes + 1];
         let mut size = buf.len();
-        // SAFETY: `buf` holds `size` bytes; the driver writes at most that, NUL-terminated,
-        // and stores the length written (without the NUL) in `size`.
         check(
+            // SAFETY: `buf` holds `size` bytes; the driver writes at most that, NUL-terminated,
+            // and stores the length written (without the NUL) in `size`.
             unsafe { f(&mut self.0, buf.as_mut_ptr().cast(), &mut size, 0) },
             "cuLogsDumpToMemory",
         )?;

@@ -44,8 +44,8 @@ impl Stream {
     pub fn id(&self) -> Result<u64> {
         let _cur = self.context().enter()?;
         let mut id = 0;
-        // SAFETY: the stream is alive; writes one unsigned long long.
         check(
+            // SAFETY: the stream is alive; writes one unsigned long long.
             unsafe { sys::cuStreamGetId(self.as_raw(), &mut id) },
             "cuStreamGetId",
         )?;
@@ -59,8 +59,8 @@ impl Stream {
     pub fn query_context(&self) -> Result<sys::CUcontext> {
         let _cur = self.context().enter()?;
         let mut c = ptr::null_mut();
-        // SAFETY: the stream is alive; writes one CUcontext.
         check(
+            // SAFETY: the stream is alive; writes one CUcontext.
             unsafe { sys::cuStreamGetCtx(self.as_raw(), &mut c) },
             "cuStreamGetCtx",
         )?;
@@ -74,8 +74,8 @@ impl Stream {
         let f = newer::cuStreamGetCtx_v2()?;
         let _cur = self.context().enter()?;
         let (mut c, mut g) = (ptr::null_mut(), ptr::null_mut());
-        // SAFETY: the stream is alive; writes one CUcontext and one CUgreenCtx.
         check(
+            // SAFETY: the stream is alive; writes one CUcontext and one CUgreenCtx.
             unsafe { f(self.as_raw(), &mut c, &mut g) },
             "cuStreamGetCtx_v2",
         )?;

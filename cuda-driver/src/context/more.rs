@@ -168,8 +168,8 @@ impl Context {
     #[track_caller]
     pub fn id(&self) -> Result<u64> {
         let mut id = 0;
-        // SAFETY: the context is alive while `self` is; writes one unsigned long long.
         check(
+            // SAFETY: the context is alive while `self` is; writes one unsigned long long.
             unsafe { sys::cuCtxGetId(self.as_raw(), &mut id) },
             "cuCtxGetId",
         )?;
@@ -232,8 +232,8 @@ impl Context {
     #[track_caller]
     pub fn reset_persisting_l2_cache(&self) -> Result<()> {
         let _cur = self.enter()?;
-        // SAFETY: no arguments; acts on the current context, `self`.
         check(
+            // SAFETY: no arguments; acts on the current context, `self`.
             unsafe { sys::cuCtxResetPersistingL2Cache() },
             "cuCtxResetPersistingL2Cache",
         )

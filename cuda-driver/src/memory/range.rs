@@ -267,8 +267,8 @@ impl<T: DeviceRepr> PinnedBuffer<T> {
     pub fn host_flags(&self) -> Result<u32> {
         let _cur = self.context().enter()?;
         let mut f = 0;
-        // SAFETY: the buffer is a live page-locked allocation; writes one unsigned int.
         check(
+            // SAFETY: the buffer is a live page-locked allocation; writes one unsigned int.
             unsafe { sys::cuMemHostGetFlags(&mut f, self.as_raw().cast()) },
             "cuMemHostGetFlags",
         )?;

@@ -341,8 +341,8 @@ fn blocking(
         check(sync(), call.0)
     } else {
         check(on_stream(home), call.1)?;
-        // SAFETY: `home` is the live stream the memory is ordered on (its owner borrows it).
         check(
+            // SAFETY: `home` is the live stream the memory is ordered on (its owner borrows it).
             unsafe { sys::cuStreamSynchronize(home) },
             "cuStreamSynchronize",
         )

@@ -22,8 +22,8 @@ impl Function {
     #[track_caller]
     pub fn module_raw(&self) -> Result<sys::CUmodule> {
         let mut m = ptr::null_mut();
-        // SAFETY: the function is alive while `self` is; writes one CUmodule.
         check(
+            // SAFETY: the function is alive while `self` is; writes one CUmodule.
             unsafe { sys::cuFuncGetModule(&mut m, self.as_raw()) },
             "cuFuncGetModule",
         )?;
@@ -62,8 +62,8 @@ impl Module {
         let f = newer::cuModuleGetFunctionCount()?;
         let _cur = self.inner.ctx.enter()?;
         let mut n = 0;
-        // SAFETY: the module is alive; writes one unsigned int.
         check(
+            // SAFETY: the module is alive; writes one unsigned int.
             unsafe { f(&mut n, self.inner.raw) },
             "cuModuleGetFunctionCount",
         )?;
@@ -102,8 +102,8 @@ impl Module {
 pub fn module_loading_mode() -> Result<ModuleLoadingMode> {
     init()?;
     let mut m = 0;
-    // SAFETY: writes one CUmoduleLoadingMode.
     check(
+        // SAFETY: writes one CUmoduleLoadingMode.
         unsafe { sys::cuModuleGetLoadingMode(&mut m) },
         "cuModuleGetLoadingMode",
     )?;
