@@ -143,10 +143,13 @@ pub fn called_names(sources: &[(String, String)], newer_list: &str) -> BTreeSet<
         .collect();
     let strings = regex::Regex::new(r#""[^"\n]*""#).expect("valid regex");
     let bare = regex::Regex::new(r"\bcu[A-Z]\w*").expect("valid regex");
+    // `sys::$f` in a macro body; not `cuda_driver_sys::$pfn` (the entry point macros, whose
+    // arguments are resolved accessors, not calls).
+    let macro_call = regex::Regex::new(r"\bsys::\$").expect("valid regex");
     let mut called = BTreeSet::new();
     for (_, src) in sources {
         let code = strip_comments(src);
-        if code.contains("sys::$") {
+        if macro_call.is_match(&code) {
             // A macro calls `sys::$f` with the names passed to it: every bare `cuXxx`
             // identifier of the file (outside string literals) is such an argument.
             let code = strings.replace_all(&code, "\"\"");
@@ -344,5 +347,9 @@ mod tests {
         let called = called_names(&[("c.rs".into(), src.into())], newer);
         assert!(called.contains("cuLaunchKernel"));
         assert!(!called.contains("cuCtxGetDevice_v2"));
+        // The entry point macros (`cuda_driver_sys::$pfn`) declare, they do not call.
+        let src = "macro_rules! l { ($p:ident) => { cuda_driver_sys::$p } }\nl!(cuLaunchKernel);";
+        let called = called_names(&[("d.rs".into(), src.into())], newer);
+        assert!(!called.contains("cuLaunchKernel"));
     }
 }
