@@ -511,6 +511,100 @@ pub(crate) mod newer {
         pub(crate) fn cuGraphAddNode_v2 = PFN_cuGraphAddNode_v12030(c"cuGraphAddNode", 12030);
         /// CUDA 12.3.
         pub(crate) fn cuGraphConditionalHandleCreate = PFN_cuGraphConditionalHandleCreate_v12030(c"cuGraphConditionalHandleCreate", 12030);
+        // Issue #14: contexts, streams, events, execution control, green contexts,
+        // coredump, checkpoint, logs, memory leftovers.
+        /// CUDA 12.1.
+        pub(crate) fn cuCtxSetFlags = PFN_cuCtxSetFlags_v12010(c"cuCtxSetFlags", 12010);
+        /// CUDA 12.5.
+        pub(crate) fn cuCtxRecordEvent = PFN_cuCtxRecordEvent_v12050(c"cuCtxRecordEvent", 12050);
+        /// CUDA 12.5.
+        pub(crate) fn cuCtxWaitEvent = PFN_cuCtxWaitEvent_v12050(c"cuCtxWaitEvent", 12050);
+        /// CUDA 13.0.
+        pub(crate) fn cuCtxGetDevice_v2 = PFN_cuCtxGetDevice_v13000(c"cuCtxGetDevice", 13000);
+        /// CUDA 13.0.
+        pub(crate) fn cuCtxSynchronize_v2 = PFN_cuCtxSynchronize_v13000(c"cuCtxSynchronize", 13000);
+        /// CUDA 12.5.
+        pub(crate) fn cuStreamGetCtx_v2 = PFN_cuStreamGetCtx_v12050(c"cuStreamGetCtx", 12050);
+        /// CUDA 12.8.
+        pub(crate) fn cuStreamGetDevice = PFN_cuStreamGetDevice_v12080(c"cuStreamGetDevice", 12080);
+        /// CUDA 12.4.
+        pub(crate) fn cuFuncIsLoaded = PFN_cuFuncIsLoaded_v12040(c"cuFuncIsLoaded", 12040);
+        /// CUDA 12.4.
+        pub(crate) fn cuFuncLoad = PFN_cuFuncLoad_v12040(c"cuFuncLoad", 12040);
+        /// CUDA 12.5.
+        pub(crate) fn cuKernelGetLibrary = PFN_cuKernelGetLibrary_v12050(c"cuKernelGetLibrary", 12050);
+        /// CUDA 12.4.
+        pub(crate) fn cuModuleGetFunctionCount = PFN_cuModuleGetFunctionCount_v12040(c"cuModuleGetFunctionCount", 12040);
+        /// CUDA 12.4.
+        pub(crate) fn cuModuleEnumerateFunctions = PFN_cuModuleEnumerateFunctions_v12040(c"cuModuleEnumerateFunctions", 12040);
+        /// CUDA 12.8.
+        pub(crate) fn cuEventElapsedTime_v2 = PFN_cuEventElapsedTime_v12080(c"cuEventElapsedTime", 12080);
+        /// CUDA 12.1.
+        pub(crate) fn cuCoredumpGetAttribute = PFN_cuCoredumpGetAttribute_v12010(c"cuCoredumpGetAttribute", 12010);
+        /// CUDA 12.1.
+        pub(crate) fn cuCoredumpGetAttributeGlobal = PFN_cuCoredumpGetAttributeGlobal_v12010(c"cuCoredumpGetAttributeGlobal", 12010);
+        /// CUDA 12.1.
+        pub(crate) fn cuCoredumpSetAttribute = PFN_cuCoredumpSetAttribute_v12010(c"cuCoredumpSetAttribute", 12010);
+        /// CUDA 12.1.
+        pub(crate) fn cuCoredumpSetAttributeGlobal = PFN_cuCoredumpSetAttributeGlobal_v12010(c"cuCoredumpSetAttributeGlobal", 12010);
+        /// CUDA 12.8.
+        pub(crate) fn cuCheckpointProcessGetState = PFN_cuCheckpointProcessGetState_v12080(c"cuCheckpointProcessGetState", 12080);
+        /// CUDA 12.8.
+        pub(crate) fn cuCheckpointProcessGetRestoreThreadId = PFN_cuCheckpointProcessGetRestoreThreadId_v12080(c"cuCheckpointProcessGetRestoreThreadId", 12080);
+        /// CUDA 12.8.
+        pub(crate) fn cuCheckpointProcessLock = PFN_cuCheckpointProcessLock_v12080(c"cuCheckpointProcessLock", 12080);
+        /// CUDA 12.8.
+        pub(crate) fn cuCheckpointProcessCheckpoint = PFN_cuCheckpointProcessCheckpoint_v12080(c"cuCheckpointProcessCheckpoint", 12080);
+        /// CUDA 12.8.
+        pub(crate) fn cuCheckpointProcessRestore = PFN_cuCheckpointProcessRestore_v12080(c"cuCheckpointProcessRestore", 12080);
+        /// CUDA 12.8.
+        pub(crate) fn cuCheckpointProcessUnlock = PFN_cuCheckpointProcessUnlock_v12080(c"cuCheckpointProcessUnlock", 12080);
+        /// CUDA 12.9.
+        pub(crate) fn cuLogsRegisterCallback = PFN_cuLogsRegisterCallback_v12090(c"cuLogsRegisterCallback", 12090);
+        /// CUDA 12.9.
+        pub(crate) fn cuLogsUnregisterCallback = PFN_cuLogsUnregisterCallback_v12090(c"cuLogsUnregisterCallback", 12090);
+        /// CUDA 12.9.
+        pub(crate) fn cuLogsCurrent = PFN_cuLogsCurrent_v12090(c"cuLogsCurrent", 12090);
+        /// CUDA 12.9.
+        pub(crate) fn cuLogsDumpToFile = PFN_cuLogsDumpToFile_v12090(c"cuLogsDumpToFile", 12090);
+        /// CUDA 12.9.
+        pub(crate) fn cuLogsDumpToMemory = PFN_cuLogsDumpToMemory_v12090(c"cuLogsDumpToMemory", 12090);
+        /// CUDA 12.4.
+        pub(crate) fn cuGreenCtxCreate = PFN_cuGreenCtxCreate_v12040(c"cuGreenCtxCreate", 12040);
+        /// CUDA 12.4.
+        pub(crate) fn cuGreenCtxDestroy = PFN_cuGreenCtxDestroy_v12040(c"cuGreenCtxDestroy", 12040);
+        /// CUDA 12.4.
+        pub(crate) fn cuCtxFromGreenCtx = PFN_cuCtxFromGreenCtx_v12040(c"cuCtxFromGreenCtx", 12040);
+        /// CUDA 12.4.
+        pub(crate) fn cuDeviceGetDevResource = PFN_cuDeviceGetDevResource_v12040(c"cuDeviceGetDevResource", 12040);
+        /// CUDA 12.4.
+        pub(crate) fn cuCtxGetDevResource = PFN_cuCtxGetDevResource_v12040(c"cuCtxGetDevResource", 12040);
+        /// CUDA 12.4.
+        pub(crate) fn cuGreenCtxGetDevResource = PFN_cuGreenCtxGetDevResource_v12040(c"cuGreenCtxGetDevResource", 12040);
+        /// CUDA 12.4.
+        pub(crate) fn cuDevSmResourceSplitByCount = PFN_cuDevSmResourceSplitByCount_v12040(c"cuDevSmResourceSplitByCount", 12040);
+        /// CUDA 12.4.
+        pub(crate) fn cuDevResourceGenerateDesc = PFN_cuDevResourceGenerateDesc_v12040(c"cuDevResourceGenerateDesc", 12040);
+        /// CUDA 12.4.
+        pub(crate) fn cuGreenCtxRecordEvent = PFN_cuGreenCtxRecordEvent_v12040(c"cuGreenCtxRecordEvent", 12040);
+        /// CUDA 12.4.
+        pub(crate) fn cuGreenCtxWaitEvent = PFN_cuGreenCtxWaitEvent_v12040(c"cuGreenCtxWaitEvent", 12040);
+        /// CUDA 12.4.
+        pub(crate) fn cuStreamGetGreenCtx = PFN_cuStreamGetGreenCtx_v12040(c"cuStreamGetGreenCtx", 12040);
+        /// CUDA 12.5.
+        pub(crate) fn cuGreenCtxStreamCreate = PFN_cuGreenCtxStreamCreate_v12050(c"cuGreenCtxStreamCreate", 12050);
+        /// CUDA 12.9.
+        pub(crate) fn cuGreenCtxGetId = PFN_cuGreenCtxGetId_v12090(c"cuGreenCtxGetId", 12090);
+        /// CUDA 13.0.
+        pub(crate) fn cuDeviceGetHostAtomicCapabilities = PFN_cuDeviceGetHostAtomicCapabilities_v13000(c"cuDeviceGetHostAtomicCapabilities", 13000);
+        /// CUDA 13.0.
+        pub(crate) fn cuDeviceGetP2PAtomicCapabilities = PFN_cuDeviceGetP2PAtomicCapabilities_v13000(c"cuDeviceGetP2PAtomicCapabilities", 13000);
+        /// CUDA 13.0.
+        pub(crate) fn cuMemPrefetchBatchAsync = PFN_cuMemPrefetchBatchAsync_v13000(c"cuMemPrefetchBatchAsync", 13000);
+        /// CUDA 13.0.
+        pub(crate) fn cuMemDiscardBatchAsync = PFN_cuMemDiscardBatchAsync_v13000(c"cuMemDiscardBatchAsync", 13000);
+        /// CUDA 13.0.
+        pub(crate) fn cuMemDiscardAndPrefetchBatchAsync = PFN_cuMemDiscardAndPrefetchBatchAsync_v13000(c"cuMemDiscardAndPrefetchBatchAsync", 13000);
     }
 }
 

@@ -520,6 +520,29 @@ pub enum Error {
         /// The node's kind.
         found: crate::types::GraphNodeType,
     },
+
+    // Issue #14 (contexts, streams, execution control, green contexts, interop, ...).
+    /// The device lacks a feature an operation needs, as a device attribute says (checked
+    /// before the driver call).
+    #[error("{what} needs a device with {attribute}, which device {device} does not have")]
+    FeatureUnsupported {
+        /// The operation.
+        what: &'static str,
+        /// The gating device attribute, such as `CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS`.
+        attribute: &'static str,
+        /// The device ordinal.
+        device: i32,
+    },
+    /// A resource split or a batch asked for more than there is.
+    #[error("{what}: asked for {asked}, at most {available} available")]
+    ResourceExhausted {
+        /// The operation.
+        what: &'static str,
+        /// What was asked for.
+        asked: usize,
+        /// What is available.
+        available: usize,
+    },
 }
 
 struct DriverDisplay<'a> {

@@ -136,19 +136,25 @@ pub use half;
 // `#[derive(DeviceRepr)]` names the crate `::cuda_driver`, also inside it.
 extern crate self as cuda_driver;
 
+mod checkpoint;
 mod context;
+mod coredump;
 mod cstr;
 mod device;
+mod device_info;
 pub mod entry_point;
 mod error;
 mod event;
+mod event_more;
 mod graph;
+mod green;
 mod image;
 mod jit;
 mod launch;
 #[cfg(test)]
 mod layers;
 mod library;
+mod logs;
 mod memory;
 mod module;
 mod params;
@@ -157,18 +163,36 @@ mod pod;
 mod release;
 mod repr;
 mod stream;
+mod stream_attr;
+mod stream_memop;
 #[rustfmt::skip]
 pub mod types;
 #[cfg(test)]
 mod types_tests;
 mod vector;
 
-pub use context::{CacheConfig, Context, ContextFlags, ContextGuard, Limit, SharedMemConfig};
+pub use checkpoint::{
+    checkpoint_checkpoint, checkpoint_lock, checkpoint_restore, checkpoint_restore_thread_id,
+    checkpoint_state, checkpoint_unlock, ProcessState,
+};
+pub use context::{
+    CacheConfig, Context, ContextCreateParams, ContextFlags, ContextGuard, ExecAffinityType, Limit,
+    SharedMemConfig,
+};
+pub use coredump::{
+    coredump_attribute_global, set_coredump_attribute_global, CoredumpGenerationFlags,
+    CoredumpSettings, CoredumpValue,
+};
 pub use cuda_driver_macros::DeviceRepr;
 pub use device::{Device, DeviceAttribute};
+pub use device_info::{
+    flush_gpudirect_rdma_writes, AtomicOperation, AtomicOperationCapability, DeviceP2PAttribute,
+    FlushGPUDirectRDMAWritesScope, FlushGPUDirectRDMAWritesTarget,
+};
 pub use entry_point::ProcAddressFlags;
 pub use error::{drop_error_count, Error, ErrorCode, ProcAddressStatus, Result};
 pub use event::{Event, EventFlags};
+pub use event_more::{EventRecordFlags, EventWaitFlags};
 pub use graph::{
     exchange_thread_capture_mode, BatchMemOp, CaptureInfo, CaptureMode, CaptureStatus,
     ChildGraphNode, ConditionalHandle, ConditionalNode, EdgeData, EventRecordNode, EventWaitNode,
@@ -177,18 +201,33 @@ pub use graph::{
     GraphNode, GraphNodeType, GraphRef, HostNode, InstantiateOptions, KernelNode, MemAllocNode,
     MemFreeNode, MemcpyNode, MemsetNode, MemsetParams,
 };
+pub use green::{
+    DevResource, DevResourceType, DevSmResourceSplitFlags, GreenContext, GreenCtxCreateFlags,
+    ResourceDesc,
+};
 pub use image::ModuleImage;
 pub use jit::{JitCacheMode, JitFallback, JitOptions, JitTarget, DEFAULT_JIT_LOG_SIZE};
 pub use launch::*;
 pub use library::{Kernel, Library, LibraryOptions, Managed};
+pub use logs::{LogForwarder, LogLevel, LogPosition};
 pub use memory::*;
-pub use module::{Function, FunctionAttribute, Global, JitInputType, Linker, Module};
+pub use module::{
+    module_loading_mode, Function, FunctionAttribute, FunctionLoadingState, Global, JitInputType,
+    Linker, Module, ModuleLoadingMode,
+};
 pub use params::{argument_check, set_argument_check, ArgumentCheck, ParamInfo};
 #[cfg(feature = "bytemuck")]
 #[cfg_attr(docsrs, doc(cfg(feature = "bytemuck")))]
 pub use pod::Pod;
 pub use repr::DeviceRepr;
 pub use stream::{host_fn_panic_count, Stream, StreamFlags, StreamRef};
+pub use stream_attr::{
+    AccessPolicyWindow, AccessProperty, LaunchMemSyncDomain, SynchronizationPolicy,
+};
+pub use stream_memop::{
+    MemOpBatch, StreamMemoryBarrierFlags, StreamWaitValueFlags, StreamWriteValueFlags,
+    MAX_BATCH_MEM_OPS,
+};
 
 /// The traits most programs need in scope: the memory model's [`DeviceMemory`] and
 /// [`DeviceMemoryMut`], whose methods (copies, memsets, slicing) every memory owner has.

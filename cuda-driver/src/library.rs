@@ -895,3 +895,39 @@ impl<T: DeviceRepr> Managed<T> {
         unsafe { std::slice::from_raw_parts_mut(self.ptr as usize as *mut T, self.len) }
     }
 }
+
+impl Kernel {
+    /// The raw library this kernel belongs to; CUDA 12.5.
+    #[cuda_driver_macros::wraps(cuKernelGetLibrary)]
+    #[track_caller]
+    pub fn library_raw(&self) -> Result<sys::CUlibrary> {
+        let f = crate::entry_point::newer::cuKernelGetLibrary()?;
+        let mut l = ptr::null_mut();
+        // SAFETY: the kernel is alive while `self` is; writes one CUlibrary.
+        check(unsafe { f(&mut l, self.raw) }, "cuKernelGetLibrary")?;
+        Ok(l)
+    }
+}
+
+impl Library {
+    /// The address of the unified (host and device callable) function `name`, for
+    /// libraries built with unified functions; [`Error::NotFound`] otherwise.
+    #[cuda_driver_macros::wraps(cuLibraryGetUnifiedFunction)]
+    #[track_caller]
+    pub fn unified_function(&self, name: &str) -> Result<*mut std::ffi::c_void> {
+        let mut p = ptr::null_mut();
+        let r = crate::cstr::with_c_str("function name", name, |c| {
+            // SAFETY: the library is alive; `c` is NUL-terminated; writes one pointer.
+            unsafe { sys::cuLibraryGetUnifiedFunction(&mut p, self.inner.raw, c) }
+        })?;
+        if r == sys::CUDA_ERROR_NOT_FOUND {
+            return Err(Error::NotFound {
+                kind: "unified function",
+                name: name.to_owned(),
+                code: crate::ErrorCode::NOT_FOUND,
+            });
+        }
+        check(r, "cuLibraryGetUnifiedFunction")?;
+        Ok(p)
+    }
+}

@@ -6,6 +6,7 @@
 mod bench_report;
 mod bindgen;
 mod bundle;
+mod coverage;
 mod dynload;
 mod imports;
 mod kernels;
@@ -27,6 +28,9 @@ tasks:
   check-imports [--release] [--list]
                                  check that cuda-driver binaries import no cu* symbol newer than CUDA 12.0
   bench-report FILE.json [--out DIR]  write DIR/bench.md and DIR/bench.svg (default docs/) from bench --json
+  coverage [--missing] [--min PERCENT]
+                                 per group of the Driver API reference, the cuda.h functions a
+                                 safe wrapper in cuda-driver/src calls
   gpu-bundle [--out DIR]         build the GPU tests and examples into target/gpu-bundle with run.sh
 ";
 
@@ -42,6 +46,7 @@ fn main() -> ExitCode {
         "check-imports" => imports::run(rest),
         "bench-report" => bench_report::run(rest),
         "gpu-bundle" => bundle::run(rest),
+        "coverage" => coverage::run(rest),
         "-h" | "--help" | "help" => {
             print!("{USAGE}");
             Ok(())

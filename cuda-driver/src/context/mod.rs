@@ -33,12 +33,14 @@ use cuda_driver_sys as sys;
 use crate::error::{check, report_drop_error, report_drop_problem, Error, Result};
 
 mod current;
+mod more;
 mod primary;
 
 use crate::release::{release, SendRaw};
 use crate::{init, Device};
 
 pub use crate::types::{CacheConfig, ContextFlags, Limit, SharedMemConfig};
+pub use more::{ContextCreateParams, ExecAffinityType};
 
 /// A CUDA context (`CUcontext`), primary or created. Cloning is cheap and shares it.
 ///
@@ -53,6 +55,9 @@ struct Inner {
     raw: sys::CUcontext,
     device: Device,
     primary: bool,
+    /// The green context this context was converted from (`cuCtxFromGreenCtx`), destroyed
+    /// with `cuGreenCtxDestroy` instead of `cuCtxDestroy`; null for other contexts.
+    green: sys::CUgreenCtx,
 }
 
 // SAFETY: a CUcontext may be made current and used on any host thread (CUDA Programming Guide,
@@ -64,9 +69,13 @@ unsafe impl Sync for Inner {}
 impl Drop for Inner {
     fn drop(&mut self) {
         let (raw, device, primary) = (SendRaw(self.raw), self.device, self.primary);
+        let green = SendRaw(self.green);
         release(move || {
             let raw = raw.get();
-            if primary {
+            let green = green.get();
+            if !green.is_null() {
+                more::destroy_green(green);
+            } else if primary {
                 // SAFETY: this Inner held exactly one retain of the device's primary context,
                 // taken in Context::retain_primary; it is released once, here.
                 let r = unsafe { sys::cuDevicePrimaryCtxRelease_v2(device.as_raw()) };
@@ -126,6 +135,7 @@ impl Context {
                 raw,
                 device,
                 primary: false,
+                green: ptr::null_mut(),
             }),
         };
         let mut popped = ptr::null_mut();
@@ -150,6 +160,7 @@ impl Context {
                 raw,
                 device,
                 primary: false,
+                green: ptr::null_mut(),
             }),
         }
     }

@@ -24,6 +24,7 @@ impl Context {
                 raw,
                 device,
                 primary: true,
+                green: std::ptr::null_mut(),
             }),
         })
     }

@@ -19,7 +19,6 @@ use crate::memory::{DeviceSlice, DeviceSliceMut};
 use crate::release::{release, SendRaw};
 use crate::repr::DeviceRepr;
 use crate::types::{GraphExecUpdateResult, GraphInstantiateFlags, GraphInstantiateResult};
-use crate::DeviceMemory;
 use crate::{Context, Event, Function, Stream};
 
 /// The flags an executable graph was instantiated with (`cuGraphExecGetFlags`).

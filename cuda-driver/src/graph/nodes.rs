@@ -17,7 +17,6 @@ use crate::params::KernelParams;
 use crate::repr::DeviceRepr;
 use crate::stream::shared_host_fn_trampoline;
 use crate::types::{GraphConditionalNodeType, GraphNodeType, StreamBatchMemOpType};
-use crate::DeviceMemory;
 use crate::{Context, Device, Event, Function, Kernel};
 
 macro_rules! node_kind {

@@ -33,6 +33,7 @@
 mod args;
 mod attributes;
 mod config;
+mod cooperative;
 mod function;
 mod occupancy;
 mod param_buffer;

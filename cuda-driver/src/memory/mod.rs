@@ -29,6 +29,7 @@ mod managed;
 mod owner;
 mod pinned;
 mod pointer;
+mod range;
 mod stream_ordered;
 pub(crate) mod view;
 mod vmm;
@@ -39,6 +40,7 @@ pub use managed::{AttachFlags, ManagedBuffer};
 pub use owner::{DeviceMemory, DeviceMemoryMut};
 pub use pinned::{HostRegisterFlags, HostRegistration, PinnedBuffer, PinnedFlags};
 pub use pointer::PointerInfo;
+pub use range::{pointer_attributes, MemRangeAttribute, PointerAttributes};
 pub use stream_ordered::{
     AsyncDeviceBuffer, MemPool, MemPoolCreateUsageFlags, MemPoolProps, MemPoolRef,
     PoolPtrExportData,

@@ -34,7 +34,7 @@ use cuda_driver_macros::wraps;
 use cuda_driver_sys as sys;
 
 use crate::error::{check, Error, Result};
-use crate::{Context, DeviceMemory, DeviceRepr, Stream};
+use crate::{Context, DeviceRepr, Stream};
 
 /// `len * size_of::<T>()`, or an error naming the overflow.
 #[inline]
@@ -342,8 +342,8 @@ fn blocking(
         check(sync(), call.0)
     } else {
         check(on_stream(home), call.1)?;
-        // SAFETY: `home` is the live stream the memory is ordered on (its owner borrows it).
         check(
+            // SAFETY: `home` is the live stream the memory is ordered on (its owner borrows it).
             unsafe { sys::cuStreamSynchronize(home) },
             "cuStreamSynchronize",
         )
@@ -539,6 +539,30 @@ impl<'a, T: DeviceRepr> DeviceSliceMut<'a, T> {
     #[inline]
     pub fn as_raw(&self) -> sys::CUdeviceptr {
         self.ptr
+    }
+
+    /// Number of elements.
+    #[inline]
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether the view holds no elements.
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Size in bytes.
+    #[inline]
+    pub fn bytes(&self) -> usize {
+        self.len * size_of::<T>()
+    }
+
+    /// The context of the memory.
+    #[inline]
+    pub fn context(&self) -> &'a Context {
+        self.ctx
     }
 
     /// A shared view of the same elements.

@@ -23,6 +23,7 @@
 //! # Ok::<(), cuda_driver::Error>(())
 //! ```
 
+mod exec_state;
 mod function;
 mod global;
 mod linker;
@@ -46,6 +47,7 @@ use crate::params::ParamCache;
 use crate::release::SendRaw;
 use crate::repr::DeviceRepr;
 
+pub use exec_state::{module_loading_mode, FunctionLoadingState, ModuleLoadingMode};
 pub(crate) use function::FunctionOwner;
 pub use function::{Function, FunctionAttribute};
 pub use global::Global;

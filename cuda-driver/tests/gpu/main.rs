@@ -10,9 +10,11 @@ mod common;
 
 mod child;
 mod context;
+mod context_more;
 mod device;
 mod entry_point;
 mod graph;
+mod green;
 mod ipc;
 mod launch;
 mod launch_checks;
@@ -23,4 +25,5 @@ mod memory;
 mod module;
 mod multi_gpu;
 mod stream;
+mod stream_memop;
 mod vmm;

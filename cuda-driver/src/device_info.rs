@@ -1,0 +1,198 @@
+//! Device queries beyond the basics: lookup by PCI bus id, LUID, NUMA ids, texture limits,
+//! peer attributes, atomic capabilities and GPUDirect RDMA write flushes.
+
+use cuda_driver_macros::wraps;
+use cuda_driver_sys as sys;
+
+use crate::entry_point::newer;
+use crate::error::{check, Result};
+use crate::types::ArrayFormat;
+use crate::{init, Device, DeviceAttribute};
+
+pub use crate::types::{
+    AtomicOperation, AtomicOperationCapability, DeviceP2PAttribute, FlushGPUDirectRDMAWritesScope,
+    FlushGPUDirectRDMAWritesTarget,
+};
+
+impl Device {
+    /// The device with PCI bus id `id` (`"0000:19:00.0"`, as [`pci_bus_id`](Self::pci_bus_id)
+    /// returns).
+    #[wraps(cuDeviceGetByPCIBusId)]
+    #[track_caller]
+    pub fn by_pci_bus_id(id: &str) -> Result<Device> {
+        init()?;
+        let mut d = 0;
+        let r = crate::cstr::with_c_str("PCI bus id", id, |p| {
+            // SAFETY: `p` is NUL-terminated; writes one CUdevice.
+            unsafe { sys::cuDeviceGetByPCIBusId(&mut d, p) }
+        })?;
+        check(r, "cuDeviceGetByPCIBusId")?;
+        Ok(Device::from_raw(d))
+    }
+
+    /// The device's LUID and node mask (Windows only; the driver reports
+    /// `CUDA_ERROR_NOT_SUPPORTED` on Linux).
+    #[wraps(cuDeviceGetLuid)]
+    #[track_caller]
+    pub fn luid(self) -> Result<([u8; 8], u32)> {
+        init()?;
+        let mut luid = [0 as std::ffi::c_char; 8];
+        let mut mask = 0;
+        check(
+            // SAFETY: writes 8 bytes and one unsigned int.
+            unsafe { sys::cuDeviceGetLuid(luid.as_mut_ptr(), &mut mask, self.as_raw()) },
+            "cuDeviceGetLuid",
+        )?;
+        Ok((luid.map(|b| b as u8), mask))
+    }
+
+    /// The NUMA node of the device's memory, if it is one (`CU_DEVICE_ATTRIBUTE_NUMA_ID`).
+    #[wraps(cuDeviceGetAttribute)]
+    #[track_caller]
+    pub fn numa_id(self) -> Result<Option<u32>> {
+        let v = self.attribute(DeviceAttribute::NUMA_ID)?;
+        Ok((v >= 0).then_some(v as u32))
+    }
+
+    /// The NUMA node of the host CPU nearest the device (`CU_DEVICE_ATTRIBUTE_HOST_NUMA_ID`).
+    #[wraps(cuDeviceGetAttribute)]
+    #[track_caller]
+    pub fn host_numa_id(self) -> Result<Option<u32>> {
+        let v = self.attribute(DeviceAttribute::HOST_NUMA_ID)?;
+        Ok((v >= 0).then_some(v as u32))
+    }
+
+    /// The widest 1D texture over linear memory of `format` with `channels` channels.
+    #[wraps(cuDeviceGetTexture1DLinearMaxWidth)]
+    #[track_caller]
+    pub fn texture_1d_linear_max_width(self, format: ArrayFormat, channels: u32) -> Result<usize> {
+        init()?;
+        let mut w = 0;
+        check(
+            // SAFETY: writes one size_t.
+            unsafe {
+                sys::cuDeviceGetTexture1DLinearMaxWidth(
+                    &mut w,
+                    format.as_raw(),
+                    channels,
+                    self.as_raw(),
+                )
+            },
+            "cuDeviceGetTexture1DLinearMaxWidth",
+        )?;
+        Ok(w)
+    }
+
+    /// A peer attribute from this device to `peer` (performance rank, access, atomics).
+    #[wraps(cuDeviceGetP2PAttribute)]
+    #[track_caller]
+    pub fn p2p_attribute(self, attr: DeviceP2PAttribute, peer: Device) -> Result<i32> {
+        init()?;
+        let mut v = 0;
+        check(
+            // SAFETY: writes one int.
+            unsafe {
+                sys::cuDeviceGetP2PAttribute(&mut v, attr.as_raw(), self.as_raw(), peer.as_raw())
+            },
+            "cuDeviceGetP2PAttribute",
+        )?;
+        Ok(v)
+    }
+
+    /// Which of `ops` the device can perform atomically on host memory; CUDA 13.0.
+    #[wraps(cuDeviceGetHostAtomicCapabilities)]
+    #[track_caller]
+    pub fn host_atomic_capabilities(
+        self,
+        ops: &[AtomicOperation],
+    ) -> Result<Vec<AtomicOperationCapability>> {
+        init()?;
+        let f = newer::cuDeviceGetHostAtomicCapabilities()?;
+        let raw: Vec<sys::CUatomicOperation> = ops.iter().map(|o| o.as_raw()).collect();
+        let mut caps = vec![0u32; ops.len()];
+        check(
+            // SAFETY: both arrays hold `len` elements.
+            unsafe {
+                f(
+                    caps.as_mut_ptr(),
+                    raw.as_ptr(),
+                    raw.len() as u32,
+                    self.as_raw(),
+                )
+            },
+            "cuDeviceGetHostAtomicCapabilities",
+        )?;
+        Ok(caps
+            .into_iter()
+            .map(AtomicOperationCapability::from_raw)
+            .collect())
+    }
+
+    /// Which of `ops` the device can perform atomically on `peer`'s memory; CUDA 13.0.
+    #[wraps(cuDeviceGetP2PAtomicCapabilities)]
+    #[track_caller]
+    pub fn p2p_atomic_capabilities(
+        self,
+        peer: Device,
+        ops: &[AtomicOperation],
+    ) -> Result<Vec<AtomicOperationCapability>> {
+        init()?;
+        let f = newer::cuDeviceGetP2PAtomicCapabilities()?;
+        let raw: Vec<sys::CUatomicOperation> = ops.iter().map(|o| o.as_raw()).collect();
+        let mut caps = vec![0u32; ops.len()];
+        check(
+            // SAFETY: both arrays hold `len` elements.
+            unsafe {
+                f(
+                    caps.as_mut_ptr(),
+                    raw.as_ptr(),
+                    raw.len() as u32,
+                    self.as_raw(),
+                    peer.as_raw(),
+                )
+            },
+            "cuDeviceGetP2PAtomicCapabilities",
+        )?;
+        Ok(caps
+            .into_iter()
+            .map(AtomicOperationCapability::from_raw)
+            .collect())
+    }
+
+    /// Fills an NvSciSync attribute list for this device (Tegra/NvSci systems; untested on
+    /// these machines).
+    ///
+    /// # Safety
+    /// `list` is a valid `NvSciSyncAttrList`.
+    #[wraps(cuDeviceGetNvSciSyncAttributes)]
+    #[track_caller]
+    pub unsafe fn nvscisync_attributes(
+        self,
+        list: *mut std::ffi::c_void,
+        flags: i32,
+    ) -> Result<()> {
+        init()?;
+        check(
+            // SAFETY: the caller's guarantee.
+            unsafe { sys::cuDeviceGetNvSciSyncAttributes(list, self.as_raw(), flags) },
+            "cuDeviceGetNvSciSyncAttributes",
+        )
+    }
+}
+
+/// Makes GPUDirect RDMA writes to the current context's memory visible (`target`
+/// `CURRENT_CTX`, `scope` `TO_OWNER` or `TO_ALL_DEVICES`).
+#[wraps(cuFlushGPUDirectRDMAWrites)]
+#[track_caller]
+pub fn flush_gpudirect_rdma_writes(
+    ctx: &crate::Context,
+    target: FlushGPUDirectRDMAWritesTarget,
+    scope: FlushGPUDirectRDMAWritesScope,
+) -> Result<()> {
+    let _cur = ctx.enter()?;
+    check(
+        // SAFETY: plain values on the current context.
+        unsafe { sys::cuFlushGPUDirectRDMAWrites(target.as_raw(), scope.as_raw()) },
+        "cuFlushGPUDirectRDMAWrites",
+    )
+}

@@ -1,0 +1,49 @@
+//! Cooperative launches through `cuLaunchCooperativeKernel` (all blocks resident at once, so
+//! grid-wide synchronisation works).
+
+use std::ffi::c_void;
+
+use cuda_driver_macros::wraps;
+use cuda_driver_sys as sys;
+
+use super::LaunchConfig;
+use crate::error::{check, Result};
+use crate::module::Function;
+use crate::stream::Stream;
+
+impl Function {
+    /// Launches the function cooperatively on `stream` with raw kernel parameters.
+    ///
+    /// # Safety
+    /// `params` points to one pointer per kernel parameter, each to a value of the
+    /// parameter's type, and the kernel stays in bounds of the memory it is given; `stream`
+    /// is of the function's context.
+    #[wraps(cuLaunchCooperativeKernel)]
+    #[track_caller]
+    pub unsafe fn launch_cooperative_raw(
+        &self,
+        cfg: &LaunchConfig,
+        stream: &Stream,
+        params: *mut *mut c_void,
+    ) -> Result<()> {
+        let _cur = self.context().enter()?;
+        check(
+            // SAFETY: the caller's guarantees; the function and stream are alive.
+            unsafe {
+                sys::cuLaunchCooperativeKernel(
+                    self.as_raw(),
+                    cfg.grid.x,
+                    cfg.grid.y,
+                    cfg.grid.z,
+                    cfg.block.x,
+                    cfg.block.y,
+                    cfg.block.z,
+                    cfg.shared_mem_bytes,
+                    stream.as_raw(),
+                    params,
+                )
+            },
+            "cuLaunchCooperativeKernel",
+        )
+    }
+}

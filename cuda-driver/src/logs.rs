@@ -1,0 +1,140 @@
+//! The driver's error log (CUDA 12.9+, resolved at run time): its messages routed into the
+//! [`log`](https://docs.rs/log) crate through a callback, and the accumulated log dumped to
+//! a file or to memory from a position ([`LogPosition`]).
+
+use std::ffi::{c_char, c_void};
+use std::path::Path;
+
+use cuda_driver_macros::wraps;
+use cuda_driver_sys as sys;
+
+use crate::entry_point::newer;
+use crate::error::{check, report_drop_error, Result};
+use crate::init;
+
+pub use crate::types::LogLevel;
+
+/// The callback: forwards one driver message to the `log` crate (target `cuda_driver::driver`).
+unsafe extern "C" fn forward(
+    _data: *mut c_void,
+    level: sys::CUlogLevel,
+    msg: *mut c_char,
+    len: usize,
+) {
+    if msg.is_null() {
+        return;
+    }
+    // SAFETY: the driver passes `len` bytes of message at `msg`, valid during the call.
+    let bytes = unsafe { std::slice::from_raw_parts(msg.cast::<u8>(), len) };
+    let text = String::from_utf8_lossy(bytes);
+    let text = text.trim_end_matches(['\0', '\n']);
+    let lvl = if level == sys::CU_LOG_LEVEL_ERROR {
+        log::Level::Error
+    } else {
+        log::Level::Warn
+    };
+    log::log!(target: "cuda_driver::driver", lvl, "{text}");
+}
+
+/// A registered log callback forwarding the driver's messages to the `log` crate;
+/// unregistered on drop.
+#[derive(Debug)]
+pub struct LogForwarder {
+    handle: sys::CUlogsCallbackHandle,
+}
+
+// SAFETY: the handle only identifies the registration; the driver allows unregistering from
+// any thread.
+unsafe impl Send for LogForwarder {}
+// SAFETY: no method mutates through `&self`.
+unsafe impl Sync for LogForwarder {}
+
+impl LogForwarder {
+    /// Registers the forwarding callback.
+    #[wraps(cuLogsRegisterCallback)]
+    #[track_caller]
+    pub fn register() -> Result<LogForwarder> {
+        init()?;
+        let f = newer::cuLogsRegisterCallback()?;
+        let mut handle = std::ptr::null_mut();
+        check(
+            // SAFETY: `forward` is a plain function valid for the program's life and ignores its
+            // user data; writes one handle, owned by the forwarder from here on.
+            unsafe { f(Some(forward), std::ptr::null_mut(), &mut handle) },
+            "cuLogsRegisterCallback",
+        )?;
+        Ok(LogForwarder { handle })
+    }
+
+    /// Unregisters now, returning the error instead of counting it.
+    #[wraps(cuLogsUnregisterCallback)]
+    #[track_caller]
+    pub fn unregister(self) -> Result<()> {
+        let this = std::mem::ManuallyDrop::new(self);
+        let f = newer::cuLogsUnregisterCallback()?;
+        // SAFETY: the handle is registered and unregistered once (Drop does not run).
+        check(unsafe { f(this.handle) }, "cuLogsUnregisterCallback")
+    }
+}
+
+impl Drop for LogForwarder {
+    fn drop(&mut self) {
+        if let Ok(f) = newer::cuLogsUnregisterCallback() {
+            // SAFETY: the handle is registered and unregistered once, here.
+            report_drop_error("cuLogsUnregisterCallback", unsafe { f(self.handle) });
+        }
+    }
+}
+
+/// A position in the driver's log (`CUlogIterator`): dumps start there and advance it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LogPosition(sys::CUlogIterator);
+
+impl LogPosition {
+    /// The current end of the log: a later dump returns only messages logged after now.
+    #[wraps(cuLogsCurrent)]
+    #[track_caller]
+    pub fn current() -> Result<LogPosition> {
+        init()?;
+        let f = newer::cuLogsCurrent()?;
+        let mut it = 0;
+        // SAFETY: writes one iterator; flags must be 0.
+        check(unsafe { f(&mut it, 0) }, "cuLogsCurrent")?;
+        Ok(LogPosition(it))
+    }
+
+    /// The start of the log the driver still holds.
+    pub fn start() -> LogPosition {
+        LogPosition(0)
+    }
+
+    /// Writes the messages from this position to `path`, advancing the position.
+    #[wraps(cuLogsDumpToFile)]
+    #[track_caller]
+    pub fn dump_to_file(&mut self, path: &Path) -> Result<()> {
+        init()?;
+        let f = newer::cuLogsDumpToFile()?;
+        let c = crate::cstr::path_to_c_string(path)?;
+        // SAFETY: `c` is NUL-terminated; the iterator is ours to advance; flags must be 0.
+        check(unsafe { f(&mut self.0, c.as_ptr(), 0) }, "cuLogsDumpToFile")
+    }
+
+    /// The messages from this position (newline-separated), advancing the position. At most
+    /// `max_bytes` are returned.
+    #[wraps(cuLogsDumpToMemory)]
+    #[track_caller]
+    pub fn dump_to_memory(&mut self, max_bytes: usize) -> Result<String> {
+        init()?;
+        let f = newer::cuLogsDumpToMemory()?;
+        let mut buf = vec![0u8; max_bytes + 1];
+        let mut size = buf.len();
+        check(
+            // SAFETY: `buf` holds `size` bytes; the driver writes at most that, NUL-terminated,
+            // and stores the length written (without the NUL) in `size`.
+            unsafe { f(&mut self.0, buf.as_mut_ptr().cast(), &mut size, 0) },
+            "cuLogsDumpToMemory",
+        )?;
+        buf.truncate(size.min(max_bytes));
+        Ok(String::from_utf8_lossy(&buf).into_owned())
+    }
+}

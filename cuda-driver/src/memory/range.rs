@@ -1,0 +1,277 @@
+//! Operations on address ranges given as views: managed-memory prefetch and advice on part of
+//! an allocation, range attributes, the allocation an address lies in, every pointer
+//! attribute in one call, the settable pointer attribute, and dma-buf handles.
+
+use std::ffi::c_void;
+
+use cuda_driver_macros::wraps;
+use cuda_driver_sys as sys;
+
+use super::{DeviceSlice, MemAdvice, MemLocation, PinnedBuffer};
+use crate::entry_point::newer;
+use crate::error::{check, Result};
+use crate::{DeviceRepr, Stream};
+
+pub use crate::types::MemRangeAttribute;
+
+/// Every plain-data pointer attribute of an address, read in one `cuPointerGetAttributes`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct PointerAttributes {
+    /// `CU_POINTER_ATTRIBUTE_CONTEXT` (raw, not owned).
+    pub context: usize,
+    /// `CU_POINTER_ATTRIBUTE_MEMORY_TYPE`.
+    pub memory_type: u32,
+    /// `CU_POINTER_ATTRIBUTE_DEVICE_POINTER`.
+    pub device_pointer: u64,
+    /// `CU_POINTER_ATTRIBUTE_HOST_POINTER`.
+    pub host_pointer: usize,
+    /// `CU_POINTER_ATTRIBUTE_SYNC_MEMOPS`.
+    pub sync_memops: bool,
+    /// `CU_POINTER_ATTRIBUTE_BUFFER_ID`.
+    pub buffer_id: u64,
+    /// `CU_POINTER_ATTRIBUTE_IS_MANAGED`.
+    pub is_managed: bool,
+    /// `CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL`.
+    pub device_ordinal: i32,
+    /// `CU_POINTER_ATTRIBUTE_RANGE_START_ADDR`.
+    pub range_start: u64,
+    /// `CU_POINTER_ATTRIBUTE_RANGE_SIZE`.
+    pub range_size: usize,
+    /// `CU_POINTER_ATTRIBUTE_MAPPED`.
+    pub mapped: bool,
+}
+
+/// Reads every attribute of [`PointerAttributes`] for `ptr` in one call. Memory CUDA does not
+/// know gets zeros for most attributes, as the driver documents (not an error).
+#[wraps(cuPointerGetAttributes)]
+#[track_caller]
+pub fn pointer_attributes(ptr: sys::CUdeviceptr) -> Result<PointerAttributes> {
+    crate::init()?;
+    let mut a = PointerAttributes::default();
+    let (mut sync, mut managed, mut mapped) = (false, false, false);
+    let mut attrs = [
+        sys::CU_POINTER_ATTRIBUTE_CONTEXT,
+        sys::CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
+        sys::CU_POINTER_ATTRIBUTE_DEVICE_POINTER,
+        sys::CU_POINTER_ATTRIBUTE_HOST_POINTER,
+        sys::CU_POINTER_ATTRIBUTE_SYNC_MEMOPS,
+        sys::CU_POINTER_ATTRIBUTE_BUFFER_ID,
+        sys::CU_POINTER_ATTRIBUTE_IS_MANAGED,
+        sys::CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,
+        sys::CU_POINTER_ATTRIBUTE_RANGE_START_ADDR,
+        sys::CU_POINTER_ATTRIBUTE_RANGE_SIZE,
+        sys::CU_POINTER_ATTRIBUTE_MAPPED,
+    ];
+    let mut data: [*mut c_void; 11] = [
+        (&mut a.context as *mut usize).cast(),
+        (&mut a.memory_type as *mut u32).cast(),
+        (&mut a.device_pointer as *mut u64).cast(),
+        (&mut a.host_pointer as *mut usize).cast(),
+        (&mut sync as *mut bool).cast(),
+        (&mut a.buffer_id as *mut u64).cast(),
+        (&mut managed as *mut bool).cast(),
+        (&mut a.device_ordinal as *mut i32).cast(),
+        (&mut a.range_start as *mut u64).cast(),
+        (&mut a.range_size as *mut usize).cast(),
+        (&mut mapped as *mut bool).cast(),
+    ];
+    check(
+        // SAFETY: each data pointer points to a value of the type the attribute's
+        // documentation names (CUcontext, unsigned int, CUdeviceptr, void*, bool, unsigned
+        // long long, bool, int, CUdeviceptr, size_t, bool), all alive across the call.
+        unsafe {
+            sys::cuPointerGetAttributes(
+                attrs.len() as u32,
+                attrs.as_mut_ptr(),
+                data.as_mut_ptr(),
+                ptr,
+            )
+        },
+        "cuPointerGetAttributes",
+    )?;
+    a.sync_memops = sync;
+    a.is_managed = managed;
+    a.mapped = mapped;
+    Ok(a)
+}
+
+impl<T: DeviceRepr> DeviceSlice<'_, T> {
+    /// Every pointer attribute of the view's first address.
+    #[wraps(cuPointerGetAttributes)]
+    #[track_caller]
+    pub fn pointer_attributes(&self) -> Result<PointerAttributes> {
+        pointer_attributes(self.as_raw())
+    }
+
+    /// Makes every synchronous memory operation on the view's allocation synchronise
+    /// (`CU_POINTER_ATTRIBUTE_SYNC_MEMOPS`, the one settable attribute).
+    #[wraps(cuPointerSetAttribute)]
+    #[track_caller]
+    pub fn set_sync_memops(&self, on: bool) -> Result<()> {
+        let v: u32 = on as u32;
+        check(
+            // SAFETY: SYNC_MEMOPS reads one unsigned int; the view borrows live memory.
+            unsafe {
+                sys::cuPointerSetAttribute(
+                    (&v as *const u32).cast(),
+                    sys::CU_POINTER_ATTRIBUTE_SYNC_MEMOPS,
+                    self.as_raw(),
+                )
+            },
+            "cuPointerSetAttribute",
+        )
+    }
+
+    /// The base address and size of the allocation the view lies in.
+    #[wraps(cuMemGetAddressRange)]
+    #[track_caller]
+    pub fn address_range(&self) -> Result<(sys::CUdeviceptr, usize)> {
+        let _cur = self.context().enter()?;
+        let (mut base, mut size) = (0, 0);
+        check(
+            // SAFETY: writes one CUdeviceptr and one size_t.
+            unsafe { sys::cuMemGetAddressRange_v2(&mut base, &mut size, self.as_raw()) },
+            "cuMemGetAddressRange_v2",
+        )?;
+        Ok((base, size))
+    }
+
+    /// Prefetches the view's range of managed memory to `location` on `stream` (a hint).
+    #[wraps(cuMemPrefetchAsync)]
+    #[track_caller]
+    pub fn prefetch(&self, location: MemLocation, stream: &Stream) -> Result<()> {
+        let f = newer::cuMemPrefetchAsync_v2()?;
+        if self.bytes() == 0 {
+            return Ok(());
+        }
+        let _cur = stream.context().enter()?;
+        check(
+            // SAFETY: the view borrows live memory of `bytes()` bytes; a prefetch changes no
+            // contents; flags must be 0.
+            unsafe {
+                f(
+                    self.as_raw(),
+                    self.bytes(),
+                    location.as_raw(),
+                    0,
+                    stream.as_raw(),
+                )
+            },
+            "cuMemPrefetchAsync_v2",
+        )
+    }
+
+    /// Advises the driver about the view's range of managed memory (a hint).
+    #[wraps(cuMemAdvise)]
+    #[track_caller]
+    pub fn advise(&self, advice: MemAdvice, location: MemLocation) -> Result<()> {
+        let f = newer::cuMemAdvise_v2()?;
+        if self.bytes() == 0 {
+            return Ok(());
+        }
+        let _cur = self.context().enter()?;
+        check(
+            // SAFETY: the view borrows live memory; advice changes no contents.
+            unsafe {
+                f(
+                    self.as_raw(),
+                    self.bytes(),
+                    advice.as_raw(),
+                    location.as_raw(),
+                )
+            },
+            "cuMemAdvise_v2",
+        )
+    }
+
+    /// A 4-byte range attribute of the view's managed memory (`READ_MOSTLY`,
+    /// `PREFERRED_LOCATION`, `LAST_PREFETCH_LOCATION`, their `_TYPE`/`_ID` forms).
+    #[wraps(cuMemRangeGetAttribute)]
+    #[track_caller]
+    pub fn range_attribute(&self, attr: MemRangeAttribute) -> Result<i32> {
+        let _cur = self.context().enter()?;
+        let mut v: i32 = 0;
+        check(
+            // SAFETY: the attributes named above are one 4-byte int; the view borrows live
+            // memory of `bytes()` bytes.
+            unsafe {
+                sys::cuMemRangeGetAttribute(
+                    (&mut v as *mut i32).cast(),
+                    4,
+                    attr.as_raw(),
+                    self.as_raw(),
+                    self.bytes(),
+                )
+            },
+            "cuMemRangeGetAttribute",
+        )?;
+        Ok(v)
+    }
+
+    /// Several 4-byte range attributes in one call.
+    #[wraps(cuMemRangeGetAttributes)]
+    #[track_caller]
+    pub fn range_attributes(&self, attrs: &[MemRangeAttribute]) -> Result<Vec<i32>> {
+        let _cur = self.context().enter()?;
+        let mut vals = vec![0i32; attrs.len()];
+        let mut raw: Vec<sys::CUmem_range_attribute> = attrs.iter().map(|a| a.as_raw()).collect();
+        let mut sizes = vec![4usize; attrs.len()];
+        let mut data: Vec<*mut c_void> = vals.iter_mut().map(|v| (v as *mut i32).cast()).collect();
+        check(
+            // SAFETY: each of the `len` data pointers points to one 4-byte int, its size in
+            // `sizes`; the view borrows live memory.
+            unsafe {
+                sys::cuMemRangeGetAttributes(
+                    data.as_mut_ptr(),
+                    sizes.as_mut_ptr(),
+                    raw.as_mut_ptr(),
+                    raw.len(),
+                    self.as_raw(),
+                    self.bytes(),
+                )
+            },
+            "cuMemRangeGetAttributes",
+        )?;
+        Ok(vals)
+    }
+
+    /// A dma-buf file descriptor for the view's range (page-aligned; needs
+    /// `CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED`). The caller owns the fd.
+    #[wraps(cuMemGetHandleForAddressRange)]
+    #[track_caller]
+    pub fn dma_buf_fd(&self) -> Result<std::os::raw::c_int> {
+        let _cur = self.context().enter()?;
+        let mut fd: std::os::raw::c_int = -1;
+        check(
+            // SAFETY: DMA_BUF_FD writes one int; the view borrows live memory.
+            unsafe {
+                sys::cuMemGetHandleForAddressRange(
+                    (&mut fd as *mut std::os::raw::c_int).cast(),
+                    self.as_raw(),
+                    self.bytes(),
+                    sys::CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD,
+                    0,
+                )
+            },
+            "cuMemGetHandleForAddressRange",
+        )?;
+        Ok(fd)
+    }
+}
+
+impl<T: DeviceRepr> PinnedBuffer<T> {
+    /// The flags the driver reports for this allocation (`CU_MEMHOSTALLOC_*`).
+    #[wraps(cuMemHostGetFlags)]
+    #[track_caller]
+    pub fn host_flags(&self) -> Result<u32> {
+        let _cur = self.context().enter()?;
+        let mut f = 0;
+        check(
+            // SAFETY: the buffer is a live page-locked allocation; writes one unsigned int.
+            unsafe { sys::cuMemHostGetFlags(&mut f, self.as_raw().cast()) },
+            "cuMemHostGetFlags",
+        )?;
+        Ok(f)
+    }
+}

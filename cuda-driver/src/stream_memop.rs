@@ -1,0 +1,411 @@
+//! Stream memory operations: a stream waits until a 32- or 64-bit word in device memory
+//! satisfies a condition, or writes one, in stream order (`cuStreamWaitValue32`, ...,
+//! `cuStreamBatchMemOp`). Each checks first the device attributes that gate it
+//! ([`Error::FeatureUnsupported`]).
+//!
+//! A wait whose condition never comes true blocks the stream (and work that waits on it)
+//! forever; nothing in memory safety depends on it.
+
+use cuda_driver_macros::wraps;
+use cuda_driver_sys as sys;
+
+use crate::error::{check, Error, Result};
+use crate::{Device, DeviceAttribute, DeviceSlice, DeviceSliceMut, Stream};
+
+pub use crate::types::{StreamMemoryBarrierFlags, StreamWaitValueFlags, StreamWriteValueFlags};
+
+/// The most operations one `cuStreamBatchMemOp` takes.
+pub const MAX_BATCH_MEM_OPS: usize = 256;
+
+#[track_caller]
+fn require(
+    dev: Device,
+    attr: DeviceAttribute,
+    name: &'static str,
+    what: &'static str,
+) -> Result<()> {
+    if dev.attribute(attr)? != 0 {
+        Ok(())
+    } else {
+        Err(Error::FeatureUnsupported {
+            what,
+            attribute: name,
+            device: dev.as_raw(),
+        })
+    }
+}
+
+#[track_caller]
+fn check_wait_flags(dev: Device, flags: StreamWaitValueFlags, what: &'static str) -> Result<()> {
+    if flags.contains(StreamWaitValueFlags::NOR) {
+        require(
+            dev,
+            DeviceAttribute::CAN_USE_STREAM_WAIT_VALUE_NOR,
+            "CU_DEVICE_ATTRIBUTE_CAN_USE_STREAM_WAIT_VALUE_NOR",
+            what,
+        )?;
+    }
+    Ok(())
+}
+
+#[track_caller]
+fn require_64(dev: Device, what: &'static str) -> Result<()> {
+    require(
+        dev,
+        DeviceAttribute::CAN_USE_64_BIT_STREAM_MEM_OPS,
+        "CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS",
+        what,
+    )
+}
+
+#[track_caller]
+fn first<T: crate::DeviceRepr>(len: usize, what: &'static str) -> Result<()> {
+    if len == 0 {
+        return Err(Error::OutOfBounds {
+            start: 0,
+            end: 1,
+            len: 0,
+        });
+    }
+    let _ = (what, std::mem::size_of::<T>());
+    Ok(())
+}
+
+impl Stream {
+    /// Makes the stream wait until the first `u32` of `word` satisfies `flags` against
+    /// `value` (`GEQ`, `EQ`, `AND`, `NOR`; `FLUSH`).
+    #[wraps(cuStreamWaitValue32)]
+    #[track_caller]
+    pub fn wait_value_u32(
+        &self,
+        word: &DeviceSlice<'_, u32>,
+        value: u32,
+        flags: StreamWaitValueFlags,
+    ) -> Result<()> {
+        first::<u32>(word.len(), "Stream::wait_value_u32")?;
+        check_wait_flags(self.context().device(), flags, "Stream::wait_value_u32")?;
+        let _cur = self.context().enter()?;
+        check(
+            // SAFETY: the view borrows at least one live u32; the wait only reads it.
+            unsafe {
+                sys::cuStreamWaitValue32_v2(self.as_raw(), word.as_raw(), value, flags.as_raw())
+            },
+            "cuStreamWaitValue32_v2",
+        )
+    }
+
+    /// [`wait_value_u32`](Self::wait_value_u32) on a `u64`; needs
+    /// `CAN_USE_64_BIT_STREAM_MEM_OPS`.
+    #[wraps(cuStreamWaitValue64)]
+    #[track_caller]
+    pub fn wait_value_u64(
+        &self,
+        word: &DeviceSlice<'_, u64>,
+        value: u64,
+        flags: StreamWaitValueFlags,
+    ) -> Result<()> {
+        first::<u64>(word.len(), "Stream::wait_value_u64")?;
+        let dev = self.context().device();
+        require_64(dev, "Stream::wait_value_u64")?;
+        check_wait_flags(dev, flags, "Stream::wait_value_u64")?;
+        let _cur = self.context().enter()?;
+        check(
+            // SAFETY: the view borrows at least one live u64; the wait only reads it.
+            unsafe {
+                sys::cuStreamWaitValue64_v2(self.as_raw(), word.as_raw(), value, flags.as_raw())
+            },
+            "cuStreamWaitValue64_v2",
+        )
+    }
+
+    /// Writes `value` to the first `u32` of `word` in stream order.
+    #[wraps(cuStreamWriteValue32)]
+    #[track_caller]
+    pub fn write_value_u32(
+        &self,
+        word: &mut DeviceSliceMut<'_, u32>,
+        value: u32,
+        flags: StreamWriteValueFlags,
+    ) -> Result<()> {
+        first::<u32>(word.len(), "Stream::write_value_u32")?;
+        let _cur = self.context().enter()?;
+        check(
+            // SAFETY: the view borrows at least one live u32 mutably.
+            unsafe {
+                sys::cuStreamWriteValue32_v2(self.as_raw(), word.as_raw(), value, flags.as_raw())
+            },
+            "cuStreamWriteValue32_v2",
+        )
+    }
+
+    /// Writes `value` to the first `u64` of `word` in stream order; needs
+    /// `CAN_USE_64_BIT_STREAM_MEM_OPS`.
+    #[wraps(cuStreamWriteValue64)]
+    #[track_caller]
+    pub fn write_value_u64(
+        &self,
+        word: &mut DeviceSliceMut<'_, u64>,
+        value: u64,
+        flags: StreamWriteValueFlags,
+    ) -> Result<()> {
+        first::<u64>(word.len(), "Stream::write_value_u64")?;
+        require_64(self.context().device(), "Stream::write_value_u64")?;
+        let _cur = self.context().enter()?;
+        check(
+            // SAFETY: the view borrows at least one live u64 mutably.
+            unsafe {
+                sys::cuStreamWriteValue64_v2(self.as_raw(), word.as_raw(), value, flags.as_raw())
+            },
+            "cuStreamWriteValue64_v2",
+        )
+    }
+
+    /// Queues a batch of memory operations in one call (at most [`MAX_BATCH_MEM_OPS`]).
+    #[wraps(cuStreamBatchMemOp)]
+    #[track_caller]
+    pub fn batch_mem_ops(&self, batch: &mut MemOpBatch<'_>) -> Result<()> {
+        if batch.ops.is_empty() {
+            return Ok(());
+        }
+        if batch.ops.len() > MAX_BATCH_MEM_OPS {
+            return Err(Error::ResourceExhausted {
+                what: "Stream::batch_mem_ops",
+                asked: batch.ops.len(),
+                available: MAX_BATCH_MEM_OPS,
+            });
+        }
+        let dev = self.context().device();
+        if batch.needs_64 {
+            require_64(dev, "Stream::batch_mem_ops")?;
+        }
+        if batch.needs_nor {
+            check_wait_flags(dev, StreamWaitValueFlags::NOR, "Stream::batch_mem_ops")?;
+        }
+        if batch.needs_flush {
+            require(
+                dev,
+                DeviceAttribute::CAN_FLUSH_REMOTE_WRITES,
+                "CU_DEVICE_ATTRIBUTE_CAN_FLUSH_REMOTE_WRITES",
+                "Stream::batch_mem_ops",
+            )?;
+        }
+        let _cur = self.context().enter()?;
+        check(
+            // SAFETY: every address in the batch comes from a view the batch borrows for its
+            // lifetime (writes mutably); the array holds `len` initialised operations.
+            unsafe {
+                sys::cuStreamBatchMemOp_v2(
+                    self.as_raw(),
+                    batch.ops.len() as u32,
+                    batch.ops.as_mut_ptr(),
+                    0,
+                )
+            },
+            "cuStreamBatchMemOp_v2",
+        )
+    }
+}
+
+/// A batch of stream memory operations for [`Stream::batch_mem_ops`], borrowing the words it
+/// reads (shared) and writes (mutably) for `'a`.
+#[derive(Default)]
+pub struct MemOpBatch<'a> {
+    ops: Vec<sys::CUstreamBatchMemOpParams>,
+    needs_64: bool,
+    needs_nor: bool,
+    needs_flush: bool,
+    _views: std::marker::PhantomData<&'a mut ()>,
+}
+
+impl std::fmt::Debug for MemOpBatch<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MemOpBatch")
+            .field("len", &self.ops.len())
+            .finish()
+    }
+}
+
+fn zero_op() -> sys::CUstreamBatchMemOpParams {
+    sys::CUstreamBatchMemOpParams { pad: [0; 6] }
+}
+
+impl<'a> MemOpBatch<'a> {
+    /// An empty batch.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The number of operations.
+    pub fn len(&self) -> usize {
+        self.ops.len()
+    }
+
+    /// Whether the batch is empty.
+    pub fn is_empty(&self) -> bool {
+        self.ops.is_empty()
+    }
+
+    fn wait(
+        &mut self,
+        op: sys::CUstreamBatchMemOpType,
+        addr: sys::CUdeviceptr,
+        value: u64,
+        flags: StreamWaitValueFlags,
+    ) {
+        let mut p = zero_op();
+        // Writing union fields of plain data is safe.
+        p.waitValue.operation = op;
+        p.waitValue.address = addr;
+        p.waitValue.__bindgen_anon_1.value64 = value;
+        p.waitValue.flags = flags.as_raw();
+        if op == sys::CU_STREAM_MEM_OP_WAIT_VALUE_32 {
+            p.waitValue.__bindgen_anon_1.value = value as u32;
+        }
+        self.needs_nor |= flags.contains(StreamWaitValueFlags::NOR);
+        self.ops.push(p);
+    }
+
+    fn write(
+        &mut self,
+        op: sys::CUstreamBatchMemOpType,
+        addr: sys::CUdeviceptr,
+        value: u64,
+        flags: StreamWriteValueFlags,
+    ) {
+        let mut p = zero_op();
+        // Writing union fields of plain data is safe.
+        p.writeValue.operation = op;
+        p.writeValue.address = addr;
+        p.writeValue.__bindgen_anon_1.value64 = value;
+        p.writeValue.flags = flags.as_raw();
+        if op == sys::CU_STREAM_MEM_OP_WRITE_VALUE_32 {
+            p.writeValue.__bindgen_anon_1.value = value as u32;
+        }
+        self.ops.push(p);
+    }
+
+    /// Adds a wait on the first `u32` of `word`.
+    #[track_caller]
+    pub fn wait_u32(
+        &mut self,
+        word: &'a DeviceSlice<'_, u32>,
+        value: u32,
+        flags: StreamWaitValueFlags,
+    ) -> Result<&mut Self> {
+        first::<u32>(word.len(), "MemOpBatch::wait_u32")?;
+        self.wait(
+            sys::CU_STREAM_MEM_OP_WAIT_VALUE_32,
+            word.as_raw(),
+            value as u64,
+            flags,
+        );
+        Ok(self)
+    }
+
+    /// Adds a wait on the first `u64` of `word`.
+    #[track_caller]
+    pub fn wait_u64(
+        &mut self,
+        word: &'a DeviceSlice<'_, u64>,
+        value: u64,
+        flags: StreamWaitValueFlags,
+    ) -> Result<&mut Self> {
+        first::<u64>(word.len(), "MemOpBatch::wait_u64")?;
+        self.needs_64 = true;
+        self.wait(
+            sys::CU_STREAM_MEM_OP_WAIT_VALUE_64,
+            word.as_raw(),
+            value,
+            flags,
+        );
+        Ok(self)
+    }
+
+    /// Adds a write of the first `u32` of `word`.
+    #[track_caller]
+    pub fn write_u32(
+        &mut self,
+        word: &'a mut DeviceSliceMut<'_, u32>,
+        value: u32,
+        flags: StreamWriteValueFlags,
+    ) -> Result<&mut Self> {
+        first::<u32>(word.len(), "MemOpBatch::write_u32")?;
+        self.write(
+            sys::CU_STREAM_MEM_OP_WRITE_VALUE_32,
+            word.as_raw(),
+            value as u64,
+            flags,
+        );
+        Ok(self)
+    }
+
+    /// Adds a write of the first `u64` of `word`.
+    #[track_caller]
+    pub fn write_u64(
+        &mut self,
+        word: &'a mut DeviceSliceMut<'_, u64>,
+        value: u64,
+        flags: StreamWriteValueFlags,
+    ) -> Result<&mut Self> {
+        first::<u64>(word.len(), "MemOpBatch::write_u64")?;
+        self.needs_64 = true;
+        self.write(
+            sys::CU_STREAM_MEM_OP_WRITE_VALUE_64,
+            word.as_raw(),
+            value,
+            flags,
+        );
+        Ok(self)
+    }
+
+    /// Adds a memory barrier (`SYS` or `GPU` scope).
+    pub fn barrier(&mut self, flags: StreamMemoryBarrierFlags) -> &mut Self {
+        let mut p = zero_op();
+        p.memoryBarrier = sys::CUstreamBatchMemOpParams_union_CUstreamMemOpMemoryBarrierParams_st {
+            operation: sys::CU_STREAM_MEM_OP_BARRIER,
+            flags: flags.as_raw(),
+        };
+        self.ops.push(p);
+        self
+    }
+
+    /// Adds a flush of remote (RDMA) writes; needs `CAN_FLUSH_REMOTE_WRITES`.
+    pub fn flush_remote_writes(&mut self) -> &mut Self {
+        let mut p = zero_op();
+        p.flushRemoteWrites =
+            sys::CUstreamBatchMemOpParams_union_CUstreamMemOpFlushRemoteWritesParams_st {
+                operation: sys::CU_STREAM_MEM_OP_FLUSH_REMOTE_WRITES,
+                flags: 0,
+            };
+        self.needs_flush = true;
+        self.ops.push(p);
+        self
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn batch_packs_operations() {
+        let mut b = MemOpBatch::new();
+        b.barrier(StreamMemoryBarrierFlags::empty())
+            .flush_remote_writes();
+        assert_eq!(b.len(), 2);
+        assert!(b.needs_flush && !b.needs_64);
+        // SAFETY: reading the operation member every variant starts with.
+        assert_eq!(unsafe { b.ops[0].operation }, sys::CU_STREAM_MEM_OP_BARRIER);
+        b.write(
+            sys::CU_STREAM_MEM_OP_WRITE_VALUE_32,
+            0x1000,
+            7,
+            StreamWriteValueFlags::empty(),
+        );
+        // SAFETY: as above, and the write member was written.
+        unsafe {
+            assert_eq!(b.ops[2].writeValue.address, 0x1000);
+            assert_eq!(b.ops[2].writeValue.__bindgen_anon_1.value, 7);
+        }
+    }
+}

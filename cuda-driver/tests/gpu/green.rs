@@ -1,0 +1,88 @@
+//! Green contexts: SM splits, descriptors, green contexts as ordinary contexts, their streams
+//! and events, and kernels confined to their SMs (checked from %smid).
+
+use std::collections::BTreeSet;
+
+use cuda_driver::prelude::*;
+use cuda_driver::{
+    DevResourceType, DevSmResourceSplitFlags, DeviceBuffer, Error, Event, EventFlags, GreenContext,
+    LaunchConfig, Module, ResourceDesc,
+};
+
+const PTX: &str = include_str!("../ptx/green.ptx");
+
+/// The set of SMs a green context's kernel ran on: many blocks of `record_smid`.
+fn smids_of(green: &GreenContext, blocks: u32) -> BTreeSet<u32> {
+    let ctx = green.context();
+    let m = Module::load_data(ctx, PTX).unwrap();
+    let f = m.function("record_smid").unwrap();
+    let s = green.create_stream(0).unwrap();
+    let mut out = DeviceBuffer::<u32>::zeroed(ctx, blocks as usize).unwrap();
+    // SAFETY: record_smid(unsigned int*) writes out[blockIdx.x], one per block.
+    unsafe { f.launch(&s, &LaunchConfig::new(blocks, 32), (out.as_view_mut(),)) }.unwrap();
+    s.synchronize().unwrap();
+    out.to_vec().unwrap().into_iter().collect()
+}
+
+#[test]
+fn split_sms_and_confine_kernels() {
+    let ctx = gpu_exclusive_or_skip!();
+    let dev = ctx.device();
+    let sms = match dev.sm_resource() {
+        Err(Error::Unsupported { .. }) => return, // a driver before 12.4
+        r => r.unwrap(),
+    };
+    assert_eq!(sms.kind(), DevResourceType::SM);
+    let total = dev
+        .attribute(cuda_driver::DeviceAttribute::MULTIPROCESSOR_COUNT)
+        .unwrap();
+    assert_eq!(sms.sm_count() as i32, total);
+    let half = sms.sm_count() / 2;
+    let (groups, rest) = sms
+        .split_by_count(
+            2,
+            half.max(sms.min_sm_partition_size()),
+            DevSmResourceSplitFlags::empty(),
+        )
+        .unwrap();
+    assert_eq!(groups.len(), 2, "{groups:?} rest {rest:?}");
+    let greens: Vec<GreenContext> = groups
+        .iter()
+        .map(|g| {
+            GreenContext::new(dev, &ResourceDesc::new(std::slice::from_ref(g)).unwrap()).unwrap()
+        })
+        .collect();
+    for (g, group) in greens.iter().zip(&groups) {
+        let r = g.resource(DevResourceType::SM).unwrap();
+        assert_eq!(r.sm_count(), group.sm_count());
+        assert_eq!(
+            g.context()
+                .resource(DevResourceType::SM)
+                .unwrap()
+                .sm_count(),
+            group.sm_count()
+        );
+    }
+    let a = smids_of(&greens[0], 4 * total as u32);
+    let b = smids_of(&greens[1], 4 * total as u32);
+    assert!(a.len() <= groups[0].sm_count() as usize, "{a:?}");
+    assert!(b.len() <= groups[1].sm_count() as usize, "{b:?}");
+    assert!(a.is_disjoint(&b), "green contexts shared SMs: {a:?} {b:?}");
+    // Ids, streams and events.
+    let id0 = greens[0].id();
+    if let (Ok(x), Ok(y)) = (&id0, &greens[1].id()) {
+        assert_ne!(x, y);
+    }
+    let s = greens[0].create_stream(0).unwrap();
+    assert_eq!(s.green_context_raw().unwrap(), Some(greens[0].as_raw()));
+    let e = Event::new(greens[0].context(), EventFlags::DEFAULT).unwrap();
+    greens[0].record_event(&e).unwrap();
+    greens[1].wait_event(&e).unwrap();
+    e.synchronize().unwrap();
+    // Bad input: more groups of the whole device than exist.
+    let err = sms.split_by_count(1, sms.sm_count() + 1, DevSmResourceSplitFlags::empty());
+    assert!(err.is_err());
+    // The primary context is still usable.
+    let buf = DeviceBuffer::from_slice(&ctx, &[1u32, 2, 3]).unwrap();
+    assert_eq!(buf.to_vec().unwrap(), [1, 2, 3]);
+}
