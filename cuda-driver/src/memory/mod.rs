@@ -14,23 +14,35 @@
 //! | [`ManagedBuffer`] | `cuMemAllocManaged` | `cuMemFree_v2` | `as_slice` / `as_mut_slice` after synchronising |
 //! | [`PinnedBuffer`] | `cuMemHostAlloc` | `cuMemFreeHost` | `Deref<Target = [T]>`; device view in a closure |
 //! | [`HostRegistration`] | `cuMemHostRegister_v2` | `cuMemHostUnregister` | `Deref<Target = [T]>`; device view in a closure |
+//! | [`Pitched2D`] | `cuMemAllocPitch_v2` | `cuMemFree_v2` | through [`Copy2D`] / [`Copy3D`] |
+//! | [`Array`], [`MipmappedArray`] | `cuArray3DCreate_v2`, `cuMipmappedArrayCreate` | `cuArrayDestroy`, `cuMipmappedArrayDestroy` | through [`Copy2D`] / [`Copy3D`]; not linear memory |
 
 use cuda_driver_sys as sys;
 
 use crate::Device;
 
+mod array;
+mod copy;
 mod device;
 mod managed;
 mod owner;
 mod pinned;
+mod pitched;
 mod pointer;
 mod stream_ordered;
 pub(crate) mod view;
 
+pub use array::{
+    Array, Array3DFlags, ArrayCubemapFace, ArrayDescriptor, ArrayElement, ArrayFormat,
+    ArrayMemoryRequirements, ArrayRef, ArrayRefMut, ArraySparseProperties,
+    ArraySparsePropertiesFlags, MipmappedArray,
+};
+pub use copy::{Copy2D, Copy3D};
 pub use device::DeviceBuffer;
 pub use managed::{AttachFlags, ManagedBuffer};
 pub use owner::{DeviceMemory, DeviceMemoryMut};
 pub use pinned::{HostRegisterFlags, HostRegistration, PinnedBuffer, PinnedFlags};
+pub use pitched::{Pitched2D, Pitched2DView, Pitched2DViewMut};
 pub use pointer::PointerInfo;
 pub use stream_ordered::{AsyncDeviceBuffer, MemPool, MemPoolRef};
 pub use view::{DeviceSlice, DeviceSliceMut, MemsetValue};
