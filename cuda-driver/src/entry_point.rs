@@ -488,6 +488,8 @@ pub(crate) mod newer {
         pub(crate) fn cuEventElapsedTime_v1 = PFN_cuEventElapsedTime_v2000(c"cuEventElapsedTime", 2000);
         /// CUDA 12.5.
         pub(crate) fn cuCtxCreate_v4 = PFN_cuCtxCreate_v12050(c"cuCtxCreate", 12050);
+        /// CUDA 12.8.
+        pub(crate) fn cuTensorMapEncodeIm2colWide = PFN_cuTensorMapEncodeIm2colWide_v12080(c"cuTensorMapEncodeIm2colWide", 12080);
     }
 }
 

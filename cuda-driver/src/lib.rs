@@ -65,6 +65,9 @@ mod module;
 mod release;
 mod repr;
 mod stream;
+mod surface;
+mod tensor_map;
+mod texture;
 #[rustfmt::skip]
 pub mod types;
 #[cfg(test)]
@@ -84,6 +87,12 @@ pub use memory::*;
 pub use module::*;
 pub use repr::DeviceRepr;
 pub use stream::{host_fn_panic_count, Stream, StreamFlags, StreamRef};
+pub use surface::SurfaceObject;
+pub use tensor_map::*;
+pub use texture::{
+    AddressMode, FilterMode, ResourceDesc, ResourceViewDesc, ResourceViewFormat, Resourcetype,
+    TextureDesc, TextureFlags, TextureObject,
+};
 
 /// The traits most programs need in scope: the memory model's [`DeviceMemory`] and
 /// [`DeviceMemoryMut`], whose methods (copies, memsets, slicing) every memory owner has.
