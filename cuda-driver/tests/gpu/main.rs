@@ -16,3 +16,4 @@ mod library;
 mod memory;
 mod module;
 mod stream;
+mod texture;
