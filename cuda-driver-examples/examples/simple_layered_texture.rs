@@ -43,7 +43,11 @@ fn run() -> Result<(), Failure> {
     let got = out.to_vec()?;
     for (i, (&g, &d)) in got.iter().zip(&data).enumerate() {
         let layer = (i / (w * h)) as f32;
-        check!(g == -d + layer, "element {i}: device {g}, expected {}", -d + layer);
+        check!(
+            g == -d + layer,
+            "element {i}: device {g}, expected {}",
+            -d + layer
+        );
     }
     println!("{layers} layers of {w}x{h} transformed through one layered texture, all correct");
     Ok(())

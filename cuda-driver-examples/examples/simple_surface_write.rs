@@ -44,7 +44,11 @@ fn run() -> Result<(), Failure> {
     stream.synchronize()?;
     let got = out.to_vec()?;
     for (i, (&g, &d)) in got.iter().zip(&data).enumerate() {
-        check!(g == d * factor, "element {i}: device {g}, expected {}", d * factor);
+        check!(
+            g == d * factor,
+            "element {i}: device {g}, expected {}",
+            d * factor
+        );
     }
     println!("{w}x{h} array scaled by {factor} through a surface, read back through a texture, all correct");
     Ok(())

@@ -83,7 +83,11 @@ fn run() -> Result<(), Failure> {
             let want = sample(&img, w, h, tu, tv);
             let err = (got[y * w + x] - want).abs();
             worst = worst.max(err);
-            check!(err < 1.0 / 128.0, "pixel ({x}, {y}): device {}, host {want}", got[y * w + x]);
+            check!(
+                err < 1.0 / 128.0,
+                "pixel ({x}, {y}): device {}, host {want}",
+                got[y * w + x]
+            );
         }
     }
     println!("rotated a {w}x{h} image by {theta} rad through a texture; largest difference from the host reference {worst:.2e}");

@@ -25,7 +25,11 @@ fn run() -> Result<(), Failure> {
     let (w, h, bw, bh) = (1000usize, 700usize, 64usize, 32usize);
     let device = Device::get(0)?;
     let (major, minor) = device.compute_capability()?;
-    check!(major >= 9, "TMA needs compute capability 9.0, {} has {major}.{minor}", device.name()?);
+    check!(
+        major >= 9,
+        "TMA needs compute capability 9.0, {} has {major}.{minor}",
+        device.name()?
+    );
     let ctx = device.primary_context()?;
     let host: Vec<f32> = (0..w * h).map(|i| (i % 4093) as f32 + 0.5).collect();
     let tensor = DeviceBuffer::from_slice(&ctx, &host)?;
@@ -61,7 +65,10 @@ fn run() -> Result<(), Failure> {
                 let (x, y) = (x0 as usize + tx, y0 as usize + ty);
                 let want = if x < w && y < h { host[y * w + x] } else { 0.0 };
                 let g = got[ty * bw + tx];
-                check!(g == want, "tile at ({x0}, {y0}), element ({tx}, {ty}): {g}, expected {want}");
+                check!(
+                    g == want,
+                    "tile at ({x0}, {y0}), element ({tx}, {ty}): {g}, expected {want}"
+                );
             }
         }
     }

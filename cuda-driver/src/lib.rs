@@ -51,7 +51,6 @@ pub use cuda_driver_sys as sys;
 // `#[derive(DeviceRepr)]` names the crate `::cuda_driver`, also inside it.
 extern crate self as cuda_driver;
 
-
 mod context;
 mod device;
 pub mod entry_point;

@@ -206,8 +206,8 @@ impl Common {
                 ),
             ));
         }
-        let wide_align = self.interleave == TensorMapInterleave::INTERLEAVE_32B
-            || aligned_16b(self.data_type);
+        let wide_align =
+            self.interleave == TensorMapInterleave::INTERLEAVE_32B || aligned_16b(self.data_type);
         check_alignment(address, if wide_align { 32 } else { 16 })?;
         for (i, &d) in self.dims.iter().enumerate() {
             if d == 0 || d > 1 << 32 {
@@ -229,7 +229,10 @@ impl Common {
         if self.data_type == TensorMapDataType::TYPE_16U4_ALIGN8B && self.dims[0] % 2 != 0 {
             return Err(rule(
                 "global dims",
-                format!("dimension 0 of 16U4_ALIGN8B must be even, not {}", self.dims[0]),
+                format!(
+                    "dimension 0 of 16U4_ALIGN8B must be even, not {}",
+                    self.dims[0]
+                ),
             ));
         }
         if self.strides.len() != rank - 1 {
@@ -418,7 +421,10 @@ impl TensorMapTiled {
         if self.box_dims.len() != rank {
             return Err(rule(
                 "box dims",
-                format!("{} box dimensions given for rank {rank}", self.box_dims.len()),
+                format!(
+                    "{} box dimensions given for rank {rank}",
+                    self.box_dims.len()
+                ),
             ));
         }
         if let Some((i, b)) = self
@@ -496,7 +502,10 @@ fn check_pixels(channels: u32, pixels: Option<u32>, c: &Common) -> Result<u64> {
     if aligned_16b(c.data_type) && channels != 128 {
         return Err(rule(
             "channels per pixel",
-            format!("{:?} needs 128 channels per pixel, not {channels}", c.data_type),
+            format!(
+                "{:?} needs 128 channels per pixel, not {channels}",
+                c.data_type
+            ),
         ));
     }
     if let Some(p) = pixels {
@@ -729,13 +738,13 @@ mod tests {
     fn a_plain_tile_passes() {
         let t = tiled(&[256, 128], &[1024], &[32, 16]);
         t.check(0x1000, Some(256 * 128 * 4)).unwrap();
-        assert_eq!(rule_of(t.check(0x1000, Some(256 * 128 * 4 - 1))), Some("bounds"));
+        assert_eq!(
+            rule_of(t.check(0x1000, Some(256 * 128 * 4 - 1))),
+            Some("bounds")
+        );
         assert_eq!(std::mem::size_of::<TensorMap>(), 128);
         assert!(std::mem::align_of::<TensorMap>() >= 64);
-        assert_eq!(
-            <&TensorMap as crate::launch::KernelArg>::PARAM_SIZE,
-            128
-        );
+        assert_eq!(<&TensorMap as crate::launch::KernelArg>::PARAM_SIZE, 128);
     }
 
     #[test]
@@ -746,8 +755,14 @@ mod tests {
         assert_eq!(ok(tiled(&[4; 2], &[16], &[4; 3])), Some("box dims"));
         assert_eq!(ok(tiled(&[64, 0], &[256], &[4, 1])), Some("global dims"));
         assert_eq!(ok(tiled(&[64, 2], &[250], &[4, 1])), Some("global strides"));
-        assert_eq!(ok(tiled(&[64, 2], &[1 << 40], &[4, 1])), Some("global strides"));
-        assert_eq!(ok(tiled(&[64, 2], &[256, 256], &[4, 1])), Some("global strides"));
+        assert_eq!(
+            ok(tiled(&[64, 2], &[1 << 40], &[4, 1])),
+            Some("global strides")
+        );
+        assert_eq!(
+            ok(tiled(&[64, 2], &[256, 256], &[4, 1])),
+            Some("global strides")
+        );
         assert_eq!(ok(tiled(&[64, 2], &[256], &[257, 1])), Some("box dims"));
         assert_eq!(ok(tiled(&[64, 2], &[256], &[3, 1])), Some("box dims"));
         assert_eq!(

@@ -176,7 +176,10 @@ impl std::fmt::Debug for TextureDesc {
             .field("filter", &self.filter_of())
             .field("flags", &self.flags())
             .field("max_anisotropy", &self.0.maxAnisotropy)
-            .field("mipmap_filter", &FilterMode::from_raw(self.0.mipmapFilterMode))
+            .field(
+                "mipmap_filter",
+                &FilterMode::from_raw(self.0.mipmapFilterMode),
+            )
             .field("mipmap_level_bias", &self.0.mipmapLevelBias)
             .field(
                 "mipmap_level_clamp",
@@ -546,7 +549,11 @@ mod tests {
         let r = d.as_raw();
         assert_eq!(
             r.addressMode,
-            [sys::CU_TR_ADDRESS_MODE_CLAMP, sys::CU_TR_ADDRESS_MODE_MIRROR, sys::CU_TR_ADDRESS_MODE_BORDER]
+            [
+                sys::CU_TR_ADDRESS_MODE_CLAMP,
+                sys::CU_TR_ADDRESS_MODE_MIRROR,
+                sys::CU_TR_ADDRESS_MODE_BORDER
+            ]
         );
         assert_eq!(r.filterMode, sys::CU_TR_FILTER_MODE_LINEAR);
         assert_eq!(
@@ -559,7 +566,14 @@ mod tests {
         );
         assert_eq!(r.borderColor, [1.0, 2.0, 3.0, 4.0]);
         assert_eq!(r.mipmapFilterMode, sys::CU_TR_FILTER_MODE_LINEAR);
-        assert_eq!((r.mipmapLevelBias, r.minMipmapLevelClamp, r.maxMipmapLevelClamp), (0.5, 1.0, 3.0));
+        assert_eq!(
+            (
+                r.mipmapLevelBias,
+                r.minMipmapLevelClamp,
+                r.maxMipmapLevelClamp
+            ),
+            (0.5, 1.0, 3.0)
+        );
         assert_eq!(r.maxAnisotropy, 8);
         let d = d.normalized_coords(false).address_mode(AddressMode::WRAP);
         assert!(!d.flags().contains(TextureFlags::NORMALIZED_COORDINATES));
@@ -575,7 +589,15 @@ mod tests {
             .layers(3, 4);
         let r = v.as_raw();
         assert_eq!((r.width, r.height, r.depth), (4, 5, 6));
-        assert_eq!((r.firstMipmapLevel, r.lastMipmapLevel, r.firstLayer, r.lastLayer), (1, 2, 3, 4));
+        assert_eq!(
+            (
+                r.firstMipmapLevel,
+                r.lastMipmapLevel,
+                r.firstLayer,
+                r.lastLayer
+            ),
+            (1, 2, 3, 4)
+        );
         assert_eq!(v.format(), ResourceViewFormat::FLOAT_1X32);
     }
 

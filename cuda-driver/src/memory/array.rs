@@ -196,7 +196,10 @@ impl ArrayDescriptor {
     /// multiple of 6 faces, and `T` of the format's size for the plain formats.
     pub(crate) fn validate<T: ArrayElement>(&self, what: &'static str) -> Result<()> {
         if self.width == 0 {
-            return Err(Error::ZeroExtent { what, axis: "width" });
+            return Err(Error::ZeroExtent {
+                what,
+                axis: "width",
+            });
         }
         let layered = self.flags.contains(Array3DFlags::LAYERED);
         if self.depth > 0 && self.height == 0 && !layered {
@@ -330,8 +333,9 @@ impl<T: ArrayElement> Drop for Array<T> {
         // SAFETY: the array was created by cuArray3DCreate in `ctx`, is owned by self and
         // destroyed once, here; texture and surface objects borrowing it are gone (they
         // borrow it), and cuArrayDestroy waits for device work still using it.
-        self.ctx
-            .release("cuArrayDestroy", move || unsafe { sys::cuArrayDestroy(raw.get()) });
+        self.ctx.release("cuArrayDestroy", move || unsafe {
+            sys::cuArrayDestroy(raw.get())
+        });
     }
 }
 
@@ -918,7 +922,8 @@ impl<T: ArrayElement> MipmappedArray<T> {
     #[track_caller]
     pub fn level_mut(&mut self, level: u32) -> Result<ArrayRefMut<'_, T>> {
         // SAFETY: the level is owned by self, which the ArrayRefMut borrows exclusively.
-        self.get_level(level).map(|a| unsafe { ArrayRefMut::new(a) })
+        self.get_level(level)
+            .map(|a| unsafe { ArrayRefMut::new(a) })
     }
 
     /// The tile shape and mip tail of a sparse mipmapped array.
@@ -973,7 +978,12 @@ mod tests {
 
     fn sizes_agree<T: ArrayElement>() {
         let b = channel_bytes(T::FORMAT).unwrap();
-        assert_eq!(b * T::CHANNELS as usize, size_of::<T>(), "{}", std::any::type_name::<T>());
+        assert_eq!(
+            b * T::CHANNELS as usize,
+            size_of::<T>(),
+            "{}",
+            std::any::type_name::<T>()
+        );
     }
 
     #[test]
@@ -998,11 +1008,17 @@ mod tests {
             Err(Error::ZeroExtent { axis: "width", .. })
         ));
         let d = ArrayDescriptor::of::<f32>(4, 0, 3, Array3DFlags::empty());
-        assert!(matches!(d.validate::<f32>("t"), Err(Error::ZeroExtent { .. })));
+        assert!(matches!(
+            d.validate::<f32>("t"),
+            Err(Error::ZeroExtent { .. })
+        ));
         let d = ArrayDescriptor::of::<f32>(4, 0, 3, Array3DFlags::LAYERED);
         d.validate::<f32>("t").unwrap();
         let d = ArrayDescriptor::of::<f32>(4, 5, 6, Array3DFlags::CUBEMAP);
-        assert!(matches!(d.validate::<f32>("t"), Err(Error::InvalidArgument(_))));
+        assert!(matches!(
+            d.validate::<f32>("t"),
+            Err(Error::InvalidArgument(_))
+        ));
         let d = ArrayDescriptor::of::<f32>(4, 4, 12, Array3DFlags::CUBEMAP);
         assert!(d.validate::<f32>("t").is_err());
         let d = ArrayDescriptor::of::<f32>(4, 4, 12, Array3DFlags::CUBEMAP | Array3DFlags::LAYERED);

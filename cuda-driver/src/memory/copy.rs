@@ -111,7 +111,7 @@ pub(crate) fn check_region(
         end,
         limit,
     };
-    let end = |i: usize| origin[i].checked_add(extent[i]).unwrap_or(usize::MAX);
+    let end = |i: usize| origin[i].saturating_add(extent[i]);
     match op.mem {
         Mem::Array { extent: None, .. } => Ok(()),
         Mem::Array {
@@ -125,7 +125,7 @@ pub(crate) fn check_region(
             Ok(())
         }
         Mem::Host { bytes, .. } | Mem::Device { bytes, .. } => {
-            let x_end = end(0).checked_mul(elem).unwrap_or(usize::MAX);
+            let x_end = end(0).saturating_mul(elem);
             if x_end > op.row_bytes {
                 return Err(oob("x (bytes)", x_end, op.row_bytes));
             }
@@ -514,28 +514,42 @@ impl<'a, T: DeviceRepr> Copy2D<'a, T> {
     /// The source is host memory whose rows are `pitch` elements apart.
     #[inline]
     pub fn from_host(mut self, src: &'a [T], pitch: usize) -> Self {
-        self.src = Some(host_op::<T>(src.as_ptr().cast_mut().cast(), src.len(), pitch, None));
+        self.src = Some(host_op::<T>(
+            src.as_ptr().cast_mut().cast(),
+            src.len(),
+            pitch,
+            None,
+        ));
         self
     }
 
     /// The destination is host memory whose rows are `pitch` elements apart.
     #[inline]
     pub fn to_host(mut self, dst: &'a mut [T], pitch: usize) -> Self {
-        self.dst = Some(host_op::<T>(dst.as_mut_ptr().cast(), dst.len(), pitch, None));
+        self.dst = Some(host_op::<T>(
+            dst.as_mut_ptr().cast(),
+            dst.len(),
+            pitch,
+            None,
+        ));
         self
     }
 
     /// The source is linear device memory whose rows are `pitch` elements apart.
     #[inline]
     pub fn from_device(mut self, src: DeviceSlice<'a, T>, pitch: usize) -> Self {
-        self.src = Some(device_op::<T>(src.ptr, src.len, src.home, src.ctx, pitch, None));
+        self.src = Some(device_op::<T>(
+            src.ptr, src.len, src.home, src.ctx, pitch, None,
+        ));
         self
     }
 
     /// The destination is linear device memory whose rows are `pitch` elements apart.
     #[inline]
     pub fn to_device(mut self, dst: DeviceSliceMut<'a, T>, pitch: usize) -> Self {
-        self.dst = Some(device_op::<T>(dst.ptr, dst.len, dst.home, dst.ctx, pitch, None));
+        self.dst = Some(device_op::<T>(
+            dst.ptr, dst.len, dst.home, dst.ctx, pitch, None,
+        ));
         self
     }
 
@@ -673,7 +687,12 @@ impl<'a, T: DeviceRepr> Copy3D<'a, T> {
     /// The destination is host memory: rows `pitch` elements apart, slices `rows` rows apart.
     #[inline]
     pub fn to_host(mut self, dst: &'a mut [T], pitch: usize, rows: usize) -> Self {
-        self.dst = Some(host_op::<T>(dst.as_mut_ptr().cast(), dst.len(), pitch, Some(rows)));
+        self.dst = Some(host_op::<T>(
+            dst.as_mut_ptr().cast(),
+            dst.len(),
+            pitch,
+            Some(rows),
+        ));
         self
     }
 
@@ -861,7 +880,12 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
-    fn linear(bytes: usize, pitch: usize, row_bytes: usize, rows: Option<usize>) -> Operand<'static> {
+    fn linear(
+        bytes: usize,
+        pitch: usize,
+        row_bytes: usize,
+        rows: Option<usize>,
+    ) -> Operand<'static> {
         Operand {
             mem: Mem::Host {
                 ptr: ptr::null_mut(),
@@ -959,10 +983,23 @@ mod tests {
             .run()
             .unwrap_err();
         assert!(
-            matches!(e, Error::RegionOutOfBounds { operand: "source", axis: "bytes", end: 20, limit: 16, .. }),
+            matches!(
+                e,
+                Error::RegionOutOfBounds {
+                    operand: "source",
+                    axis: "bytes",
+                    end: 20,
+                    limit: 16,
+                    ..
+                }
+            ),
             "{e:?}"
         );
         // An empty copy does nothing.
-        Copy2D::new(0, 5).from_host(&a, 4).to_host(&mut b, 4).run().unwrap();
+        Copy2D::new(0, 5)
+            .from_host(&a, 4)
+            .to_host(&mut b, 4)
+            .run()
+            .unwrap();
     }
 }

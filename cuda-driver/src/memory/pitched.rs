@@ -268,11 +268,11 @@ fn check_rect(
         end,
         limit,
     };
-    let xe = x.checked_add(w).unwrap_or(usize::MAX);
+    let xe = x.saturating_add(w);
     if xe > width {
         return Err(oob("x", xe, width));
     }
-    let ye = y.checked_add(h).unwrap_or(usize::MAX);
+    let ye = y.saturating_add(h);
     if ye > height {
         return Err(oob("y", ye, height));
     }
@@ -320,7 +320,12 @@ impl<'a, T: DeviceRepr> Pitched2DView<'a, T> {
     /// [`Error::RegionOutOfBounds`].
     #[inline]
     pub fn row(&self, y: usize) -> Result<DeviceSlice<'a, T>> {
-        check_rect("Pitched2DView::row", (0, y, self.width, 1), self.width, self.height)?;
+        check_rect(
+            "Pitched2DView::row",
+            (0, y, self.width, 1),
+            self.width,
+            self.height,
+        )?;
         // SAFETY: the row lies inside the viewed rectangle, which the owner keeps alive and
         // readable for 'a.
         Ok(unsafe {
@@ -370,7 +375,12 @@ impl<'a, T: DeviceRepr> Pitched2DViewMut<'a, T> {
     /// Row `y` as a mutable linear view.
     #[inline]
     pub fn row_mut(&mut self, y: usize) -> Result<DeviceSliceMut<'_, T>> {
-        check_rect("Pitched2DViewMut::row_mut", (0, y, self.width, 1), self.width, self.height)?;
+        check_rect(
+            "Pitched2DViewMut::row_mut",
+            (0, y, self.width, 1),
+            self.width,
+            self.height,
+        )?;
         // SAFETY: the row lies inside the rectangle this view borrows exclusively; the
         // returned view reborrows it.
         Ok(unsafe {
@@ -387,7 +397,12 @@ impl<'a, T: DeviceRepr> Pitched2DViewMut<'a, T> {
         w: usize,
         h: usize,
     ) -> Result<Pitched2DViewMut<'a, T>> {
-        check_rect("Pitched2DViewMut::into_rect", (x, y, w, h), self.width, self.height)?;
+        check_rect(
+            "Pitched2DViewMut::into_rect",
+            (x, y, w, h),
+            self.width,
+            self.height,
+        )?;
         Ok(Pitched2DViewMut {
             ptr: self.ptr + (y * self.pitch + x * size_of::<T>()) as u64,
             width: w,
@@ -429,9 +444,18 @@ impl<'a, T: DeviceRepr> Pitched2DViewMut<'a, T> {
         // aligned, and offsets are multiples of size_of::<T>(), a multiple of W).
         let (code, call) = unsafe {
             match W::WIDTH {
-                1 => (sys::cuMemsetD2D8(p, pitch, bits as u8, words, h), "cuMemsetD2D8_v2"),
-                2 => (sys::cuMemsetD2D16(p, pitch, bits as u16, words, h), "cuMemsetD2D16_v2"),
-                _ => (sys::cuMemsetD2D32(p, pitch, bits, words, h), "cuMemsetD2D32_v2"),
+                1 => (
+                    sys::cuMemsetD2D8(p, pitch, bits as u8, words, h),
+                    "cuMemsetD2D8_v2",
+                ),
+                2 => (
+                    sys::cuMemsetD2D16(p, pitch, bits as u16, words, h),
+                    "cuMemsetD2D16_v2",
+                ),
+                _ => (
+                    sys::cuMemsetD2D32(p, pitch, bits, words, h),
+                    "cuMemsetD2D32_v2",
+                ),
             }
         };
         check(code, call)
@@ -497,27 +521,39 @@ mod tests {
     fn rows_and_rects_stay_inside() {
         let ctx = fake_context();
         // SAFETY: never dropped (ManuallyDrop) and never handed to the driver.
-        let mut p = ManuallyDrop::new(unsafe { Pitched2D::<f32>::from_raw(0x1000, 512, 100, 30, &ctx) });
+        let mut p =
+            ManuallyDrop::new(unsafe { Pitched2D::<f32>::from_raw(0x1000, 512, 100, 30, &ctx) });
         let v = p.view();
         assert_eq!(v.row(29).unwrap().as_raw(), 0x1000 + 29 * 512);
         assert_eq!(v.row(29).unwrap().len(), 100);
         assert!(matches!(
             v.row(30),
-            Err(Error::RegionOutOfBounds { axis: "y", end: 31, limit: 30, .. })
+            Err(Error::RegionOutOfBounds {
+                axis: "y",
+                end: 31,
+                limit: 30,
+                ..
+            })
         ));
         let r = v.rect(10, 2, 5, 3).unwrap();
         assert_eq!(r.as_raw(), 0x1000 + 2 * 512 + 40);
         assert_eq!((r.width(), r.height(), r.pitch()), (5, 3, 512));
         assert!(matches!(
             v.rect(96, 0, 5, 1),
-            Err(Error::RegionOutOfBounds { axis: "x", end: 101, limit: 100, .. })
+            Err(Error::RegionOutOfBounds {
+                axis: "x",
+                end: 101,
+                limit: 100,
+                ..
+            })
         ));
         assert!(v.rect(usize::MAX, 0, 2, 1).is_err());
         let mut m = p.view_mut();
         let _ = m.reborrow();
         // A u16-element view refuses u32 words, before any driver call.
         // SAFETY: as above.
-        let mut q = ManuallyDrop::new(unsafe { Pitched2D::<u16>::from_raw(0x1000, 512, 7, 3, &ctx) });
+        let mut q =
+            ManuallyDrop::new(unsafe { Pitched2D::<u16>::from_raw(0x1000, 512, 7, 3, &ctx) });
         assert!(matches!(
             q.view_mut().memset_2d(1u32),
             Err(Error::MemsetWidth { .. })

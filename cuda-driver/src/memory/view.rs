@@ -312,7 +312,11 @@ fn context_mismatch(what: &'static str, ctx: &Context, stream: &Stream) -> Error
 /// The stream two views of one operation share: null when neither is stream-ordered, the
 /// one stream when one or both are, [`Error::StreamMismatch`] when they differ.
 #[inline]
-pub(crate) fn common_home(what: &'static str, a: sys::CUstream, b: sys::CUstream) -> Result<sys::CUstream> {
+pub(crate) fn common_home(
+    what: &'static str,
+    a: sys::CUstream,
+    b: sys::CUstream,
+) -> Result<sys::CUstream> {
     if a.is_null() || a == b {
         Ok(b)
     } else if b.is_null() {
