@@ -484,7 +484,10 @@ macro_rules! builder_operands {
 
 /// A 2D copy of `width × height` elements (`cuMemcpy2D_v2`, `cuMemcpy2DAsync_v2`): pick a
 /// source (`from_*`) and a destination (`to_*`), optionally origins, then [`run`](Self::run)
-/// or [`run_async`](Self::run_async). See the [module docs](self) for the checks.
+/// or [`run_async`](Self::run_async). Extents and offsets are in elements; before any
+/// driver call the region is checked against every operand
+/// ([`Error::RegionOutOfBounds`] names the operand and axis), and linear operands of
+/// stream-ordered memory are used on their own stream only ([`Error::StreamMismatch`]).
 #[must_use = "a copy builder does nothing until run"]
 pub struct Copy2D<'a, T: DeviceRepr> {
     extent: [usize; 3],
