@@ -145,12 +145,12 @@ pub(crate) fn check_region(
                 .and_then(|r| r.checked_add(end(1) - 1));
             let last = last_row
                 .and_then(|r| r.checked_mul(op.pitch))
-                .and_then(|b| b.checked_add(x_end))
-                .unwrap_or(usize::MAX);
-            if last > bytes {
-                return Err(oob("bytes", last, bytes));
+                .and_then(|b| b.checked_add(x_end));
+            match last {
+                Some(last) if last <= bytes => Ok(()),
+                // An overflow reaches past any memory.
+                last => Err(oob("bytes", last.unwrap_or(usize::MAX), bytes)),
             }
-            Ok(())
         }
     }
 }
