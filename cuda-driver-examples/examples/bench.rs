@@ -283,6 +283,7 @@ fn run() -> Res<()> {
     loading(&mut r, &cfg, &ctx, &stream)?;
     events(&mut r, &cfg, &ctx, &stream)?;
     graphs(&mut r, &cfg, &ctx, &stream)?;
+    textures_and_2d_copies(&mut r, &cfg, &ctx)?;
 
     let notes = vec![
         format!(
@@ -1676,4 +1677,311 @@ fn graphs(r: &mut Runner, cfg: &Config, ctx: &Context, stream: &Stream) -> Res<(
         },
     )?;
     Ok(())
+}
+
+// ---------------------------------------------------------------------------------------
+// 2D copies, arrays, texture objects, tensor maps (issue 13)
+// ---------------------------------------------------------------------------------------
+
+/// 2D copies of a 4096 x 4096 f32 image in pitched memory (host to device from page-locked
+/// memory, device to device), copies into and out of a 2D array, texture object create +
+/// destroy and tensor-map encoding: raw `CUDA_MEMCPY2D` / `cuTexObjectCreate` /
+/// `cuTensorMapEncodeTiled` against `Copy2D`, `TextureObject` and `TensorMapTiled`.
+fn textures_and_2d_copies(r: &mut Runner, cfg: &Config, ctx: &Context) -> Res<()> {
+    use cuda_driver::{
+        Array, Array3DFlags, Copy2D, Pitched2D, ResourceDesc, TensorMapDataType, TensorMapTiled,
+        TextureDesc, TextureObject,
+    };
+    let side = if cfg.quick { 1024 } else { 4096 };
+    let reps = cfg.copy_reps.max(2) * 2;
+    let bytes = side * side * 4;
+    let mut rng = XorShift::new(0x2D2D);
+    let mut words = vec![0u32; side * side];
+    rng.fill_nonzero_u32(&mut words);
+    let host: Vec<f32> = words
+        .iter()
+        .map(|&w| f32::from_bits(w & 0x3FFF_FFFF | 0x0080_0000))
+        .collect();
+    let pinned = PinnedBuffer::from_slice(ctx, &host, PinnedFlags::empty())?;
+    let mut a = Pitched2D::<f32>::new(ctx, side, side)?;
+    let mut b = Pitched2D::<f32>::new(ctx, side, side)?;
+    let mut arr = Array::<f32>::new_2d(ctx, side, side, Array3DFlags::empty())?;
+    let (pa, pb, pitch) = (a.as_raw(), b.as_raw(), a.pitch());
+    let arr_raw = arr.as_raw();
+    let row = side * 4;
+    // SAFETY (of every raw copy below): plain C struct, zeroed = unused fields.
+    let raw2d = |src_t, src_dev, src_host: *const c_void, src_arr, dst_t, dst_dev, dst_arr| {
+        // SAFETY: the raw call's arguments name live memory and descriptors of the checked extents.
+        let mut p: sys::CUDA_MEMCPY2D = unsafe { std::mem::zeroed() };
+        p.srcMemoryType = src_t;
+        p.srcDevice = src_dev;
+        p.srcHost = src_host;
+        p.srcArray = src_arr;
+        p.srcPitch = if src_t == sys::CU_MEMORYTYPE_HOST {
+            row
+        } else {
+            pitch
+        };
+        p.dstMemoryType = dst_t;
+        p.dstDevice = dst_dev;
+        p.dstArray = dst_arr;
+        p.dstPitch = pitch;
+        p.WidthInBytes = row;
+        p.Height = side;
+        p
+    };
+    let verify = |what: &str, img: &Pitched2D<f32>| -> Res<()> {
+        let mut back = vec![0.0f32; side * side];
+        Copy2D::new(side, side)
+            .from_pitched(img.view())
+            .to_host(&mut back, side)
+            .run()?;
+        if let Some(i) = first_difference(&back, &host) {
+            return Err(Failure::Wrong(format!(
+                "{what}: element {i} is {}, expected {}",
+                back[i], host[i]
+            )));
+        }
+        Ok(())
+    };
+    let name = |what: &str| format!("{what}, {side}x{side} f32 pitched");
+
+    // Host (page-locked) to pitched device memory.
+    let h2d = raw2d(
+        sys::CU_MEMORYTYPE_HOST,
+        0,
+        pinned.as_ptr().cast(),
+        null_mut(),
+        sys::CU_MEMORYTYPE_DEVICE,
+        pa,
+        null_mut(),
+    );
+    r.bandwidth(name("copy 2D HtoD"), reps * bytes, |side_| {
+        fill_pitched(&mut a)?;
+        let t = match side_ {
+            // SAFETY: the descriptor names live memory of the right extents.
+            Side::Raw => time_loop(reps, ctx_sync, || {
+                // SAFETY: the raw call's arguments name live memory and descriptors of the checked extents.
+                unsafe { raw!(cuMemcpy2D(&h2d)) };
+                Ok(())
+            })?,
+            // Safe: Copy2D = region checks + cuCtxGetCurrent + cuMemcpy2D_v2.
+            Side::Safe => time_loop(reps, ctx_sync, || {
+                Ok(Copy2D::new(side, side)
+                    .from_host(&pinned, side)
+                    .to_pitched(a.view_mut())
+                    .run()?)
+            })?,
+        };
+        verify("2D HtoD", &a)?;
+        Ok(t)
+    })?;
+
+    // Pitched to pitched (device to device), bytes read + written.
+    let d2d = raw2d(
+        sys::CU_MEMORYTYPE_DEVICE,
+        pa,
+        std::ptr::null(),
+        null_mut(),
+        sys::CU_MEMORYTYPE_DEVICE,
+        pb,
+        null_mut(),
+    );
+    r.bandwidth(
+        name("copy 2D DtoD (read + write)"),
+        2 * reps * bytes,
+        |side_| {
+            fill_pitched(&mut b)?;
+            let t = match side_ {
+                // SAFETY: as above.
+                Side::Raw => time_loop(reps, ctx_sync, || {
+                    // SAFETY: the raw call's arguments name live memory and descriptors of the checked extents.
+                    unsafe { raw!(cuMemcpy2D(&d2d)) };
+                    Ok(())
+                })?,
+                Side::Safe => time_loop(reps, ctx_sync, || {
+                    Ok(Copy2D::new(side, side)
+                        .from_pitched(a.view())
+                        .to_pitched(b.view_mut())
+                        .run()?)
+                })?,
+            };
+            verify("2D DtoD", &b)?;
+            Ok(t)
+        },
+    )?;
+
+    // Pitched into the array, and out of it again.
+    let into = raw2d(
+        sys::CU_MEMORYTYPE_DEVICE,
+        pa,
+        std::ptr::null(),
+        null_mut(),
+        sys::CU_MEMORYTYPE_ARRAY,
+        0,
+        arr_raw,
+    );
+    r.bandwidth(
+        format!("copy pitched -> array, {side}x{side} f32 (read + write)"),
+        2 * reps * bytes,
+        |side_| {
+            let t = match side_ {
+                // SAFETY: as above.
+                Side::Raw => time_loop(reps, ctx_sync, || {
+                    // SAFETY: the raw call's arguments name live memory and descriptors of the checked extents.
+                    unsafe { raw!(cuMemcpy2D(&into)) };
+                    Ok(())
+                })?,
+                Side::Safe => time_loop(reps, ctx_sync, || {
+                    Ok(Copy2D::new(side, side)
+                        .from_pitched(a.view())
+                        .to_array(&mut arr)
+                        .run()?)
+                })?,
+            };
+            fill_pitched(&mut b)?;
+            Copy2D::new(side, side)
+                .from_array(&arr)
+                .to_pitched(b.view_mut())
+                .run()?;
+            verify("pitched -> array", &b)?;
+            Ok(t)
+        },
+    )?;
+    let mut out_of = raw2d(
+        sys::CU_MEMORYTYPE_ARRAY,
+        0,
+        std::ptr::null(),
+        arr_raw,
+        sys::CU_MEMORYTYPE_DEVICE,
+        pb,
+        null_mut(),
+    );
+    out_of.srcPitch = 0;
+    r.bandwidth(
+        format!("copy array -> pitched, {side}x{side} f32 (read + write)"),
+        2 * reps * bytes,
+        |side_| {
+            fill_pitched(&mut b)?;
+            let t = match side_ {
+                // SAFETY: as above.
+                Side::Raw => time_loop(reps, ctx_sync, || {
+                    // SAFETY: the raw call's arguments name live memory and descriptors of the checked extents.
+                    unsafe { raw!(cuMemcpy2D(&out_of)) };
+                    Ok(())
+                })?,
+                Side::Safe => time_loop(reps, ctx_sync, || {
+                    Ok(Copy2D::new(side, side)
+                        .from_array(&arr)
+                        .to_pitched(b.view_mut())
+                        .run()?)
+                })?,
+            };
+            verify("array -> pitched", &b)?;
+            Ok(t)
+        },
+    )?;
+
+    // Texture object create + destroy over the array.
+    let count = cfg.events / 10;
+    let desc = TextureDesc::new();
+    // SAFETY: plain C struct, zeroed = unused.
+    let mut res: sys::CUDA_RESOURCE_DESC = unsafe { std::mem::zeroed() };
+    res.resType = sys::CU_RESOURCE_TYPE_ARRAY;
+    res.res.array.hArray = arr_raw;
+    r.run(
+        "cuTexObjectCreate + cuTexObjectDestroy".into(),
+        "ns/pair",
+        false,
+        Some(1.03),
+        |side_| {
+            let t = match side_ {
+                Side::Raw => time_loop(count, no_end, || {
+                    let mut tex = 0;
+                    // SAFETY: the descriptors are valid; the object is destroyed right away.
+                    unsafe {
+                        raw!(cuTexObjectCreate(
+                            &mut tex,
+                            &res,
+                            desc.as_raw(),
+                            std::ptr::null()
+                        ))
+                    };
+                    // SAFETY: created just above.
+                    unsafe { raw!(cuTexObjectDestroy(tex)) };
+                    Ok(())
+                })?,
+                // Safe: cuCtxGetCurrent + cuTexObjectCreate; drop: cuCtxGetCurrent + cuTexObjectDestroy.
+                Side::Safe => time_loop(count, no_end, || {
+                    drop(std::hint::black_box(TextureObject::new(
+                        &ResourceDesc::array(&arr),
+                        &desc,
+                        None,
+                    )?));
+                    Ok(())
+                })?,
+            };
+            Ok(secs(t) * 1e9 / count as f64)
+        },
+    )?;
+
+    // Tensor-map encode (the rule checks on the safe side) over the pitched image's first
+    // rows as a packed tensor.
+    let dims = [side as u64, 64];
+    let strides = [pitch as u64];
+    let boxes = [64u32, 64];
+    let es = [1u32, 1];
+    let mut raw_map = sys::CUtensorMap { opaque: [0; 16] };
+    let enc = TensorMapTiled::new(TensorMapDataType::FLOAT32, &dims, &strides, &boxes);
+    let view = a.view().row(0)?;
+    let base = view.as_raw();
+    r.run(
+        "cuTensorMapEncodeTiled".into(),
+        "ns/call",
+        false,
+        Some(1.03),
+        |side_| {
+            let t = match side_ {
+                Side::Raw => time_loop(count, no_end, || {
+                    // SAFETY: arrays of rank 2 (strides 1); the address is live pitched memory.
+                    unsafe {
+                        raw!(cuTensorMapEncodeTiled(
+                            &mut raw_map,
+                            sys::CU_TENSOR_MAP_DATA_TYPE_FLOAT32,
+                            2,
+                            base as *mut c_void,
+                            dims.as_ptr(),
+                            strides.as_ptr(),
+                            boxes.as_ptr(),
+                            es.as_ptr(),
+                            sys::CU_TENSOR_MAP_INTERLEAVE_NONE,
+                            sys::CU_TENSOR_MAP_SWIZZLE_NONE,
+                            sys::CU_TENSOR_MAP_L2_PROMOTION_NONE,
+                            sys::CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE
+                        ))
+                    };
+                    std::hint::black_box(&raw_map);
+                    Ok(())
+                })?,
+                // Safe: rule checks (no allocation but the encoder's) + cuCtxGetCurrent +
+                // cuTensorMapEncodeTiled. The tensor spans 64 rows of the pitched image, whose
+                // first row's view covers only `side` elements, so encode over the raw address.
+                // SAFETY: the address holds 64 rows of `pitch` bytes.
+                Side::Safe => time_loop(count, no_end, || {
+                    // SAFETY: the raw call's arguments name live memory and descriptors of the checked extents.
+                    std::hint::black_box(unsafe { enc.encode_raw(base) }?);
+                    Ok(())
+                })?,
+            };
+            Ok(secs(t) * 1e9 / count as f64)
+        },
+    )?;
+
+    Ok(())
+}
+
+/// Sets every element of a pitched image to zero and waits (untimed preparation).
+fn fill_pitched(img: &mut cuda_driver::Pitched2D<f32>) -> Res<()> {
+    img.view_mut().memset_2d(0u32)?;
+    ctx_sync()
 }

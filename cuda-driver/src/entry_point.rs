@@ -605,6 +605,8 @@ pub(crate) mod newer {
         pub(crate) fn cuMemDiscardBatchAsync = PFN_cuMemDiscardBatchAsync_v13000(c"cuMemDiscardBatchAsync", 13000);
         /// CUDA 13.0.
         pub(crate) fn cuMemDiscardAndPrefetchBatchAsync = PFN_cuMemDiscardAndPrefetchBatchAsync_v13000(c"cuMemDiscardAndPrefetchBatchAsync", 13000);
+        /// CUDA 12.8.
+        pub(crate) fn cuTensorMapEncodeIm2colWide = PFN_cuTensorMapEncodeIm2colWide_v12080(c"cuTensorMapEncodeIm2colWide", 12080);
     }
 }
 

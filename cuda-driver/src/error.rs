@@ -543,6 +543,64 @@ pub enum Error {
         /// What is available.
         available: usize,
     },
+
+    /// An extent that must not be zero is (an array's width, a pitched allocation's height,
+    /// the number of layers or mipmap levels).
+    #[error("{what}: the {axis} is zero")]
+    ZeroExtent {
+        /// The operation.
+        what: &'static str,
+        /// Which extent.
+        axis: &'static str,
+    },
+
+    /// A 2D/3D copy, a row or a sub-rectangle that would reach past a view, a slice's rows
+    /// or an array.
+    #[error("{what}: the {operand} region reaches {end} along {axis}, past its limit {limit}")]
+    RegionOutOfBounds {
+        /// The operation.
+        what: &'static str,
+        /// Which operand: "source", "destination", "view".
+        operand: &'static str,
+        /// The axis: "x", "x (bytes)", "y", "z", "bytes".
+        axis: &'static str,
+        /// Where the region ends along that axis.
+        end: usize,
+        /// The operand's extent along that axis.
+        limit: usize,
+    },
+
+    /// An element type whose size is not that of the array format it is used with.
+    #[error("{what}: the element type {elem} is {size} bytes, not an element of {format}")]
+    ElementFormat {
+        /// The operation.
+        what: &'static str,
+        /// The element type's name.
+        elem: &'static str,
+        /// Its size in bytes.
+        size: usize,
+        /// The format and channel count.
+        format: String,
+    },
+
+    /// An array without a flag the operation needs (a surface needs
+    /// [`Array3DFlags::SURFACE_LDST`](crate::Array3DFlags::SURFACE_LDST)).
+    #[error("{what} needs an array created with {flag}")]
+    MissingArrayFlag {
+        /// The operation.
+        what: &'static str,
+        /// The flag's name.
+        flag: &'static str,
+    },
+
+    /// Parameters of a tensor map that break one of the encoding's rules.
+    #[error("tensor map rule broken ({rule}): {detail}")]
+    TensorMapRule {
+        /// The rule: "rank", "global dims", "global strides", "box dims", ...
+        rule: &'static str,
+        /// What is wrong, with the values.
+        detail: String,
+    },
 }
 
 struct DriverDisplay<'a> {

@@ -3,19 +3,19 @@
 //!
 //! 1. [`Device::sm_resource`] gives the device's SMs as a [`DevResource`];
 //! 2. [`DevResource::split_by_count`] splits them into groups of at least `min_count` SMs;
-//! 3. [`ResourceDesc::new`] describes the resources one green context gets;
+//! 3. [`DevResourceDesc::new`] describes the resources one green context gets;
 //! 4. [`GreenContext::new`] creates it. [`GreenContext::context`] is an ordinary
 //!    [`Context`] (`cuCtxFromGreenCtx`): streams, buffers, modules and launches all work
 //!    with it, and it keeps the green context alive (`cuGreenCtxDestroy` when the last clone
 //!    of the context and of every object made in it is gone).
 //!
 //! ```no_run
-//! use cuda_driver::{Device, DevSmResourceSplitFlags, GreenContext, ResourceDesc};
+//! use cuda_driver::{Device, DevSmResourceSplitFlags, GreenContext, DevResourceDesc};
 //!
 //! let dev = Device::get(0)?;
 //! let sms = dev.sm_resource()?;
 //! let (groups, _rest) = sms.split_by_count(2, 8, DevSmResourceSplitFlags::empty())?;
-//! let green = GreenContext::new(dev, &ResourceDesc::new(&groups[..1])?)?;
+//! let green = GreenContext::new(dev, &DevResourceDesc::new(&groups[..1])?)?;
 //! let stream = green.create_stream(0)?;
 //! # Ok::<(), cuda_driver::Error>(())
 //! ```
@@ -135,18 +135,18 @@ impl DevResource {
 /// A resource descriptor (`CUdevResourceDesc`): the resources of one green context. The
 /// driver owns it (there is no destroy call).
 #[derive(Clone, Copy, Debug)]
-pub struct ResourceDesc(sys::CUdevResourceDesc);
+pub struct DevResourceDesc(sys::CUdevResourceDesc);
 
 // SAFETY: an opaque handle the driver owns and never frees; usable from any thread.
-unsafe impl Send for ResourceDesc {}
+unsafe impl Send for DevResourceDesc {}
 // SAFETY: as above; never mutated.
-unsafe impl Sync for ResourceDesc {}
+unsafe impl Sync for DevResourceDesc {}
 
-impl ResourceDesc {
+impl DevResourceDesc {
     /// Describes `resources` (SM groups of one split, or one whole resource).
     #[wraps(cuDevResourceGenerateDesc)]
     #[track_caller]
-    pub fn new(resources: &[DevResource]) -> Result<ResourceDesc> {
+    pub fn new(resources: &[DevResource]) -> Result<DevResourceDesc> {
         let f = newer::cuDevResourceGenerateDesc()?;
         let mut raw: Vec<sys::CUdevResource> = resources.iter().map(|r| r.0).collect();
         let mut desc = ptr::null_mut();
@@ -155,7 +155,7 @@ impl ResourceDesc {
             unsafe { f(&mut desc, raw.as_mut_ptr(), raw.len() as u32) },
             "cuDevResourceGenerateDesc",
         )?;
-        Ok(ResourceDesc(desc))
+        Ok(DevResourceDesc(desc))
     }
 
     /// The raw handle.
@@ -222,7 +222,7 @@ impl GreenContext {
     /// stream (`CU_GREEN_CTX_DEFAULT_STREAM`, which the driver requires).
     #[wraps(cuGreenCtxCreate)]
     #[track_caller]
-    pub fn new(device: Device, desc: &ResourceDesc) -> Result<GreenContext> {
+    pub fn new(device: Device, desc: &DevResourceDesc) -> Result<GreenContext> {
         init()?;
         let create = newer::cuGreenCtxCreate()?;
         let from = newer::cuCtxFromGreenCtx()?;

@@ -165,6 +165,9 @@ mod repr;
 mod stream;
 mod stream_attr;
 mod stream_memop;
+mod surface;
+mod tensor_map;
+mod texture;
 #[rustfmt::skip]
 pub mod types;
 #[cfg(test)]
@@ -202,8 +205,8 @@ pub use graph::{
     MemFreeNode, MemcpyNode, MemsetNode, MemsetParams,
 };
 pub use green::{
-    DevResource, DevResourceType, DevSmResourceSplitFlags, GreenContext, GreenCtxCreateFlags,
-    ResourceDesc,
+    DevResource, DevResourceDesc, DevResourceType, DevSmResourceSplitFlags, GreenContext,
+    GreenCtxCreateFlags,
 };
 pub use image::ModuleImage;
 pub use jit::{JitCacheMode, JitFallback, JitOptions, JitTarget, DEFAULT_JIT_LOG_SIZE};
@@ -227,6 +230,12 @@ pub use stream_attr::{
 pub use stream_memop::{
     MemOpBatch, StreamMemoryBarrierFlags, StreamWaitValueFlags, StreamWriteValueFlags,
     MAX_BATCH_MEM_OPS,
+};
+pub use surface::SurfaceObject;
+pub use tensor_map::*;
+pub use texture::{
+    AddressMode, FilterMode, ResourceDesc, ResourceViewDesc, ResourceViewFormat, Resourcetype,
+    TextureDesc, TextureFlags, TextureObject,
 };
 
 /// The traits most programs need in scope: the memory model's [`DeviceMemory`] and

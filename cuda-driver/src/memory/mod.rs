@@ -17,28 +17,40 @@
 //! | [`Mapping`] | `cuMemCreate` + `cuMemMap` into an [`AddressRange`] | `cuMemUnmap` (+ `cuMemRelease`, `cuMemAddressFree`) | through copies |
 //! | [`GrowableBuffer`] | `cuMemAddressReserve`, then `cuMemCreate` + `cuMemMap` per chunk | `cuMemUnmap`, `cuMemRelease`, `cuMemAddressFree` | through copies |
 //! | [`IpcMemory`] | `cuIpcOpenMemHandle_v2` (another process's allocation) | `cuIpcCloseMemHandle` | through copies |
+//! | [`Pitched2D`] | `cuMemAllocPitch_v2` | `cuMemFree_v2` | through [`Copy2D`] / [`Copy3D`] |
+//! | [`Array`], [`MipmappedArray`] | `cuArray3DCreate_v2`, `cuMipmappedArrayCreate` | `cuArrayDestroy`, `cuMipmappedArrayDestroy` | through [`Copy2D`] / [`Copy3D`]; not linear memory |
 
 use cuda_driver_macros::wraps;
 use cuda_driver_sys as sys;
 
 use crate::Device;
 
+mod array;
+mod copy;
 mod device;
 mod ipc;
 mod managed;
 mod owner;
 mod pinned;
+mod pitched;
 mod pointer;
 mod range;
 mod stream_ordered;
 pub(crate) mod view;
 mod vmm;
 
+pub use array::{
+    Array, Array3DFlags, ArrayCubemapFace, ArrayDescriptor, ArrayElement, ArrayFormat,
+    ArrayMemoryRequirements, ArrayRef, ArrayRefMut, ArraySparseProperties,
+    ArraySparsePropertiesFlags, MipmappedArray,
+};
+pub use copy::{Copy2D, Copy3D};
 pub use device::DeviceBuffer;
 pub use ipc::{IpcEventHandle, IpcMemFlags, IpcMemHandle, IpcMemory};
 pub use managed::{AttachFlags, ManagedBuffer};
 pub use owner::{DeviceMemory, DeviceMemoryMut};
 pub use pinned::{HostRegisterFlags, HostRegistration, PinnedBuffer, PinnedFlags};
+pub use pitched::{Pitched2D, Pitched2DView, Pitched2DViewMut};
 pub use pointer::PointerInfo;
 pub use range::{pointer_attributes, MemRangeAttribute, PointerAttributes};
 pub use stream_ordered::{

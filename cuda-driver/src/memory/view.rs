@@ -281,7 +281,7 @@ impl<T: DeviceRepr> std::fmt::Debug for DeviceSliceMut<'_, T> {
 /// context, and memory ordered on a stream is used on that stream only.
 #[inline]
 #[track_caller]
-fn check_stream(
+pub(crate) fn check_stream(
     what: &'static str,
     ctx: &Context,
     home: sys::CUstream,
@@ -313,7 +313,11 @@ fn context_mismatch(what: &'static str, ctx: &Context, stream: &Stream) -> Error
 /// The stream two views of one operation share: null when neither is stream-ordered, the
 /// one stream when one or both are, [`Error::StreamMismatch`] when they differ.
 #[inline]
-fn common_home(what: &'static str, a: sys::CUstream, b: sys::CUstream) -> Result<sys::CUstream> {
+pub(crate) fn common_home(
+    what: &'static str,
+    a: sys::CUstream,
+    b: sys::CUstream,
+) -> Result<sys::CUstream> {
     if a.is_null() || a == b {
         Ok(b)
     } else if b.is_null() {

@@ -5,8 +5,8 @@ use std::collections::BTreeSet;
 
 use cuda_driver::prelude::*;
 use cuda_driver::{
-    DevResourceType, DevSmResourceSplitFlags, DeviceBuffer, Error, Event, EventFlags, GreenContext,
-    LaunchConfig, Module, ResourceDesc,
+    DevResourceDesc, DevResourceType, DevSmResourceSplitFlags, DeviceBuffer, Error, Event,
+    EventFlags, GreenContext, LaunchConfig, Module,
 };
 
 const PTX: &str = include_str!("../ptx/green.ptx");
@@ -49,7 +49,7 @@ fn split_sms_and_confine_kernels() {
     let greens: Vec<GreenContext> = groups
         .iter()
         .map(|g| {
-            GreenContext::new(dev, &ResourceDesc::new(std::slice::from_ref(g)).unwrap()).unwrap()
+            GreenContext::new(dev, &DevResourceDesc::new(std::slice::from_ref(g)).unwrap()).unwrap()
         })
         .collect();
     for (g, group) in greens.iter().zip(&groups) {

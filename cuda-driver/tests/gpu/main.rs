@@ -26,4 +26,5 @@ mod module;
 mod multi_gpu;
 mod stream;
 mod stream_memop;
+mod texture;
 mod vmm;

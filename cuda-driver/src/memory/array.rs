@@ -1,0 +1,1045 @@
+//! CUDA arrays: [`Array`] (1D, 2D, 3D, layered, cubemap and cubemap-layered), its borrowed
+//! forms [`ArrayRef`] / [`ArrayRefMut`] (mipmap levels, planes), and [`MipmappedArray`].
+//!
+//! An array is opaque device memory laid out for the texture hardware: it is not linear
+//! memory and has no device address, so it is an owner of its own kind, not a
+//! [`DeviceMemory`](crate::DeviceMemory). Its data moves through the 2D and 3D copies
+//! ([`Copy2D`](crate::Copy2D), [`Copy3D`](crate::Copy3D)) and is read by kernels through
+//! texture objects and read and written through surface objects.
+//!
+//! The element type is typed: an [`ArrayElement`] names the array format and channel count
+//! (`f32` is one `CU_AD_FORMAT_FLOAT` channel, [`Float4`](crate::Float4) four). For the
+//! formats no Rust type describes (block-compressed, NV12 and the other video formats),
+//! implement [`ArrayElement`] for a `#[repr(C)]` type of the right size and build the array
+//! with [`Array::with_descriptor`]; the Rust-side bounds checks of copies then leave the
+//! extents to the driver.
+
+use std::marker::PhantomData;
+use std::mem::{size_of, ManuallyDrop};
+use std::ops::{Deref, DerefMut};
+use std::ptr;
+
+use cuda_driver_macros::wraps;
+use cuda_driver_sys as sys;
+
+use crate::error::{check, Error, Result};
+use crate::{Context, Device, DeviceRepr};
+
+pub use crate::types::{Array3DFlags, ArrayCubemapFace, ArrayFormat, ArraySparsePropertiesFlags};
+
+/// An element type of CUDA arrays, textures and surfaces: an array format and a channel
+/// count (`CUDA_ARRAY3D_DESCRIPTOR::Format` and `NumChannels`).
+///
+/// Implemented for `u8`, `i8`, `u16`, `i16`, `u32`, `i32`, `f32` and [`half::f16`] (one
+/// channel), for their two- and four-channel forms as this crate's vector types
+/// ([`Uchar2`](crate::Uchar2), [`Float4`](crate::Float4), ...) and as arrays (`[u8; 4]`,
+/// `[half::f16; 2]`, ...).
+///
+/// ```
+/// use cuda_driver::{ArrayElement, ArrayFormat, Float4};
+/// assert_eq!(<Float4 as ArrayElement>::FORMAT, ArrayFormat::FLOAT);
+/// assert_eq!(<Float4 as ArrayElement>::CHANNELS, 4);
+/// assert_eq!(<[u8; 2] as ArrayElement>::CHANNELS, 2);
+/// ```
+///
+/// # Safety
+/// `size_of::<Self>()` is the size of one element of an array of `FORMAT` with `CHANNELS`
+/// channels as the driver stores it (for the block-compressed formats, one block), so that
+/// copies of `n` elements move `n * size_of::<Self>()` bytes.
+pub unsafe trait ArrayElement: DeviceRepr {
+    /// The array format of each channel.
+    const FORMAT: ArrayFormat;
+    /// The number of channels: 1, 2 or 4.
+    const CHANNELS: u32;
+}
+
+macro_rules! array_element {
+    ($fmt:ident, $one:ty, $two:ty, $four:ty) => {
+        // SAFETY: one channel of the format is the scalar type itself.
+        unsafe impl ArrayElement for $one {
+            const FORMAT: ArrayFormat = ArrayFormat::$fmt;
+            const CHANNELS: u32 = 1;
+        }
+        // SAFETY: two channels, packed as the driver stores them.
+        unsafe impl ArrayElement for [$one; 2] {
+            const FORMAT: ArrayFormat = ArrayFormat::$fmt;
+            const CHANNELS: u32 = 2;
+        }
+        // SAFETY: four channels, packed as the driver stores them.
+        unsafe impl ArrayElement for [$one; 4] {
+            const FORMAT: ArrayFormat = ArrayFormat::$fmt;
+            const CHANNELS: u32 = 4;
+        }
+        // SAFETY: the vector type is two scalars (its size is twice theirs, no padding).
+        unsafe impl ArrayElement for $two {
+            const FORMAT: ArrayFormat = ArrayFormat::$fmt;
+            const CHANNELS: u32 = 2;
+        }
+        // SAFETY: the vector type is four scalars (its size is four times theirs).
+        unsafe impl ArrayElement for $four {
+            const FORMAT: ArrayFormat = ArrayFormat::$fmt;
+            const CHANNELS: u32 = 4;
+        }
+    };
+}
+
+array_element!(UNSIGNED_INT8, u8, crate::Uchar2, crate::Uchar4);
+array_element!(SIGNED_INT8, i8, crate::Char2, crate::Char4);
+array_element!(UNSIGNED_INT16, u16, crate::Ushort2, crate::Ushort4);
+array_element!(SIGNED_INT16, i16, crate::Short2, crate::Short4);
+array_element!(UNSIGNED_INT32, u32, crate::Uint2, crate::Uint4);
+array_element!(SIGNED_INT32, i32, crate::Int2, crate::Int4);
+array_element!(FLOAT, f32, crate::Float2, crate::Float4);
+
+// SAFETY: one 16-bit float channel.
+unsafe impl ArrayElement for half::f16 {
+    const FORMAT: ArrayFormat = ArrayFormat::HALF;
+    const CHANNELS: u32 = 1;
+}
+// SAFETY: two 16-bit float channels, packed.
+unsafe impl ArrayElement for [half::f16; 2] {
+    const FORMAT: ArrayFormat = ArrayFormat::HALF;
+    const CHANNELS: u32 = 2;
+}
+// SAFETY: four 16-bit float channels, packed.
+unsafe impl ArrayElement for [half::f16; 4] {
+    const FORMAT: ArrayFormat = ArrayFormat::HALF;
+    const CHANNELS: u32 = 4;
+}
+
+/// Bytes per channel of the plain formats (8, 16 and 32-bit integers, half and float);
+/// `None` for the others (normalised, block-compressed, video), whose element size the
+/// crate does not check.
+pub(crate) const fn channel_bytes(format: ArrayFormat) -> Option<usize> {
+    match format.0 {
+        sys::CU_AD_FORMAT_UNSIGNED_INT8 | sys::CU_AD_FORMAT_SIGNED_INT8 => Some(1),
+        sys::CU_AD_FORMAT_UNSIGNED_INT16
+        | sys::CU_AD_FORMAT_SIGNED_INT16
+        | sys::CU_AD_FORMAT_HALF => Some(2),
+        sys::CU_AD_FORMAT_UNSIGNED_INT32
+        | sys::CU_AD_FORMAT_SIGNED_INT32
+        | sys::CU_AD_FORMAT_FLOAT => Some(4),
+        _ => None,
+    }
+}
+
+/// The shape, element format and flags of an array (`CUDA_ARRAY3D_DESCRIPTOR`).
+///
+/// `height == 0` is a 1D array, `depth == 0` a 2D one; with [`Array3DFlags::LAYERED`],
+/// `depth` counts layers; with [`Array3DFlags::CUBEMAP`], `width == height` and `depth` is 6
+/// (or 6 × the number of cubemaps, layered).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[doc(alias = "CUDA_ARRAY3D_DESCRIPTOR")]
+pub struct ArrayDescriptor {
+    /// Width in elements.
+    pub width: usize,
+    /// Height in elements (0: a 1D array).
+    pub height: usize,
+    /// Depth in elements, or number of layers (0: a 1D or 2D array).
+    pub depth: usize,
+    /// Format of each channel.
+    pub format: ArrayFormat,
+    /// Channels per element: 1, 2 or 4.
+    pub channels: u32,
+    /// Layered, cubemap, surface load/store, texture gather, sparse, deferred mapping, ...
+    pub flags: Array3DFlags,
+}
+
+impl ArrayDescriptor {
+    /// A descriptor of `T` elements.
+    pub fn of<T: ArrayElement>(
+        width: usize,
+        height: usize,
+        depth: usize,
+        flags: Array3DFlags,
+    ) -> ArrayDescriptor {
+        ArrayDescriptor {
+            width,
+            height,
+            depth,
+            format: T::FORMAT,
+            channels: T::CHANNELS,
+            flags,
+        }
+    }
+
+    /// The raw descriptor.
+    pub fn as_raw(&self) -> sys::CUDA_ARRAY3D_DESCRIPTOR {
+        sys::CUDA_ARRAY3D_DESCRIPTOR {
+            Width: self.width,
+            Height: self.height,
+            Depth: self.depth,
+            Format: self.format.0,
+            NumChannels: self.channels,
+            Flags: self.flags.as_raw(),
+        }
+    }
+
+    /// A descriptor from its raw form.
+    pub fn from_raw(raw: &sys::CUDA_ARRAY3D_DESCRIPTOR) -> ArrayDescriptor {
+        ArrayDescriptor {
+            width: raw.Width,
+            height: raw.Height,
+            depth: raw.Depth,
+            format: ArrayFormat(raw.Format),
+            channels: raw.NumChannels,
+            flags: Array3DFlags::from_raw(raw.Flags),
+        }
+    }
+
+    /// `(width, height, depth)` with the unused dimensions as 1: the extent copies address.
+    pub fn extent(&self) -> [usize; 3] {
+        [self.width, self.height.max(1), self.depth.max(1)]
+    }
+
+    /// Checks the shape before any driver call: no zero width, a cubemap square with a
+    /// multiple of 6 faces, and `T` of the format's size for the plain formats.
+    pub(crate) fn validate<T: ArrayElement>(&self, what: &'static str) -> Result<()> {
+        if self.width == 0 {
+            return Err(Error::ZeroExtent {
+                what,
+                axis: "width",
+            });
+        }
+        let layered = self.flags.contains(Array3DFlags::LAYERED);
+        if self.depth > 0 && self.height == 0 && !layered {
+            return Err(Error::ZeroExtent {
+                what,
+                axis: "height (a 3D array needs one)",
+            });
+        }
+        if self.flags.contains(Array3DFlags::CUBEMAP) {
+            if self.width != self.height {
+                return Err(Error::InvalidArgument(format!(
+                    "{what}: a cubemap's faces are square, but width {} != height {}",
+                    self.width, self.height
+                )));
+            }
+            if self.depth == 0 || self.depth % 6 != 0 || (!layered && self.depth != 6) {
+                return Err(Error::InvalidArgument(format!(
+                    "{what}: a cubemap has 6 faces (a layered one a multiple of 6), not {}",
+                    self.depth
+                )));
+            }
+        } else if layered && self.depth == 0 {
+            return Err(Error::ZeroExtent {
+                what,
+                axis: "number of layers",
+            });
+        }
+        if !matches!(self.channels, 1 | 2 | 4) {
+            return Err(Error::InvalidArgument(format!(
+                "{what}: an array element has 1, 2 or 4 channels, not {}",
+                self.channels
+            )));
+        }
+        check_element::<T>(what, self.format, self.channels)
+    }
+
+    /// Whether the crate knows the element size of this format (plain formats), so that it
+    /// can check copy extents against the array.
+    pub(crate) fn checked_extent(&self) -> Option<[usize; 3]> {
+        channel_bytes(self.format).map(|_| self.extent())
+    }
+}
+
+/// `Ok` when `T` has the size of an element of `format` with `channels` channels, or the
+/// format is one whose element size the crate does not know.
+pub(crate) fn check_element<T: ArrayElement>(
+    what: &'static str,
+    format: ArrayFormat,
+    channels: u32,
+) -> Result<()> {
+    match channel_bytes(format) {
+        Some(b) if b * channels as usize != size_of::<T>() => Err(Error::ElementFormat {
+            what,
+            elem: std::any::type_name::<T>(),
+            size: size_of::<T>(),
+            format: format!("{format:?} x {channels}"),
+        }),
+        _ => Ok(()),
+    }
+}
+
+/// A sparse array's tile shape and mip tail (`CUDA_ARRAY_SPARSE_PROPERTIES`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[doc(alias = "CUDA_ARRAY_SPARSE_PROPERTIES")]
+pub struct ArraySparseProperties {
+    /// Width, height and depth of one sparse tile, in elements.
+    pub tile_extent: [u32; 3],
+    /// First mip level of the mip tail.
+    pub miptail_first_level: u32,
+    /// Bytes of the mip tail (per layer, unless [`ArraySparsePropertiesFlags::SINGLE_MIPTAIL`]).
+    pub miptail_size: u64,
+    /// Flags.
+    pub flags: ArraySparsePropertiesFlags,
+}
+
+impl ArraySparseProperties {
+    fn from_raw(raw: &sys::CUDA_ARRAY_SPARSE_PROPERTIES) -> Self {
+        ArraySparseProperties {
+            tile_extent: [
+                raw.tileExtent.width,
+                raw.tileExtent.height,
+                raw.tileExtent.depth,
+            ],
+            miptail_first_level: raw.miptailFirstLevel,
+            miptail_size: raw.miptailSize,
+            flags: ArraySparsePropertiesFlags::from_raw(raw.flags),
+        }
+    }
+}
+
+/// The memory a deferred-mapping array needs (`CUDA_ARRAY_MEMORY_REQUIREMENTS`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[doc(alias = "CUDA_ARRAY_MEMORY_REQUIREMENTS")]
+pub struct ArrayMemoryRequirements {
+    /// Bytes.
+    pub size: usize,
+    /// Alignment in bytes.
+    pub alignment: usize,
+}
+
+/// A CUDA array of `T` elements (`CUarray`), destroyed on drop in its context.
+///
+/// ```no_run
+/// use cuda_driver::{Array, Array3DFlags, Device};
+///
+/// let ctx = Device::get(0)?.primary_context()?;
+/// let mut img = Array::<f32>::new_2d(&ctx, 64, 32, Array3DFlags::empty())?;
+/// let data: Vec<f32> = (0..64 * 32).map(|i| i as f32).collect();
+/// img.copy_from_host(&data)?;
+/// let mut back = vec![0.0f32; data.len()];
+/// img.copy_to_host(&mut back)?;
+/// assert_eq!(back, data);
+/// # Ok::<(), cuda_driver::Error>(())
+/// ```
+#[doc(alias = "CUarray")]
+pub struct Array<T: ArrayElement> {
+    pub(crate) raw: sys::CUarray,
+    pub(crate) desc: ArrayDescriptor,
+    pub(crate) ctx: Context,
+    pub(crate) _marker: PhantomData<T>,
+}
+
+// SAFETY: a CUarray may be used and destroyed from any thread; T is plain data.
+unsafe impl<T: ArrayElement> Send for Array<T> {}
+// SAFETY: shared access only reads the array through the driver.
+unsafe impl<T: ArrayElement> Sync for Array<T> {}
+
+impl<T: ArrayElement> Drop for Array<T> {
+    fn drop(&mut self) {
+        let raw = crate::release::SendRaw(self.raw);
+        // SAFETY: the array was created by cuArray3DCreate in `ctx`, is owned by self and
+        // destroyed once, here; texture and surface objects borrowing it are gone (they
+        // borrow it), and cuArrayDestroy waits for device work still using it.
+        self.ctx.release("cuArrayDestroy", move || unsafe {
+            sys::cuArrayDestroy(raw.get())
+        });
+    }
+}
+
+impl<T: ArrayElement> std::fmt::Debug for Array<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Array")
+            .field("raw", &self.raw)
+            .field("desc", &self.desc)
+            .field("type", &std::any::type_name::<T>())
+            .finish()
+    }
+}
+
+impl<T: ArrayElement> Array<T> {
+    /// Creates an array of the shape `desc` describes; its format and channels must be
+    /// `T`'s for the plain formats (any for the others: the escape hatch for block-compressed
+    /// and video formats). A zero width (or height of a 3D array, or layer count) is
+    /// [`Error::ZeroExtent`] before any driver call.
+    #[wraps(cuArray3DCreate)]
+    #[track_caller]
+    pub fn with_descriptor(ctx: &Context, desc: &ArrayDescriptor) -> Result<Self> {
+        desc.validate::<T>("Array::with_descriptor")?;
+        let raw_desc = desc.as_raw();
+        let _cur = ctx.enter()?;
+        let mut raw = ptr::null_mut();
+        check(
+            // SAFETY: reads one descriptor and writes one CUarray; the array is owned by the
+            // value built in the next statement.
+            unsafe { sys::cuArray3DCreate(&mut raw, &raw_desc) },
+            "cuArray3DCreate_v2",
+        )?;
+        Ok(Array {
+            raw,
+            desc: *desc,
+            ctx: ctx.clone(),
+            _marker: PhantomData,
+        })
+    }
+
+    /// A 1D array of `width` elements.
+    #[wraps(cuArray3DCreate)]
+    #[track_caller]
+    pub fn new_1d(ctx: &Context, width: usize, flags: Array3DFlags) -> Result<Self> {
+        Self::with_descriptor(ctx, &ArrayDescriptor::of::<T>(width, 0, 0, flags))
+    }
+
+    /// A 2D array of `width × height` elements.
+    #[wraps(cuArray3DCreate)]
+    #[track_caller]
+    pub fn new_2d(ctx: &Context, width: usize, height: usize, flags: Array3DFlags) -> Result<Self> {
+        if height == 0 {
+            return Err(Error::ZeroExtent {
+                what: "Array::new_2d",
+                axis: "height",
+            });
+        }
+        Self::with_descriptor(ctx, &ArrayDescriptor::of::<T>(width, height, 0, flags))
+    }
+
+    /// A 3D array of `width × height × depth` elements.
+    #[wraps(cuArray3DCreate)]
+    #[track_caller]
+    pub fn new_3d(
+        ctx: &Context,
+        width: usize,
+        height: usize,
+        depth: usize,
+        flags: Array3DFlags,
+    ) -> Result<Self> {
+        if height == 0 || depth == 0 {
+            return Err(Error::ZeroExtent {
+                what: "Array::new_3d",
+                axis: if height == 0 { "height" } else { "depth" },
+            });
+        }
+        Self::with_descriptor(ctx, &ArrayDescriptor::of::<T>(width, height, depth, flags))
+    }
+
+    /// A layered 1D array: `layers` layers of `width` elements
+    /// ([`Array3DFlags::LAYERED`] is added).
+    #[wraps(cuArray3DCreate)]
+    #[track_caller]
+    pub fn new_layered_1d(
+        ctx: &Context,
+        width: usize,
+        layers: usize,
+        flags: Array3DFlags,
+    ) -> Result<Self> {
+        let flags = flags | Array3DFlags::LAYERED;
+        Self::with_descriptor(ctx, &ArrayDescriptor::of::<T>(width, 0, layers, flags))
+    }
+
+    /// A layered 2D array: `layers` layers of `width × height` elements.
+    #[wraps(cuArray3DCreate)]
+    #[track_caller]
+    pub fn new_layered_2d(
+        ctx: &Context,
+        width: usize,
+        height: usize,
+        layers: usize,
+        flags: Array3DFlags,
+    ) -> Result<Self> {
+        if height == 0 {
+            return Err(Error::ZeroExtent {
+                what: "Array::new_layered_2d",
+                axis: "height",
+            });
+        }
+        let flags = flags | Array3DFlags::LAYERED;
+        Self::with_descriptor(ctx, &ArrayDescriptor::of::<T>(width, height, layers, flags))
+    }
+
+    /// A cubemap: six square faces of `size × size` elements, in the order of
+    /// [`ArrayCubemapFace`] (+x, -x, +y, -y, +z, -z) as the layers of copies.
+    #[wraps(cuArray3DCreate)]
+    #[track_caller]
+    pub fn new_cubemap(ctx: &Context, size: usize, flags: Array3DFlags) -> Result<Self> {
+        let flags = flags | Array3DFlags::CUBEMAP;
+        Self::with_descriptor(ctx, &ArrayDescriptor::of::<T>(size, size, 6, flags))
+    }
+
+    /// A layered cubemap: `cubemaps` cubemaps of six `size × size` faces (6 × `cubemaps`
+    /// layers).
+    #[wraps(cuArray3DCreate)]
+    #[track_caller]
+    pub fn new_cubemap_layered(
+        ctx: &Context,
+        size: usize,
+        cubemaps: usize,
+        flags: Array3DFlags,
+    ) -> Result<Self> {
+        let Some(depth) = cubemaps.checked_mul(6).filter(|&d| d > 0) else {
+            return Err(Error::ZeroExtent {
+                what: "Array::new_cubemap_layered",
+                axis: "number of cubemaps",
+            });
+        };
+        let flags = flags | Array3DFlags::CUBEMAP | Array3DFlags::LAYERED;
+        Self::with_descriptor(ctx, &ArrayDescriptor::of::<T>(size, size, depth, flags))
+    }
+
+    /// Takes ownership of an array created in `ctx`; its descriptor is queried.
+    ///
+    /// # Safety
+    /// `raw` is a live array of `ctx` whose elements are `T`s, that nothing else destroys.
+    #[track_caller]
+    pub unsafe fn from_raw(raw: sys::CUarray, ctx: &Context) -> Result<Self> {
+        let desc = query_descriptor(raw, ctx)?;
+        Ok(Array {
+            raw,
+            desc,
+            ctx: ctx.clone(),
+            _marker: PhantomData,
+        })
+    }
+
+    /// Gives up ownership; the caller destroys the array with `cuArrayDestroy`.
+    pub fn into_raw(self) -> sys::CUarray {
+        let this = ManuallyDrop::new(self);
+        // SAFETY: `this` is never dropped; the context clone is dropped exactly once here.
+        unsafe { ptr::read(&this.ctx) };
+        this.raw
+    }
+
+    /// The raw `CUarray`, valid while `self` lives.
+    #[inline]
+    pub fn as_raw(&self) -> sys::CUarray {
+        self.raw
+    }
+
+    /// The array's context.
+    #[inline]
+    pub fn context(&self) -> &Context {
+        &self.ctx
+    }
+
+    /// The descriptor the array was created with (or queried at `from_raw`).
+    #[inline]
+    pub fn desc(&self) -> &ArrayDescriptor {
+        &self.desc
+    }
+
+    /// Width in elements.
+    #[inline]
+    pub fn width(&self) -> usize {
+        self.desc.width
+    }
+
+    /// Height in elements (0 for a 1D array).
+    #[inline]
+    pub fn height(&self) -> usize {
+        self.desc.height
+    }
+
+    /// Depth, or number of layers (0 for a 1D or 2D array).
+    #[inline]
+    pub fn depth(&self) -> usize {
+        self.desc.depth
+    }
+
+    /// Number of elements: width × height × depth, the unused dimensions counting 1.
+    #[inline]
+    pub fn len(&self) -> usize {
+        self.desc.extent().iter().product()
+    }
+
+    /// Whether the array holds no elements (never, for an array this crate created).
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The array's descriptor as the driver reports it.
+    #[wraps(cuArray3DGetDescriptor)]
+    #[track_caller]
+    pub fn descriptor(&self) -> Result<ArrayDescriptor> {
+        query_descriptor(self.raw, &self.ctx)
+    }
+
+    /// The tile shape and mip tail of a sparse array ([`Array3DFlags::SPARSE`]).
+    #[wraps(cuArrayGetSparseProperties)]
+    #[track_caller]
+    pub fn sparse_properties(&self) -> Result<ArraySparseProperties> {
+        let _cur = self.ctx.enter()?;
+        // SAFETY: a plain C struct; all-zero bytes are a valid value.
+        let mut raw: sys::CUDA_ARRAY_SPARSE_PROPERTIES = unsafe { std::mem::zeroed() };
+        check(
+            // SAFETY: the array is live (borrowed); writes one struct.
+            unsafe { sys::cuArrayGetSparseProperties(&mut raw, self.raw) },
+            "cuArrayGetSparseProperties",
+        )?;
+        Ok(ArraySparseProperties::from_raw(&raw))
+    }
+
+    /// The memory a deferred-mapping array ([`Array3DFlags::DEFERRED_MAPPING`]) needs on
+    /// `device`.
+    #[wraps(cuArrayGetMemoryRequirements)]
+    #[track_caller]
+    pub fn memory_requirements(&self, device: Device) -> Result<ArrayMemoryRequirements> {
+        let _cur = self.ctx.enter()?;
+        // SAFETY: a plain C struct; all-zero bytes are a valid value.
+        let mut raw: sys::CUDA_ARRAY_MEMORY_REQUIREMENTS = unsafe { std::mem::zeroed() };
+        check(
+            // SAFETY: the array is live (borrowed); writes one struct.
+            unsafe { sys::cuArrayGetMemoryRequirements(&mut raw, self.raw, device.as_raw()) },
+            "cuArrayGetMemoryRequirements",
+        )?;
+        Ok(ArrayMemoryRequirements {
+            size: raw.size,
+            alignment: raw.alignment,
+        })
+    }
+
+    /// Plane `index` of a multi-planar array (NV12 and the other video formats: plane 0 the
+    /// luma, plane 1 the chroma), as an array of `P` owned by this one. For a plain format,
+    /// `P` must match the plane's format ([`Error::ElementFormat`]).
+    #[wraps(cuArrayGetPlane)]
+    #[track_caller]
+    pub fn plane<P: ArrayElement>(&self, index: u32) -> Result<ArrayRef<'_, P>> {
+        // SAFETY: the plane belongs to self, which the ArrayRef borrows.
+        unsafe { self.get_plane(index) }.map(|a| unsafe { ArrayRef::new(a) })
+    }
+
+    /// Plane `index` as a mutable array; see [`plane`](Self::plane).
+    #[wraps(cuArrayGetPlane)]
+    #[track_caller]
+    pub fn plane_mut<P: ArrayElement>(&mut self, index: u32) -> Result<ArrayRefMut<'_, P>> {
+        // SAFETY: the plane belongs to self, which the ArrayRefMut borrows exclusively.
+        unsafe { self.get_plane(index) }.map(|a| unsafe { ArrayRefMut::new(a) })
+    }
+
+    /// # Safety
+    /// The returned array is owned by `self`: wrap it in a borrowed form.
+    #[track_caller]
+    unsafe fn get_plane<P: ArrayElement>(&self, index: u32) -> Result<Array<P>> {
+        let _cur = self.ctx.enter()?;
+        let mut raw = ptr::null_mut();
+        check(
+            // SAFETY: the array is live (borrowed); writes one CUarray owned by it.
+            unsafe { sys::cuArrayGetPlane(&mut raw, self.raw, index) },
+            "cuArrayGetPlane",
+        )?;
+        let desc = query_descriptor(raw, &self.ctx)?;
+        check_element::<P>("Array::plane", desc.format, desc.channels)?;
+        Ok(Array {
+            raw,
+            desc,
+            ctx: self.ctx.clone(),
+            _marker: PhantomData,
+        })
+    }
+
+    /// Copies `src`, which holds exactly [`len`](Self::len) elements (x fastest, then y,
+    /// then z or layer), into the whole array; blocks until the copy is done.
+    #[wraps(cuMemcpy3D)]
+    #[track_caller]
+    pub fn copy_from_host(&mut self, src: &[T]) -> Result<()> {
+        crate::memory::view::check_len("Array::copy_from_host", self.len(), src.len())?;
+        let [w, h, d] = self.desc.extent();
+        crate::Copy3D::new(w, h, d)
+            .from_host(src, w, h)
+            .to_array(self)
+            .run()
+    }
+
+    /// Copies the whole array into `dst`, which holds exactly [`len`](Self::len) elements;
+    /// blocks until the copy is done.
+    #[wraps(cuMemcpy3D)]
+    #[track_caller]
+    pub fn copy_to_host(&self, dst: &mut [T]) -> Result<()> {
+        crate::memory::view::check_len("Array::copy_to_host", dst.len(), self.len())?;
+        let [w, h, d] = self.desc.extent();
+        crate::Copy3D::new(w, h, d)
+            .from_array(self)
+            .to_host(dst, w, h)
+            .run()
+    }
+}
+
+#[track_caller]
+fn query_descriptor(raw: sys::CUarray, ctx: &Context) -> Result<ArrayDescriptor> {
+    let _cur = ctx.enter()?;
+    // SAFETY: a plain C struct; all-zero bytes are a valid value.
+    let mut d: sys::CUDA_ARRAY3D_DESCRIPTOR = unsafe { std::mem::zeroed() };
+    check(
+        // SAFETY: `raw` is a live array of `ctx` (the caller's guarantee); writes one struct.
+        unsafe { sys::cuArray3DGetDescriptor(&mut d, raw) },
+        "cuArray3DGetDescriptor_v2",
+    )?;
+    Ok(ArrayDescriptor::from_raw(&d))
+}
+
+/// An array owned by another object (a mipmap level, a plane), borrowed for `'a`: an
+/// [`Array`] that is never destroyed, read-only.
+pub struct ArrayRef<'a, T: ArrayElement> {
+    inner: ManuallyDrop<Array<T>>,
+    _parent: PhantomData<&'a ()>,
+}
+
+impl<T: ArrayElement> ArrayRef<'_, T> {
+    /// # Safety
+    /// `array` is owned by an object borrowed for the reference's lifetime.
+    unsafe fn new(array: Array<T>) -> Self {
+        ArrayRef {
+            inner: ManuallyDrop::new(array),
+            _parent: PhantomData,
+        }
+    }
+}
+
+impl<T: ArrayElement> Drop for ArrayRef<'_, T> {
+    fn drop(&mut self) {
+        // SAFETY: dropped once; only the context clone is released, not the array, which
+        // its parent owns.
+        unsafe { ptr::drop_in_place(&mut self.inner.ctx) };
+    }
+}
+
+impl<T: ArrayElement> Deref for ArrayRef<'_, T> {
+    type Target = Array<T>;
+    fn deref(&self) -> &Array<T> {
+        &self.inner
+    }
+}
+
+/// An array owned by another object, borrowed exclusively for `'a` (a mipmap level to
+/// copy into).
+pub struct ArrayRefMut<'a, T: ArrayElement> {
+    inner: ManuallyDrop<Array<T>>,
+    _parent: PhantomData<&'a mut ()>,
+}
+
+impl<T: ArrayElement> ArrayRefMut<'_, T> {
+    /// # Safety
+    /// `array` is owned by an object borrowed exclusively for the reference's lifetime.
+    unsafe fn new(array: Array<T>) -> Self {
+        ArrayRefMut {
+            inner: ManuallyDrop::new(array),
+            _parent: PhantomData,
+        }
+    }
+}
+
+impl<T: ArrayElement> Drop for ArrayRefMut<'_, T> {
+    fn drop(&mut self) {
+        // SAFETY: as for ArrayRef.
+        unsafe { ptr::drop_in_place(&mut self.inner.ctx) };
+    }
+}
+
+impl<T: ArrayElement> Deref for ArrayRefMut<'_, T> {
+    type Target = Array<T>;
+    fn deref(&self) -> &Array<T> {
+        &self.inner
+    }
+}
+
+impl<T: ArrayElement> DerefMut for ArrayRefMut<'_, T> {
+    fn deref_mut(&mut self) -> &mut Array<T> {
+        &mut self.inner
+    }
+}
+
+/// A mipmapped array (`CUmipmappedArray`): `levels` arrays, each half the size of the one
+/// before, destroyed on drop. A texture object samples it with a level of detail; its levels
+/// are arrays ([`level`](Self::level)) to copy into.
+#[doc(alias = "CUmipmappedArray")]
+pub struct MipmappedArray<T: ArrayElement> {
+    pub(crate) raw: sys::CUmipmappedArray,
+    pub(crate) desc: ArrayDescriptor,
+    pub(crate) levels: u32,
+    pub(crate) ctx: Context,
+    _marker: PhantomData<T>,
+}
+
+// SAFETY: as for Array.
+unsafe impl<T: ArrayElement> Send for MipmappedArray<T> {}
+// SAFETY: as for Array.
+unsafe impl<T: ArrayElement> Sync for MipmappedArray<T> {}
+
+impl<T: ArrayElement> Drop for MipmappedArray<T> {
+    fn drop(&mut self) {
+        let raw = crate::release::SendRaw(self.raw);
+        // SAFETY: created by cuMipmappedArrayCreate in `ctx`, owned by self, destroyed once;
+        // its level arrays are borrowed from self and gone.
+        self.ctx.release("cuMipmappedArrayDestroy", move || unsafe {
+            sys::cuMipmappedArrayDestroy(raw.get())
+        });
+    }
+}
+
+impl<T: ArrayElement> std::fmt::Debug for MipmappedArray<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MipmappedArray")
+            .field("raw", &self.raw)
+            .field("desc", &self.desc)
+            .field("levels", &self.levels)
+            .finish()
+    }
+}
+
+impl<T: ArrayElement> MipmappedArray<T> {
+    /// Creates a mipmapped array whose level 0 has the shape of `desc`, with `levels`
+    /// levels (at least 1).
+    #[wraps(cuMipmappedArrayCreate)]
+    #[track_caller]
+    pub fn new(ctx: &Context, desc: &ArrayDescriptor, levels: u32) -> Result<Self> {
+        desc.validate::<T>("MipmappedArray::new")?;
+        if levels == 0 {
+            return Err(Error::ZeroExtent {
+                what: "MipmappedArray::new",
+                axis: "number of levels",
+            });
+        }
+        let raw_desc = desc.as_raw();
+        let _cur = ctx.enter()?;
+        let mut raw = ptr::null_mut();
+        check(
+            // SAFETY: reads one descriptor, writes one handle, owned by the value built next.
+            unsafe { sys::cuMipmappedArrayCreate(&mut raw, &raw_desc, levels) },
+            "cuMipmappedArrayCreate",
+        )?;
+        Ok(MipmappedArray {
+            raw,
+            desc: *desc,
+            levels,
+            ctx: ctx.clone(),
+            _marker: PhantomData,
+        })
+    }
+
+    /// A 2D mipmapped array of `width × height` elements at level 0.
+    #[wraps(cuMipmappedArrayCreate)]
+    #[track_caller]
+    pub fn new_2d(
+        ctx: &Context,
+        width: usize,
+        height: usize,
+        levels: u32,
+        flags: Array3DFlags,
+    ) -> Result<Self> {
+        if height == 0 {
+            return Err(Error::ZeroExtent {
+                what: "MipmappedArray::new_2d",
+                axis: "height",
+            });
+        }
+        Self::new(
+            ctx,
+            &ArrayDescriptor::of::<T>(width, height, 0, flags),
+            levels,
+        )
+    }
+
+    /// Takes ownership of a mipmapped array of `ctx` with level 0 of shape `desc` and
+    /// `levels` levels.
+    ///
+    /// # Safety
+    /// `raw` is a live mipmapped array of `ctx` as described, that nothing else destroys.
+    pub unsafe fn from_raw(
+        raw: sys::CUmipmappedArray,
+        desc: &ArrayDescriptor,
+        levels: u32,
+        ctx: &Context,
+    ) -> Self {
+        MipmappedArray {
+            raw,
+            desc: *desc,
+            levels,
+            ctx: ctx.clone(),
+            _marker: PhantomData,
+        }
+    }
+
+    /// Gives up ownership; the caller destroys it with `cuMipmappedArrayDestroy`.
+    pub fn into_raw(self) -> sys::CUmipmappedArray {
+        let this = ManuallyDrop::new(self);
+        // SAFETY: `this` is never dropped; the context clone is dropped exactly once here.
+        unsafe { ptr::read(&this.ctx) };
+        this.raw
+    }
+
+    /// The raw handle, valid while `self` lives.
+    #[inline]
+    pub fn as_raw(&self) -> sys::CUmipmappedArray {
+        self.raw
+    }
+
+    /// The context.
+    #[inline]
+    pub fn context(&self) -> &Context {
+        &self.ctx
+    }
+
+    /// The descriptor of level 0.
+    #[inline]
+    pub fn desc(&self) -> &ArrayDescriptor {
+        &self.desc
+    }
+
+    /// Number of levels.
+    #[inline]
+    pub fn levels(&self) -> u32 {
+        self.levels
+    }
+
+    #[track_caller]
+    fn get_level(&self, level: u32) -> Result<Array<T>> {
+        if level >= self.levels {
+            return Err(Error::OutOfBounds {
+                start: level as usize,
+                end: level as usize + 1,
+                len: self.levels as usize,
+            });
+        }
+        let _cur = self.ctx.enter()?;
+        let mut raw = ptr::null_mut();
+        check(
+            // SAFETY: the mipmapped array is live (borrowed) and `level` is one of its levels;
+            // writes one CUarray owned by it.
+            unsafe { sys::cuMipmappedArrayGetLevel(&mut raw, self.raw, level) },
+            "cuMipmappedArrayGetLevel",
+        )?;
+        let desc = query_descriptor(raw, &self.ctx)?;
+        Ok(Array {
+            raw,
+            desc,
+            ctx: self.ctx.clone(),
+            _marker: PhantomData,
+        })
+    }
+
+    /// Level `level` as an array borrowed from this one; a level past the last is
+    /// [`Error::OutOfBounds`].
+    #[wraps(cuMipmappedArrayGetLevel)]
+    #[track_caller]
+    pub fn level(&self, level: u32) -> Result<ArrayRef<'_, T>> {
+        // SAFETY: the level is owned by self, which the ArrayRef borrows.
+        self.get_level(level).map(|a| unsafe { ArrayRef::new(a) })
+    }
+
+    /// Level `level`, borrowed exclusively (to copy into it).
+    #[wraps(cuMipmappedArrayGetLevel)]
+    #[track_caller]
+    pub fn level_mut(&mut self, level: u32) -> Result<ArrayRefMut<'_, T>> {
+        // SAFETY: the level is owned by self, which the ArrayRefMut borrows exclusively.
+        self.get_level(level)
+            .map(|a| unsafe { ArrayRefMut::new(a) })
+    }
+
+    /// The tile shape and mip tail of a sparse mipmapped array.
+    #[wraps(cuMipmappedArrayGetSparseProperties)]
+    #[track_caller]
+    pub fn sparse_properties(&self) -> Result<ArraySparseProperties> {
+        let _cur = self.ctx.enter()?;
+        // SAFETY: a plain C struct; all-zero bytes are a valid value.
+        let mut raw: sys::CUDA_ARRAY_SPARSE_PROPERTIES = unsafe { std::mem::zeroed() };
+        check(
+            // SAFETY: the handle is live (borrowed); writes one struct.
+            unsafe { sys::cuMipmappedArrayGetSparseProperties(&mut raw, self.raw) },
+            "cuMipmappedArrayGetSparseProperties",
+        )?;
+        Ok(ArraySparseProperties::from_raw(&raw))
+    }
+
+    /// The memory a deferred-mapping mipmapped array needs on `device`.
+    #[wraps(cuMipmappedArrayGetMemoryRequirements)]
+    #[track_caller]
+    pub fn memory_requirements(&self, device: Device) -> Result<ArrayMemoryRequirements> {
+        let _cur = self.ctx.enter()?;
+        // SAFETY: a plain C struct; all-zero bytes are a valid value.
+        let mut raw: sys::CUDA_ARRAY_MEMORY_REQUIREMENTS = unsafe { std::mem::zeroed() };
+        check(
+            // SAFETY: the handle is live (borrowed); writes one struct.
+            unsafe {
+                sys::cuMipmappedArrayGetMemoryRequirements(&mut raw, self.raw, device.as_raw())
+            },
+            "cuMipmappedArrayGetMemoryRequirements",
+        )?;
+        Ok(ArrayMemoryRequirements {
+            size: raw.size,
+            alignment: raw.alignment,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Float4, Uchar4};
+
+    #[test]
+    fn elements_name_format_and_channels() {
+        assert_eq!(<f32 as ArrayElement>::FORMAT, ArrayFormat::FLOAT);
+        assert_eq!(<Uchar4 as ArrayElement>::CHANNELS, 4);
+        assert_eq!(<[half::f16; 2] as ArrayElement>::FORMAT, ArrayFormat::HALF);
+        assert_eq!(<[i16; 4] as ArrayElement>::CHANNELS, 4);
+        assert_eq!(<Float4 as ArrayElement>::CHANNELS, 4);
+    }
+
+    fn sizes_agree<T: ArrayElement>() {
+        let b = channel_bytes(T::FORMAT).unwrap();
+        assert_eq!(
+            b * T::CHANNELS as usize,
+            size_of::<T>(),
+            "{}",
+            std::any::type_name::<T>()
+        );
+    }
+
+    #[test]
+    fn every_element_has_the_size_of_its_format() {
+        sizes_agree::<u8>();
+        sizes_agree::<crate::Char2>();
+        sizes_agree::<crate::Ushort4>();
+        sizes_agree::<crate::Short2>();
+        sizes_agree::<crate::Uint4>();
+        sizes_agree::<crate::Int2>();
+        sizes_agree::<Float4>();
+        sizes_agree::<half::f16>();
+        sizes_agree::<[half::f16; 4]>();
+        sizes_agree::<[u32; 2]>();
+    }
+
+    #[test]
+    fn shapes_are_checked_before_the_driver() {
+        let d = ArrayDescriptor::of::<f32>(0, 4, 0, Array3DFlags::empty());
+        assert!(matches!(
+            d.validate::<f32>("t"),
+            Err(Error::ZeroExtent { axis: "width", .. })
+        ));
+        let d = ArrayDescriptor::of::<f32>(4, 0, 3, Array3DFlags::empty());
+        assert!(matches!(
+            d.validate::<f32>("t"),
+            Err(Error::ZeroExtent { .. })
+        ));
+        let d = ArrayDescriptor::of::<f32>(4, 0, 3, Array3DFlags::LAYERED);
+        d.validate::<f32>("t").unwrap();
+        let d = ArrayDescriptor::of::<f32>(4, 5, 6, Array3DFlags::CUBEMAP);
+        assert!(matches!(
+            d.validate::<f32>("t"),
+            Err(Error::InvalidArgument(_))
+        ));
+        let d = ArrayDescriptor::of::<f32>(4, 4, 12, Array3DFlags::CUBEMAP);
+        assert!(d.validate::<f32>("t").is_err());
+        let d = ArrayDescriptor::of::<f32>(4, 4, 12, Array3DFlags::CUBEMAP | Array3DFlags::LAYERED);
+        d.validate::<f32>("t").unwrap();
+        // A format whose element is not T.
+        let d = ArrayDescriptor::of::<u8>(4, 4, 0, Array3DFlags::empty());
+        let e = d.validate::<f32>("t").unwrap_err();
+        assert!(matches!(e, Error::ElementFormat { size: 4, .. }), "{e:?}");
+        // The escape hatch: a block-compressed format takes any element type.
+        let mut d = ArrayDescriptor::of::<[u32; 2]>(8, 8, 0, Array3DFlags::empty());
+        d.format = ArrayFormat::BC1_UNORM;
+        d.validate::<[u32; 2]>("t").unwrap();
+        assert_eq!(d.checked_extent(), None);
+    }
+
+    #[test]
+    fn descriptors_round_trip() {
+        let d = ArrayDescriptor::of::<Float4>(3, 4, 5, Array3DFlags::SURFACE_LDST);
+        assert_eq!(ArrayDescriptor::from_raw(&d.as_raw()), d);
+        assert_eq!(d.extent(), [3, 4, 5]);
+        let d = ArrayDescriptor::of::<u8>(3, 0, 0, Array3DFlags::empty());
+        assert_eq!(d.extent(), [3, 1, 1]);
+    }
+}
