@@ -27,6 +27,7 @@ use crate::DeviceRepr;
 ///
 /// ```no_run
 /// use bytemuck::{Pod as BytemuckPod, Zeroable};
+/// use cuda_driver::prelude::*;
 /// use cuda_driver::{Device, DeviceBuffer, Pod};
 ///
 /// #[repr(C)]
