@@ -1,34 +1,36 @@
 //! Tests of cuda-driver-sys: what the bindings declare (on every machine) and raw driver calls
-//! (on a GPU machine; skipped with a printed reason elsewhere, failed instead when
-//! `CUDA_DRIVER_REQUIRE_GPU=1`).
+//! (on a GPU machine; reported `ignored, <reason>` elsewhere, failed instead when
+//! `CUDA_DRIVER_REQUIRE_GPU=1`). Tests are marked `#[gpu_test]` and run by
+//! cuda-driver-test-harness (`harness = false`; see its documentation).
+
+// `#[gpu_test]` (and `#[test]` made an error: it would never run here).
+#[macro_use]
+extern crate cuda_driver_test_harness;
 
 use std::ffi::{c_void, CStr};
-use std::io::Write;
 use std::mem::{align_of, size_of};
 use std::ptr;
 
 use cuda_driver_sys::*;
+use cuda_driver_test_harness::skip;
 
-/// Initialises the driver, or prints why the test skips and returns false.
-fn driver_or_skip() -> bool {
+fn main() -> std::process::ExitCode {
+    cuda_driver_test_harness::main()
+}
+
+/// Initialises the driver; without a driver or a device the test skips.
+fn driver_or_skip() {
     // SAFETY: cuInit may be called any number of times from any thread.
     let r = unsafe { cuInit(0) };
     if r == CUDA_SUCCESS {
-        return true;
+        return;
     }
-    let test = std::thread::current().name().unwrap_or("?").to_string();
-    let why = if r == CUDA_ERROR_STUB_LIBRARY {
-        "no CUDA driver (linked against the stub libcuda.so.1)".to_string()
+    if r == CUDA_ERROR_STUB_LIBRARY {
+        skip("no GPU: CUDA_ERROR_STUB_LIBRARY from cuInit");
     } else if r == CUDA_ERROR_NO_DEVICE {
-        "no CUDA device".to_string()
-    } else {
-        panic!("cuInit failed with {r}")
-    };
-    if std::env::var("CUDA_DRIVER_REQUIRE_GPU").is_ok_and(|v| v == "1") {
-        panic!("CUDA_DRIVER_REQUIRE_GPU=1 but {test} found {why}");
+        skip("no GPU: CUDA_ERROR_NO_DEVICE from cuInit");
     }
-    let _ = writeln!(std::io::stderr(), "SKIP {test}: {why}");
-    false
+    panic!("cuInit failed with {r}")
 }
 
 macro_rules! ck {
@@ -45,7 +47,7 @@ fn addr<T>(f: T) -> usize {
     unsafe { std::mem::transmute_copy(&f) }
 }
 
-#[test]
+#[gpu_test]
 fn c_names_link_to_the_versioned_symbols() {
     // The name C code writes and the symbol cuda.h maps it to are the same function.
     assert_eq!(
@@ -72,7 +74,7 @@ fn c_names_link_to_the_versioned_symbols() {
 }
 
 #[cfg(not(feature = "per-thread-default-stream"))]
-#[test]
+#[gpu_test]
 fn without_the_feature_c_names_use_the_legacy_stream_symbols() {
     assert_eq!(
         addr(cuMemcpyHtoD as unsafe extern "C" fn(_, _, _) -> _),
@@ -85,7 +87,7 @@ fn without_the_feature_c_names_use_the_legacy_stream_symbols() {
 }
 
 #[cfg(feature = "per-thread-default-stream")]
-#[test]
+#[gpu_test]
 fn with_the_feature_c_names_use_the_per_thread_symbols() {
     assert_eq!(
         addr(cuMemcpyHtoD as unsafe extern "C" fn(_, _, _) -> _),
@@ -97,7 +99,7 @@ fn with_the_feature_c_names_use_the_per_thread_symbols() {
     );
 }
 
-#[test]
+#[gpu_test]
 fn enumerators_are_constants_typed_by_their_typedef() {
     let _: CUresult = CUDA_SUCCESS;
     let _: CUctx_flags = CU_CTX_SCHED_AUTO;
@@ -110,7 +112,7 @@ fn enumerators_are_constants_typed_by_their_typedef() {
     assert_eq!(HEADER_VERSION, 13000);
 }
 
-#[test]
+#[gpu_test]
 fn pointer_valued_defines() {
     assert_eq!(CU_LAUNCH_PARAM_END as usize, 0);
     assert_eq!(CU_LAUNCH_PARAM_BUFFER_POINTER as usize, 1);
@@ -121,7 +123,7 @@ fn pointer_valued_defines() {
     assert_eq!(CU_DEVICE_INVALID, -2);
 }
 
-#[test]
+#[gpu_test]
 fn pfn_typedefs_are_at_the_root() {
     let _: PFN_cuMemAlloc_v3020 = None;
     let _: PFN_cuLaunchKernel_v7000_ptsz = None;
@@ -129,7 +131,7 @@ fn pfn_typedefs_are_at_the_root() {
     let _: PFN_cuStreamBeginCapture_v10010 = None;
 }
 
-#[test]
+#[gpu_test]
 fn struct_layouts_match_the_64_bit_c_abi() {
     // bindgen's own layout assertions are compile-time; these pin a few that programs
     // build by hand (the sizes of CUDA 13.0's cuda.h on x86-64 and aarch64).
@@ -142,7 +144,7 @@ fn struct_layouts_match_the_64_bit_c_abi() {
     assert_eq!(size_of::<CUmemLocation>(), 8);
 }
 
-#[test]
+#[gpu_test]
 fn without_a_driver_every_call_reports_the_stub() {
     // On a machine with a driver this checks nothing; with the stub, the one answer is
     // CUDA_ERROR_STUB_LIBRARY.
@@ -156,11 +158,9 @@ fn without_a_driver_every_call_reports_the_stub() {
     }
 }
 
-#[test]
+#[gpu_test]
 fn raw_device_memory_round_trip() {
-    if !driver_or_skip() {
-        return;
-    }
+    driver_or_skip();
     let mut dev = 0;
     ck!(cuDeviceGet(&mut dev, 0));
     let mut ctx = ptr::null_mut();
@@ -183,13 +183,11 @@ fn raw_device_memory_round_trip() {
     ck!(cuDevicePrimaryCtxRelease(dev));
 }
 
-#[test]
+#[gpu_test]
 fn raw_error_strings() {
     let mut name = ptr::null();
     let mut desc = ptr::null();
-    if !driver_or_skip() {
-        return;
-    }
+    driver_or_skip();
     ck!(cuGetErrorName(CUDA_ERROR_OUT_OF_MEMORY, &mut name));
     ck!(cuGetErrorString(CUDA_ERROR_OUT_OF_MEMORY, &mut desc));
     // SAFETY: on success both point to static NUL-terminated strings of the driver.
@@ -198,11 +196,9 @@ fn raw_error_strings() {
     assert_eq!(desc.to_str().unwrap(), "out of memory");
 }
 
-#[test]
+#[gpu_test]
 fn raw_get_proc_address_matches_direct_link() {
-    if !driver_or_skip() {
-        return;
-    }
+    driver_or_skip();
     let mut version = 0;
     ck!(cuDriverGetVersion(&mut version));
     assert!(version >= 12000, "driver {version}");

@@ -60,7 +60,7 @@ pub fn spawn_child(role: &str) -> (Child, Channel) {
     static N: AtomicUsize = AtomicUsize::new(0);
     let test = std::thread::current()
         .name()
-        .expect("libtest names the test thread")
+        .expect("the test runner names the test thread after the test")
         .to_string();
     let path = std::env::temp_dir().join(format!(
         "cuda-driver-test-{}-{}.sock",

@@ -1,10 +1,10 @@
 //! Shared helpers of the GPU tests.
 
-use std::io::Write;
 use std::ops::Deref;
 use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use cuda_driver::{Context, Device};
+pub use cuda_driver_test_harness::{note, skip};
 
 /// The kernels of `ptx/test_kernels.cu`, compiled by `cargo xtask build-kernels`.
 #[allow(dead_code)]
@@ -23,28 +23,18 @@ pub fn xorshift32(n: usize, seed: u32) -> impl Iterator<Item = u32> {
     })
 }
 
-/// Whether a skipped GPU test must fail instead (`CUDA_DRIVER_REQUIRE_GPU=1`).
-pub fn require_gpu() -> bool {
-    std::env::var("CUDA_DRIVER_REQUIRE_GPU").is_ok_and(|v| v == "1")
-}
-
-/// The primary context of device 0, or `None` after printing why the test skips.
+/// The primary context of device 0; without a driver or a device the test skips (see
+/// [`skip`]).
 ///
-/// Panics when the driver reports an error other than "no driver"/"no device", or when
-/// `CUDA_DRIVER_REQUIRE_GPU=1` is set and there is no GPU.
+/// Panics when the driver reports an error other than "no driver"/"no device".
 #[track_caller]
-pub fn gpu() -> Option<Context> {
+pub fn gpu() -> Context {
     match Device::get(0).and_then(|d| d.primary_context()) {
-        Ok(ctx) => Some(ctx),
-        Err(e) if e.is_no_gpu() => {
-            let test = std::thread::current().name().unwrap_or("?").to_string();
-            if require_gpu() {
-                panic!("CUDA_DRIVER_REQUIRE_GPU=1 but {test} found no GPU: {e}");
-            }
-            // Written to the real stderr, past libtest's output capture, so skips are seen.
-            let _ = writeln!(std::io::stderr(), "SKIP {test}: {e}");
-            None
-        }
+        Ok(ctx) => ctx,
+        Err(e) if e.is_no_gpu() => skip(match e.code() {
+            Some(code) => format!("no GPU: {} from {}", code.name(), e.call().unwrap_or("?")),
+            None => format!("no GPU: {e}"),
+        }),
         Err(e) => panic!("cannot get device 0: {e}"),
     }
 }
@@ -77,33 +67,35 @@ impl Deref for Gpu {
 }
 
 #[track_caller]
-pub fn gpu_shared() -> Option<Gpu> {
+pub fn gpu_shared() -> Gpu {
     let guard = Guard::Shared(GPU_LOCK.read().unwrap_or_else(|e| e.into_inner()));
-    gpu().map(|ctx| Gpu { ctx, _guard: guard })
+    Gpu {
+        ctx: gpu(),
+        _guard: guard,
+    }
 }
 
 #[track_caller]
-pub fn gpu_exclusive() -> Option<Gpu> {
+pub fn gpu_exclusive() -> Gpu {
     let guard = Guard::Exclusive(GPU_LOCK.write().unwrap_or_else(|e| e.into_inner()));
-    gpu().map(|ctx| Gpu { ctx, _guard: guard })
+    Gpu {
+        ctx: gpu(),
+        _guard: guard,
+    }
 }
 
-/// `let ctx = gpu_or_skip!();` at the top of every GPU test: the GPU shared with other tests.
+/// `let ctx = gpu_or_skip!();` at the top of every GPU test: the GPU shared with other tests,
+/// or the test skips (no driver, no device).
 macro_rules! gpu_or_skip {
     () => {
-        match $crate::common::gpu_shared() {
-            Some(ctx) => ctx,
-            None => return,
-        }
+        $crate::common::gpu_shared()
     };
 }
 
-/// `let ctx = gpu_exclusive_or_skip!();`: the GPU for this test alone (see `GPU_LOCK`).
+/// `let ctx = gpu_exclusive_or_skip!();`: the GPU for this test alone (see `GPU_LOCK`), or
+/// the test skips.
 macro_rules! gpu_exclusive_or_skip {
     () => {
-        match $crate::common::gpu_exclusive() {
-            Some(ctx) => ctx,
-            None => return,
-        }
+        $crate::common::gpu_exclusive()
     };
 }

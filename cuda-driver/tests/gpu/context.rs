@@ -13,7 +13,7 @@ fn current() -> Option<sys::CUcontext> {
     Context::current_raw().unwrap()
 }
 
-#[test]
+#[gpu_test]
 fn created_contexts_are_pushed_and_popped_in_order() {
     let ctx = gpu_exclusive_or_skip!();
     let dev = ctx.device();
@@ -59,7 +59,7 @@ fn created_contexts_are_pushed_and_popped_in_order() {
 /// Issue #10, item 2: using and dropping objects of context B under a guard of context A
 /// must leave A current, and A's guard must pop cleanly. Before the fix, every operation
 /// called cuCtxSetCurrent(B), which replaced A on top of the stack.
-#[test]
+#[gpu_test]
 fn objects_of_another_context_leave_the_callers_stack_alone() {
     let ctx = gpu_exclusive_or_skip!();
     let dev = ctx.device();
@@ -100,7 +100,7 @@ fn objects_of_another_context_leave_the_callers_stack_alone() {
     assert_eq!(drop_error_count(), before, "no release failed");
 }
 
-#[test]
+#[gpu_test]
 fn a_guard_refuses_to_pop_a_context_it_did_not_push() {
     let ctx = gpu_exclusive_or_skip!();
     let dev = ctx.device();
@@ -139,7 +139,7 @@ fn a_guard_refuses_to_pop_a_context_it_did_not_push() {
     assert_eq!(drop_error_count(), before + 1);
 }
 
-#[test]
+#[gpu_test]
 fn the_primary_context_is_shared_through_clones_and_threads() {
     let ctx = gpu_or_skip!();
     let dev = ctx.device();
@@ -170,7 +170,7 @@ fn the_primary_context_is_shared_through_clones_and_threads() {
     assert_eq!(buf.to_vec().unwrap(), vec![9u8; 8]);
 }
 
-#[test]
+#[gpu_test]
 fn primary_context_flags_are_set_and_read_back() {
     let ctx = gpu_or_skip!();
     let dev = ctx.device();
@@ -188,7 +188,7 @@ fn primary_context_flags_are_set_and_read_back() {
     assert_eq!(dev.primary_context_state().unwrap().0, old);
 }
 
-#[test]
+#[gpu_test]
 fn limits_cache_config_and_versions() {
     let ctx = gpu_exclusive_or_skip!();
     let own = Context::new(ctx.device(), ContextFlags::SCHED_BLOCKING_SYNC).unwrap();
@@ -222,7 +222,7 @@ fn limits_cache_config_and_versions() {
     assert!(free > 0 && free <= total, "{free} / {total}");
 }
 
-#[test]
+#[gpu_test]
 fn from_raw_and_into_raw_round_trip() {
     let ctx = gpu_exclusive_or_skip!();
     let dev = ctx.device();

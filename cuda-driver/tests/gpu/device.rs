@@ -18,7 +18,7 @@ fn is_pci_bus_id(id: &str) -> bool {
         && hex(function, 1, 1)
 }
 
-#[test]
+#[gpu_test]
 fn pci_bus_id_format_checker() {
     assert!(is_pci_bus_id("0000:19:00.0"));
     assert!(is_pci_bus_id("00000000:1B:00.0"));
@@ -26,7 +26,7 @@ fn pci_bus_id_format_checker() {
     assert!(!is_pci_bus_id("19:00.0"));
 }
 
-#[test]
+#[gpu_test]
 fn count_and_out_of_range_ordinal() {
     let _ctx = gpu_or_skip!();
     let n = Device::count().unwrap();
@@ -45,7 +45,7 @@ fn count_and_out_of_range_ordinal() {
     );
 }
 
-#[test]
+#[gpu_test]
 fn identity_of_every_device() {
     let _ctx = gpu_or_skip!();
     for dev in Device::all().unwrap() {

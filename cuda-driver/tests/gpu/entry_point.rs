@@ -12,7 +12,7 @@ fn driver() -> i32 {
     (major * 1000 + minor * 10) as i32
 }
 
-#[test]
+#[gpu_test]
 fn typed_lookup_is_callable() {
     let _ctx = gpu_or_skip!();
     let get_version = entry_point::get::<pfn::cuDriverGetVersion_v2020>().unwrap();
@@ -33,7 +33,7 @@ fn typed_lookup_is_callable() {
     assert_eq!(GET_VERSION.get().unwrap() as usize, get_version as usize);
 }
 
-#[test]
+#[gpu_test]
 fn typed_lookup_matches_the_untyped_one() {
     let _ctx = gpu_or_skip!();
     let typed = entry_point::get::<pfn::cuMemAlloc_v3020>().unwrap();
@@ -44,7 +44,7 @@ fn typed_lookup_matches_the_untyped_one() {
     assert_eq!(newest as usize, typed as usize);
 }
 
-#[test]
+#[gpu_test]
 fn explicit_versions_give_the_two_abis() {
     let _ctx = gpu_or_skip!();
     let v1 = entry_point::get::<pfn::cuStreamBeginCapture_v10000>().unwrap();
@@ -59,7 +59,7 @@ fn explicit_versions_give_the_two_abis() {
     assert_eq!(by_name.as_ptr() as usize, v2 as usize);
 }
 
-#[test]
+#[gpu_test]
 fn per_thread_and_legacy_flavours_differ() {
     let ctx = gpu_or_skip!();
     let legacy = entry_point::get::<pfn::cuLaunchKernel_v4000>().unwrap();
@@ -96,7 +96,7 @@ fn per_thread_and_legacy_flavours_differ() {
     assert_eq!(unsafe { sync_ptsz(stream.as_raw()) }, sys::CUDA_SUCCESS);
 }
 
-#[test]
+#[gpu_test]
 fn version_not_sufficient_says_so() {
     let _ctx = gpu_or_skip!();
     // cuLibraryLoadData exists since CUDA 12.0, every supported driver has it, but not at 11.0.
@@ -123,7 +123,7 @@ fn version_not_sufficient_says_so() {
     assert!(entry_point::get::<pfn::cuLibraryLoadData_v12000>().is_ok());
 }
 
-#[test]
+#[gpu_test]
 fn missing_symbol_says_so() {
     let _ctx = gpu_or_skip!();
     let e = proc_address(c"cuNoSuchFunction", driver(), ProcAddressFlags::DEFAULT).unwrap_err();
@@ -151,7 +151,7 @@ unsafe impl EntryPoint for FutureDriverGetVersion {
     const FLAGS: ProcAddressFlags = ProcAddressFlags::LEGACY_STREAM;
 }
 
-#[test]
+#[gpu_test]
 fn newer_than_the_driver_is_unsupported() {
     let _ctx = gpu_or_skip!();
     match entry_point::get::<FutureDriverGetVersion>() {
@@ -171,7 +171,7 @@ fn newer_than_the_driver_is_unsupported() {
     }
 }
 
-#[test]
+#[gpu_test]
 fn lazily_resolved_functions_resolve_on_new_enough_drivers() {
     let _ctx = gpu_or_skip!();
     let driver = driver();

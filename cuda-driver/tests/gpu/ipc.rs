@@ -14,11 +14,12 @@ use cuda_driver::{
 };
 
 use crate::child::{child_role, open_fds, pattern, spawn_child};
-use crate::vmm::{vmm_supported, write_pattern_on};
+use crate::common::skip;
+use crate::vmm::{require_vmm, write_pattern_on};
 
 const N: usize = 1 << 20;
 
-#[test]
+#[gpu_test]
 fn bad_ipc_handles_are_errors_and_the_context_stays_usable() {
     let ctx = gpu_or_skip!();
     let usable = || {
@@ -60,7 +61,7 @@ fn bad_ipc_handles_are_errors_and_the_context_stays_usable() {
     usable();
 }
 
-#[test]
+#[gpu_test]
 fn legacy_ipc_memory_and_events_across_processes() {
     if let Some(mut chan) = child_role("legacy_ipc") {
         let ctx = gpu_or_skip!();
@@ -114,7 +115,7 @@ fn legacy_ipc_memory_and_events_across_processes() {
     child.finish();
 }
 
-#[test]
+#[gpu_test]
 fn virtual_memory_shared_as_a_file_descriptor() {
     if let Some(mut chan) = child_role("vmm_fd") {
         let ctx = gpu_or_skip!();
@@ -140,17 +141,14 @@ fn virtual_memory_shared_as_a_file_descriptor() {
         return;
     }
     let ctx = gpu_or_skip!();
-    if !vmm_supported(&ctx) {
-        return;
-    }
+    require_vmm(&ctx);
     let dev = ctx.device();
     if dev
         .attribute(DeviceAttribute::HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED)
         .unwrap()
         == 0
     {
-        eprintln!("SKIP: no POSIX fd handles on this device");
-        return;
+        skip("no POSIX fd handles on this device");
     }
     let props = AllocationProps::device(dev)
         .with_handle_types(MemAllocationHandleType::POSIX_FILE_DESCRIPTOR);
@@ -176,7 +174,7 @@ fn virtual_memory_shared_as_a_file_descriptor() {
     child.finish();
 }
 
-#[test]
+#[gpu_test]
 fn a_pool_and_its_allocations_shared_with_another_process() {
     if let Some(mut chan) = child_role("pool_fd") {
         let ctx = gpu_or_skip!();
@@ -207,8 +205,7 @@ fn a_pool_and_its_allocations_shared_with_another_process() {
             .unwrap()
             == 0
     {
-        eprintln!("SKIP: no memory pools or no POSIX fd handles on this device");
-        return;
+        skip("no memory pools or no POSIX fd handles on this device");
     }
     let props =
         MemPoolProps::device(dev).with_handle_types(MemAllocationHandleType::POSIX_FILE_DESCRIPTOR);
@@ -234,7 +231,7 @@ fn a_pool_and_its_allocations_shared_with_another_process() {
     child.finish();
 }
 
-#[test]
+#[gpu_test]
 fn a_thousand_ipc_open_close_cycles_leak_nothing() {
     if let Some(mut chan) = child_role("ipc_leak") {
         let ctx = gpu_or_skip!();

@@ -8,7 +8,7 @@ use cuda_driver::{
     Module, ParamBuffer, ParamInfo, Stream, StreamFlags,
 };
 
-use crate::common::{xorshift32, TEST_KERNELS};
+use crate::common::{skip, xorshift32, TEST_KERNELS};
 
 const PARAM_BUFFER: &str = include_str!("../ptx/param_buffer.ptx");
 const CLUSTER: &str = include_str!("../ptx/cluster.ptx");
@@ -44,7 +44,7 @@ fn check_saxpy(
     assert_eq!(dy.to_vec().unwrap(), expected);
 }
 
-#[test]
+#[gpu_test]
 fn saxpy_checked_unchecked_and_through_views() {
     let ctx = gpu_or_skip!();
     let m = kernels(&ctx);
@@ -98,13 +98,12 @@ fn saxpy_checked_unchecked_and_through_views() {
     });
 }
 
-#[test]
+#[gpu_test]
 fn the_driver_reports_saxpys_parameters() {
     let ctx = gpu_or_skip!();
     let f = kernels(&ctx).function("saxpy").unwrap();
     let Some(params) = f.params().unwrap() else {
-        eprintln!("SKIP the_driver_reports_saxpys_parameters: no cuFuncGetParamInfo");
-        return;
+        skip("no cuFuncGetParamInfo (a driver older than CUDA 12.4)");
     };
     let p = |offset, size| ParamInfo { offset, size };
     assert_eq!(params, [p(0, 4), p(8, 8), p(16, 8), p(24, 4)]);
@@ -128,7 +127,7 @@ struct Params {
 // pattern of the fields is valid.
 unsafe impl DeviceRepr for Params {}
 
-#[test]
+#[gpu_test]
 fn a_struct_passes_by_value() {
     let ctx = gpu_or_skip!();
     assert_eq!(
@@ -152,7 +151,7 @@ fn a_struct_passes_by_value() {
     assert_eq!(out.to_vec().unwrap(), [-17.0, 2.75, 1.5, -2.5, 3.25, 4.0]);
 }
 
-#[test]
+#[gpu_test]
 fn vector_types_pass_by_value() {
     let ctx = gpu_or_skip!();
     let f = kernels(&ctx).function("vector_types").unwrap();
@@ -180,7 +179,7 @@ fn vector_types_pass_by_value() {
     );
 }
 
-#[test]
+#[gpu_test]
 fn dynamic_shared_memory() {
     let ctx = gpu_or_skip!();
     let f = kernels(&ctx).function("use_dyn_shared").unwrap();
@@ -197,7 +196,7 @@ fn dynamic_shared_memory() {
     }
 }
 
-#[test]
+#[gpu_test]
 fn argument_less_launches() {
     let ctx = gpu_or_skip!();
     let lib = Library::load_data(TEST_KERNELS).unwrap();
@@ -213,13 +212,12 @@ fn argument_less_launches() {
     assert_eq!(counter.to_vec().unwrap(), [1107]);
 }
 
-#[test]
+#[gpu_test]
 fn cooperative_launch_synchronises_the_grid() {
     let ctx = gpu_or_skip!();
     let dev = ctx.device();
     if dev.attribute(DeviceAttribute::COOPERATIVE_LAUNCH).unwrap() == 0 {
-        eprintln!("SKIP cooperative_launch_synchronises_the_grid: no cooperative launch");
-        return;
+        skip("the device has no cooperative launch");
     }
     let f = kernels(&ctx).function("grid_sync_sum").unwrap();
     let sms = dev
@@ -256,16 +254,14 @@ fn cooperative_launch_synchronises_the_grid() {
     assert_eq!(total.to_vec().unwrap(), [input.iter().sum::<i32>()]);
 }
 
-#[test]
+#[gpu_test]
 fn cluster_launch_on_hopper() {
     let ctx = gpu_or_skip!();
     let (major, minor) = ctx.device().compute_capability().unwrap();
     if major < 9 {
-        eprintln!(
-            "SKIP cluster_launch_on_hopper: compute capability {major}.{minor} < 9.0 has no \
-             thread-block clusters"
-        );
-        return;
+        skip(format!(
+            "compute capability {major}.{minor} < 9.0 has no thread-block clusters"
+        ));
     }
     let m = Module::load_data(&ctx, CLUSTER).unwrap();
     let f = m.function("cluster_info").unwrap();
@@ -318,7 +314,7 @@ fn cluster_launch_on_hopper() {
     assert_eq!(&out[28..32], [7, 8, 0, 0]);
 }
 
-#[test]
+#[gpu_test]
 fn priority_attribute() {
     let ctx = gpu_or_skip!();
     let (least, greatest) = ctx.stream_priority_range().unwrap();
@@ -332,13 +328,12 @@ fn priority_attribute() {
     }
 }
 
-#[test]
+#[gpu_test]
 fn wrong_arguments_are_refused_before_launching() {
     let ctx = gpu_or_skip!();
     let f = kernels(&ctx).function("saxpy").unwrap();
     if f.params().unwrap().is_none() {
-        eprintln!("SKIP wrong_arguments_are_refused_before_launching: no cuFuncGetParamInfo");
-        return;
+        skip("no cuFuncGetParamInfo (a driver older than CUDA 12.4)");
     }
     let s = stream(&ctx);
     let y0 = floats(512, 5);
@@ -406,7 +401,7 @@ fn wrong_arguments_are_refused_before_launching() {
     });
 }
 
-#[test]
+#[gpu_test]
 fn bad_launch_configurations_fail_and_the_context_recovers() {
     let ctx = gpu_exclusive_or_skip!();
     // A created context takes much device memory: not while memory-level tests run.
@@ -514,7 +509,7 @@ fn check_param_buffer(ctx: &Context, launch: impl FnOnce(&Stream, &ParamBuffer<'
     assert_eq!(words[10], (address >> 32) as u32);
 }
 
-#[test]
+#[gpu_test]
 fn packed_parameter_buffer() {
     let ctx = gpu_or_skip!();
     let m = Module::load_data(&ctx, PARAM_BUFFER).unwrap();
@@ -559,7 +554,7 @@ fn packed_parameter_buffer() {
     }
 }
 
-#[test]
+#[gpu_test]
 fn occupancy_is_sane() {
     let ctx = gpu_exclusive_or_skip!();
     let dev = ctx.device();

@@ -15,7 +15,7 @@ fn stream(ctx: &Context) -> Stream {
     Stream::new(ctx, StreamFlags::NON_BLOCKING).unwrap()
 }
 
-#[test]
+#[gpu_test]
 fn stream_ordered_arguments_launch_only_on_their_stream() {
     let ctx = gpu_or_skip!();
     let module = Module::load_data(&ctx, TEST_KERNELS).unwrap();
@@ -81,7 +81,7 @@ fn stream_ordered_arguments_launch_only_on_their_stream() {
     assert_eq!(plain.to_vec().unwrap(), vec![v; n]);
 }
 
-#[test]
+#[gpu_test]
 fn packed_buffers_keep_the_stream_order_of_their_views() {
     let ctx = gpu_or_skip!();
     let f = Module::load_data(&ctx, PARAM_BUFFER)
@@ -115,7 +115,7 @@ fn packed_buffers_keep_the_stream_order_of_their_views() {
     assert_eq!(words[0].to_bits(), 1);
 }
 
-#[test]
+#[gpu_test]
 fn a_function_launches_only_on_streams_of_its_context() {
     let primary = gpu_exclusive_or_skip!();
     // A created context takes much device memory: not while memory-level tests run.

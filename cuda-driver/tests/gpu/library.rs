@@ -31,7 +31,7 @@ fn launch_count(library: &Library, ctx: &Context) -> Vec<i32> {
     count.view(ctx).to_vec().unwrap()
 }
 
-#[test]
+#[gpu_test]
 fn one_library_launches_in_every_device_and_shares_its_managed_variables() {
     let ctx = gpu_or_skip!();
     let library = Library::load_data(LIBRARY).unwrap();
@@ -70,7 +70,7 @@ fn one_library_launches_in_every_device_and_shares_its_managed_variables() {
     );
 }
 
-#[test]
+#[gpu_test]
 fn managed_variables_are_written_and_read_on_the_host() {
     let ctx = gpu_or_skip!();
     let library = Library::load_data(LIBRARY).unwrap();
@@ -98,15 +98,12 @@ fn managed_variables_are_written_and_read_on_the_host() {
     assert_eq!(data.view(&ctx).to_vec().unwrap(), vec![101.0; 256]);
 }
 
-#[test]
+#[gpu_test]
 fn kernels_are_enumerated_with_their_names() {
     let _ctx = gpu_or_skip!();
     let library = Library::load_data(TEST_KERNELS).unwrap();
     let kernels = match library.kernels() {
-        Err(e @ Error::Unsupported { .. }) => {
-            eprintln!("SKIP kernels_are_enumerated_with_their_names: {e}");
-            return;
-        }
+        Err(e @ Error::Unsupported { .. }) => crate::common::skip(e),
         r => r.unwrap(),
     };
     let mut names: Vec<&str> = kernels.iter().map(Kernel::name).collect();
@@ -138,7 +135,7 @@ fn kernels_are_enumerated_with_their_names() {
     assert_eq!(only, ["myKernel"]);
 }
 
-#[test]
+#[gpu_test]
 fn kernel_functions_attributes_globals_and_modules() {
     let ctx = gpu_or_skip!();
     let dev = ctx.device();
@@ -202,7 +199,7 @@ fn kernel_functions_attributes_globals_and_modules() {
     assert_eq!(via_module.name(), "read_globals");
 }
 
-#[test]
+#[gpu_test]
 fn library_unloads_after_its_context_is_destroyed() {
     let primary = gpu_exclusive_or_skip!();
     // Created contexts take much device memory: not while memory-level tests run.
@@ -228,7 +225,7 @@ fn library_unloads_after_its_context_is_destroyed() {
     drop(ctx);
 }
 
-#[test]
+#[gpu_test]
 fn kernels_keep_their_library_loaded() {
     let ctx = gpu_or_skip!();
     let kernel = Library::load_data(LIBRARY)
@@ -240,7 +237,7 @@ fn kernels_keep_their_library_loaded() {
     assert_eq!(launch_count(&library, &ctx), vec![1]);
 }
 
-#[test]
+#[gpu_test]
 fn preserved_and_static_images_load() {
     let ctx = gpu_or_skip!();
     let preserve = LibraryOptions::new().binary_is_preserved(true);
@@ -257,7 +254,7 @@ fn preserved_and_static_images_load() {
     run_my_kernel(&lib.kernel("myKernel").unwrap(), &ctx, 256);
 }
 
-#[test]
+#[gpu_test]
 fn library_lookups_name_what_is_missing() {
     let ctx = gpu_or_skip!();
     let library = Library::load_data(LIBRARY).unwrap();
@@ -281,7 +278,7 @@ fn library_lookups_name_what_is_missing() {
     run_my_kernel(&library.kernel("myKernel").unwrap(), &ctx, 256);
 }
 
-#[test]
+#[gpu_test]
 fn malformed_ptx_library_is_a_jit_error() {
     let ctx = gpu_or_skip!();
     let bad = ".version 7.0\n.target sm_75\n.address_size 64\n.visible .entry broken()\n{\n    bogus;\n}\n";
@@ -298,7 +295,9 @@ fn malformed_ptx_library_is_a_jit_error() {
                 .and_then(|k| k.function(&ctx))
                 .and_then(|_| lib.module(&ctx))
                 .unwrap_err();
-            eprintln!("note: cuLibraryLoadData deferred the JIT; the error came later: {e}");
+            crate::common::note(format!(
+                "cuLibraryLoadData deferred the JIT; the error came later: {e}"
+            ));
         }
         Err(e) => panic!("expected Error::Jit, got {e:?}"),
     }

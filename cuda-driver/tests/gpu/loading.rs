@@ -53,7 +53,7 @@ fn is_malformed(r: Result<impl std::fmt::Debug, Error>, kind: &str) {
     }
 }
 
-#[test]
+#[gpu_test]
 fn images_with_pointers_or_out_of_bounds_headers_are_refused() {
     let ctx = gpu_or_skip!();
     // Pointers into nowhere: the driver would crash following them (SIGSEGV before the fix).
@@ -128,7 +128,7 @@ fn images_with_pointers_or_out_of_bounds_headers_are_refused() {
     assert!(!m.function("saxpy").unwrap().as_raw().is_null());
 }
 
-#[test]
+#[gpu_test]
 fn a_header_only_cubin_loads_or_fails_without_crashing() {
     let ctx = gpu_or_skip!();
     // A valid little-endian ELF64 header with no sections and no segments: in bounds, so the
@@ -172,7 +172,7 @@ fn lazy_library_error(ctx: &Context) -> Error {
         .expect_err("broken PTX must fail somewhere")
 }
 
-#[test]
+#[gpu_test]
 fn library_jit_errors_carry_the_log_eagerly_and_lazily() {
     let ctx = gpu_or_skip!();
     match Library::load_data_eager(BAD_PTX, &ctx) {
@@ -198,7 +198,7 @@ fn library_jit_errors_carry_the_log_eagerly_and_lazily() {
     assert_eq!(lib.kernel("myKernel").unwrap().name(), "myKernel");
 }
 
-#[test]
+#[gpu_test]
 fn a_second_handle_to_a_global_or_managed_variable_is_refused() {
     let ctx = gpu_or_skip!();
     let module = Module::load_data(&ctx, TEST_KERNELS).unwrap();
@@ -274,7 +274,7 @@ fn probed(f: &Function, ctx: &Context) -> Vec<cuda_driver::ParamInfo> {
     raw.params().unwrap().unwrap().to_vec()
 }
 
-#[test]
+#[gpu_test]
 fn parameter_counts_from_the_image_match_the_driver() {
     let ctx = gpu_or_skip!();
     let module = Module::load_data(&ctx, TEST_KERNELS).unwrap();
@@ -285,8 +285,7 @@ fn parameter_counts_from_the_image_match_the_driver() {
         .unwrap()
         .is_none()
     {
-        eprintln!("SKIP parameter_counts_from_the_image_match_the_driver: no cuFuncGetParamInfo");
-        return;
+        crate::common::skip("no cuFuncGetParamInfo (a driver older than CUDA 12.4)");
     }
     let library = Library::load_data(TEST_KERNELS).unwrap();
     for name in KERNELS {
@@ -326,7 +325,7 @@ fn check_fill(ctx: &Context, launch: impl FnOnce(&Stream, DeviceSliceMut<'_, u32
     assert_eq!(out.to_vec().unwrap(), vec![0xC0FFEE; 256]);
 }
 
-#[test]
+#[gpu_test]
 fn raw_handles_round_trip() {
     let ctx = gpu_or_skip!();
     let cfg = LaunchConfig::new(1, 256);

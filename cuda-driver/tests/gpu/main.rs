@@ -1,9 +1,15 @@
 //! GPU tests of cuda-driver: one binary, one module per area.
 //!
-//! Each test asks [`common::gpu`] for the primary context of device 0. Without a driver or a
-//! device the test prints `SKIP <test>: <reason>` to stderr (past libtest's capture, so it is
-//! seen) and returns; with `CUDA_DRIVER_REQUIRE_GPU=1` it fails instead, so a GPU run cannot
-//! pass by skipping.
+//! Tests are marked `#[gpu_test]` (not `#[test]`) and run by cuda-driver-test-harness
+//! (`harness = false`), which prints what libtest prints. Each test asks [`common::gpu`] for
+//! the primary context of device 0. A test that cannot run here (no driver or device, one GPU
+//! where it needs two, a driver or device without the feature) calls [`common::skip`] with
+//! the reason and is reported `ignored, <reason>`; with `CUDA_DRIVER_REQUIRE_GPU=1` it fails
+//! instead, so a GPU run cannot pass by skipping.
+
+// `#[gpu_test]` in every module (and `#[test]` made an error: it would never run here).
+#[macro_use]
+extern crate cuda_driver_test_harness;
 
 #[macro_use]
 mod common;
@@ -28,3 +34,7 @@ mod stream;
 mod stream_memop;
 mod texture;
 mod vmm;
+
+fn main() -> std::process::ExitCode {
+    cuda_driver_test_harness::main()
+}

@@ -8,26 +8,25 @@ use cuda_driver::{
 };
 
 use crate::child::pattern;
+use crate::common::{note, skip};
 use crate::vmm::write_pattern_on;
 
-fn pools_supported(ctx: &Context) -> bool {
-    let ok = ctx
+/// Skips the test unless the device supports memory pools.
+fn require_pools(ctx: &Context) {
+    if ctx
         .device()
         .attribute(DeviceAttribute::MEMORY_POOLS_SUPPORTED)
         .unwrap()
-        != 0;
-    if !ok {
-        eprintln!("SKIP: the device does not support memory pools");
+        == 0
+    {
+        skip("the device does not support memory pools");
     }
-    ok
 }
 
-#[test]
+#[gpu_test]
 fn every_attribute_reads_back_what_was_set() {
     let ctx = gpu_or_skip!();
-    if !pools_supported(&ctx) {
-        return;
-    }
+    require_pools(&ctx);
     let dev = ctx.device();
     let pool =
         MemPool::with_props(dev, &MemPoolProps::device(dev).with_max_size(256 << 20)).unwrap();
@@ -100,12 +99,10 @@ fn every_attribute_reads_back_what_was_set() {
     stream.synchronize().unwrap();
 }
 
-#[test]
+#[gpu_test]
 fn the_devices_current_pool_is_set_used_and_restored() {
     let ctx = gpu_exclusive_or_skip!();
-    if !pools_supported(&ctx) {
-        return;
-    }
+    require_pools(&ctx);
     let dev = ctx.device();
     let default = MemPool::device_default(dev).unwrap();
     let pool = MemPool::new(dev).unwrap();
@@ -139,12 +136,10 @@ fn the_devices_current_pool_is_set_used_and_restored() {
     );
 }
 
-#[test]
+#[gpu_test]
 fn host_pools_serve_the_device() {
     let ctx = gpu_or_skip!();
-    if !pools_supported(&ctx) {
-        return;
-    }
+    require_pools(&ctx);
     let dev = ctx.device();
     let numa = dev.attribute(DeviceAttribute::HOST_NUMA_ID).unwrap_or(-1);
     let mut tried = 0;
@@ -161,7 +156,10 @@ fn host_pools_serve_the_device() {
         if dev.attribute(attr).unwrap_or(0) == 0
             || (props.location() != MemLocation::host() && numa < 0)
         {
-            eprintln!("SKIP {:?}: not supported by this device", props.location());
+            note(format!(
+                "{:?}: not supported by this device",
+                props.location()
+            ));
             continue;
         }
         tried += 1;
@@ -178,15 +176,13 @@ fn host_pools_serve_the_device() {
         drop(buf);
         stream.synchronize().unwrap();
     }
-    eprintln!("host pool locations exercised: {tried}");
+    note(format!("host pool locations exercised: {tried}"));
 }
 
-#[test]
+#[gpu_test]
 fn pool_properties_are_checked() {
     let ctx = gpu_or_skip!();
-    if !pools_supported(&ctx) {
-        return;
-    }
+    require_pools(&ctx);
     let dev = ctx.device();
     // A device pool created for another device.
     let e = MemPool::with_props(

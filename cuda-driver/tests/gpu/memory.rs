@@ -25,7 +25,7 @@ fn floats(n: usize, seed: u32) -> Vec<f32> {
         .collect()
 }
 
-#[test]
+#[gpu_test]
 fn host_device_host_round_trip() {
     let ctx = gpu_or_skip!();
     let data = floats(10_007, 1);
@@ -45,7 +45,7 @@ fn host_device_host_round_trip() {
     assert_eq!(buf.to_vec().unwrap(), other);
 }
 
-#[test]
+#[gpu_test]
 fn zeroed_is_zero_and_empty_buffers_work() {
     let ctx = gpu_or_skip!();
     let mut buf = DeviceBuffer::<u64>::from_slice(&ctx, &[7; 64]).unwrap();
@@ -60,7 +60,7 @@ fn zeroed_is_zero_and_empty_buffers_work() {
     assert!(empty.to_vec().unwrap().is_empty());
 }
 
-#[test]
+#[gpu_test]
 fn views_copy_exactly_their_elements() {
     let ctx = gpu_or_skip!();
     let data = words(1000, 3);
@@ -93,7 +93,7 @@ fn views_copy_exactly_their_elements() {
     assert_eq!(got[500..], expect[500..]);
 }
 
-#[test]
+#[gpu_test]
 fn device_to_device_copies_blocking_and_async() {
     let ctx = gpu_or_skip!();
     let data = floats(4096, 5);
@@ -116,7 +116,7 @@ fn device_to_device_copies_blocking_and_async() {
     assert_eq!(got[16..], data[1040..2048]);
 }
 
-#[test]
+#[gpu_test]
 fn async_host_copies_on_a_stream() {
     let ctx = gpu_or_skip!();
     let stream = Stream::new(&ctx, StreamFlags::NON_BLOCKING).unwrap();
@@ -151,7 +151,7 @@ fn async_host_copies_on_a_stream() {
     assert_eq!(pageable[5..], patch[..95]);
 }
 
-#[test]
+#[gpu_test]
 fn memsets_of_8_16_and_32_bits() {
     let ctx = gpu_or_skip!();
     let mut bytes = DeviceBuffer::<u8>::new(&ctx, 1000).unwrap();
@@ -207,7 +207,7 @@ fn memsets_of_8_16_and_32_bits() {
     ));
 }
 
-#[test]
+#[gpu_test]
 fn length_mismatches_are_refused_before_any_call() {
     let ctx = gpu_or_skip!();
     let data = words(8, 8);
@@ -240,7 +240,7 @@ fn length_mismatches_are_refused_before_any_call() {
     assert_eq!(buf.to_vec().unwrap(), data);
 }
 
-#[test]
+#[gpu_test]
 fn out_of_bounds_views_are_errors() {
     let ctx = gpu_or_skip!();
     let mut buf = DeviceBuffer::<u16>::new(&ctx, 10).unwrap();
@@ -271,7 +271,7 @@ fn out_of_bounds_views_are_errors() {
     assert_eq!(buf.slice(10..).unwrap().len(), 0);
 }
 
-#[test]
+#[gpu_test]
 fn a_buffer_works_from_a_thread_with_no_current_context() {
     let ctx = gpu_or_skip!();
     let data = words(513, 9);
@@ -292,7 +292,7 @@ fn a_buffer_works_from_a_thread_with_no_current_context() {
     });
 }
 
-#[test]
+#[gpu_test]
 fn a_buffer_outlives_the_handle_of_its_context() {
     let _ctx = gpu_exclusive_or_skip!();
     let errors = drop_error_count();
@@ -311,7 +311,7 @@ fn a_buffer_outlives_the_handle_of_its_context() {
     assert_eq!(drop_error_count(), errors);
 }
 
-#[test]
+#[gpu_test]
 fn memory_returns_to_its_level_after_10_000_alloc_free_pairs() {
     let ctx = gpu_exclusive_or_skip!();
     // Warm up: the first allocations may grow the driver's bookkeeping.
@@ -333,7 +333,7 @@ fn memory_returns_to_its_level_after_10_000_alloc_free_pairs() {
     );
 }
 
-#[test]
+#[gpu_test]
 fn an_impossible_allocation_is_out_of_memory_and_the_next_one_works() {
     let ctx = gpu_or_skip!();
     let e = DeviceBuffer::<u8>::new(&ctx, 1 << 50).unwrap_err(); // 1 PiB
@@ -353,7 +353,7 @@ fn an_impossible_allocation_is_out_of_memory_and_the_next_one_works() {
     assert_eq!(buf.to_vec().unwrap(), data);
 }
 
-#[test]
+#[gpu_test]
 fn stream_ordered_allocation_and_free() {
     let ctx = gpu_exclusive_or_skip!();
     let stream = Stream::new(&ctx, StreamFlags::NON_BLOCKING).unwrap();
@@ -387,7 +387,7 @@ fn stream_ordered_allocation_and_free() {
     empty.free_async().unwrap();
 }
 
-#[test]
+#[gpu_test]
 fn memory_pools_threshold_trim_and_allocation() {
     let ctx = gpu_exclusive_or_skip!();
     let dev = ctx.device();
@@ -396,8 +396,7 @@ fn memory_pools_threshold_trim_and_allocation() {
         .unwrap()
         == 0
     {
-        eprintln!("memory pools are not supported by this device: skipping");
-        return;
+        crate::common::skip("memory pools are not supported by this device");
     }
     let pool = MemPool::new(dev).unwrap();
     assert_eq!(pool.device(), dev);
@@ -447,7 +446,7 @@ fn memory_pools_threshold_trim_and_allocation() {
     stream.synchronize().unwrap();
 }
 
-#[test]
+#[gpu_test]
 fn pinned_memory_flags_mapping_and_memset() {
     let ctx = gpu_or_skip!();
     let flags = PinnedFlags::PORTABLE | PinnedFlags::DEVICEMAP;
@@ -499,7 +498,7 @@ fn pinned_memory_flags_mapping_and_memset() {
     assert_eq!(dev.to_vec().unwrap(), wc_data);
 }
 
-#[test]
+#[gpu_test]
 fn host_registration_guard() {
     let ctx = gpu_or_skip!();
     let data = words(4096, 17);
@@ -535,13 +534,12 @@ fn host_registration_guard() {
     assert_eq!(host[1], 7);
 }
 
-#[test]
+#[gpu_test]
 fn managed_memory_is_read_on_the_host_after_device_writes() {
     let ctx = gpu_or_skip!();
     let dev = ctx.device();
     if dev.attribute(DeviceAttribute::MANAGED_MEMORY).unwrap() == 0 {
-        eprintln!("managed memory is not supported by this device: skipping");
-        return;
+        crate::common::skip("managed memory is not supported by this device");
     }
     // 1 KiB.
     let mut buf = ManagedBuffer::<u32>::zeroed(&ctx, 256, AttachFlags::GLOBAL).unwrap();
@@ -577,7 +575,7 @@ fn managed_memory_is_read_on_the_host_after_device_writes() {
     assert_eq!(from.as_slice().unwrap(), &data[..]);
 }
 
-#[test]
+#[gpu_test]
 fn pointer_attributes() {
     let ctx = gpu_or_skip!();
     let buf = DeviceBuffer::<f64>::new(&ctx, 32).unwrap();
@@ -602,7 +600,7 @@ fn pointer_attributes() {
     }
 }
 
-#[test]
+#[gpu_test]
 fn copies_between_contexts_with_cu_memcpy_peer() {
     let ctx = gpu_exclusive_or_skip!();
     let data = words(2048, 19);
@@ -653,7 +651,7 @@ fn copies_between_contexts_with_cu_memcpy_peer() {
     }
 }
 
-#[test]
+#[gpu_test]
 fn every_kind_of_memory_drops_without_errors() {
     let ctx = gpu_exclusive_or_skip!();
     let before = drop_error_count();
@@ -675,7 +673,7 @@ fn every_kind_of_memory_drops_without_errors() {
 /// on A at once; the next allocation reused the address and B's pending work overwrote the
 /// new owner's data. Now the work on B is refused, and moving the buffer to B orders the
 /// free after B's work: the new owner's data survives.
-#[test]
+#[gpu_test]
 fn stream_ordered_memory_cannot_be_freed_under_another_streams_work() {
     let ctx = gpu_exclusive_or_skip!();
     const N: usize = 4 << 20;

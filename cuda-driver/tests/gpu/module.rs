@@ -52,7 +52,7 @@ fn check_saxpy(ctx: &Context, module: &Module) {
     assert_eq!(dy.to_vec().unwrap(), expected);
 }
 
-#[test]
+#[gpu_test]
 fn load_ptx_and_launch() {
     let ctx = gpu_or_skip!();
     let module = Module::load_data(&ctx, TEST_KERNELS).unwrap();
@@ -68,7 +68,7 @@ fn load_ptx_and_launch() {
     check_fill(&ctx, &Module::load_data(&ctx, c.as_c_str()).unwrap(), 78);
 }
 
-#[test]
+#[gpu_test]
 fn load_with_options_keeps_the_info_log() {
     let ctx = gpu_or_skip!();
     let opts = JitOptions::new()
@@ -101,7 +101,7 @@ fn load_with_options_keeps_the_info_log() {
     check_saxpy(&ctx, &module);
 }
 
-#[test]
+#[gpu_test]
 fn load_from_a_file() {
     let ctx = gpu_or_skip!();
     let path = std::env::temp_dir().join(format!(
@@ -119,7 +119,7 @@ fn load_from_a_file() {
     assert_eq!(missing.code(), Some(ErrorCode::FILE_NOT_FOUND), "{missing}");
 }
 
-#[test]
+#[gpu_test]
 fn malformed_ptx_is_a_jit_error_with_the_log_and_the_context_still_works() {
     let ctx = gpu_or_skip!();
     match Module::load_data(&ctx, BAD_PTX) {
@@ -140,7 +140,7 @@ fn malformed_ptx_is_a_jit_error_with_the_log_and_the_context_still_works() {
     check_saxpy(&ctx, &Module::load_data(&ctx, TEST_KERNELS).unwrap());
 }
 
-#[test]
+#[gpu_test]
 fn unknown_kernel_is_not_found_naming_it() {
     let ctx = gpu_or_skip!();
     let module = Module::load_data(&ctx, TEST_KERNELS).unwrap();
@@ -160,7 +160,7 @@ fn unknown_kernel_is_not_found_naming_it() {
     check_fill(&ctx, &module, 3);
 }
 
-#[test]
+#[gpu_test]
 fn globals_are_read_and_written() {
     let ctx = gpu_or_skip!();
     let module = Module::load_data(&ctx, TEST_KERNELS).unwrap();
@@ -209,7 +209,7 @@ fn globals_are_read_and_written() {
     ));
 }
 
-#[test]
+#[gpu_test]
 fn function_attributes() {
     let ctx = gpu_or_skip!();
     let dev = ctx.device();
@@ -253,7 +253,7 @@ fn function_attributes() {
     assert_eq!(out.to_vec().unwrap(), expected);
 }
 
-#[test]
+#[gpu_test]
 fn functions_keep_their_module_loaded() {
     let ctx = gpu_or_skip!();
     let f = {
@@ -275,7 +275,7 @@ fn functions_keep_their_module_loaded() {
     assert_eq!(out.to_vec().unwrap(), vec![5; 64]);
 }
 
-#[test]
+#[gpu_test]
 fn fat_binary_loads_refuse_other_images() {
     let ctx = gpu_or_skip!();
     let e = Module::load_fat_binary(&ctx, TEST_KERNELS).unwrap_err();
@@ -301,7 +301,7 @@ fn check_scale_add(
     assert_eq!(out.to_vec().unwrap(), expected);
 }
 
-#[test]
+#[gpu_test]
 fn linker_links_two_ptx_files_into_a_module_and_a_library() {
     let ctx = gpu_or_skip!();
     let mut linker = Linker::new(&ctx, &JitOptions::new().verbose(true)).unwrap();
@@ -331,7 +331,7 @@ fn linker_links_two_ptx_files_into_a_module_and_a_library() {
     });
 }
 
-#[test]
+#[gpu_test]
 fn linker_errors_carry_the_log_and_the_context_still_works() {
     let ctx = gpu_or_skip!();
     // link_main alone leaves helper_op unresolved.
@@ -359,7 +359,7 @@ fn linker_errors_carry_the_log_and_the_context_still_works() {
     check_saxpy(&ctx, &Module::load_data(&ctx, TEST_KERNELS).unwrap());
 }
 
-#[test]
+#[gpu_test]
 fn linker_adds_files() {
     let ctx = gpu_or_skip!();
     let dir = std::env::temp_dir();

@@ -12,36 +12,34 @@ use cuda_driver::{
 };
 
 use crate::child::{child_role, pattern, spawn_child};
+use crate::common::skip;
 use crate::vmm::write_pattern_on;
 
-/// The primary contexts of devices 0 and 1 when GPU 0 can reach GPU 1's memory, or `None`
-/// after printing why the test skips.
-fn two_gpus(ctx0: &Context) -> Option<Context> {
+/// The primary context of device 1 when GPU 0 can reach GPU 1's memory; the test skips
+/// otherwise.
+fn two_gpus(ctx0: &Context) -> Context {
     let count = Device::count().unwrap();
     if count < 2 {
-        eprintln!("SKIP: {count} GPU(s); this test needs two");
-        return None;
+        skip(format!("{count} GPU; this test needs two"));
     }
     let d1 = Device::get(1).unwrap();
     if !ctx0.device().can_access_peer(d1).unwrap() {
-        eprintln!("SKIP: device 0 cannot access device 1 (no peer access)");
-        return None;
+        skip("device 0 cannot access device 1 (no peer access)");
     }
-    Some(d1.primary_context().unwrap())
+    d1.primary_context().unwrap()
 }
 
-#[test]
+#[gpu_test]
 fn memory_of_gpu1_written_by_a_kernel_on_gpu0() {
     let ctx0 = gpu_or_skip!();
-    let Some(ctx1) = two_gpus(&ctx0) else { return };
+    let ctx1 = two_gpus(&ctx0);
     let (d0, d1) = (ctx0.device(), ctx1.device());
     if d1
         .attribute(DeviceAttribute::VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED)
         .unwrap()
         == 0
     {
-        eprintln!("SKIP: no virtual memory management on device 1");
-        return;
+        skip("no virtual memory management on device 1");
     }
     let props = AllocationProps::device(d1);
     let g = props.minimum_granularity().unwrap();
@@ -64,14 +62,13 @@ fn memory_of_gpu1_written_by_a_kernel_on_gpu0() {
     );
 }
 
-#[test]
+#[gpu_test]
 fn a_pool_of_gpu0_used_from_gpu1() {
     let ctx0 = gpu_or_skip!();
-    let Some(ctx1) = two_gpus(&ctx0) else { return };
+    let ctx1 = two_gpus(&ctx0);
     let (d0, d1) = (ctx0.device(), ctx1.device());
     if !d1.can_access_peer(d0).unwrap() {
-        eprintln!("SKIP: device 1 cannot access device 0");
-        return;
+        skip("device 1 cannot access device 0");
     }
     let pool = MemPool::new(d0).unwrap();
     assert_eq!(
@@ -98,7 +95,7 @@ fn a_pool_of_gpu0_used_from_gpu1() {
     );
 }
 
-#[test]
+#[gpu_test]
 fn ipc_memory_of_gpu1_opened_by_a_process_on_gpu0() {
     if let Some(mut chan) = child_role("ipc_gpu1") {
         let ctx0 = gpu_or_skip!();
@@ -114,7 +111,7 @@ fn ipc_memory_of_gpu1_opened_by_a_process_on_gpu0() {
         return;
     }
     let ctx0 = gpu_or_skip!();
-    let Some(ctx1) = two_gpus(&ctx0) else { return };
+    let ctx1 = two_gpus(&ctx0);
     let n = 1 << 18;
     let buf = DeviceBuffer::from_slice(&ctx1, &pattern(141, n)).unwrap();
     let (mut child, mut chan) = spawn_child("ipc_gpu1");

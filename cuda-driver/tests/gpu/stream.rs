@@ -24,7 +24,7 @@ fn block(stream: &Stream) -> mpsc::Sender<()> {
     tx
 }
 
-#[test]
+#[gpu_test]
 fn create_with_flags_and_priority() {
     let ctx = gpu_or_skip!();
     let s = Stream::new(&ctx, StreamFlags::NON_BLOCKING).unwrap();
@@ -41,7 +41,7 @@ fn create_with_flags_and_priority() {
     assert_ne!(hi.as_raw(), lo.as_raw());
 }
 
-#[test]
+#[gpu_test]
 fn query_and_synchronize() {
     let ctx = gpu_exclusive_or_skip!();
     let s = Stream::new(&ctx, StreamFlags::NON_BLOCKING).unwrap();
@@ -60,7 +60,7 @@ fn query_and_synchronize() {
     assert_eq!(buf.to_vec().unwrap(), vec![0x5A5A_5A5A; 1024]);
 }
 
-#[test]
+#[gpu_test]
 fn wait_event_orders_two_streams() {
     let ctx = gpu_exclusive_or_skip!();
     let a = Stream::new(&ctx, StreamFlags::NON_BLOCKING).unwrap();
@@ -83,7 +83,7 @@ fn wait_event_orders_two_streams() {
     event.synchronize().unwrap();
 }
 
-#[test]
+#[gpu_test]
 fn default_stream_handles() {
     let ctx = gpu_or_skip!();
     let legacy = Stream::legacy(&ctx);
@@ -106,7 +106,7 @@ fn default_stream_handles() {
     Stream::legacy(&ctx).synchronize().unwrap();
 }
 
-#[test]
+#[gpu_test]
 fn events_record_synchronize_query_and_time() {
     let ctx = gpu_or_skip!();
     let s = Stream::new(&ctx, StreamFlags::NON_BLOCKING).unwrap();
@@ -125,7 +125,7 @@ fn events_record_synchronize_query_and_time() {
     assert!(buf.to_vec().unwrap().iter().all(|&b| b == 7));
 }
 
-#[test]
+#[gpu_test]
 fn host_functions_run_and_panics_are_contained() {
     let ctx = gpu_or_skip!();
     let s = Stream::new(&ctx, StreamFlags::NON_BLOCKING).unwrap();
@@ -160,7 +160,7 @@ fn host_functions_run_and_panics_are_contained() {
 /// is refused before the driver is reached, and CUDA objects it drops (a 256 MiB buffer, a
 /// context handle) are released after it returns, on the crate's release thread; nothing
 /// deadlocks and nothing leaks.
-#[test]
+#[gpu_test]
 fn host_functions_cannot_call_cuda_and_their_drops_are_deferred() {
     let ctx = gpu_exclusive_or_skip!();
     let s = Stream::new(&ctx, StreamFlags::NON_BLOCKING).unwrap();
@@ -207,7 +207,7 @@ fn host_functions_cannot_call_cuda_and_their_drops_are_deferred() {
 
 /// Issue #10 hole e: a panic whose payload panics again when dropped is contained: counted,
 /// the payload leaked, the process alive, the stream usable.
-#[test]
+#[gpu_test]
 fn a_panicking_panic_payload_does_not_abort() {
     struct Bomb;
     impl Drop for Bomb {

@@ -12,18 +12,18 @@ use cuda_driver::{
 };
 
 use crate::child::{open_fds, pattern, VMM_KERNELS};
+use crate::common::{note, skip};
 
-/// Whether the device supports virtual memory management (prints why not).
-pub fn vmm_supported(ctx: &Context) -> bool {
-    let ok = ctx
+/// Skips the test unless the device supports virtual memory management.
+pub fn require_vmm(ctx: &Context) {
+    if ctx
         .device()
         .attribute(DeviceAttribute::VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED)
         .unwrap()
-        != 0;
-    if !ok {
-        eprintln!("SKIP: the device does not support virtual memory management");
+        == 0
+    {
+        skip("the device does not support virtual memory management");
     }
-    ok
 }
 
 /// Launches `write_pattern(mem, seed, len)` on `stream` and waits.
@@ -43,12 +43,10 @@ pub fn write_pattern_on<M: DeviceMemoryMut<Elem = u32>>(
     stream.synchronize().unwrap();
 }
 
-#[test]
+#[gpu_test]
 fn granularities_are_powers_of_two_and_recommended_is_a_multiple() {
     let ctx = gpu_or_skip!();
-    if !vmm_supported(&ctx) {
-        return;
-    }
+    require_vmm(&ctx);
     let props = AllocationProps::device(ctx.device());
     let min = props.minimum_granularity().unwrap();
     let rec = props.recommended_granularity().unwrap();
@@ -56,12 +54,10 @@ fn granularities_are_powers_of_two_and_recommended_is_a_multiple() {
     assert!(rec >= min && rec % min == 0, "{rec} {min}");
 }
 
-#[test]
+#[gpu_test]
 fn a_mapping_is_memory_of_the_model_once_accessible() {
     let ctx = gpu_or_skip!();
-    if !vmm_supported(&ctx) {
-        return;
-    }
+    require_vmm(&ctx);
     let dev = ctx.device();
     let props = AllocationProps::device(dev);
     let g = props.minimum_granularity().unwrap();
@@ -117,12 +113,10 @@ fn a_mapping_is_memory_of_the_model_once_accessible() {
     );
 }
 
-#[test]
+#[gpu_test]
 fn one_allocation_mapped_twice_shows_the_same_bytes_at_the_offset() {
     let ctx = gpu_or_skip!();
-    if !vmm_supported(&ctx) {
-        return;
-    }
+    require_vmm(&ctx);
     let dev = ctx.device();
     let props = AllocationProps::device(dev);
     let g = props.minimum_granularity().unwrap();
@@ -153,12 +147,10 @@ fn one_allocation_mapped_twice_shows_the_same_bytes_at_the_offset() {
     assert!(upper.to_vec().unwrap().iter().all(|&x| x == 0xABCD_EF01));
 }
 
-#[test]
+#[gpu_test]
 fn spans_outside_the_range_or_allocation_are_refused_and_the_context_stays_usable() {
     let ctx = gpu_or_skip!();
-    if !vmm_supported(&ctx) {
-        return;
-    }
+    require_vmm(&ctx);
     let props = AllocationProps::device(ctx.device());
     let g = props.minimum_granularity().unwrap();
     let range = AddressRange::reserve(&ctx, 2 * g, 0).unwrap();
@@ -207,12 +199,10 @@ fn spans_outside_the_range_or_allocation_are_refused_and_the_context_stays_usabl
     );
 }
 
-#[test]
+#[gpu_test]
 fn growable_buffer_grows_in_place() {
     let ctx = gpu_or_skip!();
-    if !vmm_supported(&ctx) {
-        return;
-    }
+    require_vmm(&ctx);
     let mut buf = GrowableBuffer::<u32>::new(&ctx, 64 << 20).unwrap();
     let base = buf.as_raw();
     assert_eq!(buf.len(), 0);
@@ -251,20 +241,17 @@ fn growable_buffer_grows_in_place() {
     assert_eq!(buf.as_raw(), base);
 }
 
-#[test]
+#[gpu_test]
 fn an_exported_fd_imports_as_the_same_memory() {
     let ctx = gpu_or_skip!();
-    if !vmm_supported(&ctx) {
-        return;
-    }
+    require_vmm(&ctx);
     let dev = ctx.device();
     if dev
         .attribute(DeviceAttribute::HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED)
         .unwrap()
         == 0
     {
-        eprintln!("SKIP: no POSIX fd handles on this device");
-        return;
+        skip("no POSIX fd handles on this device");
     }
     let props = AllocationProps::device(dev)
         .with_handle_types(MemAllocationHandleType::POSIX_FILE_DESCRIPTOR);
@@ -305,12 +292,10 @@ impl AsFdRef for std::os::fd::OwnedFd {
     }
 }
 
-#[test]
+#[gpu_test]
 fn unsupported_handle_types_say_so() {
     let ctx = gpu_or_skip!();
-    if !vmm_supported(&ctx) {
-        return;
-    }
+    require_vmm(&ctx);
     let dev = ctx.device();
     let g = AllocationProps::device(dev).minimum_granularity().unwrap();
     let win = AllocationProps::device(dev).with_handle_types(MemAllocationHandleType::WIN32);
@@ -331,7 +316,7 @@ fn unsupported_handle_types_say_so() {
         != 0;
     let fabric = AllocationProps::device(dev).with_handle_types(MemAllocationHandleType::FABRIC);
     if fabric_ok {
-        eprintln!("fabric handles are supported here: creating one (export/import not tested)");
+        note("fabric handles are supported here: creating one (export/import not tested)");
         PhysicalAllocation::new(&ctx, g, &fabric).unwrap();
     } else {
         let e = PhysicalAllocation::new(&ctx, g, &fabric).unwrap_err();
@@ -353,12 +338,10 @@ fn unsupported_handle_types_say_so() {
     }
 }
 
-#[test]
+#[gpu_test]
 fn host_and_host_numa_memory_map_for_the_device() {
     let ctx = gpu_or_skip!();
-    if !vmm_supported(&ctx) {
-        return;
-    }
+    require_vmm(&ctx);
     let dev = ctx.device();
     let mut tried = 0;
     let numa = dev.attribute(DeviceAttribute::HOST_NUMA_ID).unwrap_or(-1);
@@ -373,7 +356,10 @@ fn host_and_host_numa_memory_map_for_the_device() {
         ),
     ] {
         if dev.attribute(attr).unwrap_or(0) == 0 || (props != AllocationProps::host() && numa < 0) {
-            eprintln!("SKIP {:?}: not supported by this device", props.location());
+            note(format!(
+                "{:?}: not supported by this device",
+                props.location()
+            ));
             continue;
         }
         tried += 1;
@@ -387,15 +373,13 @@ fn host_and_host_numa_memory_map_for_the_device() {
         write_pattern_on(&ctx, &stream, &mut m, 51);
         assert_eq!(m.to_vec().unwrap(), pattern(51, m.len()));
     }
-    eprintln!("host locations exercised: {tried}");
+    note(format!("host locations exercised: {tried}"));
 }
 
-#[test]
+#[gpu_test]
 fn compression_and_rdma_requests_are_granted_or_reported() {
     let ctx = gpu_or_skip!();
-    if !vmm_supported(&ctx) {
-        return;
-    }
+    require_vmm(&ctx);
     let dev = ctx.device();
     let g = AllocationProps::device(dev).minimum_granularity().unwrap();
     if dev
@@ -411,9 +395,9 @@ fn compression_and_rdma_requests_are_granted_or_reported() {
             c == MemAllocationCompType::GENERIC || c == MemAllocationCompType::NONE,
             "{c:?}"
         );
-        eprintln!("compression granted: {c:?}");
+        note(format!("compression granted: {c:?}"));
     } else {
-        eprintln!("SKIP compression: not supported by this device");
+        note("compression: not supported by this device");
     }
     if dev
         .attribute(DeviceAttribute::GPU_DIRECT_RDMA_WITH_CUDA_VMM_SUPPORTED)
@@ -424,16 +408,14 @@ fn compression_and_rdma_requests_are_granted_or_reported() {
         let phys = PhysicalAllocation::new(&ctx, g, &props).unwrap();
         assert!(phys.properties().unwrap().gpu_direct_rdma());
     } else {
-        eprintln!("SKIP GPUDirect RDMA: not supported by this device");
+        note("GPUDirect RDMA: not supported by this device");
     }
 }
 
-#[test]
+#[gpu_test]
 fn a_thousand_map_cycles_leak_nothing() {
     let ctx = gpu_exclusive_or_skip!();
-    if !vmm_supported(&ctx) {
-        return;
-    }
+    require_vmm(&ctx);
     let dev = ctx.device();
     let props = AllocationProps::device(dev);
     let size = 2 << 20;
