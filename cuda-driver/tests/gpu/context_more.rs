@@ -7,7 +7,7 @@ use cuda_driver::{
     ExecAffinityType, Limit, Stream, StreamFlags,
 };
 
-#[test]
+#[gpu_test]
 fn create_with_params_flags_ids_and_devices() {
     let ctx = gpu_or_skip!();
     let dev = ctx.device();
@@ -37,7 +37,7 @@ fn create_with_params_flags_ids_and_devices() {
     assert!(c.api_version().unwrap() >= 3020);
 }
 
-#[test]
+#[gpu_test]
 fn limits_l2_and_affinity() {
     let ctx = gpu_or_skip!();
     let c = Context::new(ctx.device(), ContextFlags::SCHED_AUTO).unwrap();
@@ -71,7 +71,7 @@ fn limits_l2_and_affinity() {
     assert!(greatest <= least);
 }
 
-#[test]
+#[gpu_test]
 fn context_record_and_wait_event() {
     let ctx = gpu_or_skip!();
     let e = Event::new(&ctx, EventFlags::DEFAULT).unwrap();
@@ -89,7 +89,7 @@ fn context_record_and_wait_event() {
 }
 
 /// NVIDIA's threadMigration, safely: contexts created here, used by worker threads.
-#[test]
+#[gpu_test]
 fn contexts_migrate_to_worker_threads() {
     let ctx = gpu_or_skip!();
     let ctxs: Vec<Context> = (0..2)

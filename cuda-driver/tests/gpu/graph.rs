@@ -63,7 +63,7 @@ fn conditional_kernels(ctx: &Context) -> Module {
     Module::load_data(ctx, &cubin[..]).unwrap()
 }
 
-#[test]
+#[gpu_test]
 fn every_node_kind_runs() {
     let ctx = gpu_or_skip!();
     let s = stream(&ctx);
@@ -161,7 +161,7 @@ fn every_node_kind_runs() {
     }
 }
 
-#[test]
+#[gpu_test]
 fn edges_queries_and_dot() {
     let _ctx = gpu_or_skip!();
     let g = Graph::new().unwrap();
@@ -195,7 +195,7 @@ fn edges_queries_and_dot() {
     ));
 }
 
-#[test]
+#[gpu_test]
 fn host_node_counts_exactly_100_launches() {
     let ctx = gpu_or_skip!();
     let s = stream(&ctx);
@@ -218,7 +218,7 @@ fn host_node_counts_exactly_100_launches() {
     wait_for_sole_owner(&calls);
 }
 
-#[test]
+#[gpu_test]
 fn host_node_panic_is_caught_and_counted() {
     let ctx = gpu_or_skip!();
     let s = stream(&ctx);
@@ -233,7 +233,7 @@ fn host_node_panic_is_caught_and_counted() {
     assert!(cuda_driver::host_fn_panic_count() >= before + 2);
 }
 
-#[test]
+#[gpu_test]
 fn multi_stream_capture_with_events() {
     let ctx = gpu_or_skip!();
     let s1 = stream(&ctx);
@@ -282,7 +282,7 @@ fn multi_stream_capture_with_events() {
     assert_eq!(y.to_vec().unwrap(), vec![9.0; n]);
 }
 
-#[test]
+#[gpu_test]
 fn exec_update_changes_kernel_arguments() {
     let ctx = gpu_or_skip!();
     let s = stream(&ctx);
@@ -340,7 +340,7 @@ fn exec_update_changes_kernel_arguments() {
     assert_eq!(exec.flags().unwrap(), GraphInstantiateFlags::empty());
 }
 
-#[test]
+#[gpu_test]
 fn update_with_another_topology_is_a_typed_error() {
     let ctx = gpu_or_skip!();
     let s = stream(&ctx);
@@ -364,7 +364,7 @@ fn update_with_another_topology_is_a_typed_error() {
     s.synchronize().unwrap();
 }
 
-#[test]
+#[gpu_test]
 fn node_parameters_of_the_wrong_kind_are_refused() {
     let _ctx = gpu_or_skip!();
     let g = Graph::new().unwrap();
@@ -382,7 +382,7 @@ fn node_parameters_of_the_wrong_kind_are_refused() {
     assert!(e.as_host().is_err());
 }
 
-#[test]
+#[gpu_test]
 fn while_conditional_loops_n_times() {
     let ctx = gpu_or_skip!();
     let s = stream(&ctx);
@@ -418,7 +418,7 @@ fn while_conditional_loops_n_times() {
     assert_eq!(counter.to_vec().unwrap(), vec![limit + 1]);
 }
 
-#[test]
+#[gpu_test]
 fn conditional_handle_of_another_graph_is_refused() {
     let ctx = gpu_or_skip!();
     let g1 = Graph::new().unwrap();
@@ -440,7 +440,7 @@ fn conditional_handle_of_another_graph_is_refused() {
     g2.add_empty(&[]).unwrap();
 }
 
-#[test]
+#[gpu_test]
 fn exec_keeps_its_module_loaded() {
     let ctx = gpu_or_skip!();
     let s = stream(&ctx);
@@ -483,7 +483,7 @@ fn exec_keeps_its_module_loaded() {
     assert_eq!(x.to_vec().unwrap(), vec![3; n]);
 }
 
-#[test]
+#[gpu_test]
 fn host_functions_in_captures() {
     let ctx = gpu_or_skip!();
     let s = stream(&ctx);
@@ -520,7 +520,7 @@ fn host_functions_in_captures() {
     assert_eq!(calls.load(Ordering::SeqCst), 4);
 }
 
-#[test]
+#[gpu_test]
 fn scoped_capture_always_ends() {
     let ctx = gpu_or_skip!();
     let s = stream(&ctx);
@@ -554,7 +554,7 @@ fn scoped_capture_always_ends() {
     );
 }
 
-#[test]
+#[gpu_test]
 fn capture_ended_on_another_thread_is_refused() {
     let ctx = gpu_or_skip!();
     let s = stream(&ctx);
@@ -568,7 +568,7 @@ fn capture_ended_on_another_thread_is_refused() {
     s.synchronize().unwrap();
 }
 
-#[test]
+#[gpu_test]
 fn synchronizing_during_a_global_capture_invalidates_it() {
     let ctx = gpu_exclusive_or_skip!();
     let s = stream(&ctx);
@@ -587,7 +587,7 @@ fn synchronizing_during_a_global_capture_invalidates_it() {
     assert_eq!(b.to_vec().unwrap(), vec![3; 4]);
 }
 
-#[test]
+#[gpu_test]
 fn graph_memory_attributes() {
     let ctx = gpu_exclusive_or_skip!();
     let s = stream(&ctx);
@@ -644,7 +644,7 @@ fn rss_pages() -> usize {
         .unwrap_or(0)
 }
 
-#[test]
+#[gpu_test]
 fn a_thousand_cycles_leave_memory_at_baseline() {
     let ctx = gpu_exclusive_or_skip!();
     let s = stream(&ctx);

@@ -24,7 +24,7 @@ fn smids_of(green: &GreenContext, blocks: u32) -> BTreeSet<u32> {
     out.to_vec().unwrap().into_iter().collect()
 }
 
-#[test]
+#[gpu_test]
 fn split_sms_and_confine_kernels() {
     let ctx = gpu_exclusive_or_skip!();
     let dev = ctx.device();

@@ -7,7 +7,7 @@ use cuda_driver::{
     SynchronizationPolicy,
 };
 
-#[test]
+#[gpu_test]
 fn stream_queries_and_attributes() {
     let ctx = gpu_or_skip!();
     let (_, greatest) = ctx.stream_priority_range().unwrap();
@@ -44,7 +44,7 @@ fn stream_queries_and_attributes() {
     s.synchronize().unwrap();
 }
 
-#[test]
+#[gpu_test]
 fn write_and_wait_values() {
     let ctx = gpu_or_skip!();
     let s = Stream::new(&ctx, StreamFlags::NON_BLOCKING).unwrap();
@@ -100,7 +100,7 @@ fn write_and_wait_values() {
     s.synchronize().unwrap();
 }
 
-#[test]
+#[gpu_test]
 fn events_with_flags_and_both_elapsed_abis() {
     let ctx = gpu_or_skip!();
     let s = Stream::new(&ctx, StreamFlags::NON_BLOCKING).unwrap();

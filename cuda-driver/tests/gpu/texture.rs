@@ -35,7 +35,7 @@ fn grid2(w: usize, h: usize) -> LaunchConfig {
     LaunchConfig::new(((w as u32).div_ceil(16), (h as u32).div_ceil(16)), (16, 16))
 }
 
-#[test]
+#[gpu_test]
 fn arrays_of_every_shape_round_trip() {
     let ctx = gpu_or_skip!();
     let none = Array3DFlags::empty();
@@ -96,7 +96,7 @@ fn arrays_of_every_shape_round_trip() {
     assert_eq!(a.descriptor().unwrap().channels, 4);
 }
 
-#[test]
+#[gpu_test]
 fn bad_arrays_are_refused_and_the_context_survives() {
     let ctx = gpu_or_skip!();
     let none = Array3DFlags::empty();
@@ -134,7 +134,7 @@ fn bad_arrays_are_refused_and_the_context_survives() {
     still_usable(&ctx);
 }
 
-#[test]
+#[gpu_test]
 fn mipmapped_levels_shrink_and_are_sampled_by_lod() {
     let ctx = gpu_or_skip!();
     let mut m = MipmappedArray::<f32>::new_2d(&ctx, 16, 16, 4, Array3DFlags::empty()).unwrap();
@@ -174,7 +174,7 @@ fn mipmapped_levels_shrink_and_are_sampled_by_lod() {
     assert_eq!(out.to_vec().unwrap(), [0.0, 10.0, 20.0, 30.0]);
 }
 
-#[test]
+#[gpu_test]
 fn pitched_memory_copies_and_memsets_by_rows() {
     let ctx = gpu_or_skip!();
     let (w, h) = (100usize, 37usize);
@@ -233,7 +233,7 @@ fn pitched_memory_copies_and_memsets_by_rows() {
     ));
 }
 
-#[test]
+#[gpu_test]
 fn copies_between_every_kind_keep_the_data() {
     let ctx = gpu_or_skip!();
     let (w, h, d) = (24usize, 10usize, 3usize);
@@ -302,7 +302,7 @@ fn copies_between_every_kind_keep_the_data() {
     assert_eq!(back, host);
 }
 
-#[test]
+#[gpu_test]
 fn copies_out_of_bounds_are_refused_before_the_driver() {
     let ctx = gpu_or_skip!();
     let mut arr = Array::<f32>::new_2d(&ctx, 16, 8, Array3DFlags::empty()).unwrap();
@@ -382,7 +382,7 @@ fn copies_out_of_bounds_are_refused_before_the_driver() {
     still_usable(&ctx);
 }
 
-#[test]
+#[gpu_test]
 fn textures_over_arrays_linear_and_pitched_memory_read_the_data() {
     let ctx = gpu_or_skip!();
     let module = Module::load_data(&ctx, TEX).unwrap();
@@ -460,7 +460,7 @@ fn textures_over_arrays_linear_and_pitched_memory_read_the_data() {
     still_usable(&ctx);
 }
 
-#[test]
+#[gpu_test]
 fn filtering_address_modes_and_border_color_sample_as_described() {
     let ctx = gpu_or_skip!();
     let module = Module::load_data(&ctx, TEX).unwrap();
@@ -508,7 +508,7 @@ fn filtering_address_modes_and_border_color_sample_as_described() {
     assert_eq!(got, [10.0, 10.0, 0.0, 30.0]);
 }
 
-#[test]
+#[gpu_test]
 fn layered_and_cubemap_textures_address_layers_and_faces() {
     let ctx = gpu_or_skip!();
     let module = Module::load_data(&ctx, TEX).unwrap();
@@ -547,7 +547,7 @@ fn layered_and_cubemap_textures_address_layers_and_faces() {
     assert_eq!((got.as_raw().firstLayer, got.as_raw().lastLayer), (1, 2));
 }
 
-#[test]
+#[gpu_test]
 fn surfaces_write_arrays_and_need_the_flag() {
     let ctx = gpu_or_skip!();
     let module = Module::load_data(&ctx, TEX).unwrap();
@@ -579,7 +579,7 @@ fn surfaces_write_arrays_and_need_the_flag() {
     still_usable(&ctx);
 }
 
-#[test]
+#[gpu_test]
 fn tensor_map_loads_a_tile_with_tma() {
     let ctx = gpu_or_skip!();
     let (major, _) = ctx.device().compute_capability().unwrap();
@@ -618,8 +618,9 @@ fn tensor_map_loads_a_tile_with_tma() {
         "{e:?}"
     );
     if major < 9 {
-        eprintln!("SKIP tensor_map_loads_a_tile_with_tma: compute capability {major}.x has no TMA");
-        return;
+        crate::common::skip(format!(
+            "compute capability {major}.x has no TMA (the rule checks above ran)"
+        ));
     }
     let (bw, bh) = (32usize, 16usize);
     let map = TensorMapTiled::new(
