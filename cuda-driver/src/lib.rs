@@ -164,6 +164,7 @@ mod release;
 mod repr;
 mod stream;
 mod stream_attr;
+mod stream_callback;
 mod stream_memop;
 mod surface;
 mod tensor_map;

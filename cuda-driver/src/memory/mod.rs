@@ -36,6 +36,7 @@ mod pitched;
 mod pointer;
 mod range;
 mod stream_ordered;
+mod unified;
 pub(crate) mod view;
 mod vmm;
 
