@@ -26,6 +26,7 @@ use cuda_driver_sys as sys;
 use crate::Device;
 
 mod array;
+mod array_1d;
 mod copy;
 mod device;
 mod ipc;
