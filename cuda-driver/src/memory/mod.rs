@@ -35,7 +35,9 @@ mod owner;
 mod pinned;
 mod pitched;
 mod pointer;
+mod pool_location;
 mod range;
+mod sparse_map;
 mod stream_ordered;
 mod unified;
 pub(crate) mod view;
@@ -54,6 +56,7 @@ pub use owner::{DeviceMemory, DeviceMemoryMut};
 pub use pinned::{HostRegisterFlags, HostRegistration, PinnedBuffer, PinnedFlags};
 pub use pitched::{Pitched2D, Pitched2DView, Pitched2DViewMut};
 pub use pointer::PointerInfo;
+pub use sparse_map::SparseRegion;
 pub use range::{pointer_attributes, MemRangeAttribute, PointerAttributes};
 pub use stream_ordered::{
     AsyncDeviceBuffer, MemPool, MemPoolCreateUsageFlags, MemPoolProps, MemPoolRef,
