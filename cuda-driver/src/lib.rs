@@ -149,6 +149,7 @@ mod event_more;
 mod graph;
 mod green;
 mod image;
+mod interop;
 mod jit;
 mod launch;
 #[cfg(test)]
@@ -210,6 +211,11 @@ pub use green::{
     GreenCtxCreateFlags,
 };
 pub use image::ModuleImage;
+pub use interop::{
+    ExternalBuffer, ExternalMemory, ExternalMemoryFlags, ExternalMemoryHandleType,
+    ExternalMipmappedArray, ExternalSemaphore, ExternalSemaphoreHandleType,
+    ExternalSemaphoreSignalFlags, ExternalSemaphoreWaitFlags, SemaphoreValue,
+};
 pub use jit::{JitCacheMode, JitFallback, JitOptions, JitTarget, DEFAULT_JIT_LOG_SIZE};
 pub use launch::*;
 pub use library::{Kernel, Library, LibraryOptions, Managed};
