@@ -164,8 +164,13 @@ impl ExternalMemory {
     /// for `T`.
     #[wraps(cuExternalMemoryGetMappedBuffer)]
     #[track_caller]
-    pub fn mapped_buffer<T: DeviceRepr>(&self, offset: u64, len: usize) -> Result<ExternalBuffer<T>> {
-        let bytes = crate::memory::view::byte_len::<T>("ExternalMemory::mapped_buffer", len)? as u64;
+    pub fn mapped_buffer<T: DeviceRepr>(
+        &self,
+        offset: u64,
+        len: usize,
+    ) -> Result<ExternalBuffer<T>> {
+        let bytes =
+            crate::memory::view::byte_len::<T>("ExternalMemory::mapped_buffer", len)? as u64;
         let end = offset.checked_add(bytes);
         if end.is_none_or(|e| e > self.inner.size) || offset % align_of::<T>() as u64 != 0 {
             return Err(Error::OutOfBounds {
@@ -334,9 +339,10 @@ impl Drop for ExternalSemaphore {
         let raw = SendRaw(self.raw);
         // SAFETY: imported by cuImportExternalSemaphore and owned by self; signals and waits
         // already queued keep their own reference in the driver.
-        self.ctx.release("cuDestroyExternalSemaphore", move || unsafe {
-            sys::cuDestroyExternalSemaphore(raw.get())
-        });
+        self.ctx
+            .release("cuDestroyExternalSemaphore", move || unsafe {
+                sys::cuDestroyExternalSemaphore(raw.get())
+            });
     }
 }
 
@@ -361,7 +367,11 @@ impl ExternalSemaphore {
     /// [`Error::ExternalHandleType`] before any driver call.
     #[wraps(cuImportExternalSemaphore)]
     #[track_caller]
-    pub fn from_opaque_fd(ctx: &Context, fd: OwnedFd, kind: ExternalSemaphoreHandleType) -> Result<Self> {
+    pub fn from_opaque_fd(
+        ctx: &Context,
+        fd: OwnedFd,
+        kind: ExternalSemaphoreHandleType,
+    ) -> Result<Self> {
         if kind != ExternalSemaphoreHandleType::OPAQUE_FD
             && kind != ExternalSemaphoreHandleType::TIMELINE_SEMAPHORE_FD
         {
@@ -456,7 +466,11 @@ pub(crate) fn wait_params(
 
 /// Checks that every semaphore belongs to the stream's context.
 #[track_caller]
-fn same_ctx(what: &'static str, sems: &[(&ExternalSemaphore, SemaphoreValue)], stream: &Stream) -> Result<()> {
+fn same_ctx(
+    what: &'static str,
+    sems: &[(&ExternalSemaphore, SemaphoreValue)],
+    stream: &Stream,
+) -> Result<()> {
     for (s, _) in sems {
         if s.ctx.as_raw() != stream.context().as_raw() {
             return Err(Error::ContextMismatch {

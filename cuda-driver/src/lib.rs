@@ -199,13 +199,13 @@ pub use error::{drop_error_count, Error, ErrorCode, ProcAddressStatus, Result};
 pub use event::{Event, EventFlags};
 pub use event_more::{EventRecordFlags, EventWaitFlags};
 pub use graph::{
-    exchange_thread_capture_mode, BatchMemOp, BatchMemOpNode, CaptureInfo, CaptureMode, CaptureStatus,
-    ChildGraphNode, ConditionalHandle, ConditionalNode, EdgeData, EventRecordNode, EventWaitNode,
-    Graph, GraphAllocation, GraphConditionalNodeType, GraphDebugDotFlags, GraphDependencyType,
-    GraphExec, GraphExecFlags, GraphExecUpdateResult, GraphInstantiateFlags, GraphMemAttribute,
-    GraphNode, GraphNodeType, GraphRef, HostNode, InstantiateOptions, KernelNode, MemAllocNode,
-    MemFreeNode, MemcpyNode, MemsetNode, MemsetParams, ExtSemSignalNode, ExtSemWaitNode,
-    UserObject,
+    exchange_thread_capture_mode, BatchMemOp, BatchMemOpNode, CaptureInfo, CaptureMode,
+    CaptureStatus, ChildGraphNode, ConditionalHandle, ConditionalNode, EdgeData, EventRecordNode,
+    EventWaitNode, ExtSemSignalNode, ExtSemWaitNode, Graph, GraphAllocation,
+    GraphConditionalNodeType, GraphDebugDotFlags, GraphDependencyType, GraphExec, GraphExecFlags,
+    GraphExecUpdateResult, GraphInstantiateFlags, GraphMemAttribute, GraphNode, GraphNodeType,
+    GraphRef, HostNode, InstantiateOptions, KernelNode, MemAllocNode, MemFreeNode, MemcpyNode,
+    MemsetNode, MemsetParams, UserObject,
 };
 pub use green::{
     DevResource, DevResourceDesc, DevResourceType, DevSmResourceSplitFlags, GreenContext,

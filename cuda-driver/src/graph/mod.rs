@@ -34,9 +34,9 @@ pub use exec::{GraphExec, GraphExecFlags, InstantiateOptions};
 pub use memory::GraphMemAttribute;
 pub use more_nodes::UserObject;
 pub use nodes::{
-    BatchMemOp, BatchMemOpNode, ChildGraphNode, ConditionalHandle, ConditionalNode, EventRecordNode, EventWaitNode,
-    ExtSemSignalNode, ExtSemWaitNode, GraphAllocation, HostNode, KernelNode, MemAllocNode, MemFreeNode, MemcpyNode, MemsetNode,
-    MemsetParams,
+    BatchMemOp, BatchMemOpNode, ChildGraphNode, ConditionalHandle, ConditionalNode,
+    EventRecordNode, EventWaitNode, ExtSemSignalNode, ExtSemWaitNode, GraphAllocation, HostNode,
+    KernelNode, MemAllocNode, MemFreeNode, MemcpyNode, MemsetNode, MemsetParams,
 };
 
 #[allow(unused_imports)]

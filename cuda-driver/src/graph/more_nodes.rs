@@ -127,7 +127,10 @@ impl<'g> KernelNode<'g> {
     #[track_caller]
     pub fn priority(&self) -> Result<i32> {
         // SAFETY: the PRIORITY member is an int, read after the driver wrote it.
-        Ok(unsafe { self.attribute_raw(sys::CU_LAUNCH_ATTRIBUTE_PRIORITY)?.priority })
+        Ok(unsafe {
+            self.attribute_raw(sys::CU_LAUNCH_ATTRIBUTE_PRIORITY)?
+                .priority
+        })
     }
 
     /// Sets the node's launch priority (clamped by the driver to the context's range).

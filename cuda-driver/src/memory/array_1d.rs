@@ -116,9 +116,19 @@ impl<T: ArrayElement> Array<T> {
     /// [`DeviceSlice::copy_to_host_async`](crate::DeviceSlice::copy_to_host_async)).
     #[wraps(cuMemcpyAtoHAsync)]
     #[track_caller]
-    pub unsafe fn read_1d_async(&self, offset: usize, dst: &mut [T], stream: &Stream) -> Result<()> {
+    pub unsafe fn read_1d_async(
+        &self,
+        offset: usize,
+        dst: &mut [T],
+        stream: &Stream,
+    ) -> Result<()> {
         let (off, bytes) = self.range_1d("Array::read_1d_async", offset, dst.len())?;
-        check_stream("Array::read_1d_async", self.context(), ptr::null_mut(), stream)?;
+        check_stream(
+            "Array::read_1d_async",
+            self.context(),
+            ptr::null_mut(),
+            stream,
+        )?;
         if bytes == 0 {
             return Ok(());
         }
@@ -164,9 +174,19 @@ impl<T: ArrayElement> Array<T> {
     /// executed the copy.
     #[wraps(cuMemcpyHtoAAsync)]
     #[track_caller]
-    pub unsafe fn write_1d_async(&mut self, offset: usize, src: &[T], stream: &Stream) -> Result<()> {
+    pub unsafe fn write_1d_async(
+        &mut self,
+        offset: usize,
+        src: &[T],
+        stream: &Stream,
+    ) -> Result<()> {
         let (off, bytes) = self.range_1d("Array::write_1d_async", offset, src.len())?;
-        check_stream("Array::write_1d_async", self.context(), ptr::null_mut(), stream)?;
+        check_stream(
+            "Array::write_1d_async",
+            self.context(),
+            ptr::null_mut(),
+            stream,
+        )?;
         if bytes == 0 {
             return Ok(());
         }
@@ -190,11 +210,7 @@ impl<T: ArrayElement> Array<T> {
     /// of the same context.
     #[wraps(cuMemcpyAtoD)]
     #[track_caller]
-    pub fn copy_1d_to_device(
-        &self,
-        offset: usize,
-        dst: &mut DeviceSliceMut<'_, T>,
-    ) -> Result<()>
+    pub fn copy_1d_to_device(&self, offset: usize, dst: &mut DeviceSliceMut<'_, T>) -> Result<()>
     where
         T: crate::DeviceRepr,
     {

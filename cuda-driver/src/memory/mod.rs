@@ -56,8 +56,8 @@ pub use owner::{DeviceMemory, DeviceMemoryMut};
 pub use pinned::{HostRegisterFlags, HostRegistration, PinnedBuffer, PinnedFlags};
 pub use pitched::{Pitched2D, Pitched2DView, Pitched2DViewMut};
 pub use pointer::PointerInfo;
-pub use sparse_map::SparseRegion;
 pub use range::{pointer_attributes, MemRangeAttribute, PointerAttributes};
+pub use sparse_map::SparseRegion;
 pub use stream_ordered::{
     AsyncDeviceBuffer, MemPool, MemPoolCreateUsageFlags, MemPoolProps, MemPoolRef,
     PoolPtrExportData,

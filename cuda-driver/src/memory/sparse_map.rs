@@ -103,7 +103,13 @@ impl Stream {
         memory: &PhysicalAllocation,
         offset: u64,
     ) -> Result<()> {
-        let mut info = map_info(array, region, sys::CU_MEM_OPERATION_TYPE_MAP, memory.as_raw(), offset);
+        let mut info = map_info(
+            array,
+            region,
+            sys::CU_MEM_OPERATION_TYPE_MAP,
+            memory.as_raw(),
+            offset,
+        );
         let _cur = self.context().enter()?;
         check(
             // SAFETY: one map info naming the live array and allocation; the caller keeps

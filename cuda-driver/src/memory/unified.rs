@@ -24,7 +24,9 @@ impl<T: DeviceRepr> DeviceSliceMut<'_, T> {
         check_len("copy_from_unified", self.len(), src.len())?;
         let home = common_home(
             "copy_from_unified",
-            self.as_view().stream_order().unwrap_or(std::ptr::null_mut()),
+            self.as_view()
+                .stream_order()
+                .unwrap_or(std::ptr::null_mut()),
             src.stream_order().unwrap_or(std::ptr::null_mut()),
         )?;
         let bytes = self.bytes();
@@ -54,7 +56,10 @@ impl<T: DeviceRepr> DeviceSliceMut<'_, T> {
         stream: &Stream,
     ) -> Result<()> {
         check_len("copy_from_unified_async", self.len(), src.len())?;
-        let dst_home = self.as_view().stream_order().unwrap_or(std::ptr::null_mut());
+        let dst_home = self
+            .as_view()
+            .stream_order()
+            .unwrap_or(std::ptr::null_mut());
         check_stream("copy_from_unified_async", self.context(), dst_home, stream)?;
         check_stream(
             "copy_from_unified_async",
