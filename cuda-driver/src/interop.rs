@@ -377,7 +377,7 @@ impl ExternalSemaphore {
         {
             return Err(Error::ExternalHandleType {
                 what: "ExternalSemaphore::from_opaque_fd",
-                handle_type: kind.as_raw() as u32,
+                handle_type: kind.as_raw(),
             });
         }
         // SAFETY: a plain C struct of integers, pointers and a union of them; zero is valid.

@@ -657,9 +657,9 @@ impl UserObject {
 impl Drop for UserObject {
     fn drop(&mut self) {
         let raw = crate::release::SendRaw(self.raw);
-        // SAFETY: releases the one reference this handle owns; the destructor runs on a
-        // driver thread once the last reference is gone.
         crate::release::release(move || {
+            // SAFETY: releases the one reference this handle owns; the destructor runs on a
+            // driver thread once the last reference is gone.
             let r = unsafe { sys::cuUserObjectRelease(raw.get(), 1) };
             crate::error::report_drop_error("cuUserObjectRelease", r);
         });

@@ -79,6 +79,7 @@ fn capture_into_appends_to_an_existing_graph() {
     let first = unsafe { g.add_memset(&[], &a.as_view_mut(), 3u32) }.unwrap();
     let calls = Arc::new(AtomicUsize::new(0));
     let c = calls.clone();
+    // SAFETY: the captured host function uses no device memory.
     let r = unsafe {
         s.capture_into(&g, &[*first], CaptureMode::THREAD_LOCAL, |st| {
             st.launch_host_fn_repeatable(move || {
@@ -103,6 +104,7 @@ fn capture_into_appends_to_an_existing_graph() {
     let other = Graph::new().unwrap();
     let n = other.add_empty(&[]).unwrap();
     assert!(matches!(
+        // SAFETY: nothing is captured.
         unsafe { s.capture_into(&g, &[n], CaptureMode::THREAD_LOCAL, |_| Ok(())) },
         Err(Error::GraphMismatch { .. })
     ));
