@@ -607,6 +607,28 @@ pub(crate) mod newer {
         pub(crate) fn cuMemDiscardAndPrefetchBatchAsync = PFN_cuMemDiscardAndPrefetchBatchAsync_v13000(c"cuMemDiscardAndPrefetchBatchAsync", 13000);
         /// CUDA 12.8.
         pub(crate) fn cuTensorMapEncodeIm2colWide = PFN_cuTensorMapEncodeIm2colWide_v12080(c"cuTensorMapEncodeIm2colWide", 12080);
+        /// CUDA 12.3.
+        pub(crate) fn cuStreamBeginCaptureToGraph = PFN_cuStreamBeginCaptureToGraph_v12030(c"cuStreamBeginCaptureToGraph", 12030);
+        /// CUDA 12.2.
+        pub(crate) fn cuGraphNodeSetParams = PFN_cuGraphNodeSetParams_v12020(c"cuGraphNodeSetParams", 12020);
+        /// CUDA 12.2.
+        pub(crate) fn cuGraphExecNodeSetParams = PFN_cuGraphExecNodeSetParams_v12020(c"cuGraphExecNodeSetParams", 12020);
+        /// CUDA 13.0 ABI (`cuMemcpyBatchAsync_v2`, without `failIdx`).
+        pub(crate) fn cuMemcpyBatchAsync_v2 = PFN_cuMemcpyBatchAsync_v13000(c"cuMemcpyBatchAsync", 13000);
+        /// CUDA 13.0 ABI (`cuMemcpy3DBatchAsync_v2`, without `failIdx`).
+        pub(crate) fn cuMemcpy3DBatchAsync_v2 = PFN_cuMemcpy3DBatchAsync_v13000(c"cuMemcpy3DBatchAsync", 13000);
+        /// CUDA 12.6.
+        pub(crate) fn cuMemBatchDecompressAsync = PFN_cuMemBatchDecompressAsync_v12060(c"cuMemBatchDecompressAsync", 12060);
+        /// CUDA 13.0.
+        pub(crate) fn cuMemGetDefaultMemPool = PFN_cuMemGetDefaultMemPool_v13000(c"cuMemGetDefaultMemPool", 13000);
+        /// CUDA 13.0.
+        pub(crate) fn cuMemGetMemPool = PFN_cuMemGetMemPool_v13000(c"cuMemGetMemPool", 13000);
+        /// CUDA 13.0.
+        pub(crate) fn cuMemSetMemPool = PFN_cuMemSetMemPool_v13000(c"cuMemSetMemPool", 13000);
+        /// CUDA 12.4.
+        pub(crate) fn cuDeviceRegisterAsyncNotification = PFN_cuDeviceRegisterAsyncNotification_v12040(c"cuDeviceRegisterAsyncNotification", 12040);
+        /// CUDA 12.4.
+        pub(crate) fn cuDeviceUnregisterAsyncNotification = PFN_cuDeviceUnregisterAsyncNotification_v12040(c"cuDeviceUnregisterAsyncNotification", 12040);
     }
 }
 

@@ -601,6 +601,27 @@ pub enum Error {
         /// What is wrong, with the values.
         detail: String,
     },
+
+    /// An operation on 1D arrays used with an array of more dimensions (the legacy
+    /// `cuMemcpyAtoH`-style copies address a 1D array by byte offset).
+    #[error("{what} needs a 1D array, not one of {height} rows and depth {depth}")]
+    ArrayNot1D {
+        /// The operation.
+        what: &'static str,
+        /// The array's height.
+        height: usize,
+        /// The array's depth.
+        depth: usize,
+    },
+
+    /// An external-resource handle of a type the operation cannot take.
+    #[error("{what}: external handle type {handle_type} is not supported here")]
+    ExternalHandleType {
+        /// The operation.
+        what: &'static str,
+        /// The raw handle type.
+        handle_type: u32,
+    },
 }
 
 struct DriverDisplay<'a> {

@@ -149,6 +149,7 @@ mod event_more;
 mod graph;
 mod green;
 mod image;
+mod interop;
 mod jit;
 mod launch;
 #[cfg(test)]
@@ -164,6 +165,7 @@ mod release;
 mod repr;
 mod stream;
 mod stream_attr;
+mod stream_callback;
 mod stream_memop;
 mod surface;
 mod tensor_map;
@@ -197,18 +199,24 @@ pub use error::{drop_error_count, Error, ErrorCode, ProcAddressStatus, Result};
 pub use event::{Event, EventFlags};
 pub use event_more::{EventRecordFlags, EventWaitFlags};
 pub use graph::{
-    exchange_thread_capture_mode, BatchMemOp, CaptureInfo, CaptureMode, CaptureStatus,
-    ChildGraphNode, ConditionalHandle, ConditionalNode, EdgeData, EventRecordNode, EventWaitNode,
-    Graph, GraphAllocation, GraphConditionalNodeType, GraphDebugDotFlags, GraphDependencyType,
-    GraphExec, GraphExecFlags, GraphExecUpdateResult, GraphInstantiateFlags, GraphMemAttribute,
-    GraphNode, GraphNodeType, GraphRef, HostNode, InstantiateOptions, KernelNode, MemAllocNode,
-    MemFreeNode, MemcpyNode, MemsetNode, MemsetParams,
+    exchange_thread_capture_mode, BatchMemOp, BatchMemOpNode, CaptureInfo, CaptureMode,
+    CaptureStatus, ChildGraphNode, ConditionalHandle, ConditionalNode, EdgeData, EventRecordNode,
+    EventWaitNode, ExtSemSignalNode, ExtSemWaitNode, Graph, GraphAllocation,
+    GraphConditionalNodeType, GraphDebugDotFlags, GraphDependencyType, GraphExec, GraphExecFlags,
+    GraphExecUpdateResult, GraphInstantiateFlags, GraphMemAttribute, GraphNode, GraphNodeType,
+    GraphRef, HostNode, InstantiateOptions, KernelNode, MemAllocNode, MemFreeNode, MemcpyNode,
+    MemsetNode, MemsetParams, UserObject,
 };
 pub use green::{
     DevResource, DevResourceDesc, DevResourceType, DevSmResourceSplitFlags, GreenContext,
     GreenCtxCreateFlags,
 };
 pub use image::ModuleImage;
+pub use interop::{
+    ExternalBuffer, ExternalMemory, ExternalMemoryFlags, ExternalMemoryHandleType,
+    ExternalMipmappedArray, ExternalSemaphore, ExternalSemaphoreHandleType,
+    ExternalSemaphoreSignalFlags, ExternalSemaphoreWaitFlags, SemaphoreValue,
+};
 pub use jit::{JitCacheMode, JitFallback, JitOptions, JitTarget, DEFAULT_JIT_LOG_SIZE};
 pub use launch::*;
 pub use library::{Kernel, Library, LibraryOptions, Managed};

@@ -46,6 +46,15 @@ const DEPRECATED: &[&str] = &[
     "cuParamSetv",
 ];
 
+/// Older ABIs that cuda.h 13.0 declares only for the driver's own build
+/// (`__CUDA_API_VERSION_INTERNAL`) under a name of their own, with the function they are an
+/// old form of: counted as called when that function is.
+const OLD_ABI: &[(&str, &str)] = &[
+    // `cuGraphInstantiate_v2(exec, graph, errorNode, log, size)`, the CUDA 11 ABI of
+    // `cuGraphInstantiate`, which cuda.h 13.0 maps to `cuGraphInstantiateWithFlags`.
+    ("cuGraphInstantiate_v2", "cuGraphInstantiateWithFlags"),
+];
+
 /// Groups left out of the count (see the module docs).
 fn group_excluded(group: &str) -> bool {
     group.is_empty()
@@ -172,6 +181,9 @@ pub fn called_names(sources: &[(String, String)], newer_list: &str) -> BTreeSet<
 
 /// Whether `e` is called: its name, one of its symbols, or its per-thread flavour.
 fn is_called(e: &Entry, called: &BTreeSet<String>) -> bool {
+    if let Some((_, current)) = OLD_ABI.iter().find(|(old, _)| *old == e.name) {
+        return called.contains(*current);
+    }
     called.contains(&e.name)
         || e.symbols.iter().any(|s| called.contains(s))
         || called.contains(&format!("{}_ptsz", e.name))

@@ -133,6 +133,57 @@ impl Stream {
         }
     }
 
+    /// Captures the work `f` queues on this stream into the existing `graph`, after the
+    /// nodes `dependencies` of it (none: the captured work starts at the graph's roots), in
+    /// `mode`. The capture always ends, also when `f` fails (the error is returned) or panics;
+    /// the nodes it added stay in `graph`.
+    ///
+    /// # Safety
+    /// As for [`begin_capture`](Self::begin_capture).
+    #[wraps(cuStreamBeginCaptureToGraph, cuStreamEndCapture)]
+    #[track_caller]
+    pub unsafe fn capture_into<F>(
+        &self,
+        graph: &Graph,
+        dependencies: &[GraphNode<'_>],
+        mode: CaptureMode,
+        f: F,
+    ) -> Result<()>
+    where
+        F: FnOnce(&Stream) -> Result<()>,
+    {
+        let _cur = self.context().enter()?;
+        let deps = super::raw_deps(graph, dependencies)?;
+        let begin = newer::cuStreamBeginCaptureToGraph()?;
+        check(
+            // SAFETY: the stream and the graph are alive; `deps` holds `deps.len()` nodes of
+            // the graph; no edge data (null: default edges).
+            unsafe {
+                begin(
+                    self.as_raw(),
+                    graph.as_raw(),
+                    deps.as_ptr(),
+                    ptr::null(),
+                    deps.len(),
+                    mode.as_raw(),
+                )
+            },
+            "cuStreamBeginCaptureToGraph",
+        )?;
+        crate::stream::capture_begun();
+        let r = catch_unwind(AssertUnwindSafe(|| f(self)));
+        // The graph handed back is `graph` itself, still owned by the caller.
+        let end = self.end_capture_raw().map(|_| ());
+        match r {
+            Err(panic) => {
+                drop(end);
+                resume_unwind(panic)
+            }
+            Ok(Err(e)) => Err(e),
+            Ok(Ok(())) => end,
+        }
+    }
+
     /// Whether the stream is capturing, and whether that capture is still valid.
     #[wraps(cuStreamIsCapturing)]
     #[track_caller]

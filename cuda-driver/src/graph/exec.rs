@@ -426,7 +426,11 @@ impl GraphExec {
     }
 
     /// Keeps `value()` until the exec is destroyed, once per `key` (a raw handle).
-    fn keep_value<T: Send + Sync + 'static>(&mut self, key: usize, value: impl FnOnce() -> T) {
+    pub(super) fn keep_value<T: Send + Sync + 'static>(
+        &mut self,
+        key: usize,
+        value: impl FnOnce() -> T,
+    ) {
         if !self.kept.iter().any(|(k, _)| *k == key) {
             self.kept.push((key, Box::new(value())));
         }

@@ -7,6 +7,7 @@
 mod capture;
 mod exec;
 mod memory;
+mod more_nodes;
 mod nodes;
 
 use std::cell::RefCell;
@@ -31,10 +32,11 @@ pub use crate::types::{
 pub use capture::{exchange_thread_capture_mode, CaptureInfo, CaptureMode, CaptureStatus};
 pub use exec::{GraphExec, GraphExecFlags, InstantiateOptions};
 pub use memory::GraphMemAttribute;
+pub use more_nodes::UserObject;
 pub use nodes::{
-    BatchMemOp, ChildGraphNode, ConditionalHandle, ConditionalNode, EventRecordNode, EventWaitNode,
-    GraphAllocation, HostNode, KernelNode, MemAllocNode, MemFreeNode, MemcpyNode, MemsetNode,
-    MemsetParams,
+    BatchMemOp, BatchMemOpNode, ChildGraphNode, ConditionalHandle, ConditionalNode,
+    EventRecordNode, EventWaitNode, ExtSemSignalNode, ExtSemWaitNode, GraphAllocation, HostNode,
+    KernelNode, MemAllocNode, MemFreeNode, MemcpyNode, MemsetNode, MemsetParams,
 };
 
 #[allow(unused_imports)]

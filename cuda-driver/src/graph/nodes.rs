@@ -86,6 +86,18 @@ node_kind!(
     /// A memory free node ([`Graph::add_mem_free`]).
     MemFreeNode, MEM_FREE, as_mem_free
 );
+node_kind!(
+    /// A batch memory operation node ([`Graph::add_batch_mem_op`]).
+    BatchMemOpNode, BATCH_MEM_OP, as_batch_mem_op
+);
+node_kind!(
+    /// An external-semaphore signal node ([`Graph::add_external_semaphores_signal`]).
+    ExtSemSignalNode, EXT_SEMAS_SIGNAL, as_external_semaphores_signal
+);
+node_kind!(
+    /// An external-semaphore wait node ([`Graph::add_external_semaphores_wait`]).
+    ExtSemWaitNode, EXT_SEMAS_WAIT, as_external_semaphores_wait
+);
 /// A conditional node ([`Graph::add_conditional`]) with its body graphs. Derefs to its
 /// [`GraphNode`].
 #[derive(Debug)]
@@ -341,7 +353,7 @@ pub enum BatchMemOp {
 }
 
 impl BatchMemOp {
-    fn to_raw(self) -> sys::CUstreamBatchMemOpParams {
+    pub(super) fn to_raw(self) -> sys::CUstreamBatchMemOpParams {
         // SAFETY: an all-zero union is valid.
         let mut p: sys::CUstreamBatchMemOpParams = unsafe { std::mem::zeroed() };
         match self {

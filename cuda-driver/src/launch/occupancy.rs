@@ -10,6 +10,7 @@ use crate::context::Context;
 use crate::error::{check, Result};
 use crate::library::Kernel;
 use crate::module::Function;
+use crate::types::OccupancyFlags;
 
 /// The block size that maximises occupancy, and the smallest grid that reaches it
 /// ([`Function::max_potential_block_size`]).
@@ -60,6 +61,59 @@ fn potential_block_size(
             )
         },
         "cuOccupancyMaxPotentialBlockSize",
+    )?;
+    Ok(BlockSizeSuggestion {
+        min_grid_size: grid as u32,
+        block_size: block as u32,
+    })
+}
+
+#[track_caller]
+fn active_blocks_with_flags(
+    f: sys::CUfunction,
+    block_size: u32,
+    dynamic_smem_bytes: usize,
+    flags: OccupancyFlags,
+) -> Result<u32> {
+    let mut n = 0;
+    check(
+        // SAFETY: as in active_blocks; writes one int.
+        unsafe {
+            sys::cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(
+                &mut n,
+                f,
+                block_size as i32,
+                dynamic_smem_bytes,
+                flags.bits() as _,
+            )
+        },
+        "cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags",
+    )?;
+    Ok(n as u32)
+}
+
+#[track_caller]
+fn potential_block_size_with_flags(
+    f: sys::CUfunction,
+    dynamic_smem_bytes: usize,
+    block_size_limit: u32,
+    flags: OccupancyFlags,
+) -> Result<BlockSizeSuggestion> {
+    let (mut grid, mut block) = (0, 0);
+    check(
+        // SAFETY: as in potential_block_size; no callback; writes two ints.
+        unsafe {
+            sys::cuOccupancyMaxPotentialBlockSizeWithFlags(
+                &mut grid,
+                &mut block,
+                f,
+                None,
+                dynamic_smem_bytes,
+                block_size_limit as i32,
+                flags.bits() as _,
+            )
+        },
+        "cuOccupancyMaxPotentialBlockSizeWithFlags",
     )?;
     Ok(BlockSizeSuggestion {
         min_grid_size: grid as u32,
@@ -169,6 +223,20 @@ occupancy_methods! {
     /// fills the device with it (without a shared-memory callback).
     fn max_potential_block_size(dynamic_smem_bytes: usize, block_size_limit: u32)
         -> BlockSizeSuggestion = potential_block_size("cuOccupancyMaxPotentialBlockSize");
+
+    /// [`max_active_blocks_per_multiprocessor`](Function::max_active_blocks_per_multiprocessor)
+    /// with occupancy `flags` ([`OccupancyFlags::DISABLE_CACHING_OVERRIDE`]: assume global
+    /// caching is on and cannot be turned off automatically).
+    fn max_active_blocks_per_multiprocessor_with_flags(
+        block_size: u32, dynamic_smem_bytes: usize, flags: OccupancyFlags
+    ) -> u32 = active_blocks_with_flags("cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags");
+
+    /// [`max_potential_block_size`](Function::max_potential_block_size) with occupancy
+    /// `flags`.
+    fn max_potential_block_size_with_flags(
+        dynamic_smem_bytes: usize, block_size_limit: u32, flags: OccupancyFlags
+    ) -> BlockSizeSuggestion
+        = potential_block_size_with_flags("cuOccupancyMaxPotentialBlockSizeWithFlags");
 
     /// The dynamic shared memory per block available when `num_blocks` blocks of
     /// `block_size` threads are resident on a multiprocessor.

@@ -492,6 +492,16 @@ impl<T: ArrayElement> Array<T> {
         })
     }
 
+    /// An array from its parts (a raw array just created in `ctx` with `desc`).
+    pub(super) fn from_parts(raw: sys::CUarray, desc: ArrayDescriptor, ctx: &Context) -> Self {
+        Array {
+            raw,
+            desc,
+            ctx: ctx.clone(),
+            _marker: PhantomData,
+        }
+    }
+
     /// Gives up ownership; the caller destroys the array with `cuArrayDestroy`.
     pub fn into_raw(self) -> sys::CUarray {
         let this = ManuallyDrop::new(self);

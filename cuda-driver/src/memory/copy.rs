@@ -607,6 +607,29 @@ impl<'a, T: DeviceRepr> Copy2D<'a, T> {
         )
     }
 
+    /// Runs the copy like [`run`](Self::run), through `cuMemcpy2DUnaligned`, which lifts
+    /// the pitch-alignment limits of `cuMemcpy2D` (slower; for pitches the driver would
+    /// otherwise refuse). Stream-ordered operands go through `cuMemcpy2DAsync` on their
+    /// stream, as for `run`.
+    #[wraps(cuMemcpy2DUnaligned)]
+    #[track_caller]
+    pub fn run_unaligned(self) -> Result<()> {
+        let Some(p) = self.plan("Copy2D::run_unaligned")? else {
+            return Ok(());
+        };
+        let home = p.blocking_home("Copy2D::run_unaligned")?;
+        let raw = p.raw_2d();
+        let _cur = p.ctx.enter()?;
+        blocking(
+            home,
+            ("cuMemcpy2DUnaligned_v2", "cuMemcpy2DAsync_v2"),
+            // SAFETY: as in `run`.
+            || unsafe { sys::cuMemcpy2DUnaligned(&raw) },
+            // SAFETY: as in `run`.
+            |s| unsafe { sys::cuMemcpy2DAsync(&raw, s) },
+        )
+    }
+
     /// Queues the copy on `stream`; host operands are refused (see
     /// [`run_async_host`](Self::run_async_host)).
     #[wraps(cuMemcpy2DAsync)]

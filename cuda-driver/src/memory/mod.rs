@@ -26,6 +26,7 @@ use cuda_driver_sys as sys;
 use crate::Device;
 
 mod array;
+mod array_1d;
 mod copy;
 mod device;
 mod ipc;
@@ -34,8 +35,11 @@ mod owner;
 mod pinned;
 mod pitched;
 mod pointer;
+mod pool_location;
 mod range;
+mod sparse_map;
 mod stream_ordered;
+mod unified;
 pub(crate) mod view;
 mod vmm;
 
@@ -53,6 +57,7 @@ pub use pinned::{HostRegisterFlags, HostRegistration, PinnedBuffer, PinnedFlags}
 pub use pitched::{Pitched2D, Pitched2DView, Pitched2DViewMut};
 pub use pointer::PointerInfo;
 pub use range::{pointer_attributes, MemRangeAttribute, PointerAttributes};
+pub use sparse_map::SparseRegion;
 pub use stream_ordered::{
     AsyncDeviceBuffer, MemPool, MemPoolCreateUsageFlags, MemPoolProps, MemPoolRef,
     PoolPtrExportData,

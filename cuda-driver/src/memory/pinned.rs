@@ -155,6 +155,17 @@ impl<T: DeviceRepr> PinnedBuffer<T> {
     /// element before handing the buffer out.
     #[track_caller]
     fn alloc_uninit(ctx: &Context, len: usize, flags: PinnedFlags) -> Result<Self> {
+        Self::alloc_uninit_with(ctx, len, flags, false)
+    }
+
+    /// `alloc_uninit`, through `cuMemAllocHost_v2` (flags 0) when `alloc_host`.
+    #[track_caller]
+    fn alloc_uninit_with(
+        ctx: &Context,
+        len: usize,
+        flags: PinnedFlags,
+        alloc_host: bool,
+    ) -> Result<Self> {
         let bytes = byte_len::<T>("PinnedBuffer", len)?;
         if bytes == 0 {
             return Ok(PinnedBuffer {
@@ -166,11 +177,20 @@ impl<T: DeviceRepr> PinnedBuffer<T> {
         }
         let _cur = ctx.enter()?;
         let mut p = ptr::null_mut();
-        check(
-            // SAFETY: writes one pointer; the allocation is owned by the buffer built next.
-            unsafe { sys::cuMemHostAlloc(&mut p, bytes, flags.as_raw()) },
-            "cuMemHostAlloc",
-        )?;
+        if alloc_host {
+            check(
+                // SAFETY: writes one pointer; the allocation is owned by the buffer built
+                // next (freed by cuMemFreeHost like cuMemHostAlloc's).
+                unsafe { sys::cuMemAllocHost(&mut p, bytes) },
+                "cuMemAllocHost_v2",
+            )?;
+        } else {
+            check(
+                // SAFETY: writes one pointer; the allocation is owned by the buffer built next.
+                unsafe { sys::cuMemHostAlloc(&mut p, bytes, flags.as_raw()) },
+                "cuMemHostAlloc",
+            )?;
+        }
         let Some(ptr) = NonNull::new(p.cast::<T>()) else {
             return Err(Error::UnexpectedValue {
                 call: "cuMemHostAlloc",
@@ -215,6 +235,19 @@ impl<T: DeviceRepr> PinnedBuffer<T> {
         let buf = Self::alloc_uninit(ctx, src.len(), flags)?;
         // SAFETY: the new allocation holds `src.len()` elements and cannot overlap `src`.
         unsafe { ptr::copy_nonoverlapping(src.as_ptr(), buf.ptr.as_ptr(), src.len()) };
+        Ok(buf)
+    }
+
+    /// Allocates `len` page-locked elements with every byte zero through the older
+    /// `cuMemAllocHost` (the same as [`zeroed`](Self::zeroed) with no flags: portable to
+    /// this context only, not mapped explicitly, not write-combined).
+    #[wraps(cuMemAllocHost)]
+    #[track_caller]
+    pub fn zeroed_alloc_host(ctx: &Context, len: usize) -> Result<Self> {
+        let buf = Self::alloc_uninit_with(ctx, len, PinnedFlags::empty(), true)?;
+        // SAFETY: the allocation holds `len` elements (`len * size_of::<T>()` bytes, checked)
+        // and nothing else refers to it yet.
+        unsafe { ptr::write_bytes(buf.ptr.as_ptr(), 0, len) };
         Ok(buf)
     }
 

@@ -336,7 +336,7 @@ pub(crate) fn common_home(
 /// current.
 #[inline(always)]
 #[track_caller]
-fn blocking(
+pub(crate) fn blocking(
     home: sys::CUstream,
     call: (&'static str, &'static str),
     sync: impl FnOnce() -> sys::CUresult,

@@ -1,0 +1,546 @@
+//! External resource interoperability: memory and semaphores that another API (another CUDA
+//! process, Vulkan, Direct3D, NvSciBuf/NvSciSync) exports, imported into a context.
+//!
+//! * [`ExternalMemory`] (`cuImportExternalMemory`, destroyed with `cuDestroyExternalMemory`)
+//!   hands out [`ExternalBuffer`]s (`cuExternalMemoryGetMappedBuffer`, memory owners of the
+//!   crate's model) and [`ExternalMipmappedArray`]s
+//!   (`cuExternalMemoryGetMappedMipmappedArray`); both keep the imported memory alive.
+//! * [`ExternalSemaphore`] (`cuImportExternalSemaphore`, `cuDestroyExternalSemaphore`) is
+//!   signalled and waited on in stream order (`cuSignalExternalSemaphoresAsync`,
+//!   `cuWaitExternalSemaphoresAsync`).
+//!
+//! Opaque POSIX file descriptors are imported safely ([`ExternalMemory::from_opaque_fd`],
+//! [`ExternalSemaphore::from_opaque_fd`]); the memory path is tested on these machines with a
+//! descriptor exported from a CUDA virtual-memory allocation. The other handle types (Win32
+//! handles, Direct3D resources, NvSciBuf/NvSciSync objects, Vulkan timeline semaphores)
+//! go through the `unsafe` `from_raw_desc` constructors and are **not tested here** (no
+//! Vulkan, Direct3D or NvSci on these machines; CUDA cannot export a semaphore itself).
+
+use std::marker::PhantomData;
+use std::os::fd::{IntoRawFd, OwnedFd};
+use std::ptr;
+use std::sync::Arc;
+
+use cuda_driver_macros::wraps;
+use cuda_driver_sys as sys;
+
+use crate::error::{check, Error, Result};
+use crate::memory::{
+    ArrayDescriptor, ArrayElement, DeviceMemory, DeviceMemoryMut, DeviceSlice, DeviceSliceMut,
+    MipmappedArray,
+};
+use crate::release::SendRaw;
+use crate::{Context, DeviceRepr, Stream};
+
+pub use crate::types::{
+    ExternalMemoryFlags, ExternalMemoryHandleType, ExternalSemaphoreHandleType,
+    ExternalSemaphoreSignalFlags, ExternalSemaphoreWaitFlags,
+};
+
+struct MemoryInner {
+    raw: sys::CUexternalMemory,
+    size: u64,
+    ctx: Context,
+}
+
+// SAFETY: an external memory handle may be used from any thread; it is destroyed once.
+unsafe impl Send for MemoryInner {}
+// SAFETY: as above; the handle is only read.
+unsafe impl Sync for MemoryInner {}
+
+impl Drop for MemoryInner {
+    fn drop(&mut self) {
+        let raw = SendRaw(self.raw);
+        // SAFETY: imported by cuImportExternalMemory and owned by this value; every buffer
+        // and array mapped from it holds an Arc of it, so none is left.
+        self.ctx.release("cuDestroyExternalMemory", move || unsafe {
+            sys::cuDestroyExternalMemory(raw.get())
+        });
+    }
+}
+
+/// Memory imported from another API or process (`CUexternalMemory`), destroyed on drop once
+/// every buffer and array mapped from it is gone. Keeps its context alive; `Send + Sync`.
+#[wraps(CUexternalMemory)]
+#[derive(Clone)]
+pub struct ExternalMemory {
+    inner: Arc<MemoryInner>,
+}
+
+impl std::fmt::Debug for ExternalMemory {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ExternalMemory")
+            .field("raw", &self.inner.raw)
+            .field("size", &self.inner.size)
+            .finish()
+    }
+}
+
+impl ExternalMemory {
+    /// Imports `size` bytes of memory exported as an opaque POSIX file descriptor (by
+    /// another CUDA process through `cuMemExportToShareableHandle`, or by Vulkan's
+    /// `VK_KHR_external_memory_fd`). On success the driver owns the descriptor; on failure
+    /// it is closed. `dedicated`: the memory is a dedicated allocation (Vulkan's dedicated
+    /// allocations must say so).
+    #[wraps(cuImportExternalMemory)]
+    #[track_caller]
+    pub fn from_opaque_fd(ctx: &Context, fd: OwnedFd, size: u64, dedicated: bool) -> Result<Self> {
+        // SAFETY: a plain C struct of integers, pointers and a union of them; zero is valid.
+        let mut desc: sys::CUDA_EXTERNAL_MEMORY_HANDLE_DESC = unsafe { std::mem::zeroed() };
+        desc.type_ = sys::CU_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD;
+        desc.size = size;
+        desc.flags = if dedicated {
+            sys::CUDA_EXTERNAL_MEMORY_DEDICATED
+        } else {
+            0
+        };
+        let raw_fd = fd.into_raw_fd();
+        desc.handle.fd = raw_fd;
+        // SAFETY: `desc` describes an opaque fd we own (moved in).
+        let r = unsafe { Self::import(ctx, &desc) };
+        if r.is_err() {
+            // SAFETY: the import failed, so the driver did not take the descriptor; it is
+            // still ours to close.
+            drop(unsafe { <OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(raw_fd) });
+        }
+        r
+    }
+
+    /// Imports memory described by a raw handle descriptor: any handle type (Win32 handles,
+    /// Direct3D heaps and resources, NvSciBuf objects). **Untested on these machines**
+    /// except for opaque file descriptors.
+    ///
+    /// # Safety
+    /// `desc` is a valid descriptor: its handle is live, of the type named, and describes
+    /// `desc.size` bytes; for a file descriptor, ownership passes to the driver on success.
+    #[wraps(cuImportExternalMemory)]
+    #[track_caller]
+    pub unsafe fn from_raw_desc(
+        ctx: &Context,
+        desc: &sys::CUDA_EXTERNAL_MEMORY_HANDLE_DESC,
+    ) -> Result<Self> {
+        // SAFETY: the caller's guarantees.
+        unsafe { Self::import(ctx, desc) }
+    }
+
+    /// # Safety
+    /// As for `from_raw_desc`.
+    #[track_caller]
+    unsafe fn import(ctx: &Context, desc: &sys::CUDA_EXTERNAL_MEMORY_HANDLE_DESC) -> Result<Self> {
+        let _cur = ctx.enter()?;
+        let mut raw = ptr::null_mut();
+        check(
+            // SAFETY: the caller's guarantees on `desc`; writes one handle, owned by the
+            // value built next.
+            unsafe { sys::cuImportExternalMemory(&mut raw, desc) },
+            "cuImportExternalMemory",
+        )?;
+        Ok(ExternalMemory {
+            inner: Arc::new(MemoryInner {
+                raw,
+                size: desc.size,
+                ctx: ctx.clone(),
+            }),
+        })
+    }
+
+    /// The raw `CUexternalMemory`, valid while `self` (or a clone, buffer or array) lives.
+    pub fn as_raw(&self) -> sys::CUexternalMemory {
+        self.inner.raw
+    }
+
+    /// The imported size in bytes.
+    pub fn size(&self) -> u64 {
+        self.inner.size
+    }
+
+    /// The context the memory was imported into.
+    pub fn context(&self) -> &Context {
+        &self.inner.ctx
+    }
+
+    /// Maps `len` elements of `T` from byte `offset` as device memory. The range must lie in
+    /// the imported size ([`Error::OutOfBounds`] in bytes otherwise) and `offset` be aligned
+    /// for `T`.
+    #[wraps(cuExternalMemoryGetMappedBuffer)]
+    #[track_caller]
+    pub fn mapped_buffer<T: DeviceRepr>(
+        &self,
+        offset: u64,
+        len: usize,
+    ) -> Result<ExternalBuffer<T>> {
+        let bytes =
+            crate::memory::view::byte_len::<T>("ExternalMemory::mapped_buffer", len)? as u64;
+        let end = offset.checked_add(bytes);
+        if end.is_none_or(|e| e > self.inner.size) || offset % align_of::<T>() as u64 != 0 {
+            return Err(Error::OutOfBounds {
+                start: offset as usize,
+                end: end.unwrap_or(u64::MAX) as usize,
+                len: self.inner.size as usize,
+            });
+        }
+        // SAFETY: a plain C struct of integers; zero is valid.
+        let mut desc: sys::CUDA_EXTERNAL_MEMORY_BUFFER_DESC = unsafe { std::mem::zeroed() };
+        desc.offset = offset;
+        desc.size = bytes;
+        let _cur = self.inner.ctx.enter()?;
+        let mut ptr = 0;
+        check(
+            // SAFETY: the memory is alive and the range lies in it (checked); writes one
+            // device pointer, owned by the buffer built next (freed with cuMemFree).
+            unsafe { sys::cuExternalMemoryGetMappedBuffer(&mut ptr, self.inner.raw, &desc) },
+            "cuExternalMemoryGetMappedBuffer",
+        )?;
+        Ok(ExternalBuffer {
+            ptr,
+            len,
+            mem: self.inner.clone(),
+            _marker: PhantomData,
+        })
+    }
+
+    /// Maps a mipmapped array of `levels` levels whose level 0 has the shape of `desc` from
+    /// byte `offset` (the layout must be the exporter's: in practice a Vulkan image).
+    #[wraps(cuExternalMemoryGetMappedMipmappedArray)]
+    #[track_caller]
+    pub fn mapped_mipmapped_array<T: ArrayElement>(
+        &self,
+        offset: u64,
+        desc: &ArrayDescriptor,
+        levels: u32,
+    ) -> Result<ExternalMipmappedArray<T>> {
+        // SAFETY: a plain C struct of integers; zero is valid.
+        let mut d: sys::CUDA_EXTERNAL_MEMORY_MIPMAPPED_ARRAY_DESC = unsafe { std::mem::zeroed() };
+        d.offset = offset;
+        d.arrayDesc = desc.as_raw();
+        d.numLevels = levels;
+        let _cur = self.inner.ctx.enter()?;
+        let mut raw = ptr::null_mut();
+        check(
+            // SAFETY: the memory is alive; the driver checks the shape against its size;
+            // writes one handle, owned by the array built next.
+            unsafe { sys::cuExternalMemoryGetMappedMipmappedArray(&mut raw, self.inner.raw, &d) },
+            "cuExternalMemoryGetMappedMipmappedArray",
+        )?;
+        Ok(ExternalMipmappedArray {
+            // SAFETY: just created in this context with this shape, owned by nobody else;
+            // destroyed with cuMipmappedArrayDestroy, as the driver requires.
+            array: unsafe { MipmappedArray::from_raw(raw, desc, levels, &self.inner.ctx) },
+            _mem: self.inner.clone(),
+        })
+    }
+}
+
+/// Device memory mapped from an [`ExternalMemory`] (`cuExternalMemoryGetMappedBuffer`),
+/// freed with `cuMemFree` on drop; keeps the imported memory alive. A memory owner: copies,
+/// memsets and kernel arguments go through its views.
+pub struct ExternalBuffer<T: DeviceRepr> {
+    ptr: sys::CUdeviceptr,
+    len: usize,
+    mem: Arc<MemoryInner>,
+    _marker: PhantomData<T>,
+}
+
+impl<T: DeviceRepr> std::fmt::Debug for ExternalBuffer<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ExternalBuffer")
+            .field("ptr", &self.ptr)
+            .field("len", &self.len)
+            .finish()
+    }
+}
+
+impl<T: DeviceRepr> Drop for ExternalBuffer<T> {
+    fn drop(&mut self) {
+        if self.ptr == 0 {
+            return;
+        }
+        let p = self.ptr;
+        // SAFETY: mapped by cuExternalMemoryGetMappedBuffer and owned by self; the driver
+        // requires cuMemFree for it; the external memory outlives it (Arc, dropped after).
+        self.mem
+            .ctx
+            .release("cuMemFree_v2", move || unsafe { sys::cuMemFree(p) });
+    }
+}
+
+// SAFETY: views of `len` elements at `ptr`, mapped in `mem.ctx`, alive while self lives.
+unsafe impl<T: DeviceRepr> DeviceMemory for ExternalBuffer<T> {
+    type Elem = T;
+    fn as_view(&self) -> DeviceSlice<'_, T> {
+        // SAFETY: `ptr` holds `len` elements of device memory of the context, owned by self.
+        unsafe { DeviceSlice::from_raw(self.ptr, self.len, &self.mem.ctx) }
+    }
+}
+
+// SAFETY: as above, borrowed exclusively.
+unsafe impl<T: DeviceRepr> DeviceMemoryMut for ExternalBuffer<T> {
+    fn as_view_mut(&mut self) -> DeviceSliceMut<'_, T> {
+        // SAFETY: as above; `&mut self` makes the view exclusive.
+        unsafe { DeviceSliceMut::from_raw(self.ptr, self.len, &self.mem.ctx) }
+    }
+}
+
+/// A mipmapped array mapped from an [`ExternalMemory`]
+/// (`cuExternalMemoryGetMappedMipmappedArray`); derefs to [`MipmappedArray`], is destroyed
+/// with `cuMipmappedArrayDestroy` on drop, and keeps the imported memory alive.
+pub struct ExternalMipmappedArray<T: ArrayElement> {
+    // Dropped before `_mem`: the array goes before the memory it lies in.
+    array: MipmappedArray<T>,
+    _mem: Arc<MemoryInner>,
+}
+
+impl<T: ArrayElement> std::fmt::Debug for ExternalMipmappedArray<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("ExternalMipmappedArray")
+            .field(&self.array)
+            .finish()
+    }
+}
+
+impl<T: ArrayElement> std::ops::Deref for ExternalMipmappedArray<T> {
+    type Target = MipmappedArray<T>;
+    fn deref(&self) -> &MipmappedArray<T> {
+        &self.array
+    }
+}
+
+impl<T: ArrayElement> std::ops::DerefMut for ExternalMipmappedArray<T> {
+    fn deref_mut(&mut self) -> &mut MipmappedArray<T> {
+        &mut self.array
+    }
+}
+
+/// A semaphore imported from another API (`CUexternalSemaphore`), destroyed on drop. Keeps
+/// its context alive; `Send + Sync`.
+#[wraps(CUexternalSemaphore)]
+pub struct ExternalSemaphore {
+    raw: sys::CUexternalSemaphore,
+    kind: ExternalSemaphoreHandleType,
+    ctx: Context,
+}
+
+// SAFETY: an external semaphore handle may be used from any thread; destroyed once.
+unsafe impl Send for ExternalSemaphore {}
+// SAFETY: as above; signal and wait are stream operations the driver serialises.
+unsafe impl Sync for ExternalSemaphore {}
+
+impl std::fmt::Debug for ExternalSemaphore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ExternalSemaphore")
+            .field("raw", &self.raw)
+            .field("kind", &self.kind)
+            .finish()
+    }
+}
+
+impl Drop for ExternalSemaphore {
+    fn drop(&mut self) {
+        let raw = SendRaw(self.raw);
+        // SAFETY: imported by cuImportExternalSemaphore and owned by self; signals and waits
+        // already queued keep their own reference in the driver.
+        self.ctx
+            .release("cuDestroyExternalSemaphore", move || unsafe {
+                sys::cuDestroyExternalSemaphore(raw.get())
+            });
+    }
+}
+
+/// What a signal or wait on an [`ExternalSemaphore`] uses: a fence value (timeline
+/// semaphores, D3D12 fences, NvSciSync), or a keyed-mutex key (D3D11; waits also take a
+/// timeout). Binary opaque-fd semaphores ignore the value.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SemaphoreValue {
+    /// The fence value to signal, or to wait for (reached or passed).
+    pub fence: u64,
+    /// The keyed-mutex key (keyed-mutex handle types only).
+    pub key: u64,
+    /// The keyed-mutex wait timeout in milliseconds (waits on keyed mutexes only).
+    pub timeout_ms: u32,
+}
+
+impl ExternalSemaphore {
+    /// Imports a semaphore exported as an opaque POSIX file descriptor of `kind`
+    /// ([`ExternalSemaphoreHandleType::OPAQUE_FD`] or
+    /// [`ExternalSemaphoreHandleType::TIMELINE_SEMAPHORE_FD`]; Vulkan exports them). On
+    /// success the driver owns the descriptor; on failure it is closed. Another kind is
+    /// [`Error::ExternalHandleType`] before any driver call.
+    #[wraps(cuImportExternalSemaphore)]
+    #[track_caller]
+    pub fn from_opaque_fd(
+        ctx: &Context,
+        fd: OwnedFd,
+        kind: ExternalSemaphoreHandleType,
+    ) -> Result<Self> {
+        if kind != ExternalSemaphoreHandleType::OPAQUE_FD
+            && kind != ExternalSemaphoreHandleType::TIMELINE_SEMAPHORE_FD
+        {
+            return Err(Error::ExternalHandleType {
+                what: "ExternalSemaphore::from_opaque_fd",
+                handle_type: kind.as_raw(),
+            });
+        }
+        // SAFETY: a plain C struct of integers, pointers and a union of them; zero is valid.
+        let mut desc: sys::CUDA_EXTERNAL_SEMAPHORE_HANDLE_DESC = unsafe { std::mem::zeroed() };
+        desc.type_ = kind.as_raw();
+        let raw_fd = fd.into_raw_fd();
+        desc.handle.fd = raw_fd;
+        // SAFETY: `desc` names an fd we own (moved in) of the type `kind`.
+        let r = unsafe { Self::from_raw_desc(ctx, &desc) };
+        if r.is_err() {
+            // SAFETY: the import failed; the descriptor is still ours to close.
+            drop(unsafe { <OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(raw_fd) });
+        }
+        r
+    }
+
+    /// Imports a semaphore described by a raw handle descriptor: any handle type (Win32
+    /// handles, D3D12 fences, D3D11 keyed mutexes, NvSciSync objects). **Untested on these
+    /// machines** (nothing here exports a semaphore).
+    ///
+    /// # Safety
+    /// `desc` is a valid descriptor whose handle is live and of the type named; for a file
+    /// descriptor, ownership passes to the driver on success.
+    #[wraps(cuImportExternalSemaphore)]
+    #[track_caller]
+    pub unsafe fn from_raw_desc(
+        ctx: &Context,
+        desc: &sys::CUDA_EXTERNAL_SEMAPHORE_HANDLE_DESC,
+    ) -> Result<Self> {
+        let _cur = ctx.enter()?;
+        let mut raw = ptr::null_mut();
+        check(
+            // SAFETY: the caller's guarantees; writes one handle, owned by the value built next.
+            unsafe { sys::cuImportExternalSemaphore(&mut raw, desc) },
+            "cuImportExternalSemaphore",
+        )?;
+        Ok(ExternalSemaphore {
+            raw,
+            kind: ExternalSemaphoreHandleType::from_raw(desc.type_),
+            ctx: ctx.clone(),
+        })
+    }
+
+    /// The raw `CUexternalSemaphore`, valid while `self` lives.
+    pub fn as_raw(&self) -> sys::CUexternalSemaphore {
+        self.raw
+    }
+
+    /// The handle type it was imported from.
+    pub fn kind(&self) -> ExternalSemaphoreHandleType {
+        self.kind
+    }
+
+    /// The context it was imported into.
+    pub fn context(&self) -> &Context {
+        &self.ctx
+    }
+}
+
+/// The raw signal parameters of `value`.
+pub(crate) fn signal_params(
+    value: SemaphoreValue,
+    flags: ExternalSemaphoreSignalFlags,
+) -> sys::CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS {
+    // SAFETY: a plain C struct of integers and unions of them; zero is valid.
+    let mut p: sys::CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS = unsafe { std::mem::zeroed() };
+    p.params.fence.value = value.fence;
+    p.params.keyedMutex.key = value.key;
+    p.flags = flags.bits();
+    p
+}
+
+/// The raw wait parameters of `value`.
+pub(crate) fn wait_params(
+    value: SemaphoreValue,
+    flags: ExternalSemaphoreWaitFlags,
+) -> sys::CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS {
+    // SAFETY: as above.
+    let mut p: sys::CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS = unsafe { std::mem::zeroed() };
+    p.params.fence.value = value.fence;
+    p.params.keyedMutex.key = value.key;
+    p.params.keyedMutex.timeoutMs = value.timeout_ms;
+    p.flags = flags.bits();
+    p
+}
+
+/// Checks that every semaphore belongs to the stream's context.
+#[track_caller]
+fn same_ctx(
+    what: &'static str,
+    sems: &[(&ExternalSemaphore, SemaphoreValue)],
+    stream: &Stream,
+) -> Result<()> {
+    for (s, _) in sems {
+        if s.ctx.as_raw() != stream.context().as_raw() {
+            return Err(Error::ContextMismatch {
+                what,
+                expected: s.ctx.as_raw() as usize,
+                found: stream.context().as_raw() as usize,
+            });
+        }
+    }
+    Ok(())
+}
+
+impl Stream {
+    /// Signals each semaphore with its value once the work queued before is done.
+    #[wraps(cuSignalExternalSemaphoresAsync)]
+    #[track_caller]
+    pub fn signal_external_semaphores(
+        &self,
+        sems: &[(&ExternalSemaphore, SemaphoreValue)],
+        flags: ExternalSemaphoreSignalFlags,
+    ) -> Result<()> {
+        same_ctx("Stream::signal_external_semaphores", sems, self)?;
+        if sems.is_empty() {
+            return Ok(());
+        }
+        let raws: Vec<_> = sems.iter().map(|(s, _)| s.raw).collect();
+        let params: Vec<_> = sems.iter().map(|&(_, v)| signal_params(v, flags)).collect();
+        let _cur = self.context().enter()?;
+        check(
+            // SAFETY: `raws` and `params` hold `raws.len()` live semaphores and their
+            // parameters, read during the call.
+            unsafe {
+                sys::cuSignalExternalSemaphoresAsync(
+                    raws.as_ptr(),
+                    params.as_ptr(),
+                    raws.len() as u32,
+                    self.as_raw(),
+                )
+            },
+            "cuSignalExternalSemaphoresAsync",
+        )
+    }
+
+    /// Makes the work queued after wait until each semaphore is signalled (with at least its
+    /// value, for fences).
+    #[wraps(cuWaitExternalSemaphoresAsync)]
+    #[track_caller]
+    pub fn wait_external_semaphores(
+        &self,
+        sems: &[(&ExternalSemaphore, SemaphoreValue)],
+        flags: ExternalSemaphoreWaitFlags,
+    ) -> Result<()> {
+        same_ctx("Stream::wait_external_semaphores", sems, self)?;
+        if sems.is_empty() {
+            return Ok(());
+        }
+        let raws: Vec<_> = sems.iter().map(|(s, _)| s.raw).collect();
+        let params: Vec<_> = sems.iter().map(|&(_, v)| wait_params(v, flags)).collect();
+        let _cur = self.context().enter()?;
+        check(
+            // SAFETY: as in signal_external_semaphores.
+            unsafe {
+                sys::cuWaitExternalSemaphoresAsync(
+                    raws.as_ptr(),
+                    params.as_ptr(),
+                    raws.len() as u32,
+                    self.as_raw(),
+                )
+            },
+            "cuWaitExternalSemaphoresAsync",
+        )
+    }
+}

@@ -1,0 +1,308 @@
+//! The 2D array descriptor (`cuArrayCreate`, `cuArrayGetDescriptor`) and the copies that
+//! address a 1D array by byte offset (`cuMemcpyAtoH`, `cuMemcpyHtoA`, `cuMemcpyAtoD`,
+//! `cuMemcpyDtoA`, `cuMemcpyAtoA` and the asynchronous host forms), as methods on [`Array`].
+//! Offsets and lengths are in elements here; the bounds are checked before any driver call.
+
+use std::mem::size_of;
+use std::ptr;
+
+use cuda_driver_macros::wraps;
+use cuda_driver_sys as sys;
+
+use super::array::{Array, ArrayDescriptor, ArrayElement, ArrayFormat};
+use super::view::check_stream;
+use super::{DeviceSlice, DeviceSliceMut};
+use crate::error::{check, Error, Result};
+use crate::types::Array3DFlags;
+use crate::{Context, Stream};
+
+impl<T: ArrayElement> Array<T> {
+    /// Creates a 1D (`height == 0`) or 2D array of `T` through the 2D descriptor
+    /// (`CUDA_ARRAY_DESCRIPTOR`: no depth, no flags). A zero width is
+    /// [`Error::ZeroExtent`] before any driver call.
+    #[wraps(cuArrayCreate)]
+    #[track_caller]
+    pub fn new_2d_descriptor(ctx: &Context, width: usize, height: usize) -> Result<Self> {
+        let desc = ArrayDescriptor::of::<T>(width, height, 0, Array3DFlags::empty());
+        desc.validate::<T>("Array::new_2d_descriptor")?;
+        let raw_desc = sys::CUDA_ARRAY_DESCRIPTOR {
+            Width: width,
+            Height: height,
+            Format: desc.format.as_raw(),
+            NumChannels: desc.channels,
+        };
+        let _cur = ctx.enter()?;
+        let mut raw = ptr::null_mut();
+        check(
+            // SAFETY: reads one descriptor, writes one CUarray, owned by the value built next.
+            unsafe { sys::cuArrayCreate(&mut raw, &raw_desc) },
+            "cuArrayCreate_v2",
+        )?;
+        Ok(Array::from_parts(raw, desc, ctx))
+    }
+
+    /// The array's 2D descriptor as the driver reports it (`CUDA_ARRAY_DESCRIPTOR`: width,
+    /// height, format, channels; depth and flags are left 0 and empty). For 3D arrays the
+    /// driver refuses it; use [`descriptor`](Self::descriptor).
+    #[wraps(cuArrayGetDescriptor)]
+    #[track_caller]
+    pub fn descriptor_2d(&self) -> Result<ArrayDescriptor> {
+        let _cur = self.context().enter()?;
+        let mut d = sys::CUDA_ARRAY_DESCRIPTOR {
+            Width: 0,
+            Height: 0,
+            Format: 0,
+            NumChannels: 0,
+        };
+        check(
+            // SAFETY: the array is alive; writes one struct.
+            unsafe { sys::cuArrayGetDescriptor(&mut d, self.as_raw()) },
+            "cuArrayGetDescriptor_v2",
+        )?;
+        Ok(ArrayDescriptor {
+            width: d.Width,
+            height: d.Height,
+            depth: 0,
+            format: ArrayFormat::from_raw(d.Format),
+            channels: d.NumChannels,
+            flags: Array3DFlags::empty(),
+        })
+    }
+
+    /// Checks that the array is 1D and `offset..offset + len` lies in it; returns the byte
+    /// offset and byte count.
+    #[track_caller]
+    fn range_1d(&self, what: &'static str, offset: usize, len: usize) -> Result<(usize, usize)> {
+        let d = self.desc();
+        if d.height != 0 || d.depth != 0 {
+            return Err(Error::ArrayNot1D {
+                what,
+                height: d.height,
+                depth: d.depth,
+            });
+        }
+        match offset.checked_add(len) {
+            Some(end) if end <= d.width => Ok((offset * size_of::<T>(), len * size_of::<T>())),
+            _ => Err(Error::OutOfBounds {
+                start: offset,
+                end: offset.saturating_add(len),
+                len: d.width,
+            }),
+        }
+    }
+
+    /// Copies the elements `offset..offset + dst.len()` of this 1D array into `dst`.
+    #[wraps(cuMemcpyAtoH)]
+    #[track_caller]
+    pub fn read_1d(&self, offset: usize, dst: &mut [T]) -> Result<()> {
+        let (off, bytes) = self.range_1d("Array::read_1d", offset, dst.len())?;
+        if bytes == 0 {
+            return Ok(());
+        }
+        let _cur = self.context().enter()?;
+        check(
+            // SAFETY: the range lies in the live array (checked) and `dst` holds `bytes` bytes.
+            unsafe { sys::cuMemcpyAtoH(dst.as_mut_ptr().cast(), self.as_raw(), off, bytes) },
+            "cuMemcpyAtoH_v2",
+        )
+    }
+
+    /// Queues a copy of the elements `offset..offset + dst.len()` of this 1D array into `dst`
+    /// on `stream` (a stream of the array's context).
+    ///
+    /// # Safety
+    /// `dst` must stay valid, and must be neither read nor written by the host, until the
+    /// stream has executed the copy (as for
+    /// [`DeviceSlice::copy_to_host_async`](crate::DeviceSlice::copy_to_host_async)).
+    #[wraps(cuMemcpyAtoHAsync)]
+    #[track_caller]
+    pub unsafe fn read_1d_async(
+        &self,
+        offset: usize,
+        dst: &mut [T],
+        stream: &Stream,
+    ) -> Result<()> {
+        let (off, bytes) = self.range_1d("Array::read_1d_async", offset, dst.len())?;
+        check_stream(
+            "Array::read_1d_async",
+            self.context(),
+            ptr::null_mut(),
+            stream,
+        )?;
+        if bytes == 0 {
+            return Ok(());
+        }
+        let _cur = self.context().enter()?;
+        check(
+            // SAFETY: as in read_1d; the caller keeps `dst` valid until the copy ran, and
+            // cuArrayDestroy waits for it.
+            unsafe {
+                sys::cuMemcpyAtoHAsync(
+                    dst.as_mut_ptr().cast(),
+                    self.as_raw(),
+                    off,
+                    bytes,
+                    stream.as_raw(),
+                )
+            },
+            "cuMemcpyAtoHAsync_v2",
+        )
+    }
+
+    /// Copies `src` into the elements `offset..offset + src.len()` of this 1D array.
+    #[wraps(cuMemcpyHtoA)]
+    #[track_caller]
+    pub fn write_1d(&mut self, offset: usize, src: &[T]) -> Result<()> {
+        let (off, bytes) = self.range_1d("Array::write_1d", offset, src.len())?;
+        if bytes == 0 {
+            return Ok(());
+        }
+        let _cur = self.context().enter()?;
+        check(
+            // SAFETY: the range lies in the live array (checked), borrowed exclusively; `src`
+            // holds `bytes` bytes.
+            unsafe { sys::cuMemcpyHtoA(self.as_raw(), off, src.as_ptr().cast(), bytes) },
+            "cuMemcpyHtoA_v2",
+        )
+    }
+
+    /// Queues a copy of `src` into the elements `offset..offset + src.len()` of this 1D
+    /// array on `stream`.
+    ///
+    /// # Safety
+    /// `src` must stay valid, and must not be written by the host, until the stream has
+    /// executed the copy.
+    #[wraps(cuMemcpyHtoAAsync)]
+    #[track_caller]
+    pub unsafe fn write_1d_async(
+        &mut self,
+        offset: usize,
+        src: &[T],
+        stream: &Stream,
+    ) -> Result<()> {
+        let (off, bytes) = self.range_1d("Array::write_1d_async", offset, src.len())?;
+        check_stream(
+            "Array::write_1d_async",
+            self.context(),
+            ptr::null_mut(),
+            stream,
+        )?;
+        if bytes == 0 {
+            return Ok(());
+        }
+        let _cur = self.context().enter()?;
+        check(
+            // SAFETY: as in write_1d; the caller keeps `src` valid until the copy ran.
+            unsafe {
+                sys::cuMemcpyHtoAAsync(
+                    self.as_raw(),
+                    off,
+                    src.as_ptr().cast(),
+                    bytes,
+                    stream.as_raw(),
+                )
+            },
+            "cuMemcpyHtoAAsync_v2",
+        )
+    }
+
+    /// Copies the elements `offset..offset + dst.len()` of this 1D array into device memory
+    /// of the same context.
+    #[wraps(cuMemcpyAtoD)]
+    #[track_caller]
+    pub fn copy_1d_to_device(&self, offset: usize, dst: &mut DeviceSliceMut<'_, T>) -> Result<()>
+    where
+        T: crate::DeviceRepr,
+    {
+        let (off, bytes) = self.range_1d("Array::copy_1d_to_device", offset, dst.len())?;
+        same_context("Array::copy_1d_to_device", self.context(), dst.context())?;
+        sync_home(dst.as_view().stream_order())?;
+        if bytes == 0 {
+            return Ok(());
+        }
+        let _cur = self.context().enter()?;
+        check(
+            // SAFETY: the range lies in the live array (checked); the view borrows `bytes`
+            // bytes of live device memory exclusively.
+            unsafe { sys::cuMemcpyAtoD(dst.as_raw(), self.as_raw(), off, bytes) },
+            "cuMemcpyAtoD_v2",
+        )
+    }
+
+    /// Copies device memory of the same context into the elements
+    /// `offset..offset + src.len()` of this 1D array.
+    #[wraps(cuMemcpyDtoA)]
+    #[track_caller]
+    pub fn copy_1d_from_device(&mut self, offset: usize, src: &DeviceSlice<'_, T>) -> Result<()>
+    where
+        T: crate::DeviceRepr,
+    {
+        let (off, bytes) = self.range_1d("Array::copy_1d_from_device", offset, src.len())?;
+        same_context("Array::copy_1d_from_device", self.context(), src.context())?;
+        sync_home(src.stream_order())?;
+        if bytes == 0 {
+            return Ok(());
+        }
+        let _cur = self.context().enter()?;
+        check(
+            // SAFETY: the range lies in the live array (checked, borrowed exclusively); the
+            // view borrows `bytes` bytes of live device memory.
+            unsafe { sys::cuMemcpyDtoA(self.as_raw(), off, src.as_raw(), bytes) },
+            "cuMemcpyDtoA_v2",
+        )
+    }
+
+    /// Copies `len` elements from `src` (a 1D array of the same context) at `src_offset`
+    /// into this 1D array at `offset`.
+    #[wraps(cuMemcpyAtoA)]
+    #[track_caller]
+    pub fn copy_1d_from_array(
+        &mut self,
+        offset: usize,
+        src: &Array<T>,
+        src_offset: usize,
+        len: usize,
+    ) -> Result<()> {
+        let (off, bytes) = self.range_1d("Array::copy_1d_from_array", offset, len)?;
+        let (src_off, _) = src.range_1d("Array::copy_1d_from_array", src_offset, len)?;
+        same_context("Array::copy_1d_from_array", self.context(), src.context())?;
+        if bytes == 0 {
+            return Ok(());
+        }
+        let _cur = self.context().enter()?;
+        check(
+            // SAFETY: both ranges lie in live arrays (checked); `self` is borrowed
+            // exclusively, so the arrays differ.
+            unsafe { sys::cuMemcpyAtoA(self.as_raw(), off, src.as_raw(), src_off, bytes) },
+            "cuMemcpyAtoA_v2",
+        )
+    }
+}
+
+#[track_caller]
+fn same_context(what: &'static str, a: &Context, b: &Context) -> Result<()> {
+    if a.as_raw() == b.as_raw() {
+        Ok(())
+    } else {
+        Err(Error::ContextMismatch {
+            what,
+            expected: a.as_raw() as usize,
+            found: b.as_raw() as usize,
+        })
+    }
+}
+
+/// The blocking array copies have no stream form for stream-ordered views: synchronise the
+/// view's stream first, so the copy sees (and is seen by) the work ordered on it.
+#[track_caller]
+fn sync_home(home: Option<sys::CUstream>) -> Result<()> {
+    if let Some(s) = home {
+        check(
+            // SAFETY: `s` is the live stream the view's memory is ordered on (its owner
+            // borrows it).
+            unsafe { sys::cuStreamSynchronize(s) },
+            "cuStreamSynchronize",
+        )?;
+    }
+    Ok(())
+}

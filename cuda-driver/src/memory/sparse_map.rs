@@ -1,0 +1,141 @@
+//! Mapping physical memory into sparse CUDA arrays (`cuMemMapArrayAsync`): a region of a
+//! mip level, or the mip tail, of an [`Array`] created with
+//! [`Array3DFlags::SPARSE`](crate::Array3DFlags::SPARSE).
+
+use cuda_driver_macros::wraps;
+use cuda_driver_sys as sys;
+
+use super::array::{Array, ArrayElement};
+use super::PhysicalAllocation;
+use crate::error::{check, Result};
+use crate::Stream;
+
+/// The part of a sparse array a mapping covers (`CUarraySparseSubresourceType`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SparseRegion {
+    /// A box of a mip level (`CU_ARRAY_SPARSE_SUBRESOURCE_TYPE_SPARSE_LEVEL`), in elements,
+    /// aligned to the array's tile extent ([`Array::sparse_properties`]).
+    Level {
+        /// The mip level (0 for a plain array).
+        level: u32,
+        /// The layer (0 unless layered).
+        layer: u32,
+        /// The box's origin.
+        offset: [u32; 3],
+        /// The box's extent.
+        extent: [u32; 3],
+    },
+    /// Part of the mip tail (`CU_ARRAY_SPARSE_SUBRESOURCE_TYPE_MIPTAIL`), in bytes.
+    MipTail {
+        /// The layer (0 unless layered with a per-layer tail).
+        layer: u32,
+        /// Byte offset into the tail.
+        offset: u64,
+        /// Bytes to map.
+        size: u64,
+    },
+}
+
+fn map_info<T: ArrayElement>(
+    array: &Array<T>,
+    region: SparseRegion,
+    op: sys::CUmemOperationType,
+    handle: sys::CUmemGenericAllocationHandle,
+    offset: u64,
+) -> sys::CUarrayMapInfo {
+    // SAFETY: a plain C struct of integers, handles and unions of them; all-zero is valid.
+    let mut info: sys::CUarrayMapInfo = unsafe { std::mem::zeroed() };
+    info.resourceType = sys::CU_RESOURCE_TYPE_ARRAY;
+    info.resource.array = array.as_raw();
+    match region {
+        SparseRegion::Level {
+            level,
+            layer,
+            offset: o,
+            extent: e,
+        } => {
+            info.subresourceType = sys::CU_ARRAY_SPARSE_SUBRESOURCE_TYPE_SPARSE_LEVEL;
+            info.subresource.sparseLevel = sys::CUarrayMapInfo_st__bindgen_ty_2__bindgen_ty_1 {
+                level,
+                layer,
+                offsetX: o[0],
+                offsetY: o[1],
+                offsetZ: o[2],
+                extentWidth: e[0],
+                extentHeight: e[1],
+                extentDepth: e[2],
+            };
+        }
+        SparseRegion::MipTail {
+            layer,
+            offset,
+            size,
+        } => {
+            info.subresourceType = sys::CU_ARRAY_SPARSE_SUBRESOURCE_TYPE_MIPTAIL;
+            info.subresource.miptail = sys::CUarrayMapInfo_st__bindgen_ty_2__bindgen_ty_2 {
+                layer,
+                offset,
+                size,
+            };
+        }
+    }
+    info.memOperationType = op;
+    info.memHandleType = sys::CU_MEM_HANDLE_TYPE_GENERIC;
+    info.memHandle.memHandle = handle;
+    info.offset = offset;
+    info
+}
+
+impl Stream {
+    /// Maps `region` of the sparse `array` onto the physical allocation `memory` from byte
+    /// `offset`, in stream order on this stream.
+    ///
+    /// # Safety
+    /// `array` and `memory` stay alive until the region is unmapped
+    /// ([`unmap_array`](Self::unmap_array)) and the stream has run the unmapping; kernels
+    /// and copies using the region run after the mapping in stream order.
+    #[wraps(cuMemMapArrayAsync)]
+    #[track_caller]
+    pub unsafe fn map_array<T: ArrayElement>(
+        &self,
+        array: &Array<T>,
+        region: SparseRegion,
+        memory: &PhysicalAllocation,
+        offset: u64,
+    ) -> Result<()> {
+        let mut info = map_info(
+            array,
+            region,
+            sys::CU_MEM_OPERATION_TYPE_MAP,
+            memory.as_raw(),
+            offset,
+        );
+        let _cur = self.context().enter()?;
+        check(
+            // SAFETY: one map info naming the live array and allocation; the caller keeps
+            // both alive while mapped.
+            unsafe { sys::cuMemMapArrayAsync(&mut info, 1, self.as_raw()) },
+            "cuMemMapArrayAsync",
+        )
+    }
+
+    /// Unmaps `region` of the sparse `array` in stream order on this stream.
+    ///
+    /// # Safety
+    /// No work still to run uses the region.
+    #[wraps(cuMemMapArrayAsync)]
+    #[track_caller]
+    pub unsafe fn unmap_array<T: ArrayElement>(
+        &self,
+        array: &Array<T>,
+        region: SparseRegion,
+    ) -> Result<()> {
+        let mut info = map_info(array, region, sys::CU_MEM_OPERATION_TYPE_UNMAP, 0, 0);
+        let _cur = self.context().enter()?;
+        check(
+            // SAFETY: one unmap info naming the live array.
+            unsafe { sys::cuMemMapArrayAsync(&mut info, 1, self.as_raw()) },
+            "cuMemMapArrayAsync",
+        )
+    }
+}

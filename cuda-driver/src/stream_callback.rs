@@ -1,0 +1,59 @@
+//! The legacy stream callback (`cuStreamAddCallback`): a closure run on a driver thread once
+//! the work queued before it is done, told whether that work failed.
+
+use std::ffi::c_void;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+use cuda_driver_macros::wraps;
+use cuda_driver_sys as sys;
+
+use crate::error::{check, Error, Result};
+use crate::release::HostFnScope;
+use crate::stream::{host_fn_panicked, Stream};
+
+impl Stream {
+    /// Queues `f` to run on a driver thread once all work queued on the stream before it is
+    /// done; later work waits for it. `f` receives `Ok(())`, or the error of earlier work
+    /// (a sticky error, as the status `cuStreamAddCallback` passes).
+    ///
+    /// The same rules as [`launch_host_fn`](Stream::launch_host_fn) apply: while `f` runs,
+    /// this crate's operations fail with [`Error::InHostCallback`], CUDA objects it drops are
+    /// released on the crate's release thread, and a panic is caught and counted in
+    /// [`host_fn_panic_count`](crate::host_fn_panic_count). It runs once, so it is refused
+    /// with [`Error::HostFnNotReplayable`] while the stream is being captured (CUDA does not
+    /// capture callbacks either). Prefer `launch_host_fn` in new code.
+    #[wraps(cuStreamAddCallback)]
+    #[track_caller]
+    pub fn add_callback<F: FnOnce(Result<()>) + Send + 'static>(&self, f: F) -> Result<()> {
+        extern "C" fn trampoline<F: FnOnce(Result<()>) + Send + 'static>(
+            _stream: sys::CUstream,
+            status: sys::CUresult,
+            data: *mut c_void,
+        ) {
+            // SAFETY: `data` is the Box<F> leaked by add_callback, handed to the driver once,
+            // which calls the callback exactly once.
+            let f = unsafe { Box::from_raw(data.cast::<F>()) };
+            let _scope = HostFnScope::enter();
+            let result = check(status, "cuStreamAddCallback");
+            if let Err(payload) = catch_unwind(AssertUnwindSafe(move || f(result))) {
+                host_fn_panicked(payload);
+            }
+        }
+        let _cur = self.context().enter()?;
+        if self.capture_status_raw()? != sys::CU_STREAM_CAPTURE_STATUS_NONE {
+            return Err(Error::HostFnNotReplayable {
+                what: "Stream::add_callback",
+            });
+        }
+        let data = Box::into_raw(Box::new(f)).cast::<c_void>();
+        // SAFETY: the trampoline matches CUstreamCallback and takes back ownership of `data`;
+        // flags must be 0.
+        let r = unsafe { sys::cuStreamAddCallback(self.as_raw(), Some(trampoline::<F>), data, 0) };
+        if r != sys::CUDA_SUCCESS {
+            // SAFETY: the driver refused the call and will never run the trampoline; the box
+            // is still ours.
+            drop(unsafe { Box::from_raw(data.cast::<F>()) });
+        }
+        check(r, "cuStreamAddCallback")
+    }
+}
