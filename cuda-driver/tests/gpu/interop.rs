@@ -12,22 +12,20 @@ use cuda_driver::{
 };
 
 use crate::child::pattern;
-use crate::vmm::vmm_supported;
+use crate::common::skip;
+use crate::vmm::require_vmm;
 
-#[test]
+#[gpu_test]
 fn external_memory_from_a_vmm_fd_is_the_same_memory() {
     let ctx = gpu_or_skip!();
-    if !vmm_supported(&ctx) {
-        return;
-    }
+    require_vmm(&ctx);
     let dev = ctx.device();
     if dev
         .attribute(DeviceAttribute::HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED)
         .unwrap()
         == 0
     {
-        eprintln!("SKIP: no POSIX fd handles on this device");
-        return;
+        skip("no POSIX fd handles on this device");
     }
     let props = AllocationProps::device(dev)
         .with_handle_types(MemAllocationHandleType::POSIX_FILE_DESCRIPTOR);
@@ -78,7 +76,7 @@ impl DeviceBufferCheck {
     }
 }
 
-#[test]
+#[gpu_test]
 fn external_semaphores_refuse_bad_handles() {
     // CUDA cannot export a semaphore fd itself and there is no Vulkan here: only the error
     // paths are testable. Signal/wait and the graph semaphore nodes are untested.

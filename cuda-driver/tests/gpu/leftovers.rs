@@ -3,6 +3,7 @@
 //! copies and the 2D array descriptor, unaligned 2D copies, cuMemAllocHost, pools by
 //! location, the remaining graph node operations and user objects.
 
+use crate::common::skip;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{mpsc, Arc};
 
@@ -20,7 +21,7 @@ fn unsupported(r: &Error) -> bool {
     matches!(r, Error::Unsupported { .. })
 }
 
-#[test]
+#[gpu_test]
 fn occupancy_with_flags_matches_the_plain_query() {
     let ctx = gpu_or_skip!();
     let m = Module::load_data(&ctx, TEST_KERNELS).unwrap();
@@ -42,7 +43,7 @@ fn occupancy_with_flags_matches_the_plain_query() {
     assert!(f.max_active_blocks_per_multiprocessor(128, 0).is_ok());
 }
 
-#[test]
+#[gpu_test]
 fn add_callback_runs_after_earlier_work_and_refuses_capture() {
     let ctx = gpu_or_skip!();
     let s = Stream::new(&ctx, StreamFlags::NON_BLOCKING).unwrap();
@@ -69,7 +70,7 @@ fn add_callback_runs_after_earlier_work_and_refuses_capture() {
     drop(g);
 }
 
-#[test]
+#[gpu_test]
 fn capture_into_appends_to_an_existing_graph() {
     let ctx = gpu_or_skip!();
     let s = Stream::new(&ctx, StreamFlags::NON_BLOCKING).unwrap();
@@ -89,8 +90,7 @@ fn capture_into_appends_to_an_existing_graph() {
     };
     match r {
         Err(e) if unsupported(&e) => {
-            eprintln!("SKIP: cuStreamBeginCaptureToGraph needs CUDA 12.3");
-            return;
+            skip("cuStreamBeginCaptureToGraph needs CUDA 12.3");
         }
         r => r.unwrap(),
     }
@@ -110,7 +110,7 @@ fn capture_into_appends_to_an_existing_graph() {
     ));
 }
 
-#[test]
+#[gpu_test]
 fn unified_and_batched_copies_move_the_data() {
     let ctx = gpu_or_skip!();
     let s = Stream::new(&ctx, StreamFlags::NON_BLOCKING).unwrap();
@@ -140,7 +140,7 @@ fn unified_and_batched_copies_move_the_data() {
         &[a.as_view(), c.as_view()],
     );
     match r {
-        Err(e) if unsupported(&e) => eprintln!("SKIP: cuMemcpyBatchAsync needs CUDA 12.8"),
+        Err(e) if unsupported(&e) => skip("cuMemcpyBatchAsync needs CUDA 12.8"),
         r => {
             r.unwrap();
             s.synchronize().unwrap();
@@ -159,7 +159,7 @@ fn unified_and_batched_copies_move_the_data() {
     }
 }
 
-#[test]
+#[gpu_test]
 fn batched_prefetch_and_discard_keep_managed_memory_usable() {
     let ctx = gpu_or_skip!();
     let s = Stream::new(&ctx, StreamFlags::NON_BLOCKING).unwrap();
@@ -168,12 +168,10 @@ fn batched_prefetch_and_discard_keep_managed_memory_usable() {
     let dev = MemLocation::device(ctx.device());
     match s.prefetch_batch(&[m.as_view()], dev) {
         Err(e) if unsupported(&e) => {
-            eprintln!("SKIP: batched prefetch needs CUDA 13.0");
-            return;
+            skip("batched prefetch needs CUDA 13.0");
         }
         Err(e) if format!("{e}").contains("NOT_SUPPORTED") => {
-            eprintln!("SKIP: managed prefetch not supported here: {e}");
-            return;
+            skip("managed prefetch not supported here: {e}");
         }
         r => r.unwrap(),
     }
@@ -189,7 +187,7 @@ fn batched_prefetch_and_discard_keep_managed_memory_usable() {
     assert!(m.as_slice().unwrap().iter().all(|&v| v == 9));
 }
 
-#[test]
+#[gpu_test]
 fn one_dimensional_array_copies_and_the_2d_descriptor() {
     let ctx = gpu_or_skip!();
     let s = Stream::new(&ctx, StreamFlags::NON_BLOCKING).unwrap();
@@ -240,7 +238,7 @@ fn one_dimensional_array_copies_and_the_2d_descriptor() {
     c.read_1d(0, &mut out).unwrap();
 }
 
-#[test]
+#[gpu_test]
 fn unaligned_2d_copy_and_alloc_host() {
     let ctx = gpu_or_skip!();
     let host: Vec<u32> = (0..12).collect();
@@ -267,14 +265,13 @@ impl ToVec for Array<u32> {
     }
 }
 
-#[test]
+#[gpu_test]
 fn pools_by_location() {
     let ctx = gpu_or_skip!();
     let loc = MemLocation::device(ctx.device());
     let def = match MemPool::location_default(loc, MemAllocationType::PINNED) {
         Err(e) if unsupported(&e) => {
-            eprintln!("SKIP: pools by location need CUDA 13.0");
-            return;
+            skip("pools by location need CUDA 13.0");
         }
         r => r.unwrap(),
     };
@@ -296,7 +293,7 @@ fn pools_by_location() {
     assert!(MemPool::location_current(loc, MemAllocationType::PINNED).is_ok());
 }
 
-#[test]
+#[gpu_test]
 fn graph_node_leftovers() {
     let ctx = gpu_or_skip!();
     let s = Stream::new(&ctx, StreamFlags::NON_BLOCKING).unwrap();
@@ -390,7 +387,7 @@ fn graph_node_leftovers() {
     assert!(a.to_vec().unwrap().iter().all(|&v| v == 2));
 }
 
-#[test]
+#[gpu_test]
 fn generic_node_params_and_user_objects() {
     let ctx = gpu_or_skip!();
     let s = Stream::new(&ctx, StreamFlags::NON_BLOCKING).unwrap();
@@ -414,8 +411,7 @@ fn generic_node_params_and_user_objects() {
     // SAFETY: valid memset parameters for live memory.
     match unsafe { node.set_params_raw(&mut p) } {
         Err(e) if unsupported(&e) => {
-            eprintln!("SKIP: cuGraphNodeSetParams needs CUDA 12.2");
-            return;
+            skip("cuGraphNodeSetParams needs CUDA 12.2");
         }
         r => r.unwrap(),
     }
