@@ -18,13 +18,11 @@ use crate::{Error, Generator};
 /// install.
 ///
 /// ```no_run
-/// // build.rs
-/// fn main() {
-///     cuda_driver_build::Build::new()
-///         .file("kernels/saxpy.cu")
-///         .committed_ptx("kernels") // kernels/saxpy.ptx, for builds without a toolkit
-///         .compile();
-/// }
+/// // build.rs, in fn main:
+/// cuda_driver_build::Build::new()
+///     .file("kernels/saxpy.cu")
+///     .committed_ptx("kernels") // kernels/saxpy.ptx, for builds without a toolkit
+///     .compile();
 /// ```
 #[derive(Clone, Debug)]
 pub struct Build {
@@ -149,6 +147,7 @@ impl Build {
         for d in &self.include_dirs {
             flags.push(format!("-I{}", d.display()));
         }
+        let mut used_options: Vec<String> = Vec::new();
         let mut nvcc_path: Option<Result<PathBuf, String>> = None;
         let mut outputs = Vec::new();
         for cu in &self.files {
@@ -224,13 +223,27 @@ impl Build {
                 source,
             })?;
             let abs = std::path::absolute(&ptx_path).unwrap_or(ptx_path.clone());
-            let src = self.generator.generate(&ptx, Some(&abs))?;
+            let (generator, used) = self.generator.restricted_to(&ptx)?;
+            used_options.extend(used);
+            let src = generator.generate(&ptx, Some(&abs))?;
             let rs = out_dir.join(format!("{stem}.rs"));
             std::fs::write(&rs, src).map_err(|source| Error::Io {
                 path: rs.clone(),
                 source,
             })?;
             outputs.push(rs);
+        }
+        // An option naming a kernel of no file is a mistake (a typo, a renamed kernel).
+        if let Some((option, kernel)) = self
+            .generator
+            .option_names()
+            .into_iter()
+            .find(|(_, k)| !used_options.iter().any(|u| u == k))
+        {
+            return Err(Error::UnknownKernel {
+                option,
+                kernel: kernel.into(),
+            });
         }
         Ok(outputs)
     }

@@ -78,12 +78,50 @@ impl Generator {
         self
     }
 
+    /// The options that name a kernel of `ptx` (for a build of several files), and the
+    /// names of the options that do.
+    pub(crate) fn restricted_to(&self, ptx: &str) -> Result<(Generator, Vec<String>), Error> {
+        let entries = ptx::entries(ptx)?;
+        let known = |k: &String| {
+            entries
+                .iter()
+                .any(|e| &e.name == k || cpp_name(e).as_deref() == Some(k))
+        };
+        let keep = |list: &Vec<(String, String)>| -> Vec<(String, String)> {
+            list.iter().filter(|(k, _)| known(k)).cloned().collect()
+        };
+        let g = Generator {
+            signatures: keep(&self.signatures),
+            renames: keep(&self.renames),
+        };
+        let used = g
+            .signatures
+            .iter()
+            .chain(&g.renames)
+            .map(|(k, _)| k.clone())
+            .collect();
+        Ok((g, used))
+    }
+
+    /// Every option's kernel name with the option, for [`Error::UnknownKernel`].
+    pub(crate) fn option_names(&self) -> Vec<(&'static str, &str)> {
+        let s = self
+            .signatures
+            .iter()
+            .map(|(k, _)| ("signature", k.as_str()));
+        let r = self.renames.iter().map(|(k, _)| ("rename", k.as_str()));
+        s.chain(r).collect()
+    }
+
     /// Types every kernel of `ptx`.
     pub fn kernels(&self, ptx: &str) -> Result<Vec<TypedKernel>, Error> {
         let entries = ptx::entries(ptx)?;
         for (option, list) in [("signature", &self.signatures), ("rename", &self.renames)] {
             for (k, _) in list {
-                if !entries.iter().any(|e| &e.name == k || cpp_name(e).as_deref() == Some(k)) {
+                if !entries
+                    .iter()
+                    .any(|e| &e.name == k || cpp_name(e).as_deref() == Some(k))
+                {
                     return Err(Error::UnknownKernel {
                         option,
                         kernel: k.clone(),
@@ -146,8 +184,7 @@ impl Generator {
             .iter()
             .rev()
             .find(|(k, _)| *k == e.name || Some(k.as_str()) == cpp_name(e).as_deref());
-        let (signature, cpp_name, default_name, cpp_params) = if let Some((_, params)) =
-            annotation
+        let (signature, cpp_name, default_name, cpp_params) = if let Some((_, params)) = annotation
         {
             let base = match demangle(e)? {
                 Some(d) => d,
@@ -287,19 +324,11 @@ fn parse_list(sig: &str, list: &str, annotated: bool) -> Result<Vec<CppParam>, E
 }
 
 /// Pairs C++ parameters with the PTX ones, checking count and sizes.
-fn typed_params(
-    sig: &str,
-    cpp: &[CppParam],
-    ptx: &[PtxParam],
-) -> Result<Vec<TypedParam>, Error> {
+fn typed_params(sig: &str, cpp: &[CppParam], ptx: &[PtxParam]) -> Result<Vec<TypedParam>, Error> {
     if cpp.len() != ptx.len() {
         return Err(Error::Mismatch {
             kernel: sig.into(),
-            detail: format!(
-                "{} parameters in C++, {} in the PTX",
-                cpp.len(),
-                ptx.len()
-            ),
+            detail: format!("{} parameters in C++, {} in the PTX", cpp.len(), ptx.len()),
         });
     }
     let mut out = Vec::new();
@@ -568,9 +597,7 @@ fn render_kernel(s: &mut String, k: &TypedKernel) {
                     None => {
                         let t = format!("T{i}");
                         generics.push(format!("{t}: ::cuda_driver::DeviceRepr"));
-                        contract.push(format!(
-                            "/// * `{t}` has the layout of the C++ `{cpp}`;"
-                        ));
+                        contract.push(format!("/// * `{t}` has the layout of the C++ `{cpp}`;"));
                         t
                     }
                 };
@@ -630,11 +657,7 @@ fn render_kernel(s: &mut String, k: &TypedKernel) {
         1 => format!("({},)", tuple[0]),
         _ => format!("({})", tuple.join(", ")),
     };
-    let indent = |v: &[String]| {
-        v.iter()
-            .map(|l| format!("    {l}\n"))
-            .collect::<String>()
-    };
+    let indent = |v: &[String]| v.iter().map(|l| format!("    {l}\n")).collect::<String>();
     let _ = write!(
         s,
         "    /// Launches `{sig}` on `stream` through the checked\n    \
@@ -730,25 +753,34 @@ mod tests {
     #[test]
     fn annotations_type_extern_c_kernels() {
         let mut g = Generator::new();
-        g.signature(
-            "VecAdd",
-            "const float* A, const float* B, float* C, int N",
-        );
+        g.signature("VecAdd", "const float* A, const float* B, float* C, int N");
         let k = g.kernels(VEC_ADD).unwrap();
         let names: Vec<_> = k[0].params.iter().map(|p| p.name.as_str()).collect();
         assert_eq!(names, ["a", "b", "c", "n"]);
         let src = g.generate(VEC_ADD, None).unwrap();
-        assert!(src.contains("a: ::cuda_driver::DeviceSlice<'_, f32>"), "{src}");
-        assert!(src.contains("c: ::cuda_driver::DeviceSliceMut<'_, f32>"), "{src}");
+        assert!(
+            src.contains("a: ::cuda_driver::DeviceSlice<'_, f32>"),
+            "{src}"
+        );
+        assert!(
+            src.contains("c: ::cuda_driver::DeviceSliceMut<'_, f32>"),
+            "{src}"
+        );
         assert!(src.contains("n: i32"), "{src}");
         assert!(src.contains("(a, b, c, &n)"), "{src}");
         // A stale annotation is an error naming the kernel.
         let mut g = Generator::new();
         g.signature("VecAdd", "const float* A, float* C, int N");
         let e = g.kernels(VEC_ADD).unwrap_err().to_string();
-        assert!(e.contains("VecAdd") && e.contains("3 parameters in C++, 4"), "{e}");
+        assert!(
+            e.contains("VecAdd") && e.contains("3 parameters in C++, 4"),
+            "{e}"
+        );
         let mut g = Generator::new();
-        g.signature("VecAdd", "const float* A, const float* B, float* C, double N");
+        g.signature(
+            "VecAdd",
+            "const float* A, const float* B, float* C, double N",
+        );
         let e = g.kernels(VEC_ADD).unwrap_err().to_string();
         assert!(e.contains("(`double`) has 8 bytes"), "{e}");
         let mut g = Generator::new();
@@ -779,7 +811,10 @@ mod tests {
         );
         assert_eq!((k[2].params[0].size, k[2].params[0].align), (32, 16));
         let src = Generator::new().generate(CPP, None).unwrap();
-        assert!(src.contains("pub unsafe fn launch<T0: ::cuda_driver::DeviceRepr>"), "{src}");
+        assert!(
+            src.contains("pub unsafe fn launch<T0: ::cuda_driver::DeviceRepr>"),
+            "{src}"
+        );
         assert!(src.contains("::core::mem::size_of::<T0>() == 32"), "{src}");
         assert!(src.contains("pub scale_f32: ScaleF32"), "{src}");
         // Renamed.
@@ -810,8 +845,14 @@ mod tests {
         assert!(e.contains("`FillU32`") && e.contains("fill_u32"), "{e}");
 
         let unsupported = ".visible .entry _Z3barPPfb(.param .u64 a, .param .u8 b) {}";
-        let e = Generator::new().kernels(unsupported).unwrap_err().to_string();
-        assert!(e.contains("bar(float**, bool)") && e.contains("float**"), "{e}");
+        let e = Generator::new()
+            .kernels(unsupported)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("bar(float**, bool)") && e.contains("float**"),
+            "{e}"
+        );
     }
 
     #[test]
@@ -822,8 +863,14 @@ mod tests {
                 Some(Path::new("/x/bench.ptx")),
             )
             .unwrap();
-        assert!(src.contains("self.function.launch(stream, cfg, ())"), "{src}");
+        assert!(
+            src.contains("self.function.launch(stream, cfg, ())"),
+            "{src}"
+        );
         assert!(src.contains("include_str!(\"/x/bench.ptx\")"), "{src}");
-        assert!(src.contains("pub fn load(ctx: &::cuda_driver::Context)"), "{src}");
+        assert!(
+            src.contains("pub fn load(ctx: &::cuda_driver::Context)"),
+            "{src}"
+        );
     }
 }

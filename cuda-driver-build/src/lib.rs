@@ -22,12 +22,12 @@
 //! `build.rs` (`kernels/saxpy.cu` holds
 //! `__global__ void saxpy(float a, const float* x, float* y, int n)`):
 //! ```no_run
-//! fn main() {
-//!     cuda_driver_build::Build::new()
-//!         .file("kernels/saxpy.cu")
-//!         .committed_ptx("kernels") // optional: kernels/saxpy.ptx when nvcc is missing
-//!         .compile();
-//! }
+//! // fn main() {
+//! cuda_driver_build::Build::new()
+//!     .file("kernels/saxpy.cu")
+//!     .committed_ptx("kernels") // optional: kernels/saxpy.ptx when nvcc is missing
+//!     .compile();
+//! // }
 //! ```
 //!
 //! `src/main.rs`:

@@ -170,13 +170,17 @@ mod tests {
             ptx_flags("compute_75", &extra),
             ["--ptx", "-arch=compute_90", "-lineinfo"]
         );
-        assert!(sets_arch(&["--gpu-architecture".into(), "compute_80".into()]));
+        assert!(sets_arch(&[
+            "--gpu-architecture".into(),
+            "compute_80".into()
+        ]));
         assert!(!sets_arch(&["-archive".into()]));
     }
 
     #[test]
     fn includes() {
-        let src = "#include <cuda_fp16.h>\n  #  include \"common.cuh\"\n#include\"a/b.h\" // x\nint x;";
+        let src =
+            "#include <cuda_fp16.h>\n  #  include \"common.cuh\"\n#include\"a/b.h\" // x\nint x;";
         assert_eq!(quoted_includes(src), ["common.cuh", "a/b.h"]);
     }
 }

@@ -178,9 +178,11 @@ pub fn parse_param(text: &str, annotated: bool) -> Result<CppParam, String> {
     let rust = match stars {
         0 => match base.as_str() {
             "bool" => {
-                return Err("`bool` is not DeviceRepr (the device may write any byte): pass \
+                return Err(
+                    "`bool` is not DeviceRepr (the device may write any byte): pass \
                             `int` or `unsigned char`"
-                    .into())
+                        .into(),
+                )
             }
             "void" => return Err("`void` is no parameter type".into()),
             _ => match known_type(&base) {
@@ -191,9 +193,7 @@ pub fn parse_param(text: &str, annotated: bool) -> Result<CppParam, String> {
         },
         1 => match base.as_str() {
             "void" => ParamType::Untyped,
-            "bool" => {
-                return Err("`bool*`: `bool` is not DeviceRepr: use `unsigned char*`".into())
-            }
+            "bool" => return Err("`bool*`: `bool` is not DeviceRepr: use `unsigned char*`".into()),
             _ => {
                 let elem = match known_type(&base) {
                     Some((rust, _, _)) => Some(rust),
@@ -208,9 +208,11 @@ pub fn parse_param(text: &str, annotated: bool) -> Result<CppParam, String> {
             }
         },
         _ => {
-            return Err("a pointer to pointers has no view type: pass `void*` (an untyped \
+            return Err(
+                "a pointer to pointers has no view type: pass `void*` (an untyped \
                         device pointer) or annotate the kernel"
-                .into())
+                    .into(),
+            )
         }
     };
     Ok(CppParam { ty, name, rust })
@@ -469,7 +471,12 @@ mod tests {
 
     #[test]
     fn pointers_become_views() {
-        for t in ["float const*", "const float*", "const float *", "float const * __restrict__"] {
+        for t in [
+            "float const*",
+            "const float*",
+            "const float *",
+            "float const * __restrict__",
+        ] {
             assert_eq!(
                 rust(t),
                 ParamType::Pointer {
@@ -554,7 +561,10 @@ mod tests {
     #[test]
     fn annotations_carry_names() {
         let p = parse_param("const float* __restrict__ A", true).unwrap();
-        assert_eq!((p.ty.as_str(), p.name.as_deref()), ("const float* __restrict__", Some("A")));
+        assert_eq!(
+            (p.ty.as_str(), p.name.as_deref()),
+            ("const float* __restrict__", Some("A"))
+        );
         let p = parse_param("unsigned n", true).unwrap();
         assert_eq!(p.name.as_deref(), Some("n"));
         let p = parse_param("unsigned int", true).unwrap();
@@ -577,7 +587,10 @@ mod tests {
         assert_eq!((d.name.as_str(), d.base.as_str()), ("VecAdd", "VecAdd"));
         assert_eq!(d.params.len(), 4);
         let d = split_signature("void scale<float>(float*, float, int)").unwrap();
-        assert_eq!((d.name.as_str(), d.base.as_str()), ("scale<float>", "scale"));
+        assert_eq!(
+            (d.name.as_str(), d.base.as_str()),
+            ("scale<float>", "scale")
+        );
         assert_eq!(d.template_args, ["float"]);
         let d = split_signature("void ns::fill<Pair<int, int>, (unsigned int)4>(int*)").unwrap();
         assert_eq!(d.base, "ns::fill");
@@ -599,7 +612,10 @@ mod tests {
             "NsSumI32_256"
         );
         assert_eq!(rust_type_name("k", &["-1".into(), "2".into()]), "KNeg1_2");
-        assert_eq!(rust_type_name("k", &["Pair<int, int>".into()]), "KPairIntInt");
+        assert_eq!(
+            rust_type_name("k", &["Pair<int, int>".into()]),
+            "KPairIntInt"
+        );
         assert_eq!(snake("VecAdd"), "vec_add");
         assert_eq!(snake("ScaleF32"), "scale_f32");
         assert_eq!(snake("Add4"), "add4");
