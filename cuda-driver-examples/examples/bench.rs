@@ -278,6 +278,7 @@ fn run() -> Res<()> {
     );
     vmm_ipc_pools(&mut r, &cfg, &ctx, &stream)?;
     launches(&mut r, &cfg, &ctx, &stream)?;
+    typed_launches(&mut r, &cfg, &ctx, &stream)?;
     copies(&mut r, &cfg, &ctx)?;
     allocations(&mut r, &cfg, &ctx, &stream)?;
     loading(&mut r, &cfg, &ctx, &stream)?;
@@ -1984,4 +1985,73 @@ fn textures_and_2d_copies(r: &mut Runner, cfg: &Config, ctx: &Context) -> Res<()
 fn fill_pitched(img: &mut cuda_driver::Pitched2D<f32>) -> Res<()> {
     img.view_mut().memset_2d(0u32)?;
     ctx_sync()
+}
+
+/// add4(a, b, c, n) through the typed launcher cuda-driver-build generated from `ptx/bench.ptx`
+/// (`typed::bench::Add4::launch`: the argument types checked by the compiler, then the same
+/// checked `Function::launch`), against the raw cuLaunchKernel of the same handle.
+fn typed_launches(r: &mut Runner, cfg: &Config, ctx: &Context, stream: &Stream) -> Res<()> {
+    let kernels = cuda_driver_examples::typed::bench::Kernels::load(ctx)?;
+    let f_add4 = kernels.add4.function().as_raw();
+    let s = stream.as_raw();
+    let count = cfg.launches;
+    let mut add4 = Add4::new(ctx)?;
+    let add4_cfg = add4.config();
+    let g = add4_cfg.grid.x;
+    // Read the parameter list now, as the warm-up would (the checked launch caches it).
+    check!(
+        kernels
+            .add4
+            .function()
+            .params()?
+            .is_none_or(|p| p.len() == 4),
+        "add4 does not have 4 parameters"
+    );
+    let (mut pa, mut pb, mut pc, mut pn) =
+        (add4.a.as_raw(), add4.b.as_raw(), add4.c.as_raw(), add4.n);
+    let mut args: [*mut c_void; 4] = [
+        (&raw mut pa).cast(),
+        (&raw mut pb).cast(),
+        (&raw mut pc).cast(),
+        (&raw mut pn).cast(),
+    ];
+    r.run(
+        "launch add4(a, b, c, n), generated typed launcher".into(),
+        "us/launch",
+        false,
+        Some(1.02),
+        |side| {
+            add4.clear()?;
+            let ns = match side {
+                Side::Raw => enqueue_ns(count, s, || {
+                    // SAFETY: add4 is (const float*, const float*, float*, int): `args` points
+                    // to three CUdeviceptr and a c_int, alive across the call; the grid covers
+                    // ADD4_N threads and the kernel skips i >= n.
+                    unsafe { raw_launch(f_add4, g, BLOCK, s, args.as_mut_ptr(), null_mut()) }
+                })?,
+                Side::Safe => {
+                    let Add4 { a, b, c, n, .. } = &mut add4;
+                    enqueue_ns(count, s, || {
+                        // SAFETY: a, b and c hold ADD4_N floats, the grid covers ADD4_N
+                        // threads, the kernel skips i >= n; the host touches c only after the
+                        // stream is synchronized.
+                        unsafe {
+                            kernels.add4.launch(
+                                stream,
+                                &add4_cfg,
+                                a.as_view(),
+                                b.as_view(),
+                                c.as_view_mut(),
+                                *n,
+                            )?
+                        };
+                        Ok(())
+                    })?
+                }
+            };
+            add4.check()?;
+            Ok(ns / 1e3)
+        },
+    )?;
+    Ok(())
 }

@@ -1,15 +1,19 @@
 //! Seed 002 (CUDA C++ Programming Guide, appendix "Driver API": the host code of
 //! vectorAddDrv) with the safe API: the VecAdd kernel loaded from PTX into device 0's primary
-//! context, two input vectors copied to the device, a launch whose arguments are checked
-//! against the kernel's parameter list, and every element of the result verified.
+//! context, two input vectors copied to the device, a launch through the typed launcher that
+//! cuda-driver-build generated from the PTX (`VecAdd::launch` takes
+//! `(DeviceSlice<f32>, DeviceSlice<f32>, DeviceSliceMut<f32>, i32)`: a wrong argument does not
+//! compile, and the launch still checks the arguments against the loaded kernel), and every
+//! element of the result verified.
 //!
 //! Run: `cargo run -p cuda-driver-examples --example vector_add`
 
 use std::process::ExitCode;
 
 use cuda_driver::prelude::*;
-use cuda_driver::{Device, DeviceBuffer, LaunchConfig, Module, Stream, StreamFlags};
-use cuda_driver_examples::{ptx, run_example, Failure};
+use cuda_driver::{Device, DeviceBuffer, LaunchConfig, Stream, StreamFlags};
+use cuda_driver_examples::typed::vector_add::Kernels;
+use cuda_driver_examples::{run_example, Failure};
 
 fn main() -> ExitCode {
     run_example(run)
@@ -27,8 +31,7 @@ fn run() -> Result<(), Failure> {
     let ctx = device.primary_context()?;
 
     // cuModuleLoadData of the embedded PTX (JIT-compiled for this device), cuModuleGetFunction.
-    let module = Module::load_data(&ctx, ptx::VECTOR_ADD)?;
-    let vec_add = module.function("VecAdd")?;
+    let kernels = Kernels::load(&ctx)?;
 
     // cuMemAlloc + cuMemcpyHtoD; d_c is written by the kernel.
     let d_a = DeviceBuffer::from_slice(&ctx, &h_a)?;
@@ -39,20 +42,17 @@ fn run() -> Result<(), Failure> {
     let cfg = LaunchConfig::for_num_elems(n)?;
     let stream = Stream::new(&ctx, StreamFlags::NON_BLOCKING)?;
     let n_param = i32::try_from(n)?;
-    // SAFETY: VecAdd is (const float* A, const float* B, float* C, int N), which the
-    // arguments match (and the launch checks their count and sizes against the driver's
-    // parameter list); A, B and C hold N floats and the kernel skips i >= N; the host touches
-    // d_c only after the stream is synchronised.
+    // SAFETY: the launcher's types are VecAdd's (const float* A, const float* B, float* C,
+    // int N); A, B and C hold N floats and the kernel skips i >= N; the host touches d_c only
+    // after the stream is synchronised.
     unsafe {
-        vec_add.launch(
+        kernels.vec_add.launch(
             &stream,
             &cfg,
-            (
-                &d_a.as_view(),
-                &d_b.as_view(),
-                &mut d_c.as_view_mut(),
-                &n_param,
-            ),
+            d_a.as_view(),
+            d_b.as_view(),
+            d_c.as_view_mut(),
+            n_param,
         )?
     };
     stream.synchronize()?;

@@ -6,8 +6,9 @@
 //! `// xtask-nvcc: <flags>` gets those flags too (`-rdc=true`, `-lineinfo`); an `-arch` among
 //! them overrides the default for that file.
 //!
-//! nvcc is found through `NVCC`, then `<root>/bin/nvcc` of the toolkit roots of
-//! [`util::toolkit_roots`] (`CUDA_PATH`, `CUDA_HOME`, the pip wheels), then `PATH`.
+//! nvcc is found, its flags are built and it is run by the code users' build scripts use
+//! (`cuda_driver_build::nvcc`): `NVCC`, then `<root>/bin/nvcc` of `CUDA_PATH`, `CUDA_HOME` and
+//! the pip wheels' roots ([`util::toolkit_roots`]), then `PATH`.
 //!
 //! `--check` compiles into a temporary directory and compares with the committed files,
 //! ignoring the comment lines that name nvcc's build; it also fails on a `.ptx` whose `.cu` is
@@ -17,11 +18,10 @@
 //! Then the copies a published package embeds are written (or checked): see `ptx_copies.rs`.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use crate::util;
 
-const DEFAULT_ARCH: &str = "compute_75";
+const DEFAULT_ARCH: &str = cuda_driver_build::nvcc::DEFAULT_ARCH;
 /// The newest PTX ISA the CUDA 13.0 driver accepts.
 const MAX_PTX_VERSION: (u32, u32) = (9, 0);
 /// The first line of a `.cu` that passes extra flags to nvcc.
@@ -136,41 +136,20 @@ fn name(path: &Path) -> String {
         .unwrap_or_default()
 }
 
+/// nvcc, found as cuda-driver-build finds it for users' build scripts, with the pip wheels'
+/// toolkit roots added.
 fn find_nvcc() -> Result<PathBuf, String> {
-    if let Some(v) = std::env::var_os("NVCC") {
-        let p = PathBuf::from(v);
-        return if p.is_file() {
-            Ok(p)
-        } else {
-            Err(format!("NVCC={} is not a file", p.display()))
-        };
-    }
-    let from_toolkit = util::toolkit_roots()
-        .into_iter()
-        .map(|r| r.join("bin/nvcc"));
-    let from_path = std::env::var_os("PATH")
-        .map(|p| std::env::split_paths(&p).collect::<Vec<_>>())
-        .unwrap_or_default()
-        .into_iter()
-        .map(|d| d.join("nvcc"));
-    from_toolkit
-        .chain(from_path)
-        .find(|p| p.is_file())
-        .ok_or_else(|| {
-            "nvcc not found: set NVCC or CUDA_PATH to a CUDA 13.0 toolkit, or install the pinned \
-         wheels into .venv (see .ci/run)"
-                .to_string()
-        })
+    cuda_driver_build::nvcc::find_nvcc(&util::toolkit_roots()).map_err(|searched| {
+        format!(
+            "nvcc not found ({searched}, and the pip wheels): set NVCC or CUDA_PATH to a CUDA \
+             13.0 toolkit, or install the pinned wheels into .venv (see .ci/run)"
+        )
+    })
 }
 
 /// `13.0.88` from nvcc's `Cuda compilation tools, release 13.0, V13.0.88`.
 fn nvcc_version(nvcc: &Path) -> Result<String, String> {
-    let out = util::run_capture(Command::new(nvcc).arg("--version"))?;
-    out.lines()
-        .find(|l| l.starts_with("Cuda compilation tools"))
-        .and_then(|l| l.rsplit(", V").next())
-        .map(|v| v.trim().to_string())
-        .ok_or_else(|| format!("{} --version printed no release:\n{out}", nvcc.display()))
+    cuda_driver_build::nvcc::nvcc_version(nvcc)
 }
 
 /// The flags of a source's `// xtask-nvcc:` first line.
@@ -181,16 +160,6 @@ fn extra_flags(source: &str) -> Vec<String> {
         .and_then(|l| l.trim().strip_prefix(FLAGS_MARKER))
         .map(|f| f.split_whitespace().map(str::to_string).collect())
         .unwrap_or_default()
-}
-
-fn sets_arch(flags: &[String]) -> bool {
-    flags.iter().any(|f| {
-        ["-arch", "--gpu-architecture"].iter().any(|opt| {
-            f == opt
-                || f.strip_prefix(opt)
-                    .is_some_and(|rest| rest.starts_with('='))
-        })
-    })
 }
 
 /// Compiles one `.cu` and returns the `.ptx` to commit: a header, then nvcc's output.
@@ -205,21 +174,16 @@ fn compile(
     let source =
         std::fs::read_to_string(cu).map_err(|e| format!("cannot read ptx/{cu_name}: {e}"))?;
     let extra = extra_flags(&source);
-    let mut flags = vec!["--ptx".to_string()];
-    if !sets_arch(&extra) {
-        flags.push(format!("-arch={arch}"));
-    }
-    flags.extend(extra);
+    let flags = cuda_driver_build::nvcc::ptx_flags(arch, &extra);
 
     let out = tmp.join(name(&cu.with_extension("ptx")));
     // Relative source path from ptx/: nvcc records the name it is given.
-    util::run_status(
-        Command::new(nvcc)
-            .args(&flags)
-            .arg("-o")
-            .arg(&out)
-            .arg(&cu_name)
-            .current_dir(cu.parent().expect("a file in ptx/")),
+    cuda_driver_build::nvcc::compile_ptx(
+        nvcc,
+        &flags,
+        Path::new(&cu_name),
+        &out,
+        Some(cu.parent().expect("a file in ptx/")),
     )
     .map_err(|e| format!("ptx/{cu_name}: {e}"))?;
     let ptx = std::fs::read_to_string(&out)

@@ -81,18 +81,6 @@ pub fn run_capture(cmd: &mut Command) -> Result<String, String> {
     String::from_utf8(out.stdout).map_err(|e| format!("{:?} printed non-UTF-8: {e}", cmd))
 }
 
-/// Runs a command with inherited stdio, failing when it does not exit successfully.
-pub fn run_status(cmd: &mut Command) -> Result<(), String> {
-    let status = cmd
-        .status()
-        .map_err(|e| format!("cannot run {:?}: {e}", cmd.get_program()))?;
-    if status.success() {
-        Ok(())
-    } else {
-        Err(format!("{cmd:?} failed ({status})"))
-    }
-}
-
 /// Writes a generated file, or with `check` compares it with what is on disk.
 ///
 /// `normalize` is applied to both sides before comparing (to ignore volatile lines).

@@ -1,0 +1,186 @@
+//! Finding and running nvcc.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use crate::Error;
+
+/// The default virtual architecture: PTX the driver JIT-compiles for any GPU CUDA 13 supports.
+pub const DEFAULT_ARCH: &str = "compute_75";
+
+/// The environment variables [`find_nvcc`] reads, in order (then `PATH`).
+pub const NVCC_ENV: [&str; 3] = ["NVCC", "CUDA_PATH", "CUDA_HOME"];
+
+/// Finds nvcc: `NVCC` (the executable), then `bin/nvcc` under `CUDA_PATH`, `CUDA_HOME` and
+/// each of `extra_roots`, then `nvcc` on `PATH`. The error says where it looked.
+pub fn find_nvcc(extra_roots: &[PathBuf]) -> Result<PathBuf, String> {
+    if let Some(v) = std::env::var_os("NVCC") {
+        let p = PathBuf::from(v);
+        return if p.is_file() {
+            Ok(p)
+        } else {
+            Err(format!("NVCC={} is not a file", p.display()))
+        };
+    }
+    let mut roots: Vec<PathBuf> = ["CUDA_PATH", "CUDA_HOME"]
+        .iter()
+        .filter_map(std::env::var_os)
+        .map(PathBuf::from)
+        .collect();
+    roots.extend(extra_roots.iter().cloned());
+    let exe = if cfg!(windows) { "nvcc.exe" } else { "nvcc" };
+    let from_path = std::env::var_os("PATH")
+        .map(|p| std::env::split_paths(&p).collect::<Vec<_>>())
+        .unwrap_or_default();
+    roots
+        .iter()
+        .map(|r| r.join("bin").join(exe))
+        .chain(from_path.iter().map(|d| d.join(exe)))
+        .find(|p| p.is_file())
+        .ok_or_else(|| "searched NVCC, CUDA_PATH/bin, CUDA_HOME/bin and PATH".to_string())
+}
+
+/// `13.0.88` from nvcc's `Cuda compilation tools, release 13.0, V13.0.88`.
+pub fn nvcc_version(nvcc: &Path) -> Result<String, String> {
+    let out = Command::new(nvcc)
+        .arg("--version")
+        .output()
+        .map_err(|e| format!("cannot run {}: {e}", nvcc.display()))?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    text.lines()
+        .find(|l| l.starts_with("Cuda compilation tools"))
+        .and_then(|l| l.rsplit(", V").next())
+        .map(|v| v.trim().to_string())
+        .ok_or_else(|| format!("{} --version printed no release:\n{text}", nvcc.display()))
+}
+
+/// Whether `flags` choose an architecture (`-arch`, `--gpu-architecture`, with `=` or a
+/// separate value).
+pub fn sets_arch(flags: &[String]) -> bool {
+    flags.iter().any(|f| {
+        ["-arch", "--gpu-architecture"].iter().any(|opt| {
+            f == opt
+                || f.strip_prefix(opt)
+                    .is_some_and(|rest| rest.starts_with('='))
+        })
+    })
+}
+
+/// nvcc's flags for compiling to PTX: `--ptx`, `-arch=<arch>` unless `extra` sets one, then
+/// `extra`.
+pub fn ptx_flags(arch: &str, extra: &[String]) -> Vec<String> {
+    let mut flags = vec!["--ptx".to_string()];
+    if !sets_arch(extra) {
+        flags.push(format!("-arch={arch}"));
+    }
+    flags.extend(extra.iter().cloned());
+    flags
+}
+
+/// Runs `nvcc <flags> -o <out> <source>` in `dir` (so nvcc records the name it is given),
+/// failing with nvcc's output.
+pub fn compile_ptx(
+    nvcc: &Path,
+    flags: &[String],
+    source: &Path,
+    out: &Path,
+    dir: Option<&Path>,
+) -> Result<(), String> {
+    let mut cmd = Command::new(nvcc);
+    cmd.args(flags).arg("-o").arg(out).arg(source);
+    if let Some(d) = dir {
+        cmd.current_dir(d);
+    }
+    let output = cmd
+        .output()
+        .map_err(|e| format!("cannot run {}: {e}", nvcc.display()))?;
+    if output.status.success() {
+        Ok(())
+    } else {
+        Err(format!(
+            "`{} {} -o {} {}` failed ({}):\n{}{}",
+            nvcc.display(),
+            flags.join(" "),
+            out.display(),
+            source.display(),
+            output.status,
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        ))
+    }
+}
+
+/// The files `source` includes with `#include "..."`, found relative to the including file
+/// or one of `include_dirs`, recursively (for `cargo:rerun-if-changed`). System headers
+/// (`<...>`) are left out.
+pub fn local_includes(source: &Path, include_dirs: &[PathBuf]) -> Vec<PathBuf> {
+    let mut found: Vec<PathBuf> = Vec::new();
+    let mut todo = vec![source.to_path_buf()];
+    while let Some(file) = todo.pop() {
+        let Ok(text) = std::fs::read_to_string(&file) else {
+            continue;
+        };
+        let dir = file.parent().map(Path::to_path_buf).unwrap_or_default();
+        for name in quoted_includes(&text) {
+            let candidate = std::iter::once(&dir)
+                .chain(include_dirs)
+                .map(|d| d.join(name))
+                .find(|p| p.is_file());
+            if let Some(p) = candidate {
+                if !found.contains(&p) {
+                    found.push(p.clone());
+                    todo.push(p);
+                }
+            }
+        }
+    }
+    found
+}
+
+/// The names of a source's `#include "name"` lines.
+pub fn quoted_includes(text: &str) -> Vec<&str> {
+    text.lines()
+        .filter_map(|l| {
+            let l = l.trim_start().strip_prefix('#')?.trim_start();
+            let rest = l.strip_prefix("include")?.trim_start();
+            let rest = rest.strip_prefix('"')?;
+            rest.split('"').next()
+        })
+        .collect()
+}
+
+impl Error {
+    pub(crate) fn nvcc(source: &Path, detail: String) -> Error {
+        Error::Nvcc {
+            source_file: source.to_path_buf(),
+            detail,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn arch_flags() {
+        assert_eq!(ptx_flags("compute_75", &[]), ["--ptx", "-arch=compute_75"]);
+        let extra = vec!["-arch=compute_90".to_string(), "-lineinfo".to_string()];
+        assert_eq!(
+            ptx_flags("compute_75", &extra),
+            ["--ptx", "-arch=compute_90", "-lineinfo"]
+        );
+        assert!(sets_arch(&[
+            "--gpu-architecture".into(),
+            "compute_80".into()
+        ]));
+        assert!(!sets_arch(&["-archive".into()]));
+    }
+
+    #[test]
+    fn includes() {
+        let src =
+            "#include <cuda_fp16.h>\n  #  include \"common.cuh\"\n#include\"a/b.h\" // x\nint x;";
+        assert_eq!(quoted_includes(src), ["common.cuh", "a/b.h"]);
+    }
+}
