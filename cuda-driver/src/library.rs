@@ -750,6 +750,8 @@ impl KernelParams for Kernel {
     #[track_caller]
     fn query_param(&self, index: usize) -> Result<(sys::CUresult, usize, usize)> {
         let f = newer::cuKernelGetParamInfo()?;
+        // The driver wants a current context even for a context-independent kernel.
+        let _cur = crate::context::AnyCurrent::enter()?;
         let (mut offset, mut size) = (0, 0);
         // SAFETY: the kernel's library is loaded (held by `lib`); writes two size_t.
         let r = unsafe { f(self.raw, index, &mut offset, &mut size) };

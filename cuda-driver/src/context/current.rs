@@ -153,3 +153,51 @@ fn pop_pushed(pushed: sys::CUcontext) {
 fn in_host_fn_error(location: &'static Location<'static>) -> Error {
     Error::InHostCallback { location }
 }
+
+/// A context made current for a call that needs *some* current context but belongs to none
+/// (a context-independent kernel's parameter query, instantiating a graph): the caller's
+/// current context when there is one (nothing changes), otherwise device 0's primary context,
+/// pushed for the span of the call and popped again.
+#[must_use = "the context is current only while the guard lives"]
+pub(crate) struct AnyCurrent {
+    /// The primary context this guard pushed, if it pushed one.
+    pushed: Option<Context>,
+    _not_send: PhantomData<*const ()>,
+}
+
+impl AnyCurrent {
+    #[track_caller]
+    pub(crate) fn enter() -> Result<AnyCurrent> {
+        if in_host_fn() {
+            return Err(in_host_fn_error(Location::caller()));
+        }
+        crate::init()?;
+        let mut cur = ptr::null_mut();
+        // SAFETY: writes one CUcontext to a valid pointer.
+        check(unsafe { sys::cuCtxGetCurrent(&mut cur) }, "cuCtxGetCurrent")?;
+        if !cur.is_null() {
+            return Ok(AnyCurrent {
+                pushed: None,
+                _not_send: PhantomData,
+            });
+        }
+        let primary = crate::Device::get(0)?.primary_context()?;
+        check(
+            // SAFETY: the primary context is alive while `pushed` holds it.
+            unsafe { sys::cuCtxPushCurrent_v2(primary.as_raw()) },
+            "cuCtxPushCurrent_v2",
+        )?;
+        Ok(AnyCurrent {
+            pushed: Some(primary),
+            _not_send: PhantomData,
+        })
+    }
+}
+
+impl Drop for AnyCurrent {
+    fn drop(&mut self) {
+        if let Some(ctx) = self.pushed.take() {
+            pop_pushed(ctx.as_raw());
+        }
+    }
+}

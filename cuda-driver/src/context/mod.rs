@@ -33,6 +33,8 @@ use cuda_driver_sys as sys;
 use crate::error::{check, report_drop_error, report_drop_problem, Error, Result};
 
 mod current;
+
+pub(crate) use current::AnyCurrent;
 mod more;
 mod primary;
 

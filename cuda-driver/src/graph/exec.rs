@@ -90,7 +90,9 @@ impl Graph {
     #[wraps(cuGraphInstantiateWithFlags)]
     #[track_caller]
     pub fn instantiate(&self, flags: GraphInstantiateFlags) -> Result<GraphExec> {
-        crate::init()?;
+        // Instantiation happens in the current context (the caller's, else device 0's
+        // primary context for the span of the call).
+        let _cur = crate::context::AnyCurrent::enter()?;
         let mut raw = ptr::null_mut();
         check(
             // SAFETY: the graph is live; writes one handle, wrapped in the next statement.
@@ -106,11 +108,11 @@ impl Graph {
     #[wraps(cuGraphInstantiateWithParams)]
     #[track_caller]
     pub fn instantiate_with(&self, options: &InstantiateOptions<'_>) -> Result<GraphExec> {
-        crate::init()?;
         let _cur = match options.upload_stream {
             Some(s) => Some(s.context().enter()?),
             None => None,
         };
+        let _any = crate::context::AnyCurrent::enter()?;
         let mut p = sys::CUDA_GRAPH_INSTANTIATE_PARAMS {
             flags: options.flags.as_raw() as _,
             hUploadStream: options

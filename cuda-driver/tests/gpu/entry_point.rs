@@ -91,8 +91,9 @@ fn per_thread_and_legacy_flavours_differ() {
     // The per-thread flavour of cuStreamSynchronize works on this thread's default stream.
     let sync_ptsz = entry_point::get::<pfn::cuStreamSynchronize_v7000_ptsz>().unwrap();
     let stream = Stream::per_thread(&ctx);
-    stream.synchronize().unwrap(); // makes the context current
-                                   // SAFETY: CU_STREAM_PER_THREAD is a valid stream handle of the current context.
+    // No operation leaves a context current: push it for the raw call below.
+    let _current = ctx.push().unwrap();
+    // SAFETY: CU_STREAM_PER_THREAD is a valid stream handle of the current context.
     assert_eq!(unsafe { sync_ptsz(stream.as_raw()) }, sys::CUDA_SUCCESS);
 }
 
