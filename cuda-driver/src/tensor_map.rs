@@ -27,6 +27,7 @@
 //! which the launch's `unsafe` contract keeps alive.
 
 use std::ffi::c_void;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use cuda_driver_macros::wraps;
 use cuda_driver_sys as sys;
@@ -146,6 +147,33 @@ struct Common {
     swizzle: TensorMapSwizzle,
     l2_promotion: TensorMapL2promotion,
     oob_fill: TensorMapFloatOOBfill,
+    /// Set once a full check passed: the rules that do not depend on the address then hold
+    /// until a setter changes the encoder (which clears it), so that repeated encodes check
+    /// only the address and the bounds.
+    rules_hold: RulesHold,
+}
+
+/// Whether an encoder's address-independent rules were checked and hold (see
+/// `Common::rules_hold`). A relaxed atomic flag: encoders stay `Sync`, and a stale `false`
+/// only costs a full check.
+#[derive(Debug, Default)]
+struct RulesHold(AtomicBool);
+
+impl Clone for RulesHold {
+    fn clone(&self) -> Self {
+        RulesHold(AtomicBool::new(self.get()))
+    }
+}
+
+impl RulesHold {
+    #[inline(always)]
+    fn get(&self) -> bool {
+        self.0.load(Ordering::Relaxed)
+    }
+    #[inline(always)]
+    fn set(&self) {
+        self.0.store(true, Ordering::Relaxed);
+    }
 }
 
 impl Common {
@@ -159,17 +187,49 @@ impl Common {
             swizzle: TensorMapSwizzle::NONE,
             l2_promotion: TensorMapL2promotion::NONE,
             oob_fill: TensorMapFloatOOBfill::NONE,
+            rules_hold: RulesHold::default(),
         }
+    }
+
+    /// The alignment the base address needs: 32 bytes with 32-byte interleave or for the
+    /// 16-byte-aligned packed types, else 16.
+    fn address_alignment(&self) -> u64 {
+        if self.interleave == TensorMapInterleave::INTERLEAVE_32B || aligned_16b(self.data_type) {
+            32
+        } else {
+            16
+        }
+    }
+
+    /// The bounds rule: the tensor, `bits` per element, fits in `bytes`.
+    fn check_bounds(&self, bits: u64, bytes: usize) -> Result<()> {
+        // The byte after the last element: the first row's bytes, plus the strides of the
+        // last index of every outer dimension.
+        let mut end = (self.dims[0] as u128 * bits as u128).div_ceil(8);
+        for (d, s) in self.dims[1..].iter().zip(&self.strides) {
+            end += (*d as u128 - 1) * *s as u128;
+        }
+        if end > bytes as u128 {
+            return Err(rule(
+                "bounds",
+                format!("the tensor spans {end} bytes, but the memory holds {bytes}"),
+            ));
+        }
+        Ok(())
     }
 
     fn rank(&self) -> usize {
         self.dims.len()
     }
 
-    fn element_strides(&self) -> Vec<u32> {
-        self.element_strides
-            .clone()
-            .unwrap_or_else(|| vec![1; self.rank()])
+    /// The element strides given, or 1 in every dimension (at most 5: a larger rank fails
+    /// the rank rule first). Borrowed, so that an encode allocates nothing.
+    fn element_strides(&self) -> &[u32] {
+        const ONES: [u32; 5] = [1; 5];
+        match &self.element_strides {
+            Some(v) => v,
+            None => &ONES[..self.rank().min(5)],
+        }
     }
 
     /// The rules every encoding shares; `inner_bytes` is the box's inner extent in bytes
@@ -208,7 +268,7 @@ impl Common {
         }
         let wide_align =
             self.interleave == TensorMapInterleave::INTERLEAVE_32B || aligned_16b(self.data_type);
-        check_alignment(address, if wide_align { 32 } else { 16 })?;
+        check_alignment(address, self.address_alignment())?;
         for (i, &d) in self.dims.iter().enumerate() {
             if d == 0 || d > 1 << 32 {
                 return Err(rule(
@@ -308,18 +368,7 @@ impl Common {
             ));
         }
         if let Some(bytes) = available {
-            // The byte after the last element: the first row's bytes, plus the strides of
-            // the last index of every outer dimension.
-            let mut end = (self.dims[0] as u128 * bits as u128).div_ceil(8);
-            for (d, s) in self.dims[1..].iter().zip(&self.strides) {
-                end += (*d as u128 - 1) * *s as u128;
-            }
-            if end > bytes as u128 {
-                return Err(rule(
-                    "bounds",
-                    format!("the tensor spans {end} bytes, but the memory holds {bytes}"),
-                ));
-            }
+            self.check_bounds(bits, bytes)?;
         }
         Ok(bits)
     }
@@ -329,30 +378,35 @@ macro_rules! common_setters {
     () => {
         /// The traversal step per dimension (1 to 8; default all 1).
         pub fn element_strides(mut self, strides: &[u32]) -> Self {
+            self.common.rules_hold = RulesHold::default();
             self.common.element_strides = Some(strides.to_vec());
             self
         }
 
         /// The interleaved layout (default none).
         pub fn interleave(mut self, interleave: TensorMapInterleave) -> Self {
+            self.common.rules_hold = RulesHold::default();
             self.common.interleave = interleave;
             self
         }
 
         /// The shared-memory swizzle (default none).
         pub fn swizzle(mut self, swizzle: TensorMapSwizzle) -> Self {
+            self.common.rules_hold = RulesHold::default();
             self.common.swizzle = swizzle;
             self
         }
 
         /// The L2 promotion (default none).
         pub fn l2_promotion(mut self, l2: TensorMapL2promotion) -> Self {
+            self.common.rules_hold = RulesHold::default();
             self.common.l2_promotion = l2;
             self
         }
 
         /// What out-of-bounds elements read as (default zero).
         pub fn oob_fill(mut self, fill: TensorMapFloatOOBfill) -> Self {
+            self.common.rules_hold = RulesHold::default();
             self.common.oob_fill = fill;
             self
         }
@@ -361,7 +415,7 @@ macro_rules! common_setters {
         /// the view.
         #[track_caller]
         pub fn encode<T: DeviceRepr>(&self, memory: &DeviceSlice<'_, T>) -> Result<TensorMap> {
-            self.check(memory.ptr, Some(memory.bytes()))?;
+            self.check_for_encode(memory.ptr, Some(memory.bytes()))?;
             let _cur = memory.ctx.enter()?;
             // SAFETY: the rules and the bounds were checked; the address is live memory.
             unsafe { self.encode_unchecked_bounds(memory.ptr) }
@@ -375,9 +429,27 @@ macro_rules! common_setters {
         /// used.
         #[track_caller]
         pub unsafe fn encode_raw(&self, address: sys::CUdeviceptr) -> Result<TensorMap> {
-            self.check(address, None)?;
+            self.check_for_encode(address, None)?;
             // SAFETY: the caller's guarantee.
             unsafe { self.encode_unchecked_bounds(address) }
+        }
+
+        /// [`check`](Self::check), once: after a full check passed, only the rules that
+        /// depend on the address (its alignment, the bounds) are checked again.
+        #[inline]
+        fn check_for_encode(&self, address: u64, available: Option<usize>) -> Result<()> {
+            let c = &self.common;
+            if c.rules_hold.get() {
+                check_alignment(address, c.address_alignment())?;
+                if let Some(bytes) = available {
+                    // The full check passed, so the data type has a known width.
+                    c.check_bounds(element_bits(c.data_type).unwrap_or(8), bytes)?;
+                }
+                return Ok(());
+            }
+            self.check(address, available)?;
+            c.rules_hold.set();
+            Ok(())
         }
     };
 }
@@ -656,6 +728,7 @@ impl TensorMapIm2colWide {
 
     /// The wide mode (default `W`; `W128` ignores the pixels per column).
     pub fn mode(mut self, mode: TensorMapIm2ColWideMode) -> Self {
+        self.common.rules_hold = RulesHold::default();
         self.mode = mode;
         self
     }
@@ -745,6 +818,39 @@ mod tests {
         assert_eq!(std::mem::size_of::<TensorMap>(), 128);
         assert!(std::mem::align_of::<TensorMap>() >= 64);
         assert_eq!(<&TensorMap as crate::launch::KernelArg>::PARAM_SIZE, 128);
+    }
+
+    #[test]
+    fn repeated_encodes_recheck_the_address_and_the_bounds_only() {
+        let t = tiled(&[256, 128], &[1024], &[32, 16]);
+        let bytes = 256 * 128 * 4;
+        assert!(!t.common.rules_hold.get());
+        // A failed check records nothing.
+        assert_eq!(
+            rule_of(t.check_for_encode(0x1008, None)),
+            Some("base address alignment")
+        );
+        assert!(!t.common.rules_hold.get());
+        t.check_for_encode(0x1000, Some(bytes)).unwrap();
+        assert!(t.common.rules_hold.get());
+        // The cached path still checks what depends on the memory.
+        assert_eq!(
+            rule_of(t.check_for_encode(0x1008, None)),
+            Some("base address alignment")
+        );
+        assert_eq!(
+            rule_of(t.check_for_encode(0x1000, Some(bytes - 1))),
+            Some("bounds")
+        );
+        t.check_for_encode(0x2000, Some(bytes)).unwrap();
+        // A clone keeps the result; a setter clears it, and its rule is checked again.
+        assert!(t.clone().common.rules_hold.get());
+        let t = t.element_strides(&[1, 9]);
+        assert!(!t.common.rules_hold.get());
+        assert_eq!(
+            rule_of(t.check_for_encode(0x1000, None)),
+            Some("element strides")
+        );
     }
 
     #[test]

@@ -35,6 +35,12 @@ impl Stream {
     /// thread, [`CaptureMode::RELAXED`] nowhere. End it with [`end_capture`](Self::end_capture)
     /// on this thread (global and thread-local modes).
     ///
+    /// Whatever the mode, synchronizing the whole context while one of its streams is being
+    /// captured, on any thread, fails with `CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED` and
+    /// invalidates the capture: [`Context::synchronize`](crate::Context::synchronize) and the
+    /// host accessors of managed memory, which synchronize the context first. Capture on a
+    /// context that other threads do not synchronize meanwhile.
+    ///
     /// Kernels launched through this crate onto a captured stream are kept loaded by the graph
     /// (see the [graph module docs](crate::Graph)).
     ///
@@ -56,8 +62,11 @@ impl Stream {
 
     /// Ends the capture begun on this stream and returns the graph.
     /// [`Error::CaptureInvalidated`] when an operation invalidated it (a synchronizing call
-    /// during a global capture), [`Error::CaptureWrongThread`] when it was begun on another
-    /// thread in the global or thread-local mode (the capture then goes on).
+    /// during a global capture, or a context synchronization on any thread, such as
+    /// [`Context::synchronize`](crate::Context::synchronize)), [`Error::CaptureWrongThread`]
+    /// when it was begun on another thread in the global or thread-local mode. After that
+    /// refusal the driver may have ended the capture and discarded its graph (driver 580
+    /// does): [`capture_status`](Self::capture_status) tells whether it goes on.
     #[wraps(cuStreamEndCapture)]
     #[track_caller]
     pub fn end_capture(&self) -> Result<Graph> {
@@ -74,7 +83,12 @@ impl Stream {
         // SAFETY: the stream is alive; writes one graph handle.
         let r = unsafe { sys::cuStreamEndCapture(self.as_raw(), &mut g) };
         let code = ErrorCode::from_raw(r);
-        if code != ErrorCode::STREAM_CAPTURE_WRONG_THREAD {
+        // The driver may end the capture also when refusing the call from another thread
+        // (driver 580 does): count it ended only once the stream says it is no longer
+        // capturing, so that the count never falls below the captures in progress.
+        if code != ErrorCode::STREAM_CAPTURE_WRONG_THREAD
+            || self.capture_status_raw().ok() == Some(sys::CU_STREAM_CAPTURE_STATUS_NONE)
+        {
             crate::stream::capture_ended();
         }
         match code {

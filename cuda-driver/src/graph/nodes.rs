@@ -391,8 +391,30 @@ impl ConditionalHandle {
     }
 }
 
-// SAFETY: the raw handle is a plain 64-bit value, an argument like any u64.
-unsafe impl DeviceRepr for ConditionalHandle {}
+// SAFETY: points to the `raw` field (a CUgraphConditionalHandle, 8 initialised bytes) of the
+// borrowed handle, which is what a kernel's `cudaGraphConditionalHandle` parameter receives;
+// the driver only reads through it. (Not DeviceRepr: the whole struct, with its graph, is
+// not what the kernel takes.)
+unsafe impl crate::launch::KernelArg for ConditionalHandle {
+    const PARAM_SIZE: usize = std::mem::size_of::<sys::CUgraphConditionalHandle>();
+    const PARAM_ALIGN: usize = std::mem::align_of::<sys::CUgraphConditionalHandle>();
+    #[inline(always)]
+    fn param_ptr(&self) -> *mut c_void {
+        let p: *const sys::CUgraphConditionalHandle = &self.raw;
+        p.cast_mut().cast()
+    }
+}
+
+// SAFETY: as for the by-value impl: points to the borrowed handle's `raw` field.
+unsafe impl crate::launch::KernelArg for &ConditionalHandle {
+    const PARAM_SIZE: usize = std::mem::size_of::<sys::CUgraphConditionalHandle>();
+    const PARAM_ALIGN: usize = std::mem::align_of::<sys::CUgraphConditionalHandle>();
+    #[inline(always)]
+    fn param_ptr(&self) -> *mut c_void {
+        let p: *const sys::CUgraphConditionalHandle = &self.raw;
+        p.cast_mut().cast()
+    }
+}
 
 impl Graph {
     /// Adds an empty node (a join point).
@@ -1102,5 +1124,26 @@ impl<'g> MemFreeNode<'g> {
             "cuGraphMemFreeNodeGetParams",
         )?;
         Ok(p)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_conditional_handle_is_passed_as_its_64_bit_value() {
+        let h = ConditionalHandle {
+            raw: 0x1234_5678_9abc_def0,
+            graph: ptr::null_mut(),
+        };
+        assert_eq!(<(ConditionalHandle,) as KernelArgs>::SIZES, &[8]);
+        assert_eq!(<(&ConditionalHandle,) as KernelArgs>::SIZES, &[8]);
+        let args = (h, &h);
+        let p = args.pointers();
+        for q in p {
+            // SAFETY: each pointer points to the 8-byte raw value of a handle in `args`.
+            assert_eq!(unsafe { *q.cast::<u64>() }, 0x1234_5678_9abc_def0);
+        }
     }
 }

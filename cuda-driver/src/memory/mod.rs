@@ -113,6 +113,16 @@ impl MemLocation {
     pub const fn as_raw(self) -> sys::CUmemLocation {
         self.0
     }
+
+    /// The kind of place: a device, the host, a host NUMA node, ...
+    pub const fn kind(self) -> crate::types::MemLocationType {
+        crate::types::MemLocationType::from_raw(self.0.type_)
+    }
+
+    /// The device ordinal or NUMA node id, as the kind says (ignored for plain host memory).
+    pub const fn id(self) -> i32 {
+        self.0.id
+    }
 }
 
 impl PartialEq for MemLocation {

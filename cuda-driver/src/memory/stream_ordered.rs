@@ -383,6 +383,11 @@ impl MemPoolProps {
     }
 
     /// A pool of host memory (needs `CU_DEVICE_ATTRIBUTE_HOST_MEMORY_POOLS_SUPPORTED`).
+    ///
+    /// Its allocations are host memory that kernels reach through their views: the
+    /// device-to-host and host-to-device copies refuse them (`CUDA_ERROR_INVALID_VALUE`), the
+    /// unified copies ([`DeviceSliceMut::copy_from_unified`](crate::DeviceSliceMut::copy_from_unified))
+    /// move them.
     pub const fn host() -> MemPoolProps {
         Self::at(MemLocation::host())
     }

@@ -165,7 +165,9 @@ impl AllocationProps {
     }
 
     /// Pinned host memory (`CU_MEM_LOCATION_TYPE_HOST`; needs
-    /// `CU_DEVICE_ATTRIBUTE_HOST_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED`).
+    /// `CU_DEVICE_ATTRIBUTE_HOST_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED`). The driver may report
+    /// the allocation's location as the host NUMA node it landed on
+    /// ([`MemLocation::host_numa`]; driver 580 does).
     pub const fn host() -> AllocationProps {
         Self::at(MemLocation::host())
     }
@@ -831,6 +833,10 @@ impl AddressRange {
     /// the granularity (checked by the driver); a span outside the range, or outside the
     /// allocation when its size is known, is [`Error::MappingRange`] before the driver is
     /// asked.
+    ///
+    /// cuda.h allows mapping part of an allocation; drivers may refuse a nonzero
+    /// `alloc_offset` with `CUDA_ERROR_NOT_SUPPORTED` (driver 580 on an H100 does), leaving
+    /// the range free. Mapping whole allocations works everywhere.
     ///
     /// The mapping is accessible from nowhere until [`Mapping::set_access`].
     #[wraps(cuMemMap)]

@@ -235,7 +235,7 @@ fn host_node_panic_is_caught_and_counted() {
 
 #[gpu_test]
 fn multi_stream_capture_with_events() {
-    let ctx = gpu_or_skip!();
+    let ctx = gpu_exclusive_or_skip!();
     let s1 = stream(&ctx);
     let s2 = stream(&ctx);
     let m = kernels(&ctx);
@@ -403,7 +403,7 @@ fn while_conditional_loops_n_times() {
     let cfg = LaunchConfig::new(1u32, 32u32);
     // SAFETY: counter outlives the graph and exec; loop_step(int*, int, handle).
     unsafe {
-        body.add_kernel(&[], &step, &cfg, (counter.as_view_mut(), &limit, &handle))
+        body.add_kernel(&[], &step, &cfg, (counter.as_view_mut(), &limit, handle))
             .unwrap()
     };
     drop(body);
@@ -442,7 +442,7 @@ fn conditional_handle_of_another_graph_is_refused() {
 
 #[gpu_test]
 fn exec_keeps_its_module_loaded() {
-    let ctx = gpu_or_skip!();
+    let ctx = gpu_exclusive_or_skip!();
     let s = stream(&ctx);
     let n = 256usize;
     let ni = n as i32;
@@ -485,7 +485,7 @@ fn exec_keeps_its_module_loaded() {
 
 #[gpu_test]
 fn host_functions_in_captures() {
-    let ctx = gpu_or_skip!();
+    let ctx = gpu_exclusive_or_skip!();
     let s = stream(&ctx);
     let calls = Arc::new(AtomicUsize::new(0));
     let k = calls.clone();
@@ -522,7 +522,7 @@ fn host_functions_in_captures() {
 
 #[gpu_test]
 fn scoped_capture_always_ends() {
-    let ctx = gpu_or_skip!();
+    let ctx = gpu_exclusive_or_skip!();
     let s = stream(&ctx);
     // SAFETY: nothing is captured.
     let r = unsafe {
@@ -556,14 +556,25 @@ fn scoped_capture_always_ends() {
 
 #[gpu_test]
 fn capture_ended_on_another_thread_is_refused() {
-    let ctx = gpu_or_skip!();
+    let ctx = gpu_exclusive_or_skip!();
     let s = stream(&ctx);
     // SAFETY: nothing is captured.
     unsafe { s.begin_capture(CaptureMode::THREAD_LOCAL).unwrap() };
     let r = std::thread::scope(|sc| sc.spawn(|| s.end_capture().map(|_| ())).join().unwrap());
     assert!(matches!(r, Err(Error::CaptureWrongThread { .. })), "{r:?}");
-    let g = s.end_capture().unwrap();
-    drop(g);
+    // The driver may end the capture with the refusal (driver 580 does); either way the
+    // stream says so, and ends up usable.
+    match s.capture_status().unwrap() {
+        CaptureStatus::NONE => {
+            crate::common::note("the refusal ended the capture");
+            assert!(s.end_capture().is_err());
+        }
+        status => {
+            assert_eq!(status, CaptureStatus::ACTIVE);
+            drop(s.end_capture().unwrap());
+        }
+    }
+    assert_eq!(s.capture_status().unwrap(), CaptureStatus::NONE);
     s.launch_host_fn(|| ()).unwrap();
     s.synchronize().unwrap();
 }
@@ -620,21 +631,33 @@ fn graph_memory_attributes() {
     unsafe { alloc.free_after_launch(&s).unwrap() };
     s.synchronize().unwrap();
     let _ = alloc_ptr;
-    assert_eq!(
-        dev.graph_mem_attribute(GraphMemAttribute::USED_MEM_CURRENT)
-            .unwrap(),
-        0
-    );
     drop(exec);
     drop(g);
+    let reserved = dev
+        .graph_mem_attribute(GraphMemAttribute::RESERVED_MEM_CURRENT)
+        .unwrap();
+    // Trimming gives unused reserved memory back: never more reserved afterwards.
     dev.graph_mem_trim().unwrap();
+    assert!(
+        dev.graph_mem_attribute(GraphMemAttribute::RESERVED_MEM_CURRENT)
+            .unwrap()
+            <= reserved
+    );
+    // Resetting a high watermark sets it to the current value (the driver keeps memory
+    // associated with graphs in its own granularity, so the current value need not be 0).
     dev.reset_graph_mem_high_watermark(GraphMemAttribute::USED_MEM_HIGH)
         .unwrap();
-    assert_eq!(
-        dev.graph_mem_attribute(GraphMemAttribute::USED_MEM_HIGH)
-            .unwrap(),
-        0
-    );
+    let high = dev
+        .graph_mem_attribute(GraphMemAttribute::USED_MEM_HIGH)
+        .unwrap();
+    let current = dev
+        .graph_mem_attribute(GraphMemAttribute::USED_MEM_CURRENT)
+        .unwrap();
+    assert_eq!(high, current);
+    // Only the high watermarks can be reset.
+    assert!(dev
+        .reset_graph_mem_high_watermark(GraphMemAttribute::USED_MEM_CURRENT)
+        .is_err());
 }
 
 fn rss_pages() -> usize {

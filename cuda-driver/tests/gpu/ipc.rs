@@ -214,8 +214,10 @@ fn a_pool_and_its_allocations_shared_with_another_process() {
     let mut buf = pool.alloc_async::<u32>(&stream, N).unwrap();
     buf.copy_from_host(&pattern(81, N)).unwrap();
     stream.synchronize().unwrap();
-    let data = buf.export_pointer().unwrap();
+    // The pool is shared first: cuMemPoolExportPointer exports allocations of an already
+    // shared pool.
     let fd = pool.export_fd().unwrap();
+    let data = buf.export_pointer().unwrap();
     let (mut child, mut chan) = spawn_child("pool_fd");
     let r = chan.send_u64(N as u64);
     child.check(r, "send the length");
@@ -251,7 +253,9 @@ fn a_thousand_ipc_open_close_cycles_leak_nothing() {
         }
         let (free1, _) = ctx.mem_info().unwrap();
         let fds1 = open_fds();
-        let m = h.open::<u32>(&ctx, n, IpcMemFlags::empty()).unwrap();
+        let m = h
+            .open::<u32>(&ctx, n, IpcMemFlags::LAZY_ENABLE_PEER_ACCESS)
+            .unwrap();
         assert_eq!(m.to_vec().unwrap(), pattern(91, n));
         assert!(
             free1 + (16 << 20) >= free0,

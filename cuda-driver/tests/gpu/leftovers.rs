@@ -36,16 +36,16 @@ fn occupancy_with_flags_matches_the_plain_query() {
         .max_potential_block_size_with_flags(0, 0, OccupancyFlags::DISABLE_CACHING_OVERRIDE)
         .unwrap();
     assert!(s.block_size > 0 && s.min_grid_size > 0);
-    // A block larger than any device allows: a driver error, the context usable after.
-    assert!(f
-        .max_active_blocks_per_multiprocessor_with_flags(1 << 20, 0, OccupancyFlags::DEFAULT)
-        .is_err());
+    // A block larger than any device allows: no block fits (the driver answers 0 or an
+    // error), and the context is usable after.
+    let r = f.max_active_blocks_per_multiprocessor_with_flags(1 << 20, 0, OccupancyFlags::DEFAULT);
+    assert!(matches!(r, Ok(0) | Err(_)), "{r:?}");
     assert!(f.max_active_blocks_per_multiprocessor(128, 0).is_ok());
 }
 
 #[gpu_test]
 fn add_callback_runs_after_earlier_work_and_refuses_capture() {
-    let ctx = gpu_or_skip!();
+    let ctx = gpu_exclusive_or_skip!();
     let s = Stream::new(&ctx, StreamFlags::NON_BLOCKING).unwrap();
     let mut buf = DeviceBuffer::<u32>::zeroed(&ctx, 1024).unwrap();
     buf.as_view_mut().memset_async(7u32, &s).unwrap();
@@ -72,7 +72,7 @@ fn add_callback_runs_after_earlier_work_and_refuses_capture() {
 
 #[gpu_test]
 fn capture_into_appends_to_an_existing_graph() {
-    let ctx = gpu_or_skip!();
+    let ctx = gpu_exclusive_or_skip!();
     let s = Stream::new(&ctx, StreamFlags::NON_BLOCKING).unwrap();
     let mut a = DeviceBuffer::<u32>::zeroed(&ctx, 256).unwrap();
     let g = Graph::new().unwrap();

@@ -172,7 +172,14 @@ fn host_pools_serve_the_device() {
         let stream = Stream::new(&ctx, StreamFlags::NON_BLOCKING).unwrap();
         let mut buf = pool.alloc_async::<u32>(&stream, 1 << 16).unwrap();
         write_pattern_on(&ctx, &stream, &mut buf, 111);
-        assert_eq!(buf.to_vec().unwrap(), pattern(111, 1 << 16));
+        // The memory is host memory: the device-to-host copies refuse it
+        // (CUDA_ERROR_INVALID_VALUE from cuMemcpyDtoHAsync on driver 580), the unified
+        // copies (cuMemcpy) take it.
+        let mut back = DeviceBuffer::<u32>::zeroed(&ctx, 1 << 16).unwrap();
+        back.as_view_mut()
+            .copy_from_unified(&buf.as_view())
+            .unwrap();
+        assert_eq!(back.to_vec().unwrap(), pattern(111, 1 << 16));
         drop(buf);
         stream.synchronize().unwrap();
     }
