@@ -262,8 +262,13 @@ fn size(dir: &Path) -> Result<u64, String> {
 const RUN_SH: &str = r#"#!/usr/bin/env bash
 # Runs the GPU bundle built by `cargo xtask gpu-bundle`: every test binary, then every example
 # but `bench`, then `bench` with --bench or RUN_BENCH=1 (writing $OUT/bench.json when OUT is
-# set). Other arguments go to the test binaries (libtest filters and options). Each program
-# is stopped after GPU_BUNDLE_TIMEOUT seconds (default 300), and counts as failed.
+# set). With --sanitize, every example but `bench` runs once more under
+# `compute-sanitizer --tool memcheck --leak-check full` (child processes included): it fails
+# on any memory error or leak, and on any driver API error but those an example provokes on
+# purpose (listed below, with their count, each the seed program's demonstration of an
+# error report). Other arguments go to the test binaries (libtest filters and
+# options). Each program is stopped after GPU_BUNDLE_TIMEOUT seconds (default 300), and counts
+# as failed.
 # The last line is `gpu-bundle: N passed, M failed`; the exit status is non-zero when M > 0 or
 # when nothing ran.
 set -u
@@ -273,8 +278,13 @@ export CUDA_DRIVER_REQUIRE_GPU=1
 bench=0
 [ "${RUN_BENCH:-0}" = 1 ] && bench=1
 args=()
+sanitize=0
 for a in "$@"; do
-    if [ "$a" = --bench ]; then bench=1; else args+=("$a"); fi
+    case $a in
+        --bench) bench=1 ;;
+        --sanitize) sanitize=1 ;;
+        *) args+=("$a") ;;
+    esac
 done
 
 passed=0
@@ -350,6 +360,40 @@ for e in examples/*; do
     run "$e" "./$e"
     count_one "$e"
 done
+
+if [ "$sanitize" = 1 ]; then
+    sanitizer=$(command -v compute-sanitizer || ls /usr/local/cuda/bin/compute-sanitizer 2>/dev/null || true)
+    if [ -z "$sanitizer" ]; then
+        echo "=== compute-sanitizer not found"
+        failed=$((failed + 1))
+        failures+=(compute-sanitizer)
+    else
+        # The driver API errors an example provokes on purpose: invalid PTX shown with its
+        # JIT log (jit_error_log, link and their raw twins), a device ordinal past the last
+        # (raw_device_query).
+        declare -A provoked=([jit_error_log]=1 [raw_jit_error_log]=1 [link]=1 [raw_link]=1
+            [raw_device_query]=1)
+        for e in examples/*; do
+            [ -x "$e" ] || continue
+            name=$(basename "$e")
+            [ "$name" = bench ] && continue
+            run "memcheck $e" "$sanitizer" --tool memcheck --leak-check full \
+                --target-processes all "./$e"
+            errors=$(sed -n 's/^========= ERROR SUMMARY: \([0-9]*\) error.*/\1/p' "$log" | awk '{s += $1} END {print s + 0}')
+            api=$(grep -c '^========= Program hit CUDA_ERROR' "$log")
+            want=${provoked[$name]:-0}
+            leaks=$(grep -c '^========= Leaked [0-9]' "$log")
+            if [ "$status" -eq 0 ] && [ "$errors" -eq "$api" ] && [ "$api" -eq "$want" ] \
+                && [ "$leaks" -eq 0 ] && grep -q '^========= ERROR SUMMARY' "$log"; then
+                echo "=== memcheck $e: clean ($api driver API error(s), all provoked on purpose)"
+            else
+                echo "=== memcheck $e: $errors error(s), $api driver API error(s) ($want expected), $leaks leak(s), exit status $status"
+                status=1
+            fi
+            count_one "memcheck $e"
+        done
+    fi
+fi
 
 if [ "$bench" = 1 ]; then
     if [ -x examples/bench ]; then
