@@ -637,7 +637,18 @@ impl fmt::Display for DriverDisplay<'_> {
             code,
             location,
         } = self;
-        if *code == ErrorCode::STUB_LIBRARY {
+        if *code == ErrorCode::STUB_LIBRARY && cfg!(feature = "dynamic-loading") {
+            write!(
+                f,
+                "no CUDA driver found: {call} found no driver library to load ({}; \
+                 CUDA_ERROR_STUB_LIBRARY); install the NVIDIA driver to use a GPU, at {location}",
+                if cfg!(windows) {
+                    "nvcuda.dll"
+                } else {
+                    "libcuda.so.1"
+                }
+            )
+        } else if *code == ErrorCode::STUB_LIBRARY {
             write!(
                 f,
                 "no CUDA driver found: {call} reached the stub libcuda.so.1 that this program was \
@@ -882,6 +893,12 @@ mod tests {
     fn stub_and_no_device_say_so_plainly() {
         let e = check(sys::CUDA_ERROR_STUB_LIBRARY, "cuInit").unwrap_err();
         assert!(e.to_string().starts_with("no CUDA driver found"), "{e}");
+        // The stub only exists when the driver is linked; a loaded one is named.
+        assert_eq!(
+            e.to_string().contains("stub libcuda.so.1"),
+            !cfg!(feature = "dynamic-loading"),
+            "{e}"
+        );
         assert!(e.is_no_gpu());
         let e = check(sys::CUDA_ERROR_NO_DEVICE, "cuInit").unwrap_err();
         assert!(e.to_string().starts_with("no CUDA-capable device"), "{e}");

@@ -5,7 +5,8 @@
 //! The bundle holds, built in release (stripped):
 //! * `tests/`: the test binaries of `cuda-driver-sys` and `cuda-driver` (the `tests/gpu`
 //!   integration tests and the lib unit tests), named `<package>-<target>`;
-//! * `examples/`: every example of `cuda-driver-examples`;
+//! * `examples/`: every example of `cuda-driver-examples`, and `first_program_dynamic_loading`,
+//!   the README's first program built with cuda-driver's `dynamic-loading` feature;
 //! * `ptx/`: a copy of the workspace's `ptx/` directory;
 //! * `run.sh` and `info.txt` (the commit it was built from).
 //!
@@ -48,6 +49,25 @@ pub fn run(args: &[String]) -> Result<(), String> {
         |kind| kind == "example",
     )?;
 
+    // The README's first program once more, with cuda-driver's `dynamic-loading` feature (its
+    // own target directory, so that the main build keeps its features): it opens libcuda at
+    // run time instead of linking it.
+    let dynamic = artifacts(
+        cargo()
+            .args(["build", "--release", "-p", "cuda-driver-examples"])
+            .args(["--example", "first_program"])
+            .args(["--features", "cuda-driver/dynamic-loading", "--target-dir"])
+            .arg(util::root().join("target/dynamic-loading")),
+        |kind| kind == "example",
+    )?;
+    let [dynamic] = &dynamic[..] else {
+        return Err(format!(
+            "expected one first_program built with dynamic loading, got {}",
+            dynamic.len()
+        ));
+    };
+    check_not_linked_to_libcuda(&dynamic.executable)?;
+
     prepare_dir(&out)?;
     for a in &tests {
         let name = if a.kind == "test" {
@@ -60,6 +80,10 @@ pub fn run(args: &[String]) -> Result<(), String> {
     for a in &examples {
         copy(&a.executable, &out.join("examples").join(&a.target))?;
     }
+    copy(
+        &dynamic.executable,
+        &out.join("examples/first_program_dynamic_loading"),
+    )?;
     copy_dir(&util::root().join("ptx"), &out.join("ptx"))?;
     write(&out.join("info.txt"), &info(), false)?;
     write(&out.join("run.sh"), RUN_SH, true)?;
@@ -77,6 +101,30 @@ pub fn run(args: &[String]) -> Result<(), String> {
         return Err(format!(
             "the bundle is {bytes} bytes, over the {} MiB limit",
             MAX_BYTES >> 20
+        ));
+    }
+    Ok(())
+}
+
+/// Refuses a binary that names libcuda among its needed libraries (`readelf -d`; skipped with
+/// a note where readelf is missing).
+fn check_not_linked_to_libcuda(path: &Path) -> Result<(), String> {
+    let out = match Command::new("readelf").arg("-d").arg(path).output() {
+        Ok(out) if out.status.success() => out,
+        _ => {
+            println!("readelf not found: not checking that the dynamic-loading build leaves libcuda unlinked");
+            return Ok(());
+        }
+    };
+    let text = String::from_utf8_lossy(&out.stdout);
+    if let Some(line) = text
+        .lines()
+        .find(|l| l.contains("(NEEDED)") && l.contains("libcuda"))
+    {
+        return Err(format!(
+            "{} was built with dynamic-loading but links libcuda: {}",
+            path.display(),
+            line.trim()
         ));
     }
     Ok(())
