@@ -415,10 +415,24 @@ macro_rules! common_setters {
         /// the view.
         #[track_caller]
         pub fn encode<T: DeviceRepr>(&self, memory: &DeviceSlice<'_, T>) -> Result<TensorMap> {
+            let mut map = TensorMap(zeroed_map());
+            self.encode_into(memory, &mut map)?;
+            Ok(map)
+        }
+
+        /// [`encode`](Self::encode) into an existing map, which is overwritten (on an error
+        /// its contents are unspecified): re-encoding a map in place costs no copy of its
+        /// 128 bytes.
+        #[track_caller]
+        pub fn encode_into<T: DeviceRepr>(
+            &self,
+            memory: &DeviceSlice<'_, T>,
+            map: &mut TensorMap,
+        ) -> Result<()> {
             self.check_for_encode(memory.ptr, Some(memory.bytes()))?;
             let _cur = memory.ctx.enter()?;
             // SAFETY: the rules and the bounds were checked; the address is live memory.
-            unsafe { self.encode_unchecked_bounds(memory.ptr) }
+            unsafe { self.encode_unchecked_bounds_into(memory.ptr, &mut map.0) }
         }
 
         /// Encodes the map over a raw device address, checking every rule but the bounds,
@@ -429,9 +443,26 @@ macro_rules! common_setters {
         /// used.
         #[track_caller]
         pub unsafe fn encode_raw(&self, address: sys::CUdeviceptr) -> Result<TensorMap> {
-            self.check_for_encode(address, None)?;
+            let mut map = TensorMap(zeroed_map());
             // SAFETY: the caller's guarantee.
-            unsafe { self.encode_unchecked_bounds(address) }
+            unsafe { self.encode_raw_into(address, &mut map)? };
+            Ok(map)
+        }
+
+        /// [`encode_raw`](Self::encode_raw) into an existing map, which is overwritten (on an
+        /// error its contents are unspecified).
+        ///
+        /// # Safety
+        /// As for [`encode_raw`](Self::encode_raw).
+        #[track_caller]
+        pub unsafe fn encode_raw_into(
+            &self,
+            address: sys::CUdeviceptr,
+            map: &mut TensorMap,
+        ) -> Result<()> {
+            self.check_for_encode(address, None)?;
+            // SAFETY: the rules were checked; the caller guarantees the memory.
+            unsafe { self.encode_unchecked_bounds_into(address, &mut map.0) }
         }
 
         /// [`check`](Self::check), once: after a full check passed, only the rules that
@@ -526,16 +557,19 @@ impl TensorMapTiled {
     /// The rules were checked; `address` holds the tensor.
     #[wraps(cuTensorMapEncodeTiled)]
     #[track_caller]
-    unsafe fn encode_unchecked_bounds(&self, address: sys::CUdeviceptr) -> Result<TensorMap> {
+    unsafe fn encode_unchecked_bounds_into(
+        &self,
+        address: sys::CUdeviceptr,
+        map: &mut sys::CUtensorMap,
+    ) -> Result<()> {
         let c = &self.common;
         let es = c.element_strides();
-        let mut map = zeroed_map();
         check(
             // SAFETY: the arrays have `rank` (strides `rank - 1`) entries, checked; the map is
             // 64-byte aligned; writes only the map.
             unsafe {
                 sys::cuTensorMapEncodeTiled(
-                    &mut map,
+                    map,
                     c.data_type.as_raw(),
                     c.rank() as u32,
                     address as *mut c_void,
@@ -550,8 +584,7 @@ impl TensorMapTiled {
                 )
             },
             "cuTensorMapEncodeTiled",
-        )?;
-        Ok(TensorMap(map))
+        )
     }
 }
 
@@ -660,16 +693,19 @@ impl TensorMapIm2col {
     /// The rules were checked; `address` holds the tensor.
     #[wraps(cuTensorMapEncodeIm2col)]
     #[track_caller]
-    unsafe fn encode_unchecked_bounds(&self, address: sys::CUdeviceptr) -> Result<TensorMap> {
+    unsafe fn encode_unchecked_bounds_into(
+        &self,
+        address: sys::CUdeviceptr,
+        map: &mut sys::CUtensorMap,
+    ) -> Result<()> {
         let c = &self.common;
         let es = c.element_strides();
-        let mut map = zeroed_map();
         check(
             // SAFETY: array lengths checked against the rank; the map is aligned; writes only
             // the map.
             unsafe {
                 sys::cuTensorMapEncodeIm2col(
-                    &mut map,
+                    map,
                     c.data_type.as_raw(),
                     c.rank() as u32,
                     address as *mut c_void,
@@ -687,8 +723,7 @@ impl TensorMapIm2col {
                 )
             },
             "cuTensorMapEncodeIm2col",
-        )?;
-        Ok(TensorMap(map))
+        )
     }
 }
 
@@ -756,17 +791,20 @@ impl TensorMapIm2colWide {
     /// The rules were checked; `address` holds the tensor.
     #[wraps(cuTensorMapEncodeIm2colWide)]
     #[track_caller]
-    unsafe fn encode_unchecked_bounds(&self, address: sys::CUdeviceptr) -> Result<TensorMap> {
+    unsafe fn encode_unchecked_bounds_into(
+        &self,
+        address: sys::CUdeviceptr,
+        map: &mut sys::CUtensorMap,
+    ) -> Result<()> {
         let f = crate::entry_point::newer::cuTensorMapEncodeIm2colWide()?;
         let c = &self.common;
         let es = c.element_strides();
-        let mut map = zeroed_map();
         check(
             // SAFETY: `f` is the driver's cuTensorMapEncodeIm2colWide of this signature;
             // array lengths checked; writes only the map.
             unsafe {
                 f(
-                    &mut map,
+                    map,
                     c.data_type.as_raw(),
                     c.rank() as u32,
                     address as *mut c_void,
@@ -785,8 +823,7 @@ impl TensorMapIm2colWide {
                 )
             },
             "cuTensorMapEncodeIm2colWide",
-        )?;
-        Ok(TensorMap(map))
+        )
     }
 }
 

@@ -631,6 +631,27 @@ fn tensor_map_loads_a_tile_with_tma() {
     )
     .encode(&buf.as_view())
     .unwrap();
+    // Encoding into an existing map (here one of another tensor) gives the same map, also
+    // the second time, through the cached rule check, which still checks the bounds.
+    let enc = TensorMapTiled::new(
+        TensorMapDataType::FLOAT32,
+        &[w as u64, h as u64],
+        &[(w * 4) as u64],
+        &[bw as u32, bh as u32],
+    );
+    let mut again = TensorMapTiled::new(TensorMapDataType::FLOAT32, &[64, 8], &[256], &[16, 8])
+        .encode(&buf.as_view())
+        .unwrap();
+    assert_ne!(again.as_raw().opaque, map.as_raw().opaque);
+    for _ in 0..2 {
+        enc.encode_into(&buf.as_view(), &mut again).unwrap();
+        assert_eq!(again.as_raw().opaque, map.as_raw().opaque);
+    }
+    let short = buf.as_view().slice(..w * h - 1).unwrap();
+    assert!(matches!(
+        enc.encode_into(&short, &mut again),
+        Err(Error::TensorMapRule { rule: "bounds", .. })
+    ));
     let module = Module::load_data(&ctx, TMA).unwrap();
     let f = module.function("tma_load_tile").unwrap();
     let s = stream(&ctx);
