@@ -199,6 +199,21 @@ pub(crate) trait KernelParams {
     #[track_caller]
     fn init_params(&self) -> Result<Option<&[ParamInfo]>> {
         let cache = self.param_cache();
+        // PTX declares every parameter's offset and size: no driver call needed.
+        if let Some(layout) = cache
+            .counts
+            .as_ref()
+            .and_then(|c| c.layout(self.kernel_name()))
+        {
+            let params = layout
+                .iter()
+                .map(|&(offset, size)| ParamInfo {
+                    offset: offset as usize,
+                    size: size as usize,
+                })
+                .collect();
+            return Ok(cache.params.get_or_init(|| Some(params)).as_deref());
+        }
         let count = cache
             .counts
             .as_ref()

@@ -20,7 +20,8 @@
 //! At load time the loaders also read each kernel's parameter count from the image
 //! ([`ParamCounts`]: PTX `.entry` declarations, a cubin's `.nv.info.<kernel>` sections, the
 //! uncompressed entries of a fatbin), so that a checked launch can ask the driver for exactly
-//! that many parameters instead of probing until it fails.
+//! that many parameters instead of probing until it fails; from PTX also each parameter's
+//! offset and size, so that it need not ask at all.
 
 pub(crate) mod elf;
 pub(crate) mod fatbin;
@@ -207,18 +208,33 @@ fn check_text(b: &[u8]) -> std::result::Result<(), String> {
 /// The parameter counts of the kernels of one image, by kernel name: a small sorted map.
 /// A name whose counts disagree (two entries of a fatbin, a declaration and a definition) is
 /// left out.
+///
+/// PTX also tells each parameter's offset and size (its `.param` declaration): where every
+/// declaration of a kernel agrees on them, they are kept as its layout.
 #[derive(Debug, Default, PartialEq, Eq)]
 pub(crate) struct ParamCounts {
-    sorted: Box<[(Box<str>, u32)]>,
+    sorted: Box<[(Box<str>, u32, Option<Layout>)]>,
 }
 
+/// A kernel's parameters as `(offset, size)` in bytes, in order.
+pub(crate) type Layout = Box<[(u32, u32)]>;
+
 impl ParamCounts {
+    fn find(&self, name: &str) -> Option<&(Box<str>, u32, Option<Layout>)> {
+        self.sorted
+            .binary_search_by(|(n, _, _)| (**n).cmp(name))
+            .ok()
+            .map(|i| &self.sorted[i])
+    }
+
     /// The parameter count of the kernel `name`, if the image told it.
     pub(crate) fn get(&self, name: &str) -> Option<u32> {
-        self.sorted
-            .binary_search_by(|(n, _)| (**n).cmp(name))
-            .ok()
-            .map(|i| self.sorted[i].1)
+        self.find(name).map(|e| e.1)
+    }
+
+    /// The parameters of the kernel `name` as `(offset, size)`, if the image told them.
+    pub(crate) fn layout(&self, name: &str) -> Option<&[(u32, u32)]> {
+        self.find(name).and_then(|e| e.2.as_deref())
     }
 
     /// How many kernels the image told the count of.
@@ -232,7 +248,7 @@ impl ParamCounts {
     pub(crate) fn entries(&self) -> Vec<(String, u32)> {
         self.sorted
             .iter()
-            .map(|(n, c)| (n.to_string(), *c))
+            .map(|(n, c, _)| (n.to_string(), *c))
             .collect()
     }
 }
@@ -241,23 +257,32 @@ impl ParamCounts {
 /// different counts (or once without one) becomes unknown.
 #[derive(Default)]
 pub(crate) struct CountsBuilder<'a> {
-    found: Vec<(&'a str, Option<u32>)>,
+    found: Vec<(&'a str, Option<u32>, Option<Layout>)>,
 }
 
 impl<'a> CountsBuilder<'a> {
     pub(crate) fn insert(&mut self, name: &'a str, count: Option<u32>) {
-        self.found.push((name, count));
+        self.found.push((name, count, None));
+    }
+
+    /// A kernel whose parameters' offsets and sizes are known too (`layout.len()` of them).
+    pub(crate) fn insert_layout(&mut self, name: &'a str, layout: Layout) {
+        let count = u32::try_from(layout.len()).ok();
+        self.found.push((name, count, Some(layout)));
     }
 
     pub(crate) fn build(mut self) -> Option<Arc<ParamCounts>> {
         self.found.sort_by(|a, b| a.0.cmp(b.0));
-        let sorted: Vec<(Box<str>, u32)> = self
+        let sorted: Vec<(Box<str>, u32, Option<Layout>)> = self
             .found
             .chunk_by(|a, b| a.0 == b.0)
             .filter_map(|same| {
-                let (name, count) = same[0];
+                let (name, count, layout) = &same[0];
                 let count = count.filter(|_| same.iter().all(|e| e.1 == same[0].1))?;
-                Some((Box::from(name), count))
+                let layout = layout
+                    .clone()
+                    .filter(|l| same.iter().all(|e| e.2.as_ref() == Some(l)));
+                Some((Box::from(*name), count, layout))
             })
             .collect();
         if sorted.is_empty() {

@@ -37,7 +37,114 @@ pub(crate) fn param_counts<'a>(text: &'a str, out: &mut CountsBuilder<'a>) {
             Some('{' | '.' | ';') => Some(0),
             _ => None,
         };
-        out.insert(name, count);
+        let layout = match (count, rest.chars().next()) {
+            (Some(0), _) => Some(Box::default()),
+            (Some(n), Some('(')) => param_layout(&rest[1..]).filter(|l| l.len() == n as usize),
+            _ => None,
+        };
+        match layout {
+            Some(layout) => out.insert_layout(name, layout),
+            None => out.insert(name, count),
+        }
+    }
+}
+
+/// The next token of a parameter list: one of `,()[]`, or a word up to white space, a
+/// comment or one of those; `None` at the end of the text.
+fn token(s: &str) -> Option<(&str, &str)> {
+    let s = skip_blank(s);
+    let c = s.chars().next()?;
+    let len = if matches!(c, ',' | '(' | ')' | '[' | ']') {
+        1
+    } else {
+        s.find(|c: char| c.is_ascii_whitespace() || matches!(c, ',' | '(' | ')' | '[' | ']' | '/'))
+            .unwrap_or(s.len())
+            .max(c.len_utf8())
+    };
+    Some(s.split_at(len))
+}
+
+/// The size in bytes of a parameter's fundamental type.
+fn type_size(t: &str) -> Option<u32> {
+    Some(match t {
+        ".b8" | ".u8" | ".s8" => 1,
+        ".b16" | ".u16" | ".s16" | ".f16" | ".bf16" => 2,
+        ".b32" | ".u32" | ".s32" | ".f32" | ".f16x2" | ".bf16x2" => 4,
+        ".b64" | ".u64" | ".s64" | ".f64" => 8,
+        ".b128" => 16,
+        _ => return None,
+    })
+}
+
+/// The `(alignment, size)` of one declaration `.param [.align A] .TYPE [.ptr [.SPACE]
+/// [.align P]] NAME[[N]]`: aligned to `A`, else to the type's size; `N` elements of the type.
+/// `None` for anything else, so that the driver is asked instead.
+fn param_decl(tokens: &[&str]) -> Option<(u32, u32)> {
+    let mut t = tokens.iter().copied().peekable();
+    if t.next()? != ".param" {
+        return None;
+    }
+    let mut align = None;
+    if t.peek() == Some(&".align") {
+        t.next();
+        align = Some(t.next()?.parse::<u32>().ok()?);
+    }
+    let elem = type_size(t.next()?)?;
+    let mut name = None;
+    while let Some(tok) = t.next() {
+        match tok {
+            ".ptr" | ".global" | ".const" | ".shared" | ".local" => {}
+            // The alignment of what a `.ptr` parameter points to, not of the parameter.
+            ".align" => {
+                t.next()?.parse::<u32>().ok()?;
+            }
+            _ if !tok.starts_with('.') => {
+                name = Some(tok);
+                break;
+            }
+            _ => return None,
+        }
+    }
+    name?;
+    let mut count = 1u32;
+    if t.peek() == Some(&"[") {
+        t.next();
+        count = t.next()?.parse::<u32>().ok()?;
+        if t.next()? != "]" {
+            return None;
+        }
+    }
+    if t.next().is_some() {
+        return None;
+    }
+    let align = align.unwrap_or(elem);
+    if !align.is_power_of_two() {
+        return None;
+    }
+    Some((align, elem.checked_mul(count)?))
+}
+
+/// The parameters' `(offset, size)` of a list that starts after its `(`: each parameter at
+/// the next multiple of its alignment after the previous one, as the driver lays them out.
+fn param_layout(mut s: &str) -> Option<super::Layout> {
+    let mut layout = Vec::new();
+    let mut decl: Vec<&str> = Vec::new();
+    let mut offset = 0u32;
+    loop {
+        let (tok, rest) = token(s)?;
+        s = rest;
+        if tok == "," || tok == ")" {
+            let (align, size) = param_decl(&decl)?;
+            offset = offset.checked_next_multiple_of(align)?;
+            layout.push((offset, size));
+            offset = offset.checked_add(size)?;
+            decl.clear();
+            if tok == ")" {
+                return Some(layout.into_boxed_slice());
+            }
+        } else {
+            decl.push(tok);
+        }
     }
 }
 
@@ -162,6 +269,74 @@ mod tests {
         assert_eq!(counts(".entry k(.param .u32 a (b))"), []);
         // `.entry` inside another word or mid-line.
         assert_eq!(counts(".entryx k()\n add .entry k(.param .u32 a)"), []);
+    }
+
+    fn layouts(text: &str) -> Vec<(String, Vec<(u32, u32)>)> {
+        let mut b = CountsBuilder::default();
+        param_counts(text, &mut b);
+        let counts = b.build().unwrap();
+        counts
+            .entries()
+            .into_iter()
+            .filter_map(|(n, _)| {
+                let l = counts.layout(&n)?.to_vec();
+                Some((n, l))
+            })
+            .collect()
+    }
+
+    #[test]
+    fn layouts_align_each_parameter_as_declared() {
+        let text = include_str!("../../tests/ptx/param_buffer.ptx");
+        // int, float4 (.align 16), char, float, pointer, float2 (.align 8).
+        assert_eq!(
+            layouts(text),
+            [(
+                "param_buffer".to_string(),
+                vec![(0, 4), (16, 16), (32, 1), (36, 4), (40, 8), (48, 8)]
+            )]
+        );
+        let text = include_str!("../../tests/ptx/tma_kernels.ptx");
+        assert_eq!(
+            layouts(text),
+            [(
+                "tma_load_tile".to_string(),
+                vec![(0, 128), (128, 8), (136, 4), (140, 4), (144, 4), (148, 4)]
+            )]
+        );
+        let text = ".visible .entry k(\n.param .u64 .ptr .global .align 4 a, // x\n\
+                    .param .u8 b, /* y */ .param .align 8 .b8 c[12], .param .f64 d\n) {}";
+        assert_eq!(
+            layouts(text),
+            [("k".to_string(), vec![(0, 8), (8, 1), (16, 12), (32, 8)])]
+        );
+        assert_eq!(layouts(".entry e {}"), [("e".to_string(), vec![])]);
+    }
+
+    #[test]
+    fn declarations_it_cannot_read_leave_the_layout_unknown() {
+        for text in [
+            ".entry k(.param .pred p) {}",
+            ".entry k(.param .align 3 .b8 p[4]) {}",
+            ".entry k(.param .u32 p[x]) {}",
+            ".entry k(.param .u32 .weird p) {}",
+            ".entry k(.param .u32 p q) {}",
+        ] {
+            let mut b = CountsBuilder::default();
+            param_counts(text, &mut b);
+            let counts = b.build();
+            assert!(
+                counts.as_ref().is_none_or(|c| c.layout("k").is_none()),
+                "{text}"
+            );
+        }
+        // Two declarations that disagree: no layout, though the count agrees.
+        let text = ".entry k(.param .u32 a) ;\n.entry k(.param .u64 a) {}";
+        let mut b = CountsBuilder::default();
+        param_counts(text, &mut b);
+        let c = b.build().unwrap();
+        assert_eq!(c.get("k"), Some(1));
+        assert_eq!(c.layout("k"), None);
     }
 
     #[test]

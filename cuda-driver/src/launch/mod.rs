@@ -15,13 +15,15 @@
 //! | [`launch_packed`](Function::launch_packed) | `cuLaunchKernel` with `extra` | count, offsets, sizes, stream order |
 //! | [`launch_packed_unchecked`](Function::launch_packed_unchecked) | `cuLaunchKernel` with `extra` | no |
 //!
-//! A checked launch compares the arguments with the kernel's parameter list, which it reads
-//! once from the driver (`cuFuncGetParamInfo` / `cuKernelGetParamInfo`, CUDA 12.4; as many
-//! parameters as the loaded image declares, see [`Function::params`]) and caches in the
-//! `Function` or `Kernel`; from then on the check is a few integer comparisons, with no driver
-//! call and no allocation. A mismatch is [`Error::ArgumentCount`] or [`Error::ArgumentSize`]
-//! and nothing is launched. On a driver older than 12.4 the parameter list is unknown: a
-//! checked launch is then [`Error::Unsupported`], unless the process opted in to unchecked
+//! A checked launch compares the arguments with the kernel's parameter list, which it learns
+//! once and caches in the `Function` or `Kernel`: for a kernel loaded from PTX, from the
+//! `.param` declarations of its `.entry` (offsets and sizes, as the driver lays them out; no
+//! driver call), otherwise from the driver (`cuFuncGetParamInfo` / `cuKernelGetParamInfo`,
+//! CUDA 12.4; as many parameters as the loaded image declares, see [`Function::params`]).
+//! From then on the check is a few integer comparisons, with no driver call and no
+//! allocation. A mismatch is [`Error::ArgumentCount`] or [`Error::ArgumentSize`] and nothing
+//! is launched. Where neither tells the parameter list (a binary image on a driver older than
+//! 12.4), a checked launch is [`Error::Unsupported`], unless the process opted in to unchecked
 //! launches with [`set_argument_check`](crate::set_argument_check). A checked launch also
 //! refuses a view of stream-ordered memory that is ordered on another stream
 //! ([`Error::StreamMismatch`]); for arguments that are no such views that check compiles to

@@ -187,8 +187,9 @@ impl Module {
     /// image that is not self-contained and within `image`'s bytes is refused with
     /// [`Error::MalformedImage`] naming what is wrong (see that variant). A failed compile is
     /// [`Error::Jit`] with the compiler's error log; the info log of a successful one is
-    /// [`Module::info_log`]. The kernels' parameter counts are read from the image, so that the
-    /// checked launches ask the driver for exactly those parameters.
+    /// [`Module::info_log`]. The kernels' parameters are read from the image (PTX: offsets
+    /// and sizes, so the checked launches ask the driver nothing; binaries: counts, so they ask
+    /// for exactly those parameters).
     ///
     ///
     /// ```no_run

@@ -162,3 +162,56 @@ fn a_function_launches_only_on_streams_of_its_context() {
     assert_eq!(out.to_vec().unwrap(), vec![9; 32]);
     drop((s, out));
 }
+
+/// Every PTX file the tests load, by name.
+const ALL_PTX: &[(&str, &str)] = &[
+    ("bench", include_str!("../ptx/bench.ptx")),
+    ("cluster", include_str!("../ptx/cluster.ptx")),
+    ("graph_kernels", include_str!("../ptx/graph_kernels.ptx")),
+    ("green", include_str!("../ptx/green.ptx")),
+    ("library", include_str!("../ptx/library.ptx")),
+    ("param_buffer", PARAM_BUFFER),
+    ("streams", include_str!("../ptx/streams.ptx")),
+    ("test_kernels", TEST_KERNELS),
+    ("tex_kernels", include_str!("../ptx/tex_kernels.ptx")),
+    ("tma_kernels", include_str!("../ptx/tma_kernels.ptx")),
+    ("vector_add", include_str!("../ptx/vector_add.ptx")),
+    ("vmm_kernels", include_str!("../ptx/vmm_kernels.ptx")),
+];
+
+#[gpu_test]
+fn parameter_layouts_read_from_ptx_are_the_drivers() {
+    let ctx = gpu_or_skip!();
+    let (major, _) = ctx.device().compute_capability().unwrap();
+    let mut compared = 0;
+    for &(file, ptx) in ALL_PTX {
+        if file == "tma_kernels" && major < 9 {
+            continue;
+        }
+        // The checked load reads the layouts from the PTX; the unchecked one knows nothing,
+        // so its functions ask the driver (cuFuncGetParamInfo).
+        let checked = Module::load_data(&ctx, ptx).unwrap();
+        let text = std::ffi::CString::new(ptx).unwrap();
+        // SAFETY: NUL-terminated PTX text, alive for the call.
+        let probed = unsafe { Module::load_data_unchecked(&ctx, text.as_ptr().cast()) }.unwrap();
+        let functions = match probed.functions() {
+            Err(Error::Unsupported { .. }) => {
+                crate::common::skip("cuModuleEnumerateFunctions needs CUDA 12.4")
+            }
+            f => f.unwrap(),
+        };
+        assert!(!functions.is_empty(), "{file}");
+        for f in functions {
+            let name = f.name().to_owned();
+            let from_driver = f.params().unwrap().expect("the driver reports parameters");
+            let from_ptx = checked.function(&name).unwrap();
+            assert_eq!(
+                from_ptx.params().unwrap().expect("read from the PTX"),
+                from_driver,
+                "{file}: {name}"
+            );
+            compared += 1;
+        }
+    }
+    crate::common::note(format!("{compared} kernels' parameter layouts compared"));
+}
