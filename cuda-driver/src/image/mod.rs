@@ -213,14 +213,17 @@ fn check_text(b: &[u8]) -> std::result::Result<(), String> {
 /// declaration of a kernel agrees on them, they are kept as its layout.
 #[derive(Debug, Default, PartialEq, Eq)]
 pub(crate) struct ParamCounts {
-    sorted: Box<[(Box<str>, u32, Option<Layout>)]>,
+    sorted: Box<[Entry]>,
 }
+
+/// A kernel's name, parameter count and, where known, parameter layout.
+type Entry = (Box<str>, u32, Option<Layout>);
 
 /// A kernel's parameters as `(offset, size)` in bytes, in order.
 pub(crate) type Layout = Box<[(u32, u32)]>;
 
 impl ParamCounts {
-    fn find(&self, name: &str) -> Option<&(Box<str>, u32, Option<Layout>)> {
+    fn find(&self, name: &str) -> Option<&Entry> {
         self.sorted
             .binary_search_by(|(n, _, _)| (**n).cmp(name))
             .ok()
@@ -273,7 +276,7 @@ impl<'a> CountsBuilder<'a> {
 
     pub(crate) fn build(mut self) -> Option<Arc<ParamCounts>> {
         self.found.sort_by(|a, b| a.0.cmp(b.0));
-        let sorted: Vec<(Box<str>, u32, Option<Layout>)> = self
+        let sorted: Vec<Entry> = self
             .found
             .chunk_by(|a, b| a.0 == b.0)
             .filter_map(|same| {
