@@ -111,9 +111,13 @@ pub fn multimodal(samples: &[f64]) -> bool {
         return false;
     }
     // The largest gap with at least two samples on each side.
-    let (at, gap) = (1..n - 2)
-        .map(|i| (i, v[i + 1] - v[i]))
-        .fold((0, f64::NEG_INFINITY), |best, g| if g.1 > best.1 { g } else { best });
+    let (at, gap) =
+        (1..n - 2)
+            .map(|i| (i, v[i + 1] - v[i]))
+            .fold(
+                (0, f64::NEG_INFINITY),
+                |best, g| if g.1 > best.1 { g } else { best },
+            );
     let (low, high) = v.split_at(at + 1);
     let range = |part: &[f64]| part[part.len() - 1] - part[0];
     let within = range(low).max(range(high));
@@ -612,7 +616,10 @@ mod tests {
         assert_eq!(metric(false, &[1.0], &[1.0], None).status(), "-");
         assert_eq!(metric(false, &[1.0], &[], Some(1.0)).status(), "n/a");
         // Unequal counts cannot be paired.
-        assert_eq!(metric(false, &[1.0, 2.0], &[1.0], Some(1.0)).status(), "n/a");
+        assert_eq!(
+            metric(false, &[1.0, 2.0], &[1.0], Some(1.0)).status(),
+            "n/a"
+        );
     }
 
     /// The allocate-and-free row on a shared H200: both sides bimodal (69-72 us and
@@ -627,10 +634,16 @@ mod tests {
         let ours = [70.1, 70.9, 91.4, 70.0, 91.2, 92.5, 96.9];
         let m = metric(false, &raw, &ours, Some(1.05));
         let medians = m.median(OURS).unwrap() / m.raw_median().unwrap();
-        assert!(medians > 1.25, "the medians fall in different modes: {medians}");
+        assert!(
+            medians > 1.25,
+            "the medians fall in different modes: {medians}"
+        );
         let p = m.paired(OURS).unwrap();
         assert!(p.median > 1.0 && p.median < 1.01, "{p:?}");
-        assert!(p.p25 <= p.median && p.median <= p.p75 && p.p75 < 1.01, "{p:?}");
+        assert!(
+            p.p25 <= p.median && p.median <= p.p75 && p.p75 < 1.01,
+            "{p:?}"
+        );
         assert_eq!(m.status(), "ok");
         assert!(m.multimodal(RAW) && m.multimodal(OURS));
     }
@@ -642,7 +655,9 @@ mod tests {
         assert!(multimodal(&[72.0, 90.0, 69.0, 97.0, 70.0, 95.0, 71.0]));
         // One mode with jitter.
         assert!(!multimodal(&[10.0, 10.1, 10.2, 10.5, 10.3, 10.4, 10.2]));
-        assert!(!multimodal(&[2.01, 2.02, 2.00, 2.05, 2.03, 2.04, 2.01, 2.02, 2.03]));
+        assert!(!multimodal(&[
+            2.01, 2.02, 2.00, 2.05, 2.03, 2.04, 2.01, 2.02, 2.03
+        ]));
         // A single outlier is not a mode.
         assert!(!multimodal(&[10.0, 10.1, 10.2, 10.1, 30.0]));
         // Two tight clusters, but their gap is tiny relative to the value: jitter.

@@ -67,6 +67,11 @@ pub mod ptx {
     /// `out[0] = a1 + .. + aN`.
     pub const BENCH_ARGS: &str = concat!(include_str!("../../ptx/bench_args.ptx"), "\0");
 
+    /// `ptx/bench_large.cu`, for the loading benchmark's large module: 128 kernels
+    /// `big_NN(float* out, const float* in, int len)` of an unrolled polynomial (about
+    /// 190 KiB of PTX).
+    pub const BENCH_LARGE: &str = concat!(include_str!("../../ptx/bench_large.ptx"), "\0");
+
     /// `ptx/test_kernels.cu`, for the safe crate's GPU tests (each documented in the source):
     ///
     /// * `fill_u32(unsigned* out, unsigned v, int n)`
