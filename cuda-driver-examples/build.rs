@@ -15,5 +15,6 @@ fn main() {
         .prefer_committed(true)
         .signature("VecAdd", "const float* A, const float* B, float* C, int N")
         .signature("add4", "const float* a, const float* b, float* c, int n")
+        .signature("args1", "unsigned* out")
         .compile();
 }

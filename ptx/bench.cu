@@ -13,3 +13,9 @@ extern "C" __global__ void add4(const float* a, const float* b, float* c, int n)
     if (i < n)
         c[i] = a[i] + b[i];
 }
+
+// args1(unsigned* out): out[0] += 1; a launch with one parameter, one thread.
+extern "C" __global__ void args1(unsigned* out)
+{
+    out[0] += 1u;
+}

@@ -1,22 +1,28 @@
-//! The same work through raw `cuda_driver_sys` calls and through the safe `cuda_driver` API,
-//! side by side: kernel launches, launch round trips, copies, memset, allocation, module and
-//! library loading, events. One table, `metric | raw | safe | safe/raw | target | status`,
-//! where `safe/raw` is always the safe side's cost over the raw side's (above 1: the safe
-//! side is slower; for bandwidths, the ratio of the times, `raw GB/s / safe GB/s`).
+//! The same work through raw `cuda_driver_sys` calls, through the safe `cuda_driver` API and,
+//! where it has the operation, through cudarc's safe driver API (on one stream and with two
+//! streams), in one process: kernel launches of 0 to 64 parameters, copies of 4 KiB to 1 GiB
+//! in every direction, allocation, module and library loading, events, and the rows of the
+//! capability issues (virtual memory, IPC, pools, graphs, 2D copies, textures, tensor maps,
+//! typed launches). One table, `metric | raw | ours | ours/raw | cudarc/raw | cudarc 2s/raw |
+//! target | status | multi-modal`, where each ratio is the median over the rounds of that
+//! round's cost ratio against raw (above 1: slower than raw; for bandwidths, the ratio of the
+//! times, `raw GB/s / side GB/s`), with its quartiles.
 //!
 //! Run: `cargo run --release -p cuda-driver-examples --example bench -- [--json FILE] [--quick]`
 //!
-//! * `--json FILE` also writes the numbers, the device, the driver, the date and the targets
-//!   to FILE, which `cargo xtask bench-report FILE` turns into `docs/bench.md` and
-//!   `docs/bench.svg`.
+//! * `--json FILE` also writes every sample, the device, the driver, the date and the targets
+//!   to FILE, which `cargo xtask bench-report FILE` turns into `docs/bench.md`,
+//!   `docs/bench.svg` and `docs/bench-sizes.svg`.
 //! * `--quick` shrinks every count and size, for a smoke run.
 //!
-//! How it is fair: both sides use one context, one stream, the same buffers, the same
-//! function handles, grid and synchronisation points; every metric is warmed up once on
-//! each side, then measured in rounds that alternate which side goes first (raw then safe,
-//! safe then raw, ...), one sample per side and round; the table shows the medians. Every
-//! result is checked outside the timed regions (the kernels' output, every copied byte), and
-//! a wrong result makes the program exit non-zero; a missed target does not.
+//! How it is fair: all sides use the device's primary context; raw and ours use one stream,
+//! the same buffers, function handles, grid and synchronisation points; cudarc uses its own
+//! buffers and streams, as its users do. Every metric is warmed up once on each side, then
+//! measured in rounds; a round measures every side once, back to back, the order rotating
+//! from round to round, and the metric's ratio is the median of the rounds' paired ratios (a
+//! noisy host moves both samples of a round together). Every result is checked outside the
+//! timed regions (the kernels' output, the copied bytes), and a wrong result makes the
+//! program exit non-zero; a missed target does not.
 //!
 //! Each safe metric's comment lists the driver calls the safe API makes per iteration.
 
@@ -28,10 +34,12 @@ use std::time::{Duration, Instant, SystemTime};
 
 use cuda_driver::prelude::*;
 use cuda_driver::{
-    sys, Context, Device, DeviceBuffer, DeviceRepr, Event, EventFlags, LaunchConfig, Library,
-    Module, ParamBuffer, PinnedBuffer, PinnedFlags, Stream, StreamFlags,
+    sys, Context, Device, DeviceBuffer, DeviceRepr, Event, EventFlags, LaunchConfig, Module,
+    PinnedBuffer, PinnedFlags, Stream, StreamFlags,
 };
-use cuda_driver_examples::bench::{first_difference, median, utc_date, Metric, Report, XorShift};
+use cuda_driver_examples::bench::{
+    first_difference, median, utc_date, Metric, Report, XorShift, CUDARC, CUDARC_2S, OURS, RAW,
+};
 use cuda_driver_examples::ptx;
 
 /// Launches and event records are enqueued in batches of this many, the stream synchronized
@@ -47,36 +55,55 @@ const MIB: usize = 1 << 20;
 /// Counts and sizes; `--quick` shrinks them.
 struct Config {
     quick: bool,
+    /// Timed rounds per metric (after one warm-up round).
     rounds: usize,
+    /// Launches per sample.
     launches: usize,
     round_trips: usize,
-    /// Bytes of each pinned and pageable copy.
-    copy_bytes: usize,
-    copy_reps: usize,
-    /// Bytes of the device-to-device copy and the memset.
-    big_bytes: usize,
-    big_reps: usize,
+    /// The copy sweep's sizes, in bytes.
+    copy_sizes: &'static [usize],
+    /// Bytes a host copy sample moves at least (the count of copies is this over the size,
+    /// within `copy_min_reps..=copy_max_reps`).
+    copy_budget: usize,
+    copy_min_reps: usize,
+    copy_max_reps: usize,
+    /// The allocation sweep's sizes and the pairs per sample of each (synchronous,
+    /// stream-ordered).
+    alloc_sizes: &'static [(usize, usize, usize)],
+    /// Allocations per sample of the capability rows (VMM, pools).
     allocs: usize,
     alloc_bytes: usize,
-    loads: usize,
+    /// Loads per sample of the small and of the large PTX.
+    loads: (usize, usize),
     events: usize,
+    /// Repetitions of the 2D copies.
+    copy_reps: usize,
 }
+
+const KIB: usize = 1 << 10;
+const GIB: usize = 1 << 30;
 
 impl Config {
     fn full() -> Config {
         Config {
             quick: false,
             rounds: 7,
-            launches: 100_000,
-            round_trips: 20_000,
-            copy_bytes: 256 * MIB,
-            copy_reps: 4,
-            big_bytes: 1024 * MIB,
-            big_reps: 20,
-            allocs: 10_000,
+            launches: 20_000,
+            round_trips: 5_000,
+            copy_sizes: &[4 * KIB, 64 * KIB, MIB, 16 * MIB, 256 * MIB, GIB],
+            copy_budget: 256 * MIB,
+            copy_min_reps: 2,
+            copy_max_reps: 2_000,
+            alloc_sizes: &[
+                (4 * KIB, 2_000, 5_000),
+                (MIB, 1_000, 5_000),
+                (256 * MIB, 100, 2_000),
+            ],
+            allocs: 2_000,
             alloc_bytes: MIB,
-            loads: 20,
-            events: 100_000,
+            loads: (20, 3),
+            events: 50_000,
+            copy_reps: 4,
         }
     }
 
@@ -84,34 +111,74 @@ impl Config {
         Config {
             quick: true,
             rounds: 3,
-            launches: 10_000,
-            round_trips: 2_000,
-            copy_bytes: 16 * MIB,
-            copy_reps: 2,
-            big_bytes: 64 * MIB,
-            big_reps: 5,
-            allocs: 1_000,
+            launches: 2_000,
+            round_trips: 500,
+            copy_sizes: &[4 * KIB, 64 * KIB, MIB, 16 * MIB],
+            copy_budget: 16 * MIB,
+            copy_min_reps: 1,
+            copy_max_reps: 200,
+            alloc_sizes: &[(4 * KIB, 200, 500), (MIB, 100, 500)],
+            allocs: 200,
             alloc_bytes: MIB,
-            loads: 5,
-            events: 10_000,
+            loads: (3, 1),
+            events: 5_000,
+            copy_reps: 2,
         }
     }
 }
 
 /// A size as the metric names show it.
 fn size_name(bytes: usize) -> String {
-    if bytes >= 1 << 30 && bytes % (1 << 30) == 0 {
-        format!("{} GiB", bytes >> 30)
+    if bytes >= GIB && bytes % GIB == 0 {
+        format!("{} GiB", bytes / GIB)
+    } else if bytes >= MIB && bytes % MIB == 0 {
+        format!("{} MiB", bytes / MIB)
+    } else if bytes >= KIB && bytes % KIB == 0 {
+        format!("{} KiB", bytes / KIB)
     } else {
-        format!("{} MiB", bytes >> 20)
+        format!("{bytes} B")
     }
 }
 
+/// The two sides of the rows that only raw and ours have.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 enum Side {
     Raw,
     Safe,
 }
+
+/// Every side a row can have.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Who {
+    Raw,
+    Ours,
+    /// cudarc on its default stream (one stream: no event tracking).
+    Cudarc,
+    /// cudarc on the first of two streams it created (multi-stream mode: every use of a
+    /// buffer waits for and records its events).
+    Cudarc2,
+}
+
+impl Who {
+    /// The index of the side in the report's samples.
+    fn index(self) -> usize {
+        match self {
+            Who::Raw => RAW,
+            Who::Ours => OURS,
+            Who::Cudarc => CUDARC,
+            Who::Cudarc2 => CUDARC_2S,
+        }
+    }
+
+    fn name(self) -> &'static str {
+        cuda_driver_examples::bench::SIDES[self.index()]
+    }
+}
+
+/// Raw and ours.
+const TWO: &[Who] = &[Who::Raw, Who::Ours];
+/// Raw, ours and cudarc on one and on two streams.
+const ALL: &[Who] = &[Who::Raw, Who::Ours, Who::Cudarc, Who::Cudarc2];
 
 /// Why the benchmark stopped.
 enum Failure {
@@ -126,12 +193,20 @@ enum Failure {
     Wrong(String),
     /// Bad command line or output file.
     Usage(String),
+    /// A cudarc call failed.
+    Cudarc(cudarc::driver::DriverError),
     /// A failure while measuring a metric.
     In {
         metric: String,
-        side: Option<Side>,
+        side: &'static str,
         source: Box<Failure>,
     },
+}
+
+impl From<cudarc::driver::DriverError> for Failure {
+    fn from(e: cudarc::driver::DriverError) -> Failure {
+        Failure::Cudarc(e)
+    }
 }
 
 impl From<cuda_driver::Error> for Failure {
@@ -155,11 +230,8 @@ impl fmt::Display for Failure {
                 metric,
                 side,
                 source,
-            } => match side {
-                Some(Side::Raw) => write!(f, "{metric} (raw side): {source}"),
-                Some(Side::Safe) => write!(f, "{metric} (safe side): {source}"),
-                None => write!(f, "{metric}: {source}"),
-            },
+            } => write!(f, "{metric} ({side} side): {source}"),
+            Failure::Cudarc(e) => write!(f, "cudarc: {e:?}"),
         }
     }
 }
@@ -186,6 +258,10 @@ macro_rules! check {
         }
     };
 }
+
+// After the macros, which it uses.
+#[path = "bench_parts/sweeps.rs"]
+mod sweeps;
 
 fn main() -> ExitCode {
     match run() {
@@ -271,60 +347,95 @@ fn run() -> Res<()> {
     };
     let started = Instant::now();
     eprintln!(
-        "bench: {} rounds of raw and safe per metric on {}{}...",
+        "bench: {} rounds per metric on {}{}...",
         cfg.rounds,
         dev.name()?,
         if cfg.quick { " (--quick)" } else { "" }
     );
+    // First: its IPC helper is this program re-executed, which must not get further.
     vmm_ipc_pools(&mut r, &cfg, &ctx, &stream)?;
-    launches(&mut r, &cfg, &ctx, &stream)?;
-    typed_launches(&mut r, &cfg, &ctx, &stream)?;
-    copies(&mut r, &cfg, &ctx)?;
-    allocations(&mut r, &cfg, &ctx, &stream)?;
-    loading(&mut r, &cfg, &ctx, &stream)?;
-    events(&mut r, &cfg, &ctx, &stream)?;
+    // cudarc on the same device: two handles of the primary context, one used only with its
+    // default stream (one-stream mode), the other with two streams it created (multi-stream
+    // mode: its buffers' uses record and wait for events).
+    let rc = sweeps::Cudarc::new()?;
+    ctx.set_current()?;
+    sweeps::launches(&mut r, &cfg, &ctx, &stream, &rc)?;
+    sweeps::copies(&mut r, &cfg, &ctx, &rc)?;
+    sweeps::allocations(&mut r, &cfg, &ctx, &stream, &rc)?;
+    sweeps::loading(&mut r, &cfg, &ctx, &stream, &rc)?;
+    events(&mut r, &cfg, &ctx, &stream, &rc)?;
     graphs(&mut r, &cfg, &ctx, &stream)?;
     textures_and_2d_copies(&mut r, &cfg, &ctx)?;
 
     let notes = vec![
         format!(
-            "Every metric is warmed up once per side, then measured in {} rounds alternating \
-             which side goes first; the table shows the median of each side's samples.",
+            "Every metric is warmed up once per side, then measured in {} rounds; a round \
+             measures every side once, back to back, the order rotating from round to round. \
+             A ratio is the median over the rounds of that round's cost ratio against raw \
+             (p25-p75 of those ratios in brackets); targets are judged on our median paired \
+             ratio. A side whose samples split into clusters separated by a gap wider than \
+             twice the wider cluster (and than 3 % of the median) is flagged multi-modal.",
             cfg.rounds
         ),
         format!(
             "Launches and event records: host time (monotonic clock) of the enqueue loop, \
              {} calls per sample in batches of {BATCH}, the stream synchronized between \
-             batches outside the timed region so the driver's queue never fills.",
+             batches outside the timed region so the driver's queue never fills. The sweep \
+             launches empty() (0 parameters), args1(out), add4(a, b, c, n), args16 and args64 \
+             (an out pointer and 15 or 63 unsigned values); checked and unchecked through a \
+             tuple (up to 12 arguments) or, for 16 and 64, a KernelArgs implementation of the \
+             benchmark's own over the pointer and an array; packed through a ParamBuffer; \
+             typed through the launchers cuda-driver-build generates (up to 12 parameters).",
             cfg.launches
         ),
-        "Round trip: median over the iterations of (launch empty(); cuStreamSynchronize).".into(),
-        "Copies and memset: host clock around the repeated operation plus one \
-         cuCtxSynchronize; GB/s are 10^9 bytes per second (device-to-device counts the bytes \
-         read plus written); every copied byte is compared outside the timed region."
+        "Round trip: median over the iterations of (launch empty(); synchronize the stream)."
             .into(),
         format!(
-            "Allocation: host clock around {} allocate-and-free pairs of {}; the stream-ordered \
-             ones end with one cuStreamSynchronize, inside the timed region.",
-            cfg.allocs,
-            size_name(cfg.alloc_bytes)
+            "Copies: host clock around the repeated copy plus one synchronisation (raw and \
+             ours: the synchronous cuMemcpy*_v2 calls and one cuCtxSynchronize; cudarc: its \
+             stream-ordered memcpy_htod/memcpy_dtoh/memcpy_dtod and one stream synchronize); \
+             each sample moves at least {} (16 times that device to device) in {}..={} \
+             copies; time per copy (us) up to 64 \
+             KiB, GB/s (10^9 bytes per second, device-to-device counting bytes read plus \
+             written) above. The warm-up sample of each side compares every copied byte; \
+             each timed sample compares the first and last MiB, cleared before.",
+            size_name(cfg.copy_budget),
+            cfg.copy_min_reps,
+            cfg.copy_max_reps
         ),
+        "Allocation: host clock around allocate-and-free pairs; the stream-ordered ones \
+         (cuMemAllocAsync/cuMemFreeAsync, cudarc's CudaStream::alloc and drop) end with one \
+         stream synchronisation, inside the timed region. cudarc has no synchronous \
+         allocation on a device with memory pools."
+            .into(),
         format!(
-            "Module and library loading: host clock around {} loads of ptx/bench.ptx, each \
-             with its unload (the library's also with cuLibraryGetKernel, the first launch \
-             of add4 and a cuStreamSynchronize); the driver's JIT cache serves both sides \
-             alike.",
-            cfg.loads
+            "Module and library loading: host clock around loads of a small PTX \
+             (ptx/bench.ptx, {} loads per sample) and a large one (ptx/bench_large.ptx, {}), \
+             each with its unload; the driver's JIT cache serves every side alike. cudarc: \
+             CudaContext::load_module(Ptx::from_src(..)) (it copies the text into a CString).",
+            cfg.loads.0, cfg.loads.1
         ),
         "cuEventElapsedTime: both sides call the CUDA 2.0 version (cuda.h 13.0 maps the name \
          to the CUDA 12.8 one), which the raw side looks up once with cuGetProcAddress."
             .into(),
-        "Both sides share the device's primary context (current throughout), one \
-         non-blocking stream, the buffers and the function handles; the safe side makes the \
-         context current with one cuCtxGetCurrent per call, which the raw side does not."
+        "Raw and ours share the device's primary context (current throughout), one \
+         non-blocking stream, the buffers and the function handles; ours makes the context \
+         current with one cuCtxGetCurrent per call, which raw does not."
             .into(),
-        "Ratio: safe cost / raw cost (for bandwidths raw GB/s / safe GB/s); above 1 the safe \
-         side is slower."
+        format!(
+            "cudarc {} (crates.io, features driver, nvrtc (for its Ptx type only), std, \
+             dynamic-loading, cuda-13000), used through its safe API as its documentation \
+             shows: CudaContext::new(0) (the primary context), launch_builder + arg + launch, \
+             memcpy_htod/dtoh/dtod with its own CudaSlice buffers, page-locked host memory \
+             from alloc_pinned_with_flags(len, 0) (alloc_pinned would make it \
+             write-combined), memset_zeros, alloc + drop, load_module, CudaEvent::record. \
+             'cudarc' runs on its default stream (the legacy stream; no stream created, so \
+             no event tracking); 'cudarc 2s' on the first of two streams created with \
+             new_stream (multi-stream mode: each buffer use waits for and records events).",
+            sweeps::CUDARC_VERSION
+        ),
+        "Ratio: cost / raw cost (for bandwidths raw GB/s / side GB/s); above 1 the side is \
+         slower than the raw calls."
             .into(),
     ];
     let report = Report {
@@ -368,10 +479,97 @@ struct Runner {
     metrics: Vec<Metric>,
 }
 
+/// A row's name, unit, direction, target and place in a sweep.
+struct Row {
+    name: String,
+    unit: &'static str,
+    higher_is_better: bool,
+    target: Option<f64>,
+    sweep: Option<String>,
+    size: Option<usize>,
+    args: Option<u32>,
+}
+
+impl Row {
+    fn new(name: String, unit: &'static str, higher_is_better: bool, target: Option<f64>) -> Row {
+        Row {
+            name,
+            unit,
+            higher_is_better,
+            target,
+            sweep: None,
+            size: None,
+            args: None,
+        }
+    }
+
+    /// The row is the point `size` (bytes) of `sweep`.
+    fn sized(mut self, sweep: &str, size: usize) -> Row {
+        self.sweep = Some(sweep.to_string());
+        self.size = Some(size);
+        self
+    }
+
+    /// The row is the point `args` (parameters) of `sweep`.
+    fn with_args(mut self, sweep: &str, args: u32) -> Row {
+        self.sweep = Some(sweep.to_string());
+        self.args = Some(args);
+        self
+    }
+}
+
 impl Runner {
-    /// Warms up both sides with one sample each, then takes `rounds` samples of each side,
-    /// alternating which goes first. `sample` returns one sample of the given side, in the
-    /// metric's unit.
+    /// Warms up every side in `sides` with one sample each (`warm` = true), then takes
+    /// `rounds` rounds, each measuring every side once, back to back, in an order that
+    /// rotates from round to round (and reverses every other cycle), so each side goes first
+    /// and last equally often. `sample` returns one sample of the given side, in the row's
+    /// unit; `warm` asks it to check its result fully.
+    fn measure(
+        &mut self,
+        row: Row,
+        sides: &[Who],
+        mut sample: impl FnMut(Who, bool) -> Res<f64>,
+    ) -> Res<()> {
+        let full = format!("{} [{}]", row.name, row.unit);
+        let mut m = Metric::new(full.clone(), row.unit, row.higher_is_better, row.target);
+        m.sweep = row.sweep;
+        m.size = row.size.map(|s| s as u64);
+        m.args = row.args;
+        let mut one = |who: Who, warm: bool| -> Res<f64> {
+            let v = sample(who, warm).map_err(|e| Failure::In {
+                metric: full.clone(),
+                side: who.name(),
+                source: Box::new(e),
+            })?;
+            if !(v.is_finite() && v > 0.0) {
+                return Err(Failure::In {
+                    metric: full.clone(),
+                    side: who.name(),
+                    source: Box::new(Failure::Wrong(format!("sample {v} is not positive"))),
+                });
+            }
+            Ok(v)
+        };
+        for &who in sides {
+            one(who, true)?;
+        }
+        let n = sides.len();
+        for round in 0..self.rounds {
+            let mut order: Vec<Who> = (0..n).map(|i| sides[(i + round) % n]).collect();
+            if (round / n) % 2 == 1 {
+                order.reverse();
+            }
+            for who in order {
+                let v = one(who, false)?;
+                m.samples[who.index()].push(v);
+            }
+        }
+        eprintln!("bench: {}", m.name);
+        self.metrics.push(m);
+        Ok(())
+    }
+
+    /// [`measure`](Self::measure) for raw and ours alone, with [`Side`].
     fn run(
         &mut self,
         name: String,
@@ -380,52 +578,25 @@ impl Runner {
         target: Option<f64>,
         mut sample: impl FnMut(Side) -> Res<f64>,
     ) -> Res<()> {
-        let full = format!("{name} [{unit}]");
-        let mut m = Metric::new(full.clone(), unit, higher_is_better, target);
-        let mut one = |side: Side| -> Res<f64> {
-            let v = sample(side).map_err(|e| Failure::In {
-                metric: full.clone(),
-                side: Some(side),
-                source: Box::new(e),
-            })?;
-            if !(v.is_finite() && v > 0.0) {
-                return Err(Failure::In {
-                    metric: full.clone(),
-                    side: Some(side),
-                    source: Box::new(Failure::Wrong(format!("sample {v} is not positive"))),
-                });
-            }
-            Ok(v)
-        };
-        one(Side::Raw)?;
-        one(Side::Safe)?;
-        for round in 0..self.rounds {
-            let order = if round % 2 == 0 {
-                [Side::Raw, Side::Safe]
-            } else {
-                [Side::Safe, Side::Raw]
-            };
-            for side in order {
-                let v = one(side)?;
-                match side {
-                    Side::Raw => m.raw.push(v),
-                    Side::Safe => m.safe.push(v),
-                }
-            }
-        }
-        self.metrics.push(m);
-        Ok(())
+        self.measure(
+            Row::new(name, unit, higher_is_better, target),
+            TWO,
+            |who, _| match who {
+                Who::Raw => sample(Side::Raw),
+                _ => sample(Side::Safe),
+            },
+        )
     }
 
     /// [`run`](Self::run) for a bandwidth in GB/s (10^9 bytes per second, higher is better,
-    /// target 1.01): `sample` moves `bytes` bytes and returns the time it took.
+    /// target 1.02): `sample` moves `bytes` bytes and returns the time it took.
     fn bandwidth(
         &mut self,
         name: String,
         bytes: usize,
         mut sample: impl FnMut(Side) -> Res<Duration>,
     ) -> Res<()> {
-        self.run(name, "GB/s", true, Some(1.01), |side| {
+        self.run(name, "GB/s", true, Some(1.02), |side| {
             Ok(bytes as f64 / secs(sample(side)?) / 1e9)
         })
     }
@@ -627,239 +798,6 @@ fn grid(n: usize) -> c_uint {
     n.div_ceil(BLOCK as usize) as c_uint
 }
 
-fn launches(r: &mut Runner, cfg: &Config, ctx: &Context, stream: &Stream) -> Res<()> {
-    // One module, loaded through the safe API; the raw side launches the same CUfunction
-    // handles.
-    let module = Module::load_data(ctx, ptx::BENCH)?;
-    let empty = module.function("empty")?;
-    let add4_fn = module.function("add4")?;
-    let (f_empty, f_add4) = (empty.as_raw(), add4_fn.as_raw());
-    let s = stream.as_raw();
-    let count = cfg.launches;
-    let mut add4 = Add4::new(ctx)?;
-    let one = LaunchConfig::new(1, 1);
-    let add4_cfg = add4.config();
-    let g = add4_cfg.grid.x;
-    // Read the parameter lists now, as the warm-up would: the checked launches' first call
-    // asks the driver once and caches the answer.
-    check!(
-        empty.params()?.is_none_or(|p| p.is_empty()),
-        "empty() has parameters: {:?}",
-        empty.params()
-    );
-    check!(
-        add4_fn.params()?.is_none_or(|p| p.len() == 4),
-        "add4 does not have 4 parameters: {:?}",
-        add4_fn.params()
-    );
-
-    // empty(): no parameters.
-    // Safe: Function::launch = cuCtxGetCurrent + a context comparison + the (empty) argument
-    // check against the cached parameter list + cuLaunchKernel.
-    r.run(
-        "launch empty()".into(),
-        "us/launch",
-        false,
-        Some(1.02),
-        |side| {
-            let ns = match side {
-                Side::Raw => enqueue_ns(count, s, || {
-                    // SAFETY: empty() takes no parameters; one thread of one block.
-                    unsafe { raw_launch(f_empty, 1, 1, s, null_mut(), null_mut()) }
-                })?,
-                Side::Safe => enqueue_ns(count, s, || {
-                    // SAFETY: empty() takes no parameters and touches no memory.
-                    unsafe { empty.launch(stream, &one, ())? };
-                    Ok(())
-                })?,
-            };
-            Ok(ns / 1e3)
-        },
-    )?;
-
-    // add4(a, b, c, n): the raw argument array is built once, as a C program would.
-    let (mut pa, mut pb, mut pc, mut pn) =
-        (add4.a.as_raw(), add4.b.as_raw(), add4.c.as_raw(), add4.n);
-    let mut args: [*mut c_void; 4] = [
-        (&raw mut pa).cast(),
-        (&raw mut pb).cast(),
-        (&raw mut pc).cast(),
-        (&raw mut pn).cast(),
-    ];
-    let mut raw_add4 = || {
-        enqueue_ns(count, s, || {
-            // SAFETY: add4 is (const float*, const float*, float*, int): `args` points to
-            // three CUdeviceptr and a c_int, alive across the call; the grid covers ADD4_N
-            // threads and the kernel skips i >= n, inside the three ADD4_N-float buffers.
-            unsafe { raw_launch(f_add4, g, BLOCK, s, args.as_mut_ptr(), null_mut()) }
-        })
-    };
-
-    // Safe: Function::launch = cuCtxGetCurrent + a context comparison + 4 size comparisons
-    // against the cached parameter list + the 4 argument pointers on the stack +
-    // cuLaunchKernel.
-    r.run(
-        "launch add4(a, b, c, n), checked".into(),
-        "us/launch",
-        false,
-        Some(1.03),
-        |side| {
-            add4.clear()?;
-            let ns = match side {
-                Side::Raw => raw_add4()?,
-                Side::Safe => {
-                    let Add4 { a, b, c, n, .. } = &mut add4;
-                    enqueue_ns(count, s, || {
-                        // SAFETY: the arguments are add4's parameters; a, b and c hold
-                        // ADD4_N floats, the grid covers ADD4_N threads, the kernel skips
-                        // i >= n; the host touches c only after the stream is synchronized.
-                        unsafe {
-                            add4_fn.launch(
-                                stream,
-                                &add4_cfg,
-                                (&a.as_view(), &b.as_view(), &mut c.as_view_mut(), &*n),
-                            )?
-                        };
-                        Ok(())
-                    })?
-                }
-            };
-            add4.check()?;
-            Ok(ns / 1e3)
-        },
-    )?;
-
-    // Safe: Function::launch_unchecked = cuCtxGetCurrent + the 4 argument pointers +
-    // cuLaunchKernel.
-    r.run(
-        "launch add4(a, b, c, n), unchecked".into(),
-        "us/launch",
-        false,
-        Some(1.03),
-        |side| {
-            add4.clear()?;
-            let ns = match side {
-                Side::Raw => raw_add4()?,
-                Side::Safe => {
-                    let Add4 { a, b, c, n, .. } = &mut add4;
-                    enqueue_ns(count, s, || {
-                        // SAFETY: as for the checked launch; the tuple matches add4's
-                        // parameters (checked by the metric above).
-                        unsafe {
-                            add4_fn.launch_unchecked(
-                                stream,
-                                &add4_cfg,
-                                (&a.as_view(), &b.as_view(), &mut c.as_view_mut(), &*n),
-                            )?
-                        };
-                        Ok(())
-                    })?
-                }
-            };
-            add4.check()?;
-            Ok(ns / 1e3)
-        },
-    )?;
-
-    // add4 through a packed parameter buffer: the device layout of (ptr, ptr, ptr, int) is
-    // offsets 0, 8, 16, 24 and 28 bytes. Both sides pack once, outside the loop.
-    let mut packed = [0u64; 4];
-    packed[0] = pa;
-    packed[1] = pb;
-    packed[2] = pc;
-    packed[3] = u64::from(pn as u32);
-    let mut packed_size: usize = 28;
-    let mut extra: [*mut c_void; 5] = [
-        sys::CU_LAUNCH_PARAM_BUFFER_POINTER,
-        packed.as_mut_ptr().cast(),
-        sys::CU_LAUNCH_PARAM_BUFFER_SIZE,
-        (&raw mut packed_size).cast(),
-        sys::CU_LAUNCH_PARAM_END,
-    ];
-    let (a, b, c) = (add4.a.as_view(), add4.b.as_view(), add4.c.as_view());
-    let mut params = ParamBuffer::new();
-    params.push_arg(a)?.push_arg(b)?.push_arg(c)?.push(add4.n)?;
-    // SAFETY: the ParamBuffer's first `len()` bytes are initialised; `packed` holds 32.
-    let (safe_bytes, raw_bytes) = unsafe {
-        (
-            std::slice::from_raw_parts(params.as_ptr(), params.len()),
-            std::slice::from_raw_parts(packed.as_ptr().cast::<u8>(), packed_size),
-        )
-    };
-    check!(
-        safe_bytes == raw_bytes,
-        "the ParamBuffer of add4 ({safe_bytes:?}) differs from the hand-packed one \
-         ({raw_bytes:?})"
-    );
-    // Safe: Function::launch_packed = cuCtxGetCurrent + a context comparison + the buffer's 4
-    // offsets and sizes compared with the cached parameter list + the 5-entry `extra` array
-    // on the stack + cuLaunchKernel.
-    r.run(
-        "launch add4 from a parameter buffer".into(),
-        "us/launch",
-        false,
-        Some(1.03),
-        |side| {
-            add4.clear()?;
-            let ns = match side {
-                Side::Raw => enqueue_ns(count, s, || {
-                    // SAFETY: `extra` is CU_LAUNCH_PARAM_END-terminated and points to the
-                    // 28-byte parameter buffer of add4 at the device's offsets and to its
-                    // size, alive across the call; kernelParams is null. In bounds as above.
-                    unsafe { raw_launch(f_add4, g, BLOCK, s, null_mut(), extra.as_mut_ptr()) }
-                })?,
-                Side::Safe => enqueue_ns(count, s, || {
-                    // SAFETY: the buffer holds add4's parameters (layout checked by the
-                    // call), pointing to a, b and c of ADD4_N floats; in bounds as above.
-                    unsafe { add4_fn.launch_packed(stream, &add4_cfg, &params)? };
-                    Ok(())
-                })?,
-            };
-            add4.check()?;
-            Ok(ns / 1e3)
-        },
-    )?;
-
-    // Round trip: launch empty(), wait for it; the median iteration.
-    // Safe: Function::launch as above + Stream::synchronize = cuCtxGetCurrent +
-    // cuStreamSynchronize.
-    let trips = cfg.round_trips;
-    let mut times = Vec::with_capacity(trips);
-    r.run(
-        "launch empty() + cuStreamSynchronize".into(),
-        "us",
-        false,
-        Some(1.02),
-        |side| {
-            times.clear();
-            match side {
-                Side::Raw => {
-                    for _ in 0..trips {
-                        let start = Instant::now();
-                        // SAFETY: as for the empty() launches; the stream is live.
-                        unsafe {
-                            raw_launch(f_empty, 1, 1, s, null_mut(), null_mut())?;
-                            raw!(cuStreamSynchronize(s));
-                        }
-                        times.push(secs(start.elapsed()));
-                    }
-                }
-                Side::Safe => {
-                    for _ in 0..trips {
-                        let start = Instant::now();
-                        // SAFETY: empty() takes no parameters and touches no memory.
-                        unsafe { empty.launch(stream, &one, ())? };
-                        stream.synchronize()?;
-                        times.push(secs(start.elapsed()));
-                    }
-                }
-            }
-            Ok(median(&times).unwrap_or(f64::NAN) * 1e6)
-        },
-    )?;
-    Ok(())
-}
-
 // ---------------------------------------------------------------------------------------
 // Copies and memset
 // ---------------------------------------------------------------------------------------
@@ -876,392 +814,43 @@ fn compare(what: &str, got: &[u32], want: &[u32]) -> Res<()> {
     Ok(())
 }
 
-/// Reads `buf` back chunk by chunk through `scratch` (untimed) and hands each chunk to
-/// `check` with its offset in words.
-fn check_big(
-    scratch: &mut [u32],
-    buf: &DeviceBuffer<u32>,
-    mut check: impl FnMut(usize, &[u32]) -> Res<()>,
-) -> Res<()> {
-    for off in (0..buf.len()).step_by(scratch.len()) {
-        let n = scratch.len().min(buf.len() - off);
-        let got = &mut scratch[..n];
-        read_back(buf, off, got)?;
-        check(off, got)?;
-    }
-    Ok(())
-}
-
-/// The two copies between `dev` and host memory of one kind (`"page-locked"` or
-/// `"pageable"`): host to device from `src`, then device to host into `dst`, each as long as
-/// `dev`; both checked against `src` (the first read back through `dst`).
-fn host_copies(
-    r: &mut Runner,
-    kind: &str,
-    reps: usize,
-    dev: &mut DeviceBuffer<u32>,
-    src: &[u32],
-    dst: &mut [u32],
-) -> Res<()> {
-    let bytes = size_of_val(src);
-    let d = dev.as_raw();
-
-    // Host to device. From pageable memory the copy may still be in flight when the call
-    // returns: the context synchronisation ends the timed region.
-    // Safe: DeviceBuffer::copy_from_host = length check + cuCtxGetCurrent + cuMemcpyHtoD_v2.
-    r.bandwidth(
-        format!("copy HtoD, {kind}, {}", size_name(bytes)),
-        reps * bytes,
-        |side| {
-            fill_words(dev, 0)?;
-            let t = match side {
-                Side::Raw => time_loop(reps, ctx_sync, || {
-                    // SAFETY: `src` and `dev` hold `bytes` bytes each.
-                    unsafe { raw!(cuMemcpyHtoD(d, src.as_ptr().cast(), bytes)) };
-                    Ok(())
-                })?,
-                Side::Safe => time_loop(reps, ctx_sync, || Ok(dev.copy_from_host(src)?))?,
-            };
-            read_back(dev, 0, dst)?;
-            compare(&format!("HtoD {kind}"), dst, src)?;
-            Ok(t)
-        },
-    )?;
-
-    // Device to host (`dev` holds `src`, checked above).
-    // Safe: DeviceBuffer::copy_to_host = length check + cuCtxGetCurrent + cuMemcpyDtoH_v2.
-    r.bandwidth(
-        format!("copy DtoH, {kind}, {}", size_name(bytes)),
-        reps * bytes,
-        |side| {
-            dst.fill(0);
-            let t = match side {
-                Side::Raw => time_loop(reps, ctx_sync, || {
-                    // SAFETY: `dst` and `dev` hold `bytes` bytes each.
-                    unsafe { raw!(cuMemcpyDtoH(dst.as_mut_ptr().cast(), d, bytes)) };
-                    Ok(())
-                })?,
-                Side::Safe => time_loop(reps, ctx_sync, || Ok(dev.copy_to_host(dst)?))?,
-            };
-            compare(&format!("DtoH {kind}"), dst, src)?;
-            Ok(t)
-        },
-    )
-}
-
-fn copies(r: &mut Runner, cfg: &Config, ctx: &Context) -> Res<()> {
-    let words = cfg.copy_bytes / 4;
-    let big_words = cfg.big_bytes / 4;
-    let reps = cfg.copy_reps;
-    let mut rng = XorShift::new(0xC0B1E5);
-
-    // The data: pseudo-random, never zero; the pageable source is also the expected value.
-    // Both sides copy between the same buffers.
-    let mut host = vec![0u32; words];
-    rng.fill_nonzero_u32(&mut host);
-    let pinned_src = PinnedBuffer::from_slice(ctx, &host, PinnedFlags::empty())?;
-    let mut pinned_dst = PinnedBuffer::<u32>::zeroed(ctx, words, PinnedFlags::empty())?;
-    let mut pageable_dst = vec![1u32; words];
-    let mut dev = DeviceBuffer::<u32>::new(ctx, words)?;
-
-    host_copies(
-        r,
-        "page-locked",
-        reps,
-        &mut dev,
-        &pinned_src,
-        &mut pinned_dst,
-    )?;
-    host_copies(r, "pageable", reps, &mut dev, &host, &mut pageable_dst)?;
-    drop(pageable_dst);
-    drop(dev);
-
-    // Device to device, and memset: two big buffers; the source holds pseudo-random words.
-    let big_bytes = cfg.big_bytes;
-    let big_reps = cfg.big_reps;
-    let mut big_host = vec![0u32; big_words];
-    rng.fill_nonzero_u32(&mut big_host);
-    let big_src = upload(ctx, &big_host)?;
-    let mut big_dst = DeviceBuffer::<u32>::new(ctx, big_words)?;
-    let (bs, bd) = (big_src.as_raw(), big_dst.as_raw());
-
-    // Safe: DeviceBuffer::copy_from_device = length check + cuCtxGetCurrent + cuMemcpyDtoD_v2.
-    r.bandwidth(
-        format!("copy DtoD, {} (read + write)", size_name(big_bytes)),
-        2 * big_reps * big_bytes,
-        |side| {
-            fill_words(&big_dst, 0)?;
-            let t = match side {
-                Side::Raw => time_loop(big_reps, ctx_sync, || {
-                    // SAFETY: both buffers hold `big_bytes` bytes and do not overlap.
-                    unsafe { raw!(cuMemcpyDtoD(bd, bs, big_bytes)) };
-                    Ok(())
-                })?,
-                Side::Safe => time_loop(big_reps, ctx_sync, || {
-                    Ok(big_dst.copy_from_device(&big_src.as_view())?)
-                })?,
-            };
-            check_big(&mut pinned_dst, &big_dst, |off, got| {
-                compare(
-                    &format!("DtoD, from word {off}"),
-                    got,
-                    &big_host[off..off + got.len()],
-                )
-            })?;
-            Ok(t)
-        },
-    )?;
-
-    // memset: a different non-zero value each sample, so a memset that did nothing fails.
-    // Safe: DeviceBuffer::memset_u32 = size check + cuCtxGetCurrent + cuMemsetD32_v2.
-    let mut sample_no: u32 = 0;
-    r.bandwidth(
-        format!("memset cuMemsetD32, {}", size_name(big_bytes)),
-        big_reps * big_bytes,
-        |side| {
-            sample_no += 1;
-            // Odd multiples of an odd constant: distinct for distinct sample numbers.
-            let value = (2 * sample_no + 1).wrapping_mul(0x9E37_79B1);
-            let t = match side {
-                Side::Raw => time_loop(big_reps, ctx_sync, || {
-                    // SAFETY: big_dst holds `big_words` words.
-                    unsafe { raw!(cuMemsetD32(bd, value, big_words)) };
-                    Ok(())
-                })?,
-                Side::Safe => time_loop(big_reps, ctx_sync, || Ok(big_dst.memset(value)?))?,
-            };
-            check_big(&mut pinned_dst, &big_dst, |off, got| {
-                match got.iter().position(|&w| w != value) {
-                    None => Ok(()),
-                    Some(i) => Err(Failure::Wrong(format!(
-                        "memset: word {} is {:#010x}, expected {value:#010x}",
-                        off + i,
-                        got[i]
-                    ))),
-                }
-            })?;
-            Ok(t)
-        },
-    )?;
-    Ok(())
-}
-
-// ---------------------------------------------------------------------------------------
-// Allocation
-// ---------------------------------------------------------------------------------------
-
-fn allocations(r: &mut Runner, cfg: &Config, ctx: &Context, stream: &Stream) -> Res<()> {
-    let (count, bytes) = (cfg.allocs, cfg.alloc_bytes);
-    let s = stream.as_raw();
-    r.run(
-        format!("cuMemAlloc + cuMemFree, {}", size_name(bytes)),
-        "us/pair",
-        false,
-        Some(1.05),
-        |side| {
-            let t = match side {
-                Side::Raw => time_loop(count, no_end, || {
-                    let mut p: sys::CUdeviceptr = 0;
-                    // SAFETY: writes one CUdeviceptr, freed right after; context current.
-                    unsafe {
-                        raw!(cuMemAlloc(&mut p, bytes));
-                        raw!(cuMemFree(p));
-                    }
-                    Ok(())
-                })?,
-                // Safe: DeviceBuffer::new = size check + cuCtxGetCurrent + cuMemAlloc_v2 +
-                // a Context clone (atomic increment); drop = cuCtxGetCurrent + cuMemFree_v2 +
-                // an atomic decrement.
-                Side::Safe => time_loop(count, no_end, || {
-                    drop(DeviceBuffer::<u8>::new(ctx, bytes)?);
-                    Ok(())
-                })?,
-            };
-            Ok(secs(t) * 1e6 / count as f64)
-        },
-    )?;
-    r.run(
-        format!(
-            "cuMemAllocAsync + cuMemFreeAsync, {}, one sync",
-            size_name(bytes)
-        ),
-        "us/pair",
-        false,
-        Some(1.05),
-        |side| {
-            let t = match side {
-                Side::Raw => {
-                    let sync = || {
-                        // SAFETY: live stream.
-                        unsafe { raw!(cuStreamSynchronize(s)) };
-                        Ok(())
-                    };
-                    time_loop(count, sync, || {
-                        let mut p: sys::CUdeviceptr = 0;
-                        // SAFETY: writes one CUdeviceptr, freed in stream order right after;
-                        // the stream is live.
-                        unsafe {
-                            raw!(cuMemAllocAsync(&mut p, bytes, s));
-                            raw!(cuMemFreeAsync(p, s));
-                        }
-                        Ok(())
-                    })?
-                }
-                // Safe: DeviceBuffer::new_async = size check + cuCtxGetCurrent +
-                // cuMemAllocAsync; AsyncDeviceBuffer::free_async = cuCtxGetCurrent +
-                // cuMemFreeAsync; Stream::synchronize = cuCtxGetCurrent + cuStreamSynchronize.
-                Side::Safe => time_loop(
-                    count,
-                    || Ok(stream.synchronize()?),
-                    || Ok(DeviceBuffer::<u8>::new_async(stream, bytes)?.free_async()?),
-                )?,
-            };
-            Ok(secs(t) * 1e6 / count as f64)
-        },
-    )?;
-    Ok(())
-}
-
-// ---------------------------------------------------------------------------------------
-// Module and library loading
-// ---------------------------------------------------------------------------------------
-
-fn loading(r: &mut Runner, cfg: &Config, ctx: &Context, stream: &Stream) -> Res<()> {
-    let count = cfg.loads;
-    let s = stream.as_raw();
-    r.run(
-        "cuModuleLoadData(bench.ptx) + cuModuleUnload".into(),
-        "ms",
-        false,
-        Some(1.05),
-        |side| {
-            let t = match side {
-                Side::Raw => time_loop(count, no_end, || {
-                    let mut m: sys::CUmodule = null_mut();
-                    // SAFETY: NUL-terminated PTX; the module is unloaded right after.
-                    unsafe {
-                        raw!(cuModuleLoadData(
-                            &mut m,
-                            ptx::BENCH.as_ptr().cast::<c_void>()
-                        ));
-                        raw!(cuModuleUnload(m));
-                    }
-                    Ok(())
-                })?,
-                // Safe: Module::load_data = cuCtxGetCurrent + cuModuleLoadDataEx with 5 JIT
-                // options (info and error log buffers, allocated and zeroed per load, and the
-                // wall time) + the info log copied into a String + an Arc; drop =
-                // cuCtxGetCurrent + cuModuleUnload. ptx::BENCH ends in NUL: no copy.
-                Side::Safe => time_loop(count, no_end, || {
-                    drop(Module::load_data(ctx, ptx::BENCH)?);
-                    Ok(())
-                })?,
-            };
-            Ok(secs(t) * 1e3 / count as f64)
-        },
-    )?;
-
-    let mut add4 = Add4::new(ctx)?;
-    let (mut pa, mut pb, mut pc, mut pn) =
-        (add4.a.as_raw(), add4.b.as_raw(), add4.c.as_raw(), add4.n);
-    let mut args: [*mut c_void; 4] = [
-        (&raw mut pa).cast(),
-        (&raw mut pb).cast(),
-        (&raw mut pc).cast(),
-        (&raw mut pn).cast(),
-    ];
-    let add4_cfg = add4.config();
-    let g = add4_cfg.grid.x;
-    // Safe: Library::load_data = cuLibraryLoadData with 5 JIT options (two 16 KiB log
-    // buffers allocated and zeroed, the wall time) + the info log copied into a String + an
-    // Arc; Library::kernel = cuLibraryGetKernel (the name copied to the stack) + the name
-    // boxed into the kernel's cache; the first checked Kernel::launch = cuCtxGetCurrent +
-    // cuKernelGetParamInfo for each of the 4 parameters and once more (the end of the list)
-    // + a boxed list + cuLaunchKernel; Stream::synchronize = cuCtxGetCurrent +
-    // cuStreamSynchronize; dropping the kernel and the library = cuLibraryUnload.
-    r.run(
-        "cuLibraryLoadData + GetKernel + first add4 launch + sync + unload".into(),
-        "ms",
-        false,
-        Some(1.05),
-        |side| {
-            add4.clear()?;
-            let t = match side {
-                Side::Raw => time_loop(count, no_end, || {
-                    let mut lib: sys::CUlibrary = null_mut();
-                    let mut k: sys::CUkernel = null_mut();
-                    // SAFETY: NUL-terminated PTX, no options; the kernel handle is used as a
-                    // CUfunction for cuLaunchKernel (allowed for CUkernel) while the library
-                    // is loaded; add4's arguments as in `launches`.
-                    unsafe {
-                        raw!(cuLibraryLoadData(
-                            &mut lib,
-                            ptx::BENCH.as_ptr().cast::<c_void>(),
-                            null_mut(),
-                            null_mut(),
-                            0,
-                            null_mut(),
-                            null_mut(),
-                            0
-                        ));
-                        raw!(cuLibraryGetKernel(&mut k, lib, c"add4".as_ptr()));
-                        raw_launch(k.cast(), g, BLOCK, s, args.as_mut_ptr(), null_mut())?;
-                        raw!(cuStreamSynchronize(s));
-                        raw!(cuLibraryUnload(lib));
-                    }
-                    Ok(())
-                })?,
-                Side::Safe => {
-                    let Add4 { a, b, c, n, .. } = &mut add4;
-                    time_loop(count, no_end, || {
-                        let lib = Library::load_data(ptx::BENCH)?;
-                        let kernel = lib.kernel("add4")?;
-                        // SAFETY: the arguments are add4's parameters; a, b and c hold
-                        // ADD4_N floats, the grid covers ADD4_N threads, the kernel skips
-                        // i >= n; the stream is synchronized before the host reads c.
-                        unsafe {
-                            kernel.launch(
-                                stream,
-                                &add4_cfg,
-                                (&a.as_view(), &b.as_view(), &mut c.as_view_mut(), &*n),
-                            )?
-                        };
-                        stream.synchronize()?;
-                        drop(kernel);
-                        drop(lib);
-                        Ok(())
-                    })?
-                }
-            };
-            add4.check()?;
-            Ok(secs(t) * 1e3 / count as f64)
-        },
-    )?;
-    Ok(())
-}
-
 // ---------------------------------------------------------------------------------------
 // Events
 // ---------------------------------------------------------------------------------------
 
-fn events(r: &mut Runner, cfg: &Config, ctx: &Context, stream: &Stream) -> Res<()> {
+fn events(
+    r: &mut Runner,
+    cfg: &Config,
+    ctx: &Context,
+    stream: &Stream,
+    rc: &sweeps::Cudarc,
+) -> Res<()> {
     let count = cfg.events;
     let s = stream.as_raw();
     let ev = Event::new(ctx, EventFlags::DEFAULT)?;
     let e = ev.as_raw();
-    r.run(
-        "cuEventRecord".into(),
-        "ns/call",
-        false,
-        None,
-        |side| match side {
-            Side::Raw => enqueue_ns(count, s, || {
+    // cudarc: an event with timing (as ours) of each of its contexts, recorded on its stream.
+    let ev1 = rc
+        .one
+        .new_event(Some(cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT))?;
+    let ev2 = rc
+        .two
+        .new_event(Some(cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT))?;
+    r.measure(
+        Row::new("cuEventRecord".into(), "ns/call", false, Some(1.02)),
+        ALL,
+        |who, _| match who {
+            Who::Raw => enqueue_ns(count, s, || {
                 // SAFETY: event and stream are live, of the current context.
                 unsafe { raw!(cuEventRecord(e, s)) };
                 Ok(())
             }),
             // Safe: Event::record = cuCtxGetCurrent + cuEventRecord.
-            Side::Safe => enqueue_ns(count, s, || Ok(ev.record(stream)?)),
+            Who::Ours => enqueue_ns(count, s, || Ok(ev.record(stream)?)),
+            // cudarc: CudaEvent::record = a context comparison + cuCtxSetCurrent +
+            // cuEventRecord.
+            Who::Cudarc => enqueue_ns(count, rc.s1.cu_stream().cast(), || Ok(ev1.record(&rc.s1)?)),
+            Who::Cudarc2 => enqueue_ns(count, rc.s2.cu_stream().cast(), || Ok(ev2.record(&rc.s2)?)),
         },
     )?;
 
@@ -1301,7 +890,7 @@ fn events(r: &mut Runner, cfg: &Config, ctx: &Context, stream: &Stream) -> Res<(
         "cuEventElapsedTime".into(),
         "ns/call",
         false,
-        None,
+        Some(1.05),
         |side| {
             let t = match side {
                 Side::Raw => time_loop(count, no_end, || {
@@ -1985,73 +1574,4 @@ fn textures_and_2d_copies(r: &mut Runner, cfg: &Config, ctx: &Context) -> Res<()
 fn fill_pitched(img: &mut cuda_driver::Pitched2D<f32>) -> Res<()> {
     img.view_mut().memset_2d(0u32)?;
     ctx_sync()
-}
-
-/// add4(a, b, c, n) through the typed launcher cuda-driver-build generated from `ptx/bench.ptx`
-/// (`typed::bench::Add4::launch`: the argument types checked by the compiler, then the same
-/// checked `Function::launch`), against the raw cuLaunchKernel of the same handle.
-fn typed_launches(r: &mut Runner, cfg: &Config, ctx: &Context, stream: &Stream) -> Res<()> {
-    let kernels = cuda_driver_examples::typed::bench::Kernels::load(ctx)?;
-    let f_add4 = kernels.add4.function().as_raw();
-    let s = stream.as_raw();
-    let count = cfg.launches;
-    let mut add4 = Add4::new(ctx)?;
-    let add4_cfg = add4.config();
-    let g = add4_cfg.grid.x;
-    // Read the parameter list now, as the warm-up would (the checked launch caches it).
-    check!(
-        kernels
-            .add4
-            .function()
-            .params()?
-            .is_none_or(|p| p.len() == 4),
-        "add4 does not have 4 parameters"
-    );
-    let (mut pa, mut pb, mut pc, mut pn) =
-        (add4.a.as_raw(), add4.b.as_raw(), add4.c.as_raw(), add4.n);
-    let mut args: [*mut c_void; 4] = [
-        (&raw mut pa).cast(),
-        (&raw mut pb).cast(),
-        (&raw mut pc).cast(),
-        (&raw mut pn).cast(),
-    ];
-    r.run(
-        "launch add4(a, b, c, n), generated typed launcher".into(),
-        "us/launch",
-        false,
-        Some(1.02),
-        |side| {
-            add4.clear()?;
-            let ns = match side {
-                Side::Raw => enqueue_ns(count, s, || {
-                    // SAFETY: add4 is (const float*, const float*, float*, int): `args` points
-                    // to three CUdeviceptr and a c_int, alive across the call; the grid covers
-                    // ADD4_N threads and the kernel skips i >= n.
-                    unsafe { raw_launch(f_add4, g, BLOCK, s, args.as_mut_ptr(), null_mut()) }
-                })?,
-                Side::Safe => {
-                    let Add4 { a, b, c, n, .. } = &mut add4;
-                    enqueue_ns(count, s, || {
-                        // SAFETY: a, b and c hold ADD4_N floats, the grid covers ADD4_N
-                        // threads, the kernel skips i >= n; the host touches c only after the
-                        // stream is synchronized.
-                        unsafe {
-                            kernels.add4.launch(
-                                stream,
-                                &add4_cfg,
-                                a.as_view(),
-                                b.as_view(),
-                                c.as_view_mut(),
-                                *n,
-                            )?
-                        };
-                        Ok(())
-                    })?
-                }
-            };
-            add4.check()?;
-            Ok(ns / 1e3)
-        },
-    )?;
-    Ok(())
 }

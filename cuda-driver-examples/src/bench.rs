@@ -1,74 +1,197 @@
-//! Bookkeeping for the raw-versus-safe benchmark (`examples/bench.rs`): samples and their
-//! medians, the ratio and its target, the printed table, the JSON file that
-//! `cargo xtask bench-report` turns into `docs/bench.md` and `docs/bench.svg`, the UTC date,
-//! and the pseudo-random fill of the data the copies move.
+//! Bookkeeping for the benchmark (`examples/bench.rs`): the raw driver, this crate and
+//! cudarc measured in the same rounds; per-round paired ratios and their median and spread;
+//! a multi-modality flag; the printed table; the JSON file that `cargo xtask bench-report`
+//! turns into `docs/bench.md`, `docs/bench.svg` and `docs/bench-sizes.svg`; the UTC date; and
+//! the pseudo-random fill of the data the copies move.
 //!
 //! Nothing here touches the GPU; the tests run on every machine.
 //!
+//! # The statistic
+//!
+//! Every round measures each side once, back to back (the order rotating from round to
+//! round), so the sides of one round share the host's state of the moment: its clock, the
+//! other tenants' load, the mode a bimodal allocator happens to be in. The **paired ratio** of
+//! a round is that round's side over that round's raw sample (a cost ratio: `side / raw` for
+//! times, `raw / side` for bandwidths, so above 1 is slower than raw). A metric reports the
+//! median of its paired ratios, with their 25th and 75th percentiles as the spread, and is
+//! judged on that median. Each side's samples are also tested for several modes
+//! ([`multimodal`]): two medians of samples from different modes can differ by 30 % while
+//! every round's pair agrees within 1 %.
+//!
 //! # The JSON file
 //!
-//! One object, written by [`Report::to_json`]:
+//! One object, written by [`Report::to_json`] (format `"cuda-driver-bench 2"`):
 //!
 //! ```text
 //! {
-//!   "format": "cuda-driver-bench 1",
+//!   "format": "cuda-driver-bench 2",
 //!   "device": "NVIDIA H200", "compute_capability": "9.0", "driver_version": "13.0",
 //!   "date_utc": "2025-06-01T12:34:56Z",
 //!   "command": "cargo run --release -p cuda-driver-examples --example bench -- --json b.json",
-//!   "quick": false, "rounds": 7,
+//!   "quick": false, "rounds": 9,
+//!   "sides": ["raw", "ours", "cudarc", "cudarc_2s"],
 //!   "notes": ["how launches are timed", ...],
 //!   "metrics": [
-//!     {"name": "launch empty() [us/launch]", "unit": "us/launch", "higher_is_better": false,
-//!      "raw": 2.01, "safe": 2.03, "ratio": 1.00995, "target": 1.02, "status": "ok",
-//!      "raw_samples": [...], "safe_samples": [...]},
+//!     {"name": "launch args4, checked [us/launch]", "unit": "us/launch",
+//!      "higher_is_better": false, "target": 1.02, "sweep": "launch, checked", "size": null,
+//!      "args": 4, "status": "ok",
+//!      "raw": {"median": 2.01, "multimodal": false, "samples": [...]},
+//!      "ours": {"median": 2.03, "multimodal": false, "samples": [...],
+//!               "ratio": 1.004, "ratio_p25": 0.998, "ratio_p75": 1.011},
+//!      "cudarc": {...}, "cudarc_2s": null},
 //!     ...
 //!   ]
 //! }
 //! ```
 //!
-//! `raw` and `safe` are the medians of the samples (one sample per round); `ratio` is always
-//! the safe side's cost over the raw side's (`safe / raw` for times, `raw / safe` for
-//! bandwidths), so above 1 means the safe side is slower; `target` is the largest ratio
-//! accepted, or `null` where none is set (`status` is then `"-"`); a side that could not be
-//! measured is `null` (`status` `"n/a"`).
+//! A side that was not measured on a row is `null`. `target` is the largest accepted median
+//! paired ratio of `ours`, or `null` (`status` `"-"`); `status` is `"ok"`, `"MISS"`, `"-"` or
+//! `"n/a"` (ours not measured). `sweep` names the series a row belongs to (the rows of one
+//! sweep differ in `size`, bytes, or `args`, the kernel's parameter count), so the report can
+//! chart the ratio against the size.
 
 use std::fmt::Write as _;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 /// The value of the JSON file's `"format"` key.
-pub const FORMAT: &str = "cuda-driver-bench 1";
+pub const FORMAT: &str = "cuda-driver-bench 2";
+
+/// The sides a metric can have, in the JSON's order: the raw driver calls, this crate, cudarc
+/// on one stream (its default stream), cudarc with two streams created (its multi-stream
+/// mode, where every use of a buffer records events).
+pub const SIDES: [&str; 4] = ["raw", "ours", "cudarc", "cudarc_2s"];
+
+/// Index of the raw side in [`SIDES`] and [`Metric::samples`].
+pub const RAW: usize = 0;
+/// Index of this crate's side.
+pub const OURS: usize = 1;
+/// Index of cudarc on one stream.
+pub const CUDARC: usize = 2;
+/// Index of cudarc with two streams.
+pub const CUDARC_2S: usize = 3;
 
 /// The median of `samples` (the mean of the middle two for an even count); `None` when empty
 /// or when a sample is not a number.
 pub fn median(samples: &[f64]) -> Option<f64> {
-    if samples.is_empty() || samples.iter().any(|x| x.is_nan()) {
+    quantile(samples, 0.5)
+}
+
+/// The `q` quantile of `samples` (0 ≤ q ≤ 1), interpolated linearly between the closest
+/// ranks (so `quantile(x, 0.5)` is the median); `None` when empty or when a sample is not a
+/// number.
+pub fn quantile(samples: &[f64], q: f64) -> Option<f64> {
+    if samples.is_empty() || samples.iter().any(|x| x.is_nan()) || !(0.0..=1.0).contains(&q) {
         return None;
     }
     let mut v = samples.to_vec();
     v.sort_by(f64::total_cmp);
-    let n = v.len();
-    Some(if n % 2 == 1 {
-        v[n / 2]
+    let pos = q * (v.len() - 1) as f64;
+    let (lo, hi) = (pos.floor() as usize, pos.ceil() as usize);
+    let frac = pos - lo as f64;
+    Some(if lo == hi {
+        v[lo]
     } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
+        v[lo] + (v[hi] - v[lo]) * frac
     })
 }
 
-/// One row of the benchmark: what was measured, the samples of each side and the target.
+/// Whether `samples` fall into two or more separate clusters: sorted, split at their largest
+/// gap, both parts hold at least two samples, and the gap is larger than
+/// [`MODE_GAP_FACTOR`] times the wider part's range and than [`MODE_GAP_MIN`] of the median
+/// (so the jitter of a tight metric is not a mode). One stray sample is an outlier, not a
+/// mode.
+pub fn multimodal(samples: &[f64]) -> bool {
+    let Some(mid) = median(samples) else {
+        return false;
+    };
+    let mut v = samples.to_vec();
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    if n < 4 {
+        return false;
+    }
+    // The largest gap with at least two samples on each side.
+    let (at, gap) =
+        (1..n - 2)
+            .map(|i| (i, v[i + 1] - v[i]))
+            .fold(
+                (0, f64::NEG_INFINITY),
+                |best, g| if g.1 > best.1 { g } else { best },
+            );
+    let (low, high) = v.split_at(at + 1);
+    let range = |part: &[f64]| part[part.len() - 1] - part[0];
+    let within = range(low).max(range(high));
+    gap > MODE_GAP_FACTOR * within && gap > MODE_GAP_MIN * mid.abs()
+}
+
+/// How many times the wider cluster's range the gap between two modes must be.
+pub const MODE_GAP_FACTOR: f64 = 2.0;
+/// How large, relative to the median, the gap between two modes must be.
+pub const MODE_GAP_MIN: f64 = 0.03;
+
+/// The cost ratio of `side` against `raw` for one pair of samples: `side / raw` for times,
+/// `raw / side` for bandwidths; above 1 the side is slower.
+pub fn cost_ratio(raw: f64, side: f64, higher_is_better: bool) -> f64 {
+    if higher_is_better {
+        raw / side
+    } else {
+        side / raw
+    }
+}
+
+/// The median paired ratio and its spread.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Paired {
+    /// The median of the per-round ratios.
+    pub median: f64,
+    /// Their 25th percentile.
+    pub p25: f64,
+    /// Their 75th percentile.
+    pub p75: f64,
+}
+
+/// The per-round cost ratios of `side` against `raw` (round `i` pairs `raw[i]` with
+/// `side[i]`), and their median and quartiles; `None` when the counts differ, are zero, or a
+/// ratio is not finite.
+pub fn paired(raw: &[f64], side: &[f64], higher_is_better: bool) -> Option<Paired> {
+    if raw.len() != side.len() || raw.is_empty() {
+        return None;
+    }
+    let ratios: Vec<f64> = raw
+        .iter()
+        .zip(side)
+        .map(|(&r, &s)| cost_ratio(r, s, higher_is_better))
+        .collect();
+    if ratios.iter().any(|r| !r.is_finite()) {
+        return None;
+    }
+    Some(Paired {
+        median: median(&ratios)?,
+        p25: quantile(&ratios, 0.25)?,
+        p75: quantile(&ratios, 0.75)?,
+    })
+}
+
+/// One row of the benchmark: what was measured, each side's samples (one per round) and the
+/// target.
 #[derive(Debug, Clone)]
 pub struct Metric {
     /// The row's name, with its unit in brackets: `"launch empty() [us/launch]"`.
     pub name: String,
     /// The unit of the samples: `"us/launch"`, `"GB/s"`, ...
     pub unit: &'static str,
-    /// Bandwidths: a larger sample is better, and the ratio is `raw / safe`.
+    /// Bandwidths: a larger sample is better, and the ratio is `raw / side`.
     pub higher_is_better: bool,
-    /// The largest accepted ratio, if any.
+    /// The largest accepted median paired ratio of ours, if any.
     pub target: Option<f64>,
-    /// One sample per round, through `cuda_driver_sys`.
-    pub raw: Vec<f64>,
-    /// One sample per round, through `cuda_driver`; empty when the safe API is missing.
-    pub safe: Vec<f64>,
+    /// The sweep the row belongs to, if any.
+    pub sweep: Option<String>,
+    /// The sweep's size of this row, in bytes.
+    pub size: Option<u64>,
+    /// The sweep's kernel parameter count of this row.
+    pub args: Option<u32>,
+    /// One sample per round for each of [`SIDES`]; empty where the side was not measured.
+    pub samples: [Vec<f64>; 4],
 }
 
 impl Metric {
@@ -84,36 +207,43 @@ impl Metric {
             unit,
             higher_is_better,
             target,
-            raw: Vec::new(),
-            safe: Vec::new(),
+            sweep: None,
+            size: None,
+            args: None,
+            samples: Default::default(),
         }
     }
 
     /// The median of the raw samples.
     pub fn raw_median(&self) -> Option<f64> {
-        median(&self.raw)
+        median(&self.samples[RAW])
     }
 
-    /// The median of the safe samples.
-    pub fn safe_median(&self) -> Option<f64> {
-        median(&self.safe)
+    /// The median of side `i`'s samples.
+    pub fn median(&self, i: usize) -> Option<f64> {
+        median(&self.samples[i])
     }
 
-    /// The safe side's cost over the raw side's: `safe / raw` for times, `raw / safe` for
-    /// bandwidths (the ratio of the times the same bytes take). Above 1: the safe side is
-    /// slower.
+    /// Side `i`'s paired ratio against raw (`None` for raw itself or an unmeasured side).
+    pub fn paired(&self, i: usize) -> Option<Paired> {
+        if i == RAW {
+            return None;
+        }
+        paired(&self.samples[RAW], &self.samples[i], self.higher_is_better)
+    }
+
+    /// Our median paired ratio: above 1, this crate is slower than raw.
     pub fn ratio(&self) -> Option<f64> {
-        let (raw, safe) = (self.raw_median()?, self.safe_median()?);
-        let r = if self.higher_is_better {
-            raw / safe
-        } else {
-            safe / raw
-        };
-        r.is_finite().then_some(r)
+        self.paired(OURS).map(|p| p.median)
     }
 
-    /// `"ok"` when the ratio is within the target, `"MISS"` when not, `"-"` without a target,
-    /// `"n/a"` when a side is missing.
+    /// Whether side `i`'s samples are multi-modal.
+    pub fn multimodal(&self, i: usize) -> bool {
+        multimodal(&self.samples[i])
+    }
+
+    /// `"ok"` when our median paired ratio is within the target, `"MISS"` when not, `"-"`
+    /// without a target, `"n/a"` when ours or raw is missing.
     pub fn status(&self) -> &'static str {
         match (self.ratio(), self.target) {
             (None, _) => "n/a",
@@ -163,26 +293,57 @@ pub fn fmt_ratio(r: Option<f64>) -> String {
     r.map_or_else(|| "n/a".to_string(), |r| format!("{r:.3}"))
 }
 
+/// A paired ratio with its spread: `"1.004 (0.998-1.011)"`, or `"-"` when not measured.
+pub fn fmt_paired(p: Option<Paired>) -> String {
+    p.map_or_else(
+        || "-".to_string(),
+        |p| format!("{:.3} ({:.3}-{:.3})", p.median, p.p25, p.p75),
+    )
+}
+
 /// A target as the table shows it: `"<= 1.02"`, or `"-"`.
 pub fn fmt_target(t: Option<f64>) -> String {
     t.map_or_else(|| "-".to_string(), |t| format!("<= {t:.2}"))
 }
 
 impl Report {
-    /// The table the benchmark prints: `metric | raw | safe | safe/raw | target | status`.
+    /// The table the benchmark prints: `metric | raw | ours | ours/raw | cudarc/raw |
+    /// cudarc 2s/raw | target | status | modes`, the ratios as median paired ratios with
+    /// their quartiles, `modes` naming the sides whose samples are multi-modal.
     pub fn table(&self) -> String {
-        let header = ["metric", "raw", "safe", "safe/raw", "target", "status"];
-        let rows: Vec<[String; 6]> = self
+        let header = [
+            "metric",
+            "raw",
+            "ours",
+            "ours/raw (p25-p75)",
+            "cudarc/raw",
+            "cudarc 2s/raw",
+            "target",
+            "status",
+            "multi-modal",
+        ];
+        let rows: Vec<[String; 9]> = self
             .metrics
             .iter()
             .map(|m| {
+                let modes: Vec<&str> = (0..SIDES.len())
+                    .filter(|&i| m.multimodal(i))
+                    .map(|i| SIDES[i])
+                    .collect();
                 [
                     m.name.clone(),
                     fmt_value(m.raw_median()),
-                    fmt_value(m.safe_median()),
-                    fmt_ratio(m.ratio()),
+                    fmt_value(m.median(OURS)),
+                    fmt_paired(m.paired(OURS)),
+                    fmt_paired(m.paired(CUDARC)),
+                    fmt_paired(m.paired(CUDARC_2S)),
                     fmt_target(m.target),
                     m.status().to_string(),
+                    if modes.is_empty() {
+                        "-".to_string()
+                    } else {
+                        modes.join(",")
+                    },
                 ]
             })
             .collect();
@@ -195,11 +356,10 @@ impl Report {
         let mut out = String::new();
         let line = |out: &mut String, cells: &[&str]| {
             for (i, (cell, w)) in cells.iter().zip(width).enumerate() {
-                let sep = if i == 0 { "" } else { " | " };
                 if i == 0 {
-                    let _ = write!(out, "{sep}{cell:<w$}");
+                    let _ = write!(out, "{cell:<w$}");
                 } else {
-                    let _ = write!(out, "{sep}{cell:>w$}");
+                    let _ = write!(out, " | {cell:>w$}");
                 }
             }
             out.push('\n');
@@ -235,6 +395,8 @@ impl Report {
         let _ = writeln!(o, "  \"command\": {},", json_str(&self.command));
         let _ = writeln!(o, "  \"quick\": {},", self.quick);
         let _ = writeln!(o, "  \"rounds\": {},", self.rounds);
+        let sides: Vec<String> = SIDES.iter().map(|s| json_str(s)).collect();
+        let _ = writeln!(o, "  \"sides\": [{}],", sides.join(", "));
         o.push_str("  \"notes\": [");
         for (i, n) in self.notes.iter().enumerate() {
             let sep = if i == 0 { "" } else { "," };
@@ -246,19 +408,40 @@ impl Report {
             let _ = write!(
                 o,
                 "{sep}\n    {{\"name\": {}, \"unit\": {}, \"higher_is_better\": {}, \
-                 \"raw\": {}, \"safe\": {}, \"ratio\": {}, \"target\": {}, \"status\": {}, \
-                 \"raw_samples\": {}, \"safe_samples\": {}}}",
+                 \"target\": {}, \"sweep\": {}, \"size\": {}, \"args\": {}, \"status\": {}",
                 json_str(&m.name),
                 json_str(m.unit),
                 m.higher_is_better,
-                json_num(m.raw_median()),
-                json_num(m.safe_median()),
-                json_num(m.ratio()),
                 json_num(m.target),
+                m.sweep.as_deref().map_or("null".to_string(), json_str),
+                m.size.map_or("null".to_string(), |s| s.to_string()),
+                m.args.map_or("null".to_string(), |a| a.to_string()),
                 json_str(m.status()),
-                json_nums(&m.raw),
-                json_nums(&m.safe),
             );
+            for (s, name) in SIDES.iter().enumerate() {
+                if m.samples[s].is_empty() {
+                    let _ = write!(o, ",\n      {}: null", json_str(name));
+                    continue;
+                }
+                let _ = write!(
+                    o,
+                    ",\n      {}: {{\"median\": {}, \"multimodal\": {}",
+                    json_str(name),
+                    json_num(m.median(s)),
+                    m.multimodal(s)
+                );
+                if let Some(p) = m.paired(s) {
+                    let _ = write!(
+                        o,
+                        ", \"ratio\": {}, \"ratio_p25\": {}, \"ratio_p75\": {}",
+                        json_num(Some(p.median)),
+                        json_num(Some(p.p25)),
+                        json_num(Some(p.p75))
+                    );
+                }
+                let _ = write!(o, ", \"samples\": {}}}", json_nums(&m.samples[s]));
+            }
+            o.push('}');
         }
         o.push_str("\n  ]\n}\n");
         o
@@ -400,20 +583,31 @@ mod tests {
         assert_eq!(median(&[1.0, f64::NAN]), None);
     }
 
-    fn metric(higher: bool, raw: &[f64], safe: &[f64], target: Option<f64>) -> Metric {
+    #[test]
+    fn quantiles_interpolate() {
+        let v = [4.0, 1.0, 3.0, 2.0, 5.0];
+        assert_eq!(quantile(&v, 0.0), Some(1.0));
+        assert_eq!(quantile(&v, 0.25), Some(2.0));
+        assert_eq!(quantile(&v, 1.0), Some(5.0));
+        assert_eq!(quantile(&[1.0, 2.0], 0.25), Some(1.25));
+        assert_eq!(quantile(&v, 1.5), None);
+    }
+
+    fn metric(higher: bool, raw: &[f64], ours: &[f64], target: Option<f64>) -> Metric {
         let mut m = Metric::new("m [x]".into(), "x", higher, target);
-        m.raw = raw.to_vec();
-        m.safe = safe.to_vec();
+        m.samples[RAW] = raw.to_vec();
+        m.samples[OURS] = ours.to_vec();
         m
     }
 
     #[test]
-    fn ratio_is_safe_cost_over_raw_cost() {
-        // Times: safe slower means a larger time, ratio above 1.
+    fn ratio_is_the_median_of_paired_cost_ratios() {
+        // Times: per round 1.1, 1.1, 0.1/9 -> median 1.1; the medians of the sides would
+        // give 2.2 / 2.0 too, but the pairing is what counts.
         let m = metric(false, &[2.0, 2.0, 9.0], &[2.2, 2.2, 0.1], Some(1.02));
         assert!((m.ratio().unwrap() - 1.1).abs() < 1e-12);
         assert_eq!(m.status(), "MISS");
-        // Bandwidths: safe slower means fewer GB/s, ratio above 1 too.
+        // Bandwidths: ours slower means fewer GB/s, ratio above 1 too.
         let m = metric(true, &[50.0], &[49.0], Some(1.01));
         assert!((m.ratio().unwrap() - 50.0 / 49.0).abs() < 1e-12);
         assert_eq!(m.status(), "MISS");
@@ -421,6 +615,59 @@ mod tests {
         assert_eq!(m.status(), "ok");
         assert_eq!(metric(false, &[1.0], &[1.0], None).status(), "-");
         assert_eq!(metric(false, &[1.0], &[], Some(1.0)).status(), "n/a");
+        // Unequal counts cannot be paired.
+        assert_eq!(
+            metric(false, &[1.0, 2.0], &[1.0], Some(1.0)).status(),
+            "n/a"
+        );
+    }
+
+    /// The issue's allocate-and-free row on a shared H200: both sides bimodal (69-72 us and
+    /// 90-97 us), the medians in different modes (safe/raw of the medians 1.277, a false
+    /// MISS), while each round's pair agrees.
+    #[test]
+    fn paired_ratio_survives_the_bimodal_host() {
+        // Four rounds in the fast mode, three in the slow one; in round 2 the host switched
+        // between the raw and the safe sample. Raw's median is in the fast mode, ours in the
+        // slow one: the ratio of the medians is about 1.28.
+        let raw = [69.5, 70.2, 71.0, 69.8, 90.5, 92.0, 96.1];
+        let ours = [70.1, 70.9, 91.4, 70.0, 91.2, 92.5, 96.9];
+        let m = metric(false, &raw, &ours, Some(1.05));
+        let medians = m.median(OURS).unwrap() / m.raw_median().unwrap();
+        assert!(
+            medians > 1.25,
+            "the medians fall in different modes: {medians}"
+        );
+        let p = m.paired(OURS).unwrap();
+        assert!(p.median > 1.0 && p.median < 1.01, "{p:?}");
+        assert!(
+            p.p25 <= p.median && p.median <= p.p75 && p.p75 < 1.01,
+            "{p:?}"
+        );
+        assert_eq!(m.status(), "ok");
+        assert!(m.multimodal(RAW) && m.multimodal(OURS));
+    }
+
+    #[test]
+    fn multimodality_is_a_gap_between_clusters() {
+        // The issue's two modes.
+        assert!(multimodal(&[69.0, 70.5, 72.0, 90.0, 93.0, 97.0]));
+        assert!(multimodal(&[72.0, 90.0, 69.0, 97.0, 70.0, 95.0, 71.0]));
+        // One mode with jitter.
+        assert!(!multimodal(&[10.0, 10.1, 10.2, 10.5, 10.3, 10.4, 10.2]));
+        assert!(!multimodal(&[
+            2.01, 2.02, 2.00, 2.05, 2.03, 2.04, 2.01, 2.02, 2.03
+        ]));
+        // A single outlier is not a mode.
+        assert!(!multimodal(&[10.0, 10.1, 10.2, 10.1, 30.0]));
+        // Two tight clusters, but their gap is tiny relative to the value: jitter.
+        assert!(!multimodal(&[1.000, 1.0001, 1.0002, 1.005, 1.0051, 1.0052]));
+        // Too few samples, or none.
+        assert!(!multimodal(&[1.0, 2.0, 3.0]));
+        assert!(!multimodal(&[]));
+        // Evenly spread samples have no gap larger than the clusters.
+        let even: Vec<f64> = (0..9).map(|i| 10.0 + i as f64).collect();
+        assert!(!multimodal(&even));
     }
 
     #[test]
@@ -447,6 +694,12 @@ mod tests {
 
     #[test]
     fn report_json_has_every_key() {
+        let mut swept = metric(true, &[10.0, 11.0], &[10.0, 10.0], None);
+        swept.sweep = Some("copy HtoD".into());
+        swept.size = Some(4096);
+        swept.samples[CUDARC] = vec![5.0, 5.5];
+        let mut args = metric(false, &[1.0, 2.0, 3.0], &[2.0, 2.0, 2.0], Some(1.02));
+        args.args = Some(16);
         let r = Report {
             device: "Fake GPU".into(),
             compute_capability: "9.0".into(),
@@ -456,28 +709,35 @@ mod tests {
             quick: true,
             rounds: 3,
             notes: vec!["one".into(), "two".into()],
-            metrics: vec![
-                metric(false, &[1.0, 2.0, 3.0], &[2.0, 2.0, 2.0], Some(1.02)),
-                metric(true, &[10.0], &[], None),
-            ],
+            metrics: vec![args, swept, metric(true, &[10.0], &[], None)],
         };
         let j = r.to_json();
         for key in [
-            "\"format\": \"cuda-driver-bench 1\"",
+            "\"format\": \"cuda-driver-bench 2\"",
             "\"device\": \"Fake GPU\"",
             "\"quick\": true",
             "\"rounds\": 3",
+            "\"sides\": [\"raw\", \"ours\", \"cudarc\", \"cudarc_2s\"]",
+            "\"args\": 16",
+            "\"size\": 4096",
+            "\"sweep\": \"copy HtoD\"",
             "\"ratio\": 1,",
-            "\"safe\": null",
+            "\"ours\": null",
+            "\"cudarc_2s\": null",
             "\"status\": \"n/a\"",
-            "\"raw_samples\": [1, 2, 3]",
+            "\"samples\": [1, 2, 3]",
+            "\"cudarc\": {\"median\": 5.25, \"multimodal\": false, \"ratio\": 2, \"ratio_p25\": 2,",
         ] {
             assert!(j.contains(key), "{key} missing from\n{j}");
         }
+        // Balanced braces and brackets (no string holds one here).
+        assert_eq!(j.matches('{').count(), j.matches('}').count());
+        assert_eq!(j.matches('[').count(), j.matches(']').count());
         let t = r.table();
         assert!(t.starts_with("metric"), "{t}");
-        assert_eq!(t.lines().count(), 4, "{t}");
-        assert!(t.lines().all(|l| l.matches(" | ").count() == 5), "{t}");
+        assert_eq!(t.lines().count(), 5, "{t}");
+        assert!(t.lines().all(|l| l.matches(" | ").count() == 8), "{t}");
+        assert!(t.contains("1.000 (0.833-1.500)"), "{t}");
     }
 
     #[test]

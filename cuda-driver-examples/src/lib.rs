@@ -56,9 +56,21 @@ pub mod ptx {
     /// `launch_count` once per launch.
     pub const LIBRARY: &str = concat!(include_str!("../../ptx/library.ptx"), "\0");
 
-    /// `ptx/bench.cu`, for the launch benchmark: `empty()` and
-    /// `add4(const float* a, const float* b, float* c, int n)` (`c[i] = a[i] + b[i]`).
+    /// `ptx/bench.cu`, for the launch benchmark: `empty()`,
+    /// `add4(const float* a, const float* b, float* c, int n)` (`c[i] = a[i] + b[i]`) and
+    /// `args1(unsigned* out)` (`out[0] += 1`).
     pub const BENCH: &str = concat!(include_str!("../../ptx/bench.ptx"), "\0");
+
+    /// `ptx/bench_args.cu`, for the launch benchmark's many-parameter points:
+    /// `args16(unsigned* out, unsigned a1, .., unsigned a15)` and
+    /// `args64(unsigned* out, unsigned a1, .., unsigned a63)`, one thread writing
+    /// `out[0] = a1 + .. + aN`.
+    pub const BENCH_ARGS: &str = concat!(include_str!("../../ptx/bench_args.ptx"), "\0");
+
+    /// `ptx/bench_large.cu`, for the loading benchmark's large module: 128 kernels
+    /// `big_NN(float* out, const float* in, int len)` of an unrolled polynomial (about
+    /// 190 KiB of PTX).
+    pub const BENCH_LARGE: &str = concat!(include_str!("../../ptx/bench_large.ptx"), "\0");
 
     /// `ptx/test_kernels.cu`, for the safe crate's GPU tests (each documented in the source):
     ///

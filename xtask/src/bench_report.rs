@@ -1,53 +1,88 @@
-//! `cargo xtask bench-report FILE.json [--out DIR]`: turns the JSON that
-//! `examples/bench.rs` writes (`--json FILE`) into `DIR/bench.md`, a Markdown table with the
-//! device, driver, date and command, and `DIR/bench.svg`, one horizontal bar per metric
-//! showing the safe side's cost over the raw side's, with a line at 1.0 and the targets
-//! marked. `DIR` defaults to `docs`.
+//! `cargo xtask bench-report [--check] [FILE.json] [--out DIR]`: turns the JSON that
+//! `examples/bench.rs` writes (`--json FILE`, format `cuda-driver-bench 2`) into
+//! `DIR/bench.md` (the table, with the device, driver, date, command and how it was measured),
+//! `DIR/bench.svg` (per metric, our median paired ratio against raw beside cudarc's on one and
+//! two streams, with the quartiles and the target) and `DIR/bench-sizes.svg` (for each sweep,
+//! the ratios against the size or the parameter count, on a log axis). `FILE` defaults to
+//! `docs/bench.json` and `DIR` to `docs`; a `FILE` elsewhere is copied to `DIR/bench.json`, so
+//! the committed JSON is the one the pictures come from.
+//!
+//! The output is a function of the JSON alone (no clock, no environment), so `--check`
+//! regenerates into memory and fails when a committed file differs; without a
+//! `docs/bench.json` it prints why it skipped and succeeds (the JSON comes from a GPU run).
 //!
 //! The JSON is read by a small parser of its own (no dependency); the expected keys are
 //! those `cuda_driver_examples::bench::Report::to_json` writes.
 
 use std::fmt::Write as _;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
-use crate::util::root;
+use crate::util::{exact, root, write_or_check};
 
 /// The value of the file's `"format"` key that this reader understands.
-const FORMAT: &str = "cuda-driver-bench 1";
+const FORMAT: &str = "cuda-driver-bench 2";
+
+/// The sides, in the file's order, with the names the report shows.
+const SIDES: [&str; 4] = ["raw", "ours", "cudarc", "cudarc_2s"];
+const SIDE_LABELS: [&str; 4] = ["raw", "ours", "cudarc", "cudarc, 2 streams"];
+/// Bar colours of ours (by status), cudarc and cudarc on two streams.
+const OK: &str = "#2e8b57";
+const MISS: &str = "#d62728";
+const GREY: &str = "#7f7f7f";
+const CUDARC_COLOR: &str = "#1f77b4";
+const CUDARC2_COLOR: &str = "#9467bd";
 
 pub fn run(args: &[String]) -> Result<(), String> {
     let mut input: Option<PathBuf> = None;
     let mut out = root().join("docs");
+    let mut check = false;
     let mut it = args.iter();
     while let Some(a) = it.next() {
         match a.as_str() {
             "--out" => {
                 out = PathBuf::from(it.next().ok_or("--out needs a directory")?);
             }
+            "--check" => check = true,
             s if s.starts_with('-') => return Err(format!("unknown option `{s}`")),
             s if input.is_none() => input = Some(PathBuf::from(s)),
             s => return Err(format!("unexpected argument `{s}`")),
         }
     }
-    let input = input.ok_or("usage: cargo xtask bench-report FILE.json [--out DIR]")?;
+    let input = input.unwrap_or_else(|| out.join("bench.json"));
+    if check && !input.exists() {
+        println!(
+            "bench-report --check: skipped: {} does not exist (it comes from a GPU run: \
+             `target/gpu-bundle/run.sh --bench` writes $OUT/bench.json; then \
+             `cargo xtask bench-report bench.json` and commit docs/bench.*)",
+            input.display()
+        );
+        return Ok(());
+    }
     let text = std::fs::read_to_string(&input)
         .map_err(|e| format!("cannot read {}: {e}", input.display()))?;
     let bench = Bench::from_json(&text).map_err(|e| format!("{}: {e}", input.display()))?;
-    std::fs::create_dir_all(&out).map_err(|e| format!("cannot create {}: {e}", out.display()))?;
-    write(&out.join("bench.md"), &markdown(&bench))?;
-    write(&out.join("bench.svg"), &svg(&bench))?;
+    let same = |a: &PathBuf, b: &PathBuf| match (a.canonicalize(), b.canonicalize()) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => false,
+    };
+    let json_out = out.join("bench.json");
+    if !same(&input, &json_out) {
+        write_or_check(&json_out, &text, check, exact)?;
+    }
+    write_or_check(&out.join("bench.md"), &markdown(&bench), check, exact)?;
+    write_or_check(&out.join("bench.svg"), &svg(&bench), check, exact)?;
+    write_or_check(
+        &out.join("bench-sizes.svg"),
+        &sizes_svg(&bench),
+        check,
+        exact,
+    )?;
     println!(
-        "bench-report: {} metrics from {} -> {}/bench.md, {}/bench.svg",
+        "bench-report: {} metrics from {}",
         bench.metrics.len(),
-        input.display(),
-        out.display(),
-        out.display()
+        input.display()
     );
     Ok(())
-}
-
-fn write(path: &Path, text: &str) -> Result<(), String> {
-    std::fs::write(path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))
 }
 
 // ------------------------------------------------------------------------------------------
@@ -283,17 +318,42 @@ impl Parser<'_> {
 // The benchmark's file
 // ------------------------------------------------------------------------------------------
 
+/// One side of a row.
+#[derive(Debug, Clone, PartialEq)]
+struct SideData {
+    median: Option<f64>,
+    multimodal: bool,
+    /// The median paired cost ratio against raw, and its quartiles (not for raw).
+    ratio: Option<(f64, f64, f64)>,
+}
+
 #[derive(Debug, Clone, PartialEq)]
 struct Row {
     name: String,
     unit: String,
     higher_is_better: bool,
-    raw: Option<f64>,
-    safe: Option<f64>,
-    /// Safe cost over raw cost.
-    ratio: Option<f64>,
     target: Option<f64>,
+    sweep: Option<String>,
+    size: Option<f64>,
+    args: Option<f64>,
     status: String,
+    /// By [`SIDES`]; `None` where the side was not measured.
+    sides: [Option<SideData>; 4],
+}
+
+impl Row {
+    fn ratio(&self, side: usize) -> Option<(f64, f64, f64)> {
+        self.sides[side].as_ref().and_then(|s| s.ratio)
+    }
+
+    fn median(&self, side: usize) -> Option<f64> {
+        self.sides[side].as_ref().and_then(|s| s.median)
+    }
+
+    /// The row's x in its sweep: the size in bytes, or the parameter count.
+    fn x(&self) -> Option<f64> {
+        self.size.or(self.args)
+    }
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -326,12 +386,51 @@ fn num_or_null(v: &Json, key: &str) -> Result<Option<f64>, String> {
     }
 }
 
+fn str_or_null(v: &Json, key: &str) -> Result<Option<String>, String> {
+    match v.get(key) {
+        Some(Json::Str(s)) => Ok(Some(s.clone())),
+        Some(Json::Null) => Ok(None),
+        Some(_) => Err(format!("`{key}` is not a string or null")),
+        None => Err(format!("`{key}` is missing")),
+    }
+}
+
 fn bool_of(v: &Json, key: &str) -> Result<bool, String> {
     match v.get(key) {
         Some(Json::Bool(b)) => Ok(*b),
         Some(_) => Err(format!("`{key}` is not a boolean")),
         None => Err(format!("`{key}` is missing")),
     }
+}
+
+fn side_of(m: &Json, key: &str) -> Result<Option<SideData>, String> {
+    let v = match m.get(key) {
+        None | Some(Json::Null) => return Ok(None),
+        Some(v @ Json::Obj(_)) => v,
+        Some(_) => return Err(format!("`{key}` is not an object or null")),
+    };
+    let err = |e: String| format!("{key}: {e}");
+    let ratio = match v.get("ratio") {
+        None => None,
+        Some(_) => {
+            let r = num_or_null(v, "ratio").map_err(err)?;
+            let lo = num_or_null(v, "ratio_p25").map_err(err)?;
+            let hi = num_or_null(v, "ratio_p75").map_err(err)?;
+            match (r, lo, hi) {
+                (Some(r), Some(lo), Some(hi)) => Some((r, lo, hi)),
+                _ => None,
+            }
+        }
+    };
+    match v.get("samples") {
+        Some(Json::Arr(items)) if items.iter().all(|x| matches!(x, Json::Num(_))) => {}
+        _ => return Err(err("`samples` is not an array of numbers".into())),
+    }
+    Ok(Some(SideData {
+        median: num_or_null(v, "median").map_err(err)?,
+        multimodal: bool_of(v, "multimodal").map_err(err)?,
+        ratio,
+    }))
 }
 
 impl Bench {
@@ -370,11 +469,17 @@ impl Bench {
                         name: str_of(m, "name")?,
                         unit: str_of(m, "unit")?,
                         higher_is_better: bool_of(m, "higher_is_better")?,
-                        raw: num_or_null(m, "raw")?,
-                        safe: num_or_null(m, "safe")?,
-                        ratio: num_or_null(m, "ratio")?,
                         target: num_or_null(m, "target")?,
+                        sweep: str_or_null(m, "sweep")?,
+                        size: num_or_null(m, "size")?,
+                        args: num_or_null(m, "args")?,
                         status: str_of(m, "status")?,
+                        sides: [
+                            side_of(m, SIDES[0])?,
+                            side_of(m, SIDES[1])?,
+                            side_of(m, SIDES[2])?,
+                            side_of(m, SIDES[3])?,
+                        ],
                     })
                 };
                 row().map_err(|e| format!("metric {i}: {e}"))
@@ -392,6 +497,21 @@ impl Bench {
             metrics,
         })
     }
+
+    /// The sweeps, in order of first appearance, each with its rows in file order.
+    fn sweeps(&self) -> Vec<(&str, Vec<&Row>)> {
+        let mut out: Vec<(&str, Vec<&Row>)> = Vec::new();
+        for r in &self.metrics {
+            let (Some(name), Some(_)) = (r.sweep.as_deref(), r.x()) else {
+                continue;
+            };
+            match out.iter_mut().find(|(n, _)| *n == name) {
+                Some((_, rows)) => rows.push(r),
+                None => out.push((name, vec![r])),
+            }
+        }
+        out
+    }
 }
 
 // ------------------------------------------------------------------------------------------
@@ -408,20 +528,31 @@ fn fmt_value(v: Option<f64>) -> String {
     }
 }
 
+fn fmt_paired(r: Option<(f64, f64, f64)>) -> String {
+    r.map_or_else(
+        || "-".to_string(),
+        |(m, lo, hi)| format!("{m:.3} ({lo:.3}–{hi:.3})"),
+    )
+}
+
 fn md_cell(s: &str) -> String {
     s.replace('|', "\\|")
 }
 
 fn markdown(b: &Bench) -> String {
     let mut o = String::new();
-    o.push_str("# Benchmark: the safe crate against the raw driver\n\n");
+    o.push_str("# Benchmark: the safe crate and cudarc against the raw driver\n\n");
     o.push_str(
-        "The same work through raw `cuda-driver-sys` calls and through the safe `cuda-driver` \
-         API, in one process (`cuda-driver-examples/examples/bench.rs`). `safe/raw` is the safe \
-         side's cost over the raw side's: above 1 the safe side is slower (for bandwidths it is \
-         raw GB/s over safe GB/s, the ratio of the times).\n\n",
+        "The same work through raw `cuda-driver-sys` calls, through the safe `cuda-driver` \
+         API (ours) and, where it has the operation, through cudarc's safe driver API on one \
+         stream and on two, in one process and on one GPU \
+         (`cuda-driver-examples/examples/bench.rs`). Each ratio is a cost ratio against raw, \
+         above 1 slower (for bandwidths raw GB/s over the side's GB/s): the median over the \
+         rounds of that round's ratio, the sides of a round measured back to back, with the \
+         25th–75th percentiles of those ratios in brackets. Targets apply to ours.\n\n",
     );
-    o.push_str("![safe/raw per metric](bench.svg)\n\n");
+    o.push_str("![ours/raw and cudarc/raw per metric](bench.svg)\n\n");
+    o.push_str("![ratio against size for the sweeps](bench-sizes.svg)\n\n");
     let _ = writeln!(
         o,
         "- Device: {} (compute capability {})",
@@ -432,7 +563,7 @@ fn markdown(b: &Bench) -> String {
     let _ = writeln!(o, "- Command: `{}`", b.command);
     let _ = writeln!(
         o,
-        "- Rounds: {} per side (medians shown){}",
+        "- Rounds: {} per metric, after one warm-up sample per side{}",
         b.rounds,
         if b.quick {
             "; **--quick** (reduced counts and sizes)"
@@ -442,24 +573,47 @@ fn markdown(b: &Bench) -> String {
     );
     let with_target: Vec<&Row> = b.metrics.iter().filter(|r| r.target.is_some()).collect();
     let met = with_target.iter().filter(|r| r.status == "ok").count();
-    let _ = writeln!(o, "- Targets met: {met} of {}\n", with_target.len());
-    o.push_str("| metric | raw | safe | safe/raw | target | status |\n");
-    o.push_str("|:--|--:|--:|--:|--:|:-:|\n");
+    let _ = writeln!(o, "- Targets met: {met} of {}", with_target.len());
+    let modal: Vec<&Row> = b
+        .metrics
+        .iter()
+        .filter(|r| r.sides.iter().flatten().any(|s| s.multimodal))
+        .collect();
+    let _ = writeln!(
+        o,
+        "- Rows with multi-modal samples: {} (the paired ratio holds; the sides' medians may not)\n",
+        modal.len()
+    );
+    o.push_str(
+        "| metric | raw | ours | ours/raw | cudarc/raw | cudarc 2 streams/raw | target | status | multi-modal |\n",
+    );
+    o.push_str("|:--|--:|--:|--:|--:|--:|--:|:-:|:-:|\n");
     for r in &b.metrics {
         let status = if r.status == "MISS" {
             "**MISS**".to_string()
         } else {
             md_cell(&r.status)
         };
+        let modes: Vec<&str> = (0..4)
+            .filter(|&i| r.sides[i].as_ref().is_some_and(|s| s.multimodal))
+            .map(|i| SIDE_LABELS[i])
+            .collect();
         let _ = writeln!(
             o,
-            "| {} | {} | {} | {} | {} | {} |",
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} |",
             md_cell(&r.name),
-            fmt_value(r.raw),
-            fmt_value(r.safe),
-            r.ratio.map_or("n/a".into(), |x| format!("{x:.3}")),
+            fmt_value(r.median(0)),
+            fmt_value(r.median(1)),
+            fmt_paired(r.ratio(1)),
+            fmt_paired(r.ratio(2)),
+            fmt_paired(r.ratio(3)),
             r.target.map_or("-".into(), |t| format!("≤ {t:.2}")),
-            status
+            status,
+            if modes.is_empty() {
+                "-".to_string()
+            } else {
+                modes.join(", ")
+            }
         );
     }
     if !b.notes.is_empty() {
@@ -469,8 +623,11 @@ fn markdown(b: &Bench) -> String {
         }
     }
     o.push_str(
-        "\nRegenerate: run the command above with `--json bench.json` on a GPU machine, then \
-         `cargo xtask bench-report bench.json`.\n",
+        "\nThe numbers are in [bench.json](bench.json), every sample of every side included. \
+         Regenerate this page and the pictures from it with \
+         `cargo xtask bench-report docs/bench.json` (CI checks them with `--check`); for a \
+         new run, run the command above with `--json bench.json` on a GPU machine (or \
+         `target/gpu-bundle/run.sh --bench`), then `cargo xtask bench-report bench.json`.\n",
     );
     o
 }
@@ -479,7 +636,11 @@ fn markdown(b: &Bench) -> String {
 // SVG
 // ------------------------------------------------------------------------------------------
 
-/// A linear map from ratios in `[lo, hi]` to x in `[x0, x1]`.
+/// The largest ratio the charts show; a bar beyond it ends in an arrow and its label says
+/// the value.
+const RATIO_CAP: f64 = 2.0;
+
+/// A linear map from ratios in `[lo, hi]` to `[x0, x1]`.
 #[derive(Debug, Clone, Copy, PartialEq)]
 struct Scale {
     lo: f64,
@@ -489,10 +650,14 @@ struct Scale {
 }
 
 impl Scale {
-    /// A scale whose domain holds 1.0, every value and some room around them, with ends on
-    /// multiples of the tick step.
+    /// A scale whose domain holds 1.0, every value up to [`RATIO_CAP`] and some room around
+    /// them, with ends on multiples of the tick step.
     fn new(values: &[f64], x0: f64, x1: f64) -> Scale {
-        let finite = values.iter().copied().filter(|v| v.is_finite());
+        let finite = values
+            .iter()
+            .copied()
+            .filter(|v| v.is_finite())
+            .map(|v| v.min(RATIO_CAP));
         let (mut lo, mut hi) = finite.fold((1.0f64, 1.0f64), |(l, h), v| (l.min(v), h.max(v)));
         // At least ±2 % around 1.0, and 10 % of the span as margin.
         lo = lo.min(0.98);
@@ -549,9 +714,10 @@ fn xml(s: &str) -> String {
         .replace('"', "&quot;")
 }
 
-const ROW_H: f64 = 26.0;
+/// Height of one bar (one side of one row).
+const BAR_H: f64 = 9.0;
 const PLOT_W: f64 = 440.0;
-const TOP: f64 = 64.0;
+const TOP: f64 = 84.0;
 /// A generous average advance of a 13 px sans-serif character, for sizing the label column.
 const CHAR_W: f64 = 7.2;
 
@@ -566,22 +732,28 @@ fn label_width(b: &Bench) -> f64 {
     (longest as f64 * CHAR_W + 16.0).clamp(160.0, 720.0)
 }
 
-fn svg(b: &Bench) -> String {
-    let label_w = label_width(b);
-    let x0 = label_w + 10.0;
-    let x1 = x0 + PLOT_W;
-    let width = x1 + 90.0;
-    let n = b.metrics.len();
-    let bottom = TOP + ROW_H * n as f64;
-    let height = bottom + 56.0;
-    let values: Vec<f64> = b
-        .metrics
-        .iter()
-        .flat_map(|r| [r.ratio, r.target])
-        .flatten()
-        .collect();
-    let sc = Scale::new(&values, x0, x1);
-    let mut o = String::new();
+/// The sides a row shows bars for: ours, and cudarc's where measured.
+fn bars(r: &Row) -> Vec<usize> {
+    (1..4).filter(|&i| r.sides[i].is_some()).collect()
+}
+
+fn row_height(r: &Row) -> f64 {
+    (bars(r).len().max(1) as f64) * (BAR_H + 2.0) + 8.0
+}
+
+fn side_color(r: &Row, side: usize) -> &'static str {
+    match side {
+        1 => match r.status.as_str() {
+            "ok" => OK,
+            "MISS" => MISS,
+            _ => GREY,
+        },
+        2 => CUDARC_COLOR,
+        _ => CUDARC2_COLOR,
+    }
+}
+
+fn header(o: &mut String, width: f64, height: f64, title: &str, b: &Bench) {
     let _ = writeln!(
         o,
         r#"<svg xmlns="http://www.w3.org/2000/svg" width="{width:.0}" height="{height:.0}" viewBox="0 0 {width:.0} {height:.0}" font-family="Helvetica, Arial, sans-serif" font-size="13">"#
@@ -592,17 +764,86 @@ fn svg(b: &Bench) -> String {
     );
     let _ = writeln!(
         o,
-        r#"<text x="12" y="24" font-size="16" font-weight="bold">safe / raw cost per metric (below 1: safe faster, above 1: safe slower)</text>"#
+        r#"<text x="12" y="24" font-size="16" font-weight="bold">{}</text>"#,
+        xml(title)
     );
     let _ = writeln!(
         o,
-        r##"<text x="12" y="44" fill="#555555">{} · driver CUDA {} · {}{}</text>"##,
+        r##"<text x="12" y="44" fill="#555555">{} · driver CUDA {} · {}{} · median of {} paired rounds, whiskers p25–p75</text>"##,
         xml(&b.device),
         xml(&b.driver_version),
         xml(&b.date_utc),
-        if b.quick { " · --quick" } else { "" }
+        if b.quick { " · --quick" } else { "" },
+        b.rounds
     );
-    // Grid and tick labels.
+}
+
+/// The legend's entries: a colour swatch or a line, and its label.
+fn legend(o: &mut String, x: f64, y: f64) {
+    let items: [(&str, &str); 5] = [
+        (OK, "ours, within target"),
+        (MISS, "ours, target missed"),
+        (CUDARC_COLOR, "cudarc"),
+        (CUDARC2_COLOR, "cudarc, 2 streams"),
+        ("", "target"),
+    ];
+    let mut cx = x;
+    for (color, label) in items {
+        if color.is_empty() {
+            let _ = writeln!(
+                o,
+                r##"<line x1="{cx:.1}" y1="{:.1}" x2="{cx:.1}" y2="{:.1}" stroke="#222222" stroke-width="2" stroke-dasharray="3,2"/>"##,
+                y - 11.0,
+                y + 2.0
+            );
+        } else {
+            let _ = writeln!(
+                o,
+                r#"<rect x="{cx:.1}" y="{:.1}" width="12" height="12" fill="{color}"/>"#,
+                y - 10.0
+            );
+        }
+        let _ = writeln!(
+            o,
+            r#"<text x="{:.1}" y="{y:.1}">{}</text>"#,
+            cx + 16.0,
+            xml(label)
+        );
+        cx += 16.0 + label.chars().count() as f64 * CHAR_W + 18.0;
+    }
+}
+
+/// The ratio chart: per metric, a bar from 1.0 to each side's median paired ratio, a whisker
+/// over its quartiles, and the target.
+fn svg(b: &Bench) -> String {
+    let label_w = label_width(b);
+    let x0 = label_w + 10.0;
+    let x1 = x0 + PLOT_W;
+    let width = (x1 + 130.0).max(x0 + 760.0);
+    let rows_h: f64 = b.metrics.iter().map(row_height).sum();
+    let bottom = TOP + rows_h;
+    let height = bottom + 56.0;
+    let values: Vec<f64> = b
+        .metrics
+        .iter()
+        .flat_map(|r| {
+            (1..4)
+                .filter_map(|i| r.ratio(i))
+                .flat_map(|(m, lo, hi)| [m, lo, hi])
+                .chain(r.target)
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    let sc = Scale::new(&values, x0, x1);
+    let mut o = String::new();
+    header(
+        &mut o,
+        width,
+        height,
+        "cost against the raw driver per metric (below 1: faster, above 1: slower)",
+        b,
+    );
+    legend(&mut o, 12.0, 68.0);
     for t in sc.ticks() {
         let x = sc.x(t);
         let _ = writeln!(
@@ -616,103 +857,86 @@ fn svg(b: &Bench) -> String {
             trim_num(t)
         );
     }
-    // Rows.
+    let mut y = TOP;
     for (i, r) in b.metrics.iter().enumerate() {
-        let y = TOP + ROW_H * i as f64;
-        let mid = y + ROW_H / 2.0;
+        let h = row_height(r);
         if i % 2 == 1 {
             let _ = writeln!(
                 o,
-                r##"<rect x="0" y="{y:.1}" width="{width:.0}" height="{ROW_H:.1}" fill="#000000" fill-opacity="0.03"/>"##
+                r##"<rect x="0" y="{y:.1}" width="{width:.0}" height="{h:.1}" fill="#000000" fill-opacity="0.03"/>"##
             );
         }
         let _ = writeln!(
             o,
             r#"<text x="{:.1}" y="{:.1}" text-anchor="end">{}</text>"#,
             label_w,
-            mid + 4.5,
+            y + h / 2.0 + 4.5,
             xml(&r.name)
         );
-        let color = match r.status.as_str() {
-            "ok" => "#2e8b57",
-            "MISS" => "#d62728",
-            _ => "#7f7f7f",
-        };
-        match r.ratio {
-            Some(ratio) => {
-                let (a, z) = (sc.x(1.0), sc.x(ratio));
-                let (left, w) = (a.min(z), (a - z).abs().max(1.0));
+        let sides = bars(r);
+        if sides.is_empty() {
+            let _ = writeln!(
+                o,
+                r##"<text x="{:.1}" y="{:.1}" fill="{GREY}">n/a</text>"##,
+                x1 + 8.0,
+                y + h / 2.0 + 4.5
+            );
+        }
+        for (k, &side) in sides.iter().enumerate() {
+            let by = y + 4.0 + k as f64 * (BAR_H + 2.0);
+            let color = side_color(r, side);
+            let Some((m, lo, hi)) = r.ratio(side) else {
                 let _ = writeln!(
                     o,
-                    r#"<rect x="{left:.1}" y="{:.1}" width="{w:.1}" height="{:.1}" fill="{color}"><title>{}: {ratio:.4}</title></rect>"#,
-                    y + 6.0,
-                    ROW_H - 12.0,
-                    xml(&r.name)
-                );
-                let _ = writeln!(
-                    o,
-                    r#"<text x="{:.1}" y="{:.1}" fill="{color}">{ratio:.3}{}</text>"#,
+                    r#"<text x="{:.1}" y="{:.1}" font-size="10" fill="{color}">n/a</text>"#,
                     x1 + 8.0,
-                    mid + 4.5,
-                    if r.status == "MISS" { " MISS" } else { "" }
+                    by + BAR_H - 1.0
                 );
-            }
-            None => {
-                let _ = writeln!(
-                    o,
-                    r##"<text x="{:.1}" y="{:.1}" fill="#7f7f7f">n/a</text>"##,
-                    x1 + 8.0,
-                    mid + 4.5
-                );
-            }
+                continue;
+            };
+            let (a, z) = (sc.x(1.0), sc.x(m));
+            let (left, w) = (a.min(z), (a - z).abs().max(1.0));
+            let _ = writeln!(
+                o,
+                r#"<rect x="{left:.1}" y="{by:.1}" width="{w:.1}" height="{BAR_H:.1}" fill="{color}"><title>{} · {}: {m:.4} (p25 {lo:.4}, p75 {hi:.4})</title></rect>"#,
+                xml(&r.name),
+                SIDE_LABELS[side]
+            );
+            let (wl, wh) = (sc.x(lo), sc.x(hi));
+            let wy = by + BAR_H / 2.0;
+            let _ = writeln!(
+                o,
+                r##"<line x1="{wl:.1}" y1="{wy:.1}" x2="{wh:.1}" y2="{wy:.1}" stroke="#222222" stroke-width="1"/>"##
+            );
+            let clipped = if m > sc.hi { " ▶" } else { "" };
+            let _ = writeln!(
+                o,
+                r#"<text x="{:.1}" y="{:.1}" font-size="10" fill="{color}">{m:.3}{}{clipped}</text>"#,
+                x1 + 8.0,
+                by + BAR_H - 1.0,
+                if side == 1 && r.status == "MISS" {
+                    " MISS"
+                } else {
+                    ""
+                }
+            );
         }
         if let Some(t) = r.target {
             let x = sc.x(t);
             let _ = writeln!(
                 o,
-                r##"<line x1="{x:.1}" y1="{:.1}" x2="{x:.1}" y2="{:.1}" stroke="#222222" stroke-width="2"><title>target ≤ {t}</title></line>"##,
-                y + 3.0,
-                y + ROW_H - 3.0
+                r##"<line x1="{x:.1}" y1="{:.1}" x2="{x:.1}" y2="{:.1}" stroke="#222222" stroke-width="2" stroke-dasharray="3,2"><title>target ≤ {t}</title></line>"##,
+                y + 2.0,
+                y + h - 2.0
             );
         }
+        y += h;
     }
-    // The line at 1.0, over the bars.
     let one = sc.x(1.0);
     let _ = writeln!(
         o,
         r##"<line x1="{one:.1}" y1="{:.1}" x2="{one:.1}" y2="{bottom:.1}" stroke="#000000" stroke-width="1.5"/>"##,
         TOP - 4.0
-    );
-    // Legend.
-    let ly = bottom + 40.0;
-    let _ = writeln!(
-        o,
-        r##"<rect x="{x0:.1}" y="{:.1}" width="12" height="12" fill="#2e8b57"/><text x="{:.1}" y="{ly:.1}">within target</text>"##,
-        ly - 10.0,
-        x0 + 16.0
-    );
-    let _ = writeln!(
-        o,
-        r##"<rect x="{:.1}" y="{:.1}" width="12" height="12" fill="#d62728"/><text x="{:.1}" y="{ly:.1}">target missed</text>"##,
-        x0 + 120.0,
-        ly - 10.0,
-        x0 + 136.0
-    );
-    let _ = writeln!(
-        o,
-        r##"<rect x="{:.1}" y="{:.1}" width="12" height="12" fill="#7f7f7f"/><text x="{:.1}" y="{ly:.1}">no target</text>"##,
-        x0 + 240.0,
-        ly - 10.0,
-        x0 + 256.0
-    );
-    let _ = writeln!(
-        o,
-        r##"<line x1="{:.1}" y1="{:.1}" x2="{:.1}" y2="{:.1}" stroke="#222222" stroke-width="2"/><text x="{:.1}" y="{ly:.1}">target</text>"##,
-        x0 + 336.0,
-        ly - 11.0,
-        x0 + 336.0,
-        ly + 2.0,
-        x0 + 342.0
     );
     o.push_str("</svg>\n");
     o
@@ -725,31 +949,189 @@ fn trim_num(v: f64) -> String {
     s.to_string()
 }
 
+/// A sweep's x label: a size in B/KiB/MiB/GiB (whole or one decimal), or a count.
+fn x_label(r: &Row) -> String {
+    match (r.size, r.args) {
+        (Some(s), _) => {
+            let units = [("GiB", 1u64 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)];
+            for (name, unit) in units {
+                let u = unit as f64;
+                if s >= u {
+                    let v = s / u;
+                    return if v.fract() == 0.0 {
+                        format!("{v:.0} {name}")
+                    } else {
+                        format!("{v:.1} {name}")
+                    };
+                }
+            }
+            format!("{s:.0} B")
+        }
+        (None, Some(a)) => format!("{a:.0}"),
+        (None, None) => String::new(),
+    }
+}
+
+/// A sweep's x on a log axis: log2 of the size, or of the parameter count + 1 (so 0 fits).
+fn x_log(r: &Row) -> f64 {
+    match (r.size, r.args) {
+        (Some(s), _) => s.max(1.0).log2(),
+        (None, Some(a)) => (a + 1.0).log2(),
+        (None, None) => 0.0,
+    }
+}
+
+const PANEL_W: f64 = 380.0;
+const PANEL_H: f64 = 210.0;
+const PANEL_COLS: usize = 3;
+
+/// Ratio against size (or parameter count) for each sweep: one panel per sweep, a line per
+/// side, the target dashed, the x axis logarithmic.
+fn sizes_svg(b: &Bench) -> String {
+    let sweeps = b.sweeps();
+    let rows = sweeps.len().div_ceil(PANEL_COLS).max(1);
+    let width = PANEL_COLS as f64 * PANEL_W + 20.0;
+    let height = TOP + rows as f64 * PANEL_H + 20.0;
+    let mut o = String::new();
+    header(
+        &mut o,
+        width,
+        height,
+        "cost against the raw driver by size (sweeps; log x axis; below 1: faster)",
+        b,
+    );
+    legend(&mut o, 12.0, 68.0);
+    for (n, (name, rows)) in sweeps.iter().enumerate() {
+        let px = 10.0 + (n % PANEL_COLS) as f64 * PANEL_W;
+        let py = TOP + (n / PANEL_COLS) as f64 * PANEL_H;
+        let (l, r_, t, bt) = (
+            px + 48.0,
+            px + PANEL_W - 14.0,
+            py + 26.0,
+            py + PANEL_H - 40.0,
+        );
+        let _ = writeln!(
+            o,
+            r##"<text x="{:.1}" y="{:.1}" font-weight="bold">{} [{}]</text>"##,
+            l,
+            py + 16.0,
+            xml(name),
+            xml(&rows[0].unit)
+        );
+        let values: Vec<f64> = rows
+            .iter()
+            .flat_map(|r| {
+                (1..4)
+                    .filter_map(|i| r.ratio(i).map(|p| p.0))
+                    .chain(r.target)
+                    .collect::<Vec<_>>()
+            })
+            .collect();
+        // The y scale: ratios bottom to top.
+        let ys = Scale::new(&values, bt, t);
+        let (xmin, xmax) = rows
+            .iter()
+            .map(|r| x_log(r))
+            .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, z), v| {
+                (a.min(v), z.max(v))
+            });
+        let span = if xmax > xmin { xmax - xmin } else { 1.0 };
+        let xs = |r: &Row| l + (x_log(r) - xmin) / span * (r_ - l);
+        let _ = writeln!(
+            o,
+            r##"<rect x="{l:.1}" y="{t:.1}" width="{:.1}" height="{:.1}" fill="none" stroke="#cccccc"/>"##,
+            r_ - l,
+            bt - t
+        );
+        for tk in ys.ticks() {
+            let y = ys.x(tk);
+            let _ = writeln!(
+                o,
+                r##"<line x1="{l:.1}" y1="{y:.1}" x2="{r_:.1}" y2="{y:.1}" stroke="#eeeeee"/><text x="{:.1}" y="{:.1}" text-anchor="end" font-size="10" fill="#555555">{}</text>"##,
+                l - 4.0,
+                y + 3.5,
+                trim_num(tk)
+            );
+        }
+        let one = ys.x(1.0);
+        let _ = writeln!(
+            o,
+            r##"<line x1="{l:.1}" y1="{one:.1}" x2="{r_:.1}" y2="{one:.1}" stroke="#000000" stroke-width="1"/>"##
+        );
+        // The target: a dashed line through the points' targets.
+        let target: Vec<String> = rows
+            .iter()
+            .filter_map(|r| r.target.map(|tg| format!("{:.1},{:.1}", xs(r), ys.x(tg))))
+            .collect();
+        if target.len() > 1 {
+            let _ = writeln!(
+                o,
+                r##"<polyline points="{}" fill="none" stroke="#222222" stroke-width="1.5" stroke-dasharray="4,3"/>"##,
+                target.join(" ")
+            );
+        }
+        for r in rows.iter() {
+            let x = xs(r);
+            let _ = writeln!(
+                o,
+                r##"<text x="{x:.1}" y="{:.1}" text-anchor="middle" font-size="10" fill="#555555">{}</text>"##,
+                bt + 14.0,
+                xml(&x_label(r))
+            );
+        }
+        for (side, label) in SIDE_LABELS.iter().enumerate().skip(1) {
+            let pts: Vec<(f64, f64, f64, &Row)> = rows
+                .iter()
+                .filter_map(|r| r.ratio(side).map(|p| (xs(r), ys.x(p.0), p.0, *r)))
+                .collect();
+            if pts.is_empty() {
+                continue;
+            }
+            let color = match side {
+                1 => OK,
+                2 => CUDARC_COLOR,
+                _ => CUDARC2_COLOR,
+            };
+            let line: Vec<String> = pts
+                .iter()
+                .map(|p| format!("{:.1},{:.1}", p.0, p.1))
+                .collect();
+            let _ = writeln!(
+                o,
+                r#"<polyline points="{}" fill="none" stroke="{color}" stroke-width="2"/>"#,
+                line.join(" ")
+            );
+            for (x, y, v, r) in pts {
+                let fill = if side == 1 { side_color(r, 1) } else { color };
+                let _ = writeln!(
+                    o,
+                    r#"<circle cx="{x:.1}" cy="{y:.1}" r="3.5" fill="{fill}"><title>{} · {label}: {v:.4}</title></circle>"#,
+                    xml(&r.name)
+                );
+            }
+        }
+        let axis = if rows[0].size.is_some() {
+            "size"
+        } else {
+            "kernel parameters"
+        };
+        let _ = writeln!(
+            o,
+            r##"<text x="{:.1}" y="{:.1}" text-anchor="middle" font-size="11" fill="#555555">{axis}</text>"##,
+            (l + r_) / 2.0,
+            bt + 28.0
+        );
+    }
+    o.push_str("</svg>\n");
+    o
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    const SAMPLE: &str = r#"{
-  "format": "cuda-driver-bench 1",
-  "device": "Fake \"GPU\" <x> & co",
-  "compute_capability": "9.0",
-  "driver_version": "13.0",
-  "date_utc": "2025-06-01T12:34:56Z",
-  "command": "cargo run --release -p cuda-driver-examples --example bench -- --json /tmp/b.json",
-  "quick": false,
-  "rounds": 7,
-  "notes": [
-    "one note",
-    "pipes | and \u00b5s"
-  ],
-  "metrics": [
-    {"name": "launch empty() [us/launch]", "unit": "us/launch", "higher_is_better": false, "raw": 2.5, "safe": 2.525, "ratio": 1.01, "target": 1.02, "status": "ok", "raw_samples": [2.5, 2.4], "safe_samples": [2.525]},
-    {"name": "copy HtoD, page-locked, 256 MiB [GB/s]", "unit": "GB/s", "higher_is_better": true, "raw": 50, "safe": 48, "ratio": 1.0416666666666667, "target": 1.01, "status": "MISS", "raw_samples": [], "safe_samples": []},
-    {"name": "cuEventRecord [ns/call]", "unit": "ns/call", "higher_is_better": false, "raw": 300, "safe": 290, "ratio": 0.9666666666666667, "target": null, "status": "-", "raw_samples": [], "safe_samples": []},
-    {"name": "x [ms]", "unit": "ms", "higher_is_better": false, "raw": 1e0, "safe": null, "ratio": null, "target": 1.05, "status": "n/a", "raw_samples": [1], "safe_samples": []}
-  ]
-}
-"#;
+    /// A small synthetic file (made-up numbers, not a measurement) in the bench's format.
+    const FIXTURE: &str = include_str!("../tests/fixtures/bench-synthetic.json");
 
     #[test]
     fn parses_values() {
@@ -804,29 +1186,41 @@ mod tests {
     }
 
     #[test]
-    fn reads_the_bench_file() {
-        let b = Bench::from_json(SAMPLE).unwrap();
-        assert_eq!(b.device, "Fake \"GPU\" <x> & co");
-        assert_eq!(b.rounds, 7);
-        assert!(!b.quick);
-        assert_eq!(b.notes, ["one note", "pipes | and µs"]);
-        assert_eq!(b.metrics.len(), 4);
-        assert_eq!(b.metrics[0].ratio, Some(1.01));
-        assert_eq!(b.metrics[1].raw, Some(50.0));
-        assert!(b.metrics[1].higher_is_better);
-        assert_eq!(b.metrics[2].target, None);
-        assert_eq!(b.metrics[3].safe, None);
-        assert_eq!(b.metrics[3].status, "n/a");
+    fn reads_the_fixture() {
+        let b = Bench::from_json(FIXTURE).unwrap();
+        assert_eq!(b.device, "Synthetic \"GPU\" <x> & co");
+        assert_eq!(b.rounds, 5);
+        assert_eq!(b.metrics.len(), 7);
+        let l = &b.metrics[0];
+        assert_eq!(l.sweep.as_deref(), Some("launch, checked"));
+        assert_eq!(l.args, Some(0.0));
+        assert_eq!(l.ratio(1), Some((1.004, 0.998, 1.011)));
+        assert_eq!(l.ratio(2).map(|r| r.0), Some(1.2));
+        assert!(l.sides[3].is_some());
+        let c = &b.metrics[2];
+        assert_eq!(c.size, Some(4096.0));
+        assert!(c.sides[0].as_ref().unwrap().multimodal);
+        assert!(c.ratio(0).is_none());
+        let e = &b.metrics[6];
+        assert!(e.sides[2].is_none() && e.sides[3].is_none());
+        assert_eq!(e.status, "-");
+        let sweeps = b.sweeps();
+        let names: Vec<&str> = sweeps.iter().map(|s| s.0).collect();
+        assert_eq!(names, ["launch, checked", "copy HtoD, page-locked"]);
+        assert_eq!(sweeps[1].1.len(), 3);
     }
 
     #[test]
     fn rejects_other_formats_and_missing_keys() {
-        let e = Bench::from_json(&SAMPLE.replace("bench 1", "bench 2")).unwrap_err();
+        let e = Bench::from_json(&FIXTURE.replace("bench 2", "bench 1")).unwrap_err();
         assert!(e.contains("format"), "{e}");
-        let e = Bench::from_json(&SAMPLE.replace("\"unit\": \"ms\", ", "")).unwrap_err();
-        assert!(e.contains("metric 3") && e.contains("unit"), "{e}");
-        let e = Bench::from_json(&SAMPLE.replace("\"rounds\": 7", "\"rounds\": 7.5")).unwrap_err();
+        let e = Bench::from_json(&FIXTURE.replacen("\"unit\": \"us/launch\",", "", 1)).unwrap_err();
+        assert!(e.contains("metric 0") && e.contains("unit"), "{e}");
+        let e = Bench::from_json(&FIXTURE.replace("\"rounds\": 5", "\"rounds\": 5.5")).unwrap_err();
         assert!(e.contains("rounds"), "{e}");
+        let e = Bench::from_json(&FIXTURE.replacen("\"samples\": [", "\"samples\": [\"x\", ", 1))
+            .unwrap_err();
+        assert!(e.contains("samples"), "{e}");
     }
 
     #[test]
@@ -837,36 +1231,15 @@ mod tests {
         assert_eq!(sc.x(sc.hi), 500.0);
         let mid = (sc.lo + sc.hi) / 2.0;
         assert!((sc.x(mid) - 300.0).abs() < 1e-9);
-        // Monotonic, and values outside the domain are clamped to the plot.
         assert!(sc.x(1.0) < sc.x(1.01));
         assert_eq!(sc.x(1e9), 500.0);
         assert_eq!(sc.x(-5.0), 100.0);
-        // Ticks: round numbers inside the domain, including 1.0 here.
         let ticks = sc.ticks();
         assert!((4..=12).contains(&ticks.len()), "{ticks:?}");
-        assert!(ticks
-            .iter()
-            .all(|&t| t >= sc.lo - 1e-12 && t <= sc.hi + 1e-12));
         assert!(ticks.iter().any(|&t| (t - 1.0).abs() < 1e-9), "{ticks:?}");
-    }
-
-    #[test]
-    fn scale_without_values_is_around_one() {
-        let sc = Scale::new(&[], 0.0, 100.0);
-        assert!(sc.lo < 1.0 && sc.hi > 1.0 && sc.hi - sc.lo < 0.2, "{sc:?}");
-        let sc = Scale::new(&[3.0, f64::NAN], 0.0, 100.0);
-        assert!(sc.hi >= 3.0 && sc.lo < 1.0, "{sc:?}");
-    }
-
-    #[test]
-    fn labels_fit_their_column() {
-        let mut b = Bench::from_json(SAMPLE).unwrap();
-        let longest = "copy HtoD, page-locked, 256 MiB [GB/s]".chars().count() as f64;
-        assert!(label_width(&b) >= longest * CHAR_W);
-        b.metrics[0].name = "x".repeat(500);
-        assert_eq!(label_width(&b), 720.0);
-        b.metrics.clear();
-        assert_eq!(label_width(&b), 160.0);
+        // Ratios beyond the cap do not stretch the axis.
+        let sc = Scale::new(&[1.0, 40.0], 0.0, 100.0);
+        assert!(sc.hi <= RATIO_CAP * 1.2, "{sc:?}");
     }
 
     #[test]
@@ -879,40 +1252,9 @@ mod tests {
         assert_eq!(trim_num(0.95), "0.95");
     }
 
-    #[test]
-    fn svg_has_a_bar_per_metric_and_escapes_text() {
-        let b = Bench::from_json(SAMPLE).unwrap();
-        let s = svg(&b);
-        assert!(s.starts_with("<svg ") && s.ends_with("</svg>\n"));
-        // Three bars with a ratio (each has a <title>), one n/a.
-        assert_eq!(s.matches("<title>").count(), 3 + 3, "bars + targets");
-        assert_eq!(s.matches(">n/a</text>").count(), 1);
-        assert!(s.contains("Fake &quot;GPU&quot; &lt;x&gt; &amp; co"));
-        assert!(!s.contains("<x>"));
-        assert!(s.contains("1.042 MISS"));
-        // The bar of the 0.967 row lies left of the 1.0 line, the others right of it.
-        let one = {
-            let x0 = label_width(&b) + 10.0;
-            let sc = Scale::new(
-                &[
-                    1.01,
-                    1.02,
-                    1.0416666666666667,
-                    1.01,
-                    0.9666666666666667,
-                    1.05,
-                ],
-                x0,
-                x0 + PLOT_W,
-            );
-            sc.x(1.0)
-        };
-        assert!(
-            s.contains(&format!("x1=\"{one:.1}\"")),
-            "the 1.0 line at {one:.1}"
-        );
-        // Balanced tags for the elements used.
-        for tag in ["rect", "text", "line", "title"] {
+    /// Tags of the elements used are balanced.
+    fn balanced(s: &str) {
+        for tag in ["rect", "text", "line", "title", "polyline", "circle"] {
             let open =
                 s.matches(&format!("<{tag} ")).count() + s.matches(&format!("<{tag}>")).count();
             let self_closed = s
@@ -926,34 +1268,108 @@ mod tests {
     }
 
     #[test]
+    fn ratio_chart_has_a_bar_per_side_and_escapes_text() {
+        let b = Bench::from_json(FIXTURE).unwrap();
+        let s = svg(&b);
+        assert!(s.starts_with("<svg ") && s.ends_with("</svg>\n"));
+        // Bars: rows 0-5 have ours + cudarc + cudarc 2s, row 6 ours only.
+        assert_eq!(
+            s.matches("<rect x=\"").count() - 1 - 4 - 3,
+            6 * 3 + 1,
+            "{s}"
+        );
+        assert!(s.contains("Synthetic &quot;GPU&quot; &lt;x&gt; &amp; co"));
+        assert!(!s.contains("<x>"));
+        assert!(s.contains("1.050 MISS"), "{s}");
+        // cudarc's 3.5 on the stream-ordered row is beyond the cap: an arrow.
+        assert!(s.contains("3.500 ▶"), "{s}");
+        assert!(s.contains("target ≤ 1.02"));
+        balanced(&s);
+        // Deterministic.
+        assert_eq!(s, svg(&Bench::from_json(FIXTURE).unwrap()));
+    }
+
+    #[test]
+    fn sizes_chart_has_a_panel_per_sweep_on_a_log_axis() {
+        let b = Bench::from_json(FIXTURE).unwrap();
+        let s = sizes_svg(&b);
+        assert!(s.starts_with("<svg ") && s.ends_with("</svg>\n"));
+        assert!(s.contains(">launch, checked [us/launch]</text>"), "{s}");
+        assert!(
+            s.contains(">copy HtoD, page-locked [us/copy]</text>"),
+            "{s}"
+        );
+        for label in [">4 KiB<", ">64 KiB<", ">1 GiB<", ">0<", ">64<"] {
+            assert!(s.contains(label), "{label} missing");
+        }
+        // Log axis: 4 KiB, 64 KiB and 1 GiB are 4 and 14 doublings apart: the middle point
+        // sits at 4/18 of the panel's width.
+        let r = Bench::from_json(FIXTURE).unwrap();
+        let rows = &r.sweeps()[1].1;
+        let xs: Vec<f64> = rows.iter().map(|r| x_log(r)).collect();
+        assert_eq!(xs, [12.0, 16.0, 30.0]);
+        // Three sides in each panel with cudarc: 2 panels x 3 lines + 2 target lines.
+        assert_eq!(s.matches("<polyline ").count(), 2 * 3 + 2);
+        balanced(&s);
+        assert_eq!(s, sizes_svg(&Bench::from_json(FIXTURE).unwrap()));
+    }
+
+    #[test]
     fn markdown_has_the_table_and_the_provenance() {
-        let b = Bench::from_json(SAMPLE).unwrap();
+        let b = Bench::from_json(FIXTURE).unwrap();
         let m = markdown(&b);
-        assert!(m.contains("| metric | raw | safe | safe/raw | target | status |"));
+        assert!(m.contains(
+            "| metric | raw | ours | ours/raw | cudarc/raw | cudarc 2 streams/raw | target | status | multi-modal |"
+        ));
         assert!(
-            m.contains("| launch empty() [us/launch] | 2.500 | 2.525 | 1.010 | ≤ 1.02 | ok |"),
+            m.contains("| launch, checked, empty() [us/launch] | 2.500 | 2.510 | 1.004 (0.998–1.011) | 1.200 (1.150–1.250) | 1.300 (1.250–1.350) | ≤ 1.02 | ok | - |"),
             "{m}"
         );
-        assert!(
-            m.contains("| 50.00 | 48.00 | 1.042 | ≤ 1.01 | **MISS** |"),
-            "{m}"
-        );
-        assert!(
-            m.contains("| cuEventRecord [ns/call] | 300.0 | 290.0 | 0.967 | - | - |"),
-            "{m}"
-        );
-        assert!(
-            m.contains("| x [ms] | 1.000 | n/a | n/a | ≤ 1.05 | n/a |"),
-            "{m}"
-        );
-        assert!(m.contains("- Device: Fake \"GPU\" <x> & co (compute capability 9.0)"));
+        assert!(m.contains("| **MISS** |"), "{m}");
+        assert!(m.contains("| raw, ours |"), "{m}");
+        assert!(m.contains("| cuEventElapsedTime [ns/call] | 300.0 | 290.0 | 0.967 (0.950–0.990) | - | - | - | - | - |"), "{m}");
+        assert!(m.contains("- Device: Synthetic \"GPU\" <x> & co (compute capability 9.0)"));
         assert!(m.contains("- Driver: CUDA 13.0"));
         assert!(m.contains("- Date: 2025-06-01T12:34:56Z"));
         assert!(m.contains(
-            "`cargo run --release -p cuda-driver-examples --example bench -- --json /tmp/b.json`"
+            "`cargo run --release -p cuda-driver-examples --example bench -- --json b.json`"
         ));
-        assert!(m.contains("- Targets met: 1 of 3"), "{m}");
+        assert!(m.contains("- Targets met: 5 of 6"), "{m}");
         assert!(m.contains("- pipes | and µs"));
-        assert!(m.contains("![safe/raw per metric](bench.svg)"));
+        assert!(m.contains("(bench-sizes.svg)") && m.contains("(bench.svg)"));
+        assert!(m.contains("cargo xtask bench-report docs/bench.json"));
+    }
+
+    #[test]
+    fn check_mode_compares_byte_for_byte_and_skips_without_a_file() {
+        let dir = std::env::temp_dir().join(format!("xtask-bench-report-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let json = dir.join("bench.json");
+        let arg = |p: &std::path::Path| p.display().to_string();
+        // No file: --check skips and succeeds.
+        run(&["--check".into(), arg(&json), "--out".into(), arg(&dir)]).unwrap();
+        std::fs::write(&json, FIXTURE).unwrap();
+        run(&[arg(&json), "--out".into(), arg(&dir)]).unwrap();
+        for f in ["bench.md", "bench.svg", "bench-sizes.svg"] {
+            assert!(dir.join(f).is_file(), "{f}");
+        }
+        run(&["--check".into(), arg(&json), "--out".into(), arg(&dir)]).unwrap();
+        // A changed picture fails the check.
+        let svg_path = dir.join("bench.svg");
+        let mut s = std::fs::read_to_string(&svg_path).unwrap();
+        s.push(' ');
+        std::fs::write(&svg_path, s).unwrap();
+        let e = run(&["--check".into(), arg(&json), "--out".into(), arg(&dir)]).unwrap_err();
+        assert!(e.contains("bench.svg") && e.contains("stale"), "{e}");
+        // A JSON elsewhere is copied beside the pictures.
+        let other = dir.join("sub");
+        std::fs::create_dir_all(&other).unwrap();
+        run(&[arg(&json), "--out".into(), arg(&other)]).unwrap();
+        assert_eq!(
+            std::fs::read_to_string(other.join("bench.json")).unwrap(),
+            FIXTURE
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -27,7 +27,9 @@ tasks:
                                  copy those a package's tests embed into it (cuda-driver/tests/ptx)
   check-imports [--release] [--list]
                                  check that cuda-driver binaries import no cu* symbol newer than CUDA 12.0
-  bench-report FILE.json [--out DIR]  write DIR/bench.md and DIR/bench.svg (default docs/) from bench --json
+  bench-report [--check] [FILE.json] [--out DIR]
+                                 write DIR/bench.md, bench.svg and bench-sizes.svg (default docs/,
+                                 FILE default docs/bench.json, copied there) from bench --json
   coverage [--missing] [--min PERCENT]
                                  per group of the Driver API reference, the cuda.h functions a
                                  safe wrapper in cuda-driver/src calls

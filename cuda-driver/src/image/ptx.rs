@@ -356,6 +356,7 @@ mod tests {
             ("VecAdd", 4),
             ("add4", 4),
             ("add_u32", 3),
+            ("args1", 1),
             ("cluster_info", 1),
             ("empty", 0),
             ("fill_u32", 3),
