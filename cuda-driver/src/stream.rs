@@ -277,7 +277,10 @@ impl Stream {
     /// (`cuStreamIsCapturing`, asked on every call), this method refuses with
     /// [`Error::HostFnNotReplayable`](crate::Error::HostFnNotReplayable) before calling the
     /// driver, and the capture stays valid; capture a closure with
-    /// [`launch_host_fn_repeatable`](Self::launch_host_fn_repeatable) instead.
+    /// [`launch_host_fn_repeatable`](Self::launch_host_fn_repeatable) instead. Should the
+    /// stream join a capture after that check all the same (another thread made it wait on an
+    /// event of a capturing stream), the captured host node runs the closure at its first
+    /// launch only, and does nothing at later ones: never a freed closure.
     #[wraps(cuLaunchHostFunc)]
     #[track_caller]
     pub fn launch_host_fn<F: FnOnce() + Send + 'static>(&self, f: F) -> Result<()> {
@@ -370,26 +373,75 @@ impl Stream {
 
     #[track_caller]
     fn launch_host_fn_once<F: FnOnce() + Send + 'static>(&self, f: F) -> Result<()> {
-        extern "C" fn trampoline<F: FnOnce() + Send + 'static>(data: *mut c_void) {
-            // SAFETY: `data` is the Box<F> leaked by launch_host_fn, handed to the driver once
-            // and called once.
-            let f = unsafe { Box::from_raw(data.cast::<F>()) };
-            let _scope = HostFnScope::enter();
-            // The closure, and with it everything it captured, is consumed (dropped) inside
-            // catch_unwind and inside the host-function scope.
-            if let Err(payload) = catch_unwind(AssertUnwindSafe(f)) {
-                host_fn_panicked(payload);
-            }
-        }
-        let data = Box::into_raw(Box::new(f)).cast::<c_void>();
-        // SAFETY: the trampoline matches CUhostFn and takes back ownership of `data`.
-        let r = unsafe { sys::cuLaunchHostFunc(self.raw, Some(trampoline::<F>), data) };
+        // The closure waits in a table under a fresh id, which is all the driver gets: the
+        // trampoline takes it out, so a second run of the same host function (its launch
+        // captured into a graph after all, when another thread made the stream join a capture
+        // between the check above and this call) finds nothing and does nothing, instead of
+        // calling a freed closure.
+        let id = once_fns::insert(Box::new(f));
+        // SAFETY: the trampoline matches CUhostFn; `id` is a plain integer, no pointer.
+        let r =
+            unsafe { sys::cuLaunchHostFunc(self.raw, Some(once_fn_trampoline), id as *mut c_void) };
         if r != sys::CUDA_SUCCESS {
-            // SAFETY: the driver rejected the call, so it will never run the trampoline; the
-            // box is still ours.
-            drop(unsafe { Box::from_raw(data.cast::<F>()) });
+            // The driver rejected the call and will never run the trampoline.
+            drop(once_fns::take(id));
         }
         check(r, "cuLaunchHostFunc")
+    }
+}
+
+/// The closures of one-shot host functions, by id, until their host function runs.
+mod once_fns {
+    use std::collections::HashMap;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Mutex;
+
+    pub(super) type OnceFn = Box<dyn FnOnce() + Send>;
+
+    static NEXT: AtomicUsize = AtomicUsize::new(1);
+    static TABLE: Mutex<Option<HashMap<usize, OnceFn>>> = Mutex::new(None);
+
+    /// Stores `f` under a new id.
+    pub(super) fn insert(f: OnceFn) -> usize {
+        let id = NEXT.fetch_add(1, Ordering::Relaxed);
+        TABLE
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get_or_insert_with(HashMap::new)
+            .insert(id, f);
+        id
+    }
+
+    /// Takes the closure stored under `id` out, if it is still there.
+    pub(super) fn take(id: usize) -> Option<OnceFn> {
+        TABLE
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .as_mut()
+            .and_then(|t| t.remove(&id))
+    }
+
+    #[cfg(test)]
+    pub(super) fn len() -> usize {
+        TABLE
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .as_ref()
+            .map_or(0, |t| t.len())
+    }
+}
+
+/// The host function of [`Stream::launch_host_fn`]: runs the closure stored under the id
+/// `data`, once; a later run of the same host function finds nothing and returns.
+extern "C" fn once_fn_trampoline(data: *mut c_void) {
+    let Some(f) = once_fns::take(data as usize) else {
+        return;
+    };
+    let _scope = HostFnScope::enter();
+    // The closure, and with it everything it captured, is consumed (dropped) inside
+    // catch_unwind and inside the host-function scope.
+    if let Err(payload) = catch_unwind(AssertUnwindSafe(f)) {
+        host_fn_panicked(payload);
     }
 }
 
@@ -513,5 +565,31 @@ pub(crate) fn host_fn_panicked(payload: Box<dyn Any + Send>) {
             &"the panic payload of a host function panicked while dropped; it is leaked",
         );
         std::mem::forget(second);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+
+    #[test]
+    fn a_one_shot_host_function_run_twice_runs_its_closure_once() {
+        let calls = Arc::new(AtomicUsize::new(0));
+        let c = calls.clone();
+        let before = once_fns::len();
+        let id = once_fns::insert(Box::new(move || {
+            c.fetch_add(1, Ordering::SeqCst);
+        }));
+        assert_eq!(once_fns::len(), before + 1);
+        // As the driver would call it: once, then again from a replayed graph.
+        once_fn_trampoline(id as *mut c_void);
+        once_fn_trampoline(id as *mut c_void);
+        assert_eq!(calls.load(Ordering::SeqCst), 1);
+        // The closure, and what it captured, is gone after the first run.
+        assert_eq!(Arc::strong_count(&calls), 1);
+        assert_eq!(once_fns::len(), before);
+        // An id never given out is nothing to run.
+        once_fn_trampoline(usize::MAX as *mut c_void);
     }
 }

@@ -38,7 +38,8 @@ pub struct InstantiateOptions<'s> {
 /// It keeps alive what its nodes use (see [`Graph`](Graph#what-keeps-what-alive)): the user objects of its
 /// graph, held by the driver, and the values of per-node updates, held here; an exec holding
 /// such values synchronizes the contexts it was launched in before it is destroyed, so that no
-/// launch still uses them. `Send`, not `Sync` (the driver does not synchronize concurrent use
+/// launch still uses them; where that synchronization fails (a stream of the context being
+/// captured meanwhile, a sticky error), the values are leaked, never freed early. `Send`, not `Sync` (the driver does not synchronize concurrent use
 /// of one exec); launches of one exec are ordered by the driver.
 #[doc(alias = "CUgraphExec")]
 pub struct GraphExec {
@@ -65,13 +66,22 @@ impl Drop for GraphExec {
         let kept = std::mem::take(&mut self.kept);
         let launched = std::mem::take(self.launched.get_mut());
         release(move || {
+            // Launches may still run closures or kernels that only `kept` holds: wait for
+            // them. Where that fails (a context that cannot be entered, a synchronization
+            // refused because a stream of the context is being captured, a sticky error),
+            // `kept` is leaked rather than freed under a launch that may still use it.
+            let mut all_done = true;
             if !kept.is_empty() {
-                // Launches may still run closures or kernels that only `kept` holds.
                 for ctx in &launched {
-                    if let Some(_cur) = ctx.enter_for_drop() {
-                        // SAFETY: the context is current; waits for its work.
-                        report_drop_error("cuCtxSynchronize", unsafe { sys::cuCtxSynchronize() });
-                    }
+                    all_done &= match ctx.enter_for_drop() {
+                        Some(_cur) => {
+                            // SAFETY: the context is current; waits for its work.
+                            let r = unsafe { sys::cuCtxSynchronize() };
+                            report_drop_error("cuCtxSynchronize", r);
+                            r == sys::CUDA_SUCCESS
+                        }
+                        None => false,
+                    };
                 }
             }
             // SAFETY: created by cuGraphInstantiate* and owned by self; in-flight launches
@@ -79,7 +89,11 @@ impl Drop for GraphExec {
             report_drop_error("cuGraphExecDestroy", unsafe {
                 sys::cuGraphExecDestroy(raw.get())
             });
-            drop(kept);
+            if all_done {
+                drop(kept);
+            } else {
+                std::mem::forget(kept);
+            }
             drop(launched);
         });
     }
@@ -149,11 +163,13 @@ impl GraphExec {
         }
     }
 
-    /// Gives up ownership: the caller destroys the exec (and keeps what per-node updates
-    /// made it use alive: they are dropped here).
+    /// Gives up ownership: the caller destroys the exec. What per-node updates made it use
+    /// (functions, closures, events) is leaked, since the raw exec may run it at any later
+    /// time.
     pub fn into_raw(mut self) -> sys::CUgraphExec {
         let raw = self.raw;
-        self.kept.clear();
+        std::mem::forget(std::mem::take(&mut self.kept));
+        drop(std::mem::take(self.launched.get_mut()));
         std::mem::forget(self);
         raw
     }

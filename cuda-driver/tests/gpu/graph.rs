@@ -733,3 +733,39 @@ fn wait_for_sole_owner<T>(a: &Arc<T>) {
     }
     assert_eq!(Arc::strong_count(a), 1);
 }
+
+#[gpu_test]
+fn an_exec_that_cannot_wait_for_its_launches_leaks_its_closures_rather_than_freeing_them() {
+    let ctx = gpu_exclusive_or_skip!();
+    let s = stream(&ctx);
+    let g = Graph::new().unwrap();
+    let node = g.add_host(&[], || ()).unwrap();
+    let exec_with = |witness: &Arc<AtomicUsize>| {
+        let mut exec = g.instantiate(GraphInstantiateFlags::empty()).unwrap();
+        let w = witness.clone();
+        exec.set_host_node(node, move || {
+            w.fetch_add(1, Ordering::SeqCst);
+        })
+        .unwrap();
+        exec.launch(&s).unwrap();
+        s.synchronize().unwrap();
+        assert_eq!(witness.load(Ordering::SeqCst), 1);
+        exec
+    };
+    // Another stream of the context is being captured: the exec's drop cannot synchronize
+    // the context, so the closure it keeps must not be freed.
+    let witness = Arc::new(AtomicUsize::new(0));
+    let exec = exec_with(&witness);
+    let other = stream(&ctx);
+    // SAFETY: nothing is captured.
+    unsafe { other.begin_capture(CaptureMode::THREAD_LOCAL).unwrap() };
+    let errors = cuda_driver::drop_error_count();
+    drop(exec);
+    assert!(cuda_driver::drop_error_count() > errors);
+    assert_eq!(Arc::strong_count(&witness), 2, "the closure was freed");
+    drop(other.end_capture());
+    // Otherwise a dropped exec frees what it kept.
+    let witness = Arc::new(AtomicUsize::new(0));
+    drop(exec_with(&witness));
+    assert_eq!(Arc::strong_count(&witness), 1);
+}
