@@ -29,7 +29,9 @@ fn split_sms_and_confine_kernels() {
     let ctx = gpu_exclusive_or_skip!();
     let dev = ctx.device();
     let sms = match dev.sm_resource() {
-        Err(Error::Unsupported { .. }) => return, // a driver before 12.4
+        Err(e @ Error::Unsupported { .. }) => {
+            crate::common::skip(format!("green contexts need CUDA 12.4: {e}"))
+        }
         r => r.unwrap(),
     };
     assert_eq!(sms.kind(), DevResourceType::SM);
