@@ -303,6 +303,59 @@ impl GraphExec {
         )
     }
 
+    /// Changes a memcpy node's copy in this exec only, to a 2D copy checked as
+    /// [`Graph::add_copy_2d`] checks it.
+    ///
+    /// # Safety
+    /// As for [`Graph::add_copy_2d`].
+    #[wraps(cuGraphExecMemcpyNodeSetParams)]
+    #[track_caller]
+    pub unsafe fn set_copy_node_2d<T: DeviceRepr>(
+        &mut self,
+        node: MemcpyNode<'_>,
+        copy: crate::Copy2D<'_, T>,
+    ) -> Result<()> {
+        let p = copy.node_params("GraphExec::set_copy_node_2d")?;
+        // SAFETY: the caller's guarantees; checked parameters.
+        unsafe { self.set_memcpy_raw(node, &p.raw, p.ctx) }
+    }
+
+    /// Changes a memcpy node's copy in this exec only, to a 3D copy (see
+    /// [`Graph::add_copy_3d`]).
+    ///
+    /// # Safety
+    /// As for [`Graph::add_copy_3d`].
+    #[wraps(cuGraphExecMemcpyNodeSetParams)]
+    #[track_caller]
+    pub unsafe fn set_copy_node_3d<T: DeviceRepr>(
+        &mut self,
+        node: MemcpyNode<'_>,
+        copy: crate::Copy3D<'_, T>,
+    ) -> Result<()> {
+        let p = copy.node_params("GraphExec::set_copy_node_3d")?;
+        // SAFETY: the caller's guarantees; checked parameters.
+        unsafe { self.set_memcpy_raw(node, &p.raw, p.ctx) }
+    }
+
+    /// # Safety
+    /// `p` is a checked copy in `ctx` whose memory the caller keeps valid.
+    #[track_caller]
+    unsafe fn set_memcpy_raw(
+        &mut self,
+        node: MemcpyNode<'_>,
+        p: &sys::CUDA_MEMCPY3D,
+        ctx: &Context,
+    ) -> Result<()> {
+        let _cur = ctx.enter()?;
+        check(
+            // SAFETY: a memcpy node of the exec's graph; checked parameters.
+            unsafe {
+                sys::cuGraphExecMemcpyNodeSetParams(self.raw, node.as_raw(), p, ctx.as_raw())
+            },
+            "cuGraphExecMemcpyNodeSetParams",
+        )
+    }
+
     /// Changes a memset node's parameters in this exec only.
     ///
     /// # Safety

@@ -535,6 +535,74 @@ impl Graph {
         Ok(MemcpyNode(GraphNode { raw, graph: self }))
     }
 
+    /// Adds a node running a 2D copy: rows between host memory, device memory (linear or
+    /// pitched) and arrays, in any combination [`Copy2D`](crate::Copy2D) builds, checked as
+    /// it checks them before the driver is called. An empty copy is [`Error::ZeroExtent`].
+    ///
+    /// # Safety
+    /// Every operand stays allocated (host memory too: page-locked memory such as a
+    /// [`PinnedBuffer`](crate::PinnedBuffer) is what the driver expects) while any graph or
+    /// exec with this node can run, and no host code accesses the destination while one
+    /// runs.
+    #[wraps(cuGraphAddMemcpyNode)]
+    #[track_caller]
+    pub unsafe fn add_copy_2d<T: DeviceRepr>(
+        &self,
+        deps: &[GraphNode<'_>],
+        copy: crate::Copy2D<'_, T>,
+    ) -> Result<MemcpyNode<'_>> {
+        let node = copy.node_params("Graph::add_copy_2d")?;
+        // SAFETY: the caller's guarantees; the parameters were checked.
+        unsafe { self.add_memcpy_raw(deps, &node.raw, node.ctx) }
+    }
+
+    /// Adds a node running a 3D copy ([`Copy3D`](crate::Copy3D), in one context), checked
+    /// as [`add_copy_2d`](Self::add_copy_2d) checks.
+    ///
+    /// # Safety
+    /// As for [`add_copy_2d`](Self::add_copy_2d).
+    #[wraps(cuGraphAddMemcpyNode)]
+    #[track_caller]
+    pub unsafe fn add_copy_3d<T: DeviceRepr>(
+        &self,
+        deps: &[GraphNode<'_>],
+        copy: crate::Copy3D<'_, T>,
+    ) -> Result<MemcpyNode<'_>> {
+        let node = copy.node_params("Graph::add_copy_3d")?;
+        // SAFETY: the caller's guarantees; the parameters were checked.
+        unsafe { self.add_memcpy_raw(deps, &node.raw, node.ctx) }
+    }
+
+    /// # Safety
+    /// `p` is a checked copy in `ctx` whose memory the caller keeps valid.
+    #[track_caller]
+    unsafe fn add_memcpy_raw(
+        &self,
+        deps: &[GraphNode<'_>],
+        p: &sys::CUDA_MEMCPY3D,
+        ctx: &Context,
+    ) -> Result<MemcpyNode<'_>> {
+        let d = raw_deps(self, deps)?;
+        let _cur = ctx.enter()?;
+        let mut raw = ptr::null_mut();
+        check(
+            // SAFETY: the graph is live; `p` is a checked copy; the caller guarantees the
+            // memory.
+            unsafe {
+                sys::cuGraphAddMemcpyNode(
+                    &mut raw,
+                    self.raw,
+                    ptr_or_null(&d),
+                    d.len(),
+                    p,
+                    ctx.as_raw(),
+                )
+            },
+            "cuGraphAddMemcpyNode",
+        )?;
+        Ok(MemcpyNode(GraphNode { raw, graph: self }))
+    }
+
     /// Adds a node filling `dst` with the word `value` (1, 2 or 4 bytes).
     ///
     /// # Safety

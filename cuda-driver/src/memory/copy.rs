@@ -230,6 +230,12 @@ fn array_op<T: ArrayElement>(a: &Array<T>) -> Operand<'_> {
     }
 }
 
+/// A checked copy as the parameters of a graph memcpy node, and the context it runs in.
+pub(crate) struct NodeCopy<'a> {
+    pub(crate) raw: sys::CUDA_MEMCPY3D,
+    pub(crate) ctx: &'a Context,
+}
+
 /// The checked plan of a copy: both operands, the region, and the context and stream order
 /// the copy runs in.
 struct Plan<'a> {
@@ -363,6 +369,21 @@ impl Plan<'_> {
         r.Height = self.extent[1];
         r.Depth = self.extent[2];
         r
+    }
+
+    /// The copy as the parameters of a graph memcpy node (`CUDA_MEMCPY3D`, also for 2D).
+    fn node(&self) -> NodeCopy<'_> {
+        let mut raw = self.raw_3d();
+        // One slice: the heights only scale a Z offset of 0, but must cover the rows.
+        if raw.Depth == 1 {
+            if raw.srcHeight == 0 {
+                raw.srcHeight = self.src_origin[1] + self.extent[1];
+            }
+            if raw.dstHeight == 0 {
+                raw.dstHeight = self.dst_origin[1] + self.extent[1];
+            }
+        }
+        NodeCopy { raw, ctx: self.ctx }
     }
 
     fn raw_2d(&self) -> sys::CUDA_MEMCPY2D {
@@ -583,6 +604,16 @@ impl<'a, T: DeviceRepr> Copy2D<'a, T> {
         )
     }
 
+    /// The checked copy as graph memcpy node parameters (see `Graph::add_copy_2d`); an
+    /// empty copy is [`Error::ZeroExtent`], a node must copy something.
+    pub(crate) fn node_params(self, what: &'static str) -> Result<NodeCopy<'a>> {
+        let extent = self.extent;
+        match self.plan(what)? {
+            Some(p) => Ok(owned_node(&p)),
+            None => Err(zero_extent(what, extent)),
+        }
+    }
+
     /// Runs the copy. Returns when the source has been read: copies to the host are done;
     /// copies between device memory and arrays may still run (later work on the default
     /// stream is ordered after them).
@@ -764,6 +795,16 @@ impl<'a, T: DeviceRepr> Copy3D<'a, T> {
     pub fn dst_origin(mut self, x: usize, y: usize, z: usize) -> Self {
         self.dst_origin = [x, y, z];
         self
+    }
+
+    /// The checked copy as graph memcpy node parameters (see `Graph::add_copy_3d`); an
+    /// empty copy is [`Error::ZeroExtent`].
+    pub(crate) fn node_params(self, what: &'static str) -> Result<NodeCopy<'a>> {
+        let extent = self.extent;
+        match self.plan(what, false)? {
+            Some(p) => Ok(owned_node(&p)),
+            None => Err(zero_extent(what, extent)),
+        }
     }
 
     fn plan(self, what: &'static str, peer: bool) -> Result<Option<Plan<'a>>> {
@@ -1027,5 +1068,23 @@ mod tests {
             .to_host(&mut b, 4)
             .run()
             .unwrap();
+    }
+}
+
+/// The node parameters of a plan, borrowing its context for the plan's lifetime.
+fn owned_node<'a>(p: &Plan<'a>) -> NodeCopy<'a> {
+    let NodeCopy { raw, .. } = p.node();
+    NodeCopy { raw, ctx: p.ctx }
+}
+
+/// The error of a copy with an empty extent where one is not allowed.
+fn zero_extent(what: &'static str, extent: [usize; 3]) -> Error {
+    Error::ZeroExtent {
+        what,
+        axis: match extent.iter().position(|&e| e == 0) {
+            Some(0) => "width",
+            Some(1) => "height",
+            _ => "depth",
+        },
     }
 }

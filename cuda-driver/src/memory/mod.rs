@@ -27,7 +27,7 @@ use crate::Device;
 
 mod array;
 mod array_1d;
-mod copy;
+pub(crate) mod copy;
 mod device;
 mod ipc;
 mod managed;

@@ -778,3 +778,112 @@ fn an_exec_that_cannot_wait_for_its_launches_leaks_its_closures_rather_than_free
     drop(exec_with(&witness));
     assert_eq!(Arc::strong_count(&witness), 1);
 }
+
+#[gpu_test]
+fn copy_nodes_move_rows_between_host_arrays_and_device_memory() {
+    use cuda_driver::{Array, Array3DFlags, Copy2D, Copy3D, PinnedBuffer, PinnedFlags};
+    let ctx = gpu_or_skip!();
+    let s = stream(&ctx);
+    let (w, h) = (64usize, 16usize);
+    let mut src = PinnedBuffer::<u32>::zeroed(&ctx, w * h, PinnedFlags::empty()).unwrap();
+    for (i, v) in src.iter_mut().enumerate() {
+        *v = i as u32 * 3 + 1;
+    }
+    let mut arr = Array::<u32>::new_2d(&ctx, w, h, Array3DFlags::empty()).unwrap();
+    let mut dev = DeviceBuffer::<u32>::zeroed(&ctx, w * h).unwrap();
+    let mut back = PinnedBuffer::<u32>::zeroed(&ctx, w * h, PinnedFlags::empty()).unwrap();
+    let g = Graph::new().unwrap();
+    // Host -> array -> device (2D), device -> host (3D of one slice).
+    // SAFETY: src, arr, dev and back outlive the graph and the exec; the host reads `back`
+    // only after the launches are synchronized.
+    let (to_array, to_host) = unsafe {
+        let a = g
+            .add_copy_2d(
+                &[],
+                Copy2D::new(w, h).from_host(&src[..], w).to_array(&mut arr),
+            )
+            .unwrap();
+        let b = g
+            .add_copy_2d(
+                &[*a],
+                Copy2D::new(w, h)
+                    .from_array(&arr)
+                    .to_device(dev.as_view_mut(), w),
+            )
+            .unwrap();
+        let c = g
+            .add_copy_3d(
+                &[*b],
+                Copy3D::new(w, h, 1)
+                    .from_device(dev.as_view(), w, h)
+                    .to_host(&mut back[..], w, h),
+            )
+            .unwrap();
+        (a, c)
+    };
+    assert_eq!(to_array.node_type().unwrap(), GraphNodeType::MEMCPY);
+    // Bad copies are refused before the driver, and the graph is unchanged.
+    // SAFETY: refused before any node is made.
+    unsafe {
+        assert!(matches!(
+            g.add_copy_2d(
+                &[],
+                Copy2D::new(0, h).from_host(&src[..], w).to_array(&mut arr)
+            ),
+            Err(Error::ZeroExtent { .. })
+        ));
+        assert!(matches!(
+            g.add_copy_2d(
+                &[],
+                Copy2D::new(w, h + 1)
+                    .from_host(&src[..], w)
+                    .to_array(&mut arr)
+            ),
+            Err(Error::RegionOutOfBounds { .. })
+        ));
+    }
+    assert_eq!(g.node_count().unwrap(), 3);
+    let mut exec = g.instantiate(GraphInstantiateFlags::empty()).unwrap();
+    exec.launch(&s).unwrap();
+    s.synchronize().unwrap();
+    assert_eq!(&back[..], &src[..]);
+    // The exec's first copy changed to another source: the next launch carries it through.
+    let other: Vec<u32> = (0..w * h).map(|i| !(i as u32)).collect();
+    let mut other_pinned = PinnedBuffer::<u32>::zeroed(&ctx, w * h, PinnedFlags::empty()).unwrap();
+    other_pinned.copy_from_slice(&other);
+    // SAFETY: as above; other_pinned outlives the exec.
+    unsafe {
+        exec.set_copy_node_2d(
+            to_array,
+            Copy2D::new(w, h)
+                .from_host(&other_pinned[..], w)
+                .to_array(&mut arr),
+        )
+        .unwrap()
+    };
+    exec.launch(&s).unwrap();
+    s.synchronize().unwrap();
+    assert_eq!(&back[..], &other[..]);
+    // The last copy narrowed to the left half of each row, into a zeroed `back`.
+    back.fill(0);
+    // SAFETY: as above.
+    unsafe {
+        exec.set_copy_node_3d(
+            to_host,
+            Copy3D::new(w / 2, h, 1)
+                .from_device(dev.as_view(), w, h)
+                .to_host(&mut back[..], w, h),
+        )
+        .unwrap()
+    };
+    exec.launch(&s).unwrap();
+    s.synchronize().unwrap();
+    for y in 0..h {
+        assert_eq!(
+            back[y * w..y * w + w / 2],
+            other[y * w..y * w + w / 2],
+            "row {y}"
+        );
+        assert!(back[y * w + w / 2..(y + 1) * w].iter().all(|&v| v == 0));
+    }
+}
