@@ -1,7 +1,8 @@
 //! NVIDIA's simpleCudaGraphs with the safe API: a two-stage sum reduction of a vector, built
-//! once from explicit graph nodes (memset, two kernels, a host node printing the result) and
-//! once by capturing the same work from a stream; each graph is instantiated, cloned, and the
-//! execs of the graph and of its clone launched several times, the result checked every time.
+//! once from explicit graph nodes (the input copied host to device, a memset, two kernels, the
+//! result copied device to host, a host node printing it) and once by capturing the same work
+//! from a stream; each graph is instantiated, cloned, and the execs of the graph and of its
+//! clone launched several times, the result checked every time.
 //!
 //! Run: `cargo run -p cuda-driver-examples --example graphs`
 
@@ -11,8 +12,8 @@ use std::sync::Arc;
 
 use cuda_driver::prelude::*;
 use cuda_driver::{
-    CaptureMode, Device, DeviceBuffer, DeviceSliceMut, Graph, GraphInstantiateFlags, LaunchConfig,
-    Module, PinnedBuffer, PinnedFlags, Stream, StreamFlags,
+    CaptureMode, Copy2D, Device, DeviceBuffer, Graph, GraphInstantiateFlags, LaunchConfig, Module,
+    PinnedBuffer, PinnedFlags, Stream, StreamFlags,
 };
 use cuda_driver_examples::{check, ptx, run_example, Failure};
 
@@ -36,39 +37,46 @@ fn run() -> Result<(), Failure> {
     let final_k = module.function("reduce_final")?;
     let stream = Stream::new(&ctx, StreamFlags::NON_BLOCKING)?;
 
-    // Input: small integers, whose sum is exact in f32.
-    let input: Vec<f32> = (0..N).map(|i| (i % 7) as f32).collect();
+    // Input: small integers, whose sum is exact in f32, in page-locked memory (graph copies
+    // and stream copies read it while the host goes on).
+    let mut input = PinnedBuffer::<f32>::zeroed(&ctx, N, PinnedFlags::empty())?;
+    for (i, x) in input.iter_mut().enumerate() {
+        *x = (i % 7) as f32;
+    }
     let expected: f32 = input.iter().map(|&x| x as f64).sum::<f64>() as f32;
-    let d_in = DeviceBuffer::from_slice(&ctx, &input)?;
+    let mut d_in = DeviceBuffer::<f32>::zeroed(&ctx, N)?;
     let mut d_partial = DeviceBuffer::<f32>::zeroed(&ctx, BLOCKS)?;
-    // The result lands in mapped pinned memory, which the host node reads.
-    let mut result = PinnedBuffer::<f32>::zeroed(&ctx, 1, PinnedFlags::DEVICEMAP)?;
-    let result_dev = result.device_ptr()?;
+    let mut d_result = DeviceBuffer::<f32>::zeroed(&ctx, 1)?;
+    // The result is copied back into pinned memory, which the host node reads.
+    let mut result = PinnedBuffer::<f32>::zeroed(&ctx, 1, PinnedFlags::empty())?;
     let host = HostPtr(result.as_mut_ptr() as usize);
     let printed = Arc::new(AtomicUsize::new(0));
     let (n, m) = (i32::try_from(N)?, i32::try_from(BLOCKS)?);
     let cfg1 = LaunchConfig::new(BLOCKS as u32, THREADS);
     let cfg2 = LaunchConfig::new(1u32, THREADS);
 
-    // SAFETY: a device view of the one mapped pinned float, which outlives every graph and
-    // exec below (all are dropped before `result`).
-    let mut out: DeviceSliceMut<'_, f32> = unsafe { DeviceSliceMut::from_raw(result_dev, 1, &ctx) };
-
-    // 1. Explicit nodes: memset(partial) -> reduce_partial -> reduce_final -> host print.
+    // 1. Explicit nodes: copy in -> memset(partial) -> reduce_partial -> reduce_final ->
+    //    copy out -> host print.
     let explicit = Graph::new()?;
     let p = printed.clone();
     let print_explicit = move || {
-        // SAFETY: the pinned float outlives the graph; the kernel writing it finished before
+        // SAFETY: the pinned float outlives the graph; the copy writing it finished before
         // this node runs.
         let v = unsafe { std::ptr::read_volatile(host.0 as *const f32) };
         println!("  host node: result = {v}");
         p.fetch_add(1, Ordering::SeqCst);
     };
     // SAFETY: reduce_partial(const float*, float*, int) and reduce_final(const float*, float*,
-    // int) get buffers of N, BLOCKS and 1 floats that outlive the graphs and execs; the host
-    // touches them only after synchronizing.
+    // int) get buffers of N, BLOCKS and 1 floats; those buffers and the pinned input and
+    // result outlive the graphs and execs; the host touches them only after synchronizing.
     unsafe {
-        let clear = explicit.add_memset(&[], &d_partial.as_view_mut(), 0u32)?;
+        let copy_in = explicit.add_copy_2d(
+            &[],
+            Copy2D::new(N, 1)
+                .from_host(&input[..], N)
+                .to_device(d_in.as_view_mut(), N),
+        )?;
+        let clear = explicit.add_memset(&[*copy_in], &d_partial.as_view_mut(), 0u32)?;
         let stage1 = explicit.add_kernel(
             &[*clear],
             &partial_k,
@@ -79,9 +87,15 @@ fn run() -> Result<(), Failure> {
             &[*stage1],
             &final_k,
             &cfg2,
-            (d_partial.as_view(), &mut out, &m),
+            (d_partial.as_view(), d_result.as_view_mut(), &m),
         )?;
-        explicit.add_host(&[*stage2], print_explicit)?;
+        let copy_out = explicit.add_copy_2d(
+            &[*stage2],
+            Copy2D::new(1, 1)
+                .from_device(d_result.as_view(), 1)
+                .to_host(&mut result[..], 1),
+        )?;
+        explicit.add_host(&[*copy_out], print_explicit)?;
     }
 
     // 2. The same work captured from the stream.
@@ -95,9 +109,11 @@ fn run() -> Result<(), Failure> {
     // SAFETY: as above.
     let captured = unsafe {
         stream.capture(CaptureMode::THREAD_LOCAL, |s| {
+            d_in.as_view_mut().copy_from_host_async(&input[..], s)?;
             d_partial.memset_async(0u32, s)?;
             partial_k.launch(s, &cfg1, (d_in.as_view(), d_partial.as_view_mut(), &n))?;
-            final_k.launch(s, &cfg2, (d_partial.as_view(), &mut out, &m))?;
+            final_k.launch(s, &cfg2, (d_partial.as_view(), d_result.as_view_mut(), &m))?;
+            d_result.as_view().copy_to_host_async(&mut result[..], s)?;
             s.launch_host_fn_repeatable(print_captured)
         })?
     };
