@@ -375,7 +375,7 @@ impl Common {
 }
 
 macro_rules! common_setters {
-    () => {
+    ($encode:ident) => {
         /// The traversal step per dimension (1 to 8; default all 1).
         pub fn element_strides(mut self, strides: &[u32]) -> Self {
             self.common.rules_hold = RulesHold::default();
@@ -413,6 +413,7 @@ macro_rules! common_setters {
 
         /// Encodes the map over `memory`, checking every rule and that the tensor fits in
         /// the view.
+        #[wraps($encode)]
         #[track_caller]
         pub fn encode<T: DeviceRepr>(&self, memory: &DeviceSlice<'_, T>) -> Result<TensorMap> {
             let mut map = TensorMap(zeroed_map());
@@ -423,6 +424,7 @@ macro_rules! common_setters {
         /// [`encode`](Self::encode) into an existing map, which is overwritten (on an error
         /// its contents are unspecified): re-encoding a map in place costs no copy of its
         /// 128 bytes.
+        #[wraps($encode)]
         #[track_caller]
         pub fn encode_into<T: DeviceRepr>(
             &self,
@@ -441,6 +443,7 @@ macro_rules! common_setters {
         /// # Safety
         /// `address` is device memory holding the whole tensor for as long as the map is
         /// used.
+        #[wraps($encode)]
         #[track_caller]
         pub unsafe fn encode_raw(&self, address: sys::CUdeviceptr) -> Result<TensorMap> {
             let mut map = TensorMap(zeroed_map());
@@ -454,6 +457,7 @@ macro_rules! common_setters {
         ///
         /// # Safety
         /// As for [`encode_raw`](Self::encode_raw).
+        #[wraps($encode)]
         #[track_caller]
         pub unsafe fn encode_raw_into(
             &self,
@@ -491,6 +495,7 @@ fn zeroed_map() -> sys::CUtensorMap {
 
 /// A tiled tensor map (`cuTensorMapEncodeTiled`): boxes of `box_dims` elements of a tensor
 /// of `dims` elements (dimension 0 fastest) whose outer dimensions are `strides` bytes apart.
+#[doc(alias = "cuTensorMapEncodeTiled")]
 #[derive(Clone, Debug)]
 #[must_use = "an encoder does nothing until encode"]
 pub struct TensorMapTiled {
@@ -513,7 +518,7 @@ impl TensorMapTiled {
         }
     }
 
-    common_setters!();
+    common_setters!(cuTensorMapEncodeTiled);
 
     /// Checks every rule of the encoding for the global address `address`, and, with
     /// `available` bytes, that the tensor fits: [`Error::TensorMapRule`] names the broken
@@ -628,6 +633,7 @@ fn check_pixels(channels: u32, pixels: Option<u32>, c: &Common) -> Result<u64> {
 /// An im2col tensor map (`cuTensorMapEncodeIm2col`) of a rank 3 to 5 tensor (NWC, NHWC,
 /// NDHWC; dimension 0 the channels): `pixels_per_column` pixels of `channels_per_pixel`
 /// channels, from a bounding box given by the corner offsets (one per spatial dimension).
+#[doc(alias = "cuTensorMapEncodeIm2col")]
 #[derive(Clone, Debug)]
 #[must_use = "an encoder does nothing until encode"]
 pub struct TensorMapIm2col {
@@ -659,7 +665,7 @@ impl TensorMapIm2col {
         }
     }
 
-    common_setters!();
+    common_setters!(cuTensorMapEncodeIm2col);
 
     /// Checks every rule of the encoding (see [`TensorMapTiled::check`]).
     pub fn check(&self, address: u64, available: Option<usize>) -> Result<()> {
@@ -729,6 +735,7 @@ impl TensorMapIm2col {
 
 /// An im2col-wide tensor map (`cuTensorMapEncodeIm2colWide`, CUDA 12.8, resolved at run
 /// time): loads along the W dimension only, the box given by two W offsets.
+#[doc(alias = "cuTensorMapEncodeIm2colWide")]
 #[derive(Clone, Debug)]
 #[must_use = "an encoder does nothing until encode"]
 pub struct TensorMapIm2colWide {
@@ -768,7 +775,7 @@ impl TensorMapIm2colWide {
         self
     }
 
-    common_setters!();
+    common_setters!(cuTensorMapEncodeIm2colWide);
 
     /// Checks every rule of the encoding (see [`TensorMapTiled::check`]).
     pub fn check(&self, address: u64, available: Option<usize>) -> Result<()> {

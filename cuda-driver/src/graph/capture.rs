@@ -16,6 +16,7 @@ pub use crate::types::StreamCaptureStatus as CaptureStatus;
 use crate::types::StreamUpdateCaptureDependenciesFlags;
 
 /// A stream's capture state (`cuStreamGetCaptureInfo`).
+#[doc(alias = "cuStreamGetCaptureInfo")]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct CaptureInfo {
     /// Whether the stream is capturing, and whether the capture is still valid.

@@ -25,6 +25,7 @@ use crate::{Context, Event, Function, Stream};
 pub type GraphExecFlags = GraphInstantiateFlags;
 
 /// Options of [`Graph::instantiate_with`] (`CUDA_GRAPH_INSTANTIATE_PARAMS`).
+#[doc(alias = "CUDA_GRAPH_INSTANTIATE_PARAMS")]
 #[derive(Clone, Copy, Debug, Default)]
 pub struct InstantiateOptions<'s> {
     /// Instantiation flags.

@@ -100,6 +100,7 @@ node_kind!(
 );
 /// A conditional node ([`Graph::add_conditional`]) with its body graphs. Derefs to its
 /// [`GraphNode`].
+#[doc(alias = "CUDA_CONDITIONAL_NODE_PARAMS")]
 #[derive(Debug)]
 pub struct ConditionalNode<'g> {
     node: GraphNode<'g>,
@@ -279,6 +280,7 @@ impl MemsetParams {
 /// [`GraphInstantiateFlags::AUTO_FREE_ON_LAUNCH`](crate::GraphInstantiateFlags). An exec
 /// whose graph allocates memory that it does not free cannot be launched again until that
 /// memory is freed (the driver refuses the launch).
+#[doc(alias = "CUDA_MEM_ALLOC_NODE_PARAMS")]
 #[derive(Debug)]
 #[must_use = "free the allocation in the graph (Graph::add_mem_free) or after a launch"]
 pub struct GraphAllocation {
@@ -332,6 +334,7 @@ impl GraphAllocation {
 }
 
 /// One operation of a batch memory operation node ([`Graph::add_batch_mem_op`]).
+#[doc(alias = "CUstreamBatchMemOpParams")]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum BatchMemOp {

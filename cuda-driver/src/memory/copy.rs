@@ -509,6 +509,7 @@ macro_rules! builder_operands {
 /// driver call the region is checked against every operand
 /// ([`Error::RegionOutOfBounds`] names the operand and axis), and linear operands of
 /// stream-ordered memory are used on their own stream only ([`Error::StreamMismatch`]).
+#[doc(alias = "CUDA_MEMCPY2D")]
 #[must_use = "a copy builder does nothing until run"]
 pub struct Copy2D<'a, T: DeviceRepr> {
     extent: [usize; 3],
@@ -703,6 +704,7 @@ impl<'a, T: DeviceRepr> Copy2D<'a, T> {
 /// A 3D copy of `width × height × depth` elements (`cuMemcpy3D_v2`, `cuMemcpy3DAsync_v2`;
 /// between contexts `cuMemcpy3DPeer`, `cuMemcpy3DPeerAsync`). Linear operands give a row
 /// pitch and the rows per slice; arrays address layers (layered, cubemap faces) as `z`.
+#[doc(alias = "CUDA_MEMCPY3D")]
 #[must_use = "a copy builder does nothing until run"]
 pub struct Copy3D<'a, T: DeviceRepr> {
     extent: [usize; 3],
