@@ -167,28 +167,7 @@ impl Stream {
         if batch.ops.is_empty() {
             return Ok(());
         }
-        if batch.ops.len() > MAX_BATCH_MEM_OPS {
-            return Err(Error::ResourceExhausted {
-                what: "Stream::batch_mem_ops",
-                asked: batch.ops.len(),
-                available: MAX_BATCH_MEM_OPS,
-            });
-        }
-        let dev = self.context().device();
-        if batch.needs_64 {
-            require_64(dev, "Stream::batch_mem_ops")?;
-        }
-        if batch.needs_nor {
-            check_wait_flags(dev, StreamWaitValueFlags::NOR, "Stream::batch_mem_ops")?;
-        }
-        if batch.needs_flush {
-            require(
-                dev,
-                DeviceAttribute::CAN_FLUSH_REMOTE_WRITES,
-                "CU_DEVICE_ATTRIBUTE_CAN_FLUSH_REMOTE_WRITES",
-                "Stream::batch_mem_ops",
-            )?;
-        }
+        batch.check(self.context().device(), "Stream::batch_mem_ops")?;
         let _cur = self.context().enter()?;
         check(
             // SAFETY: every address in the batch comes from a view the batch borrows for its
@@ -230,6 +209,39 @@ fn zero_op() -> sys::CUstreamBatchMemOpParams {
 }
 
 impl<'a> MemOpBatch<'a> {
+    /// Checks the batch for `dev`: at most [`MAX_BATCH_MEM_OPS`] operations, and the device
+    /// attributes its operations need.
+    #[track_caller]
+    pub(crate) fn check(&self, dev: Device, what: &'static str) -> Result<()> {
+        if self.ops.len() > MAX_BATCH_MEM_OPS {
+            return Err(Error::ResourceExhausted {
+                what,
+                asked: self.ops.len(),
+                available: MAX_BATCH_MEM_OPS,
+            });
+        }
+        if self.needs_64 {
+            require_64(dev, what)?;
+        }
+        if self.needs_nor {
+            check_wait_flags(dev, StreamWaitValueFlags::NOR, what)?;
+        }
+        if self.needs_flush {
+            require(
+                dev,
+                DeviceAttribute::CAN_FLUSH_REMOTE_WRITES,
+                "CU_DEVICE_ATTRIBUTE_CAN_FLUSH_REMOTE_WRITES",
+                what,
+            )?;
+        }
+        Ok(())
+    }
+
+    /// The operations, as the driver takes them.
+    pub(crate) fn raw_ops(&mut self) -> &mut [sys::CUstreamBatchMemOpParams] {
+        &mut self.ops
+    }
+
     /// An empty batch.
     pub fn new() -> Self {
         Self::default()

@@ -833,7 +833,9 @@ impl Graph {
         Ok(MemFreeNode(GraphNode { raw, graph: self }))
     }
 
-    /// Adds a batch memory operation node running `ops` in `ctx`.
+    /// Adds a batch memory operation node running `ops` in `ctx`: 32-bit writes and waits by
+    /// raw address. [`add_mem_op_batch`](Self::add_mem_op_batch) takes every operation kind,
+    /// by view, with the device attributes they need checked.
     ///
     /// # Safety
     /// The addresses are valid device memory of `ctx`, allocated while any graph or exec with
@@ -864,6 +866,51 @@ impl Graph {
             "cuGraphAddBatchMemOpNode",
         )?;
         Ok(GraphNode { raw, graph: self })
+    }
+
+    /// Adds a batch memory operation node running `batch` (32- and 64-bit waits and writes,
+    /// barriers, remote-write flushes; see [`MemOpBatch`](crate::MemOpBatch)) in `ctx`. The
+    /// device attributes the operations need are checked first
+    /// ([`Error::FeatureUnsupported`]); an empty batch is [`Error::ZeroExtent`].
+    ///
+    /// # Safety
+    /// The words the batch names stay allocated while any graph or exec with this node can
+    /// run (the batch borrows them only until this call returns), and every wait can be
+    /// satisfied (or the graph hangs).
+    #[wraps(cuGraphAddBatchMemOpNode)]
+    #[track_caller]
+    pub unsafe fn add_mem_op_batch(
+        &self,
+        deps: &[GraphNode<'_>],
+        ctx: &Context,
+        batch: &mut crate::MemOpBatch<'_>,
+    ) -> Result<BatchMemOpNode<'_>> {
+        if batch.is_empty() {
+            return Err(Error::ZeroExtent {
+                what: "Graph::add_mem_op_batch",
+                axis: "operations",
+            });
+        }
+        batch.check(ctx.device(), "Graph::add_mem_op_batch")?;
+        let d = raw_deps(self, deps)?;
+        let ops = batch.raw_ops();
+        let p = sys::CUDA_BATCH_MEM_OP_NODE_PARAMS {
+            ctx: ctx.as_raw(),
+            count: ops.len() as u32,
+            paramArray: ops.as_mut_ptr(),
+            flags: 0,
+        };
+        let _cur = ctx.enter()?;
+        let mut raw = ptr::null_mut();
+        check(
+            // SAFETY: the graph is live; `p` points to the batch's operations, alive for the
+            // call; the caller guarantees the memory they name.
+            unsafe {
+                sys::cuGraphAddBatchMemOpNode(&mut raw, self.raw, ptr_or_null(&d), d.len(), &p)
+            },
+            "cuGraphAddBatchMemOpNode",
+        )?;
+        Ok(BatchMemOpNode(GraphNode { raw, graph: self }))
     }
 
     /// Creates a conditional handle for this graph in `ctx` (CUDA 12.3), with

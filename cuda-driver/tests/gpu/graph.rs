@@ -887,3 +887,50 @@ fn copy_nodes_move_rows_between_host_arrays_and_device_memory() {
         assert!(back[y * w + w / 2..(y + 1) * w].iter().all(|&v| v == 0));
     }
 }
+
+#[gpu_test]
+fn mem_op_batch_nodes_write_32_and_64_bit_words() {
+    use cuda_driver::{
+        DeviceAttribute, MemOpBatch, StreamMemoryBarrierFlags, StreamWriteValueFlags,
+    };
+    let ctx = gpu_or_skip!();
+    let s = stream(&ctx);
+    let dev = ctx.device();
+    if dev
+        .attribute(DeviceAttribute::CAN_USE_64_BIT_STREAM_MEM_OPS)
+        .unwrap()
+        == 0
+    {
+        crate::common::skip("no 64-bit stream memory operations on this device");
+    }
+    let mut w32 = DeviceBuffer::<u32>::zeroed(&ctx, 1).unwrap();
+    let mut w64 = DeviceBuffer::<u64>::zeroed(&ctx, 1).unwrap();
+    let g = Graph::new().unwrap();
+    {
+        let (mut v32, mut v64) = (w32.as_view_mut(), w64.as_view_mut());
+        let mut batch = MemOpBatch::new();
+        batch
+            .write_u32(&mut v32, 0xDEAD_BEEF, StreamWriteValueFlags::empty())
+            .unwrap()
+            .write_u64(
+                &mut v64,
+                0x0123_4567_89AB_CDEF,
+                StreamWriteValueFlags::empty(),
+            )
+            .unwrap()
+            .barrier(StreamMemoryBarrierFlags::empty());
+        // SAFETY: both words outlive the graph and its exec; no waits.
+        let node = unsafe { g.add_mem_op_batch(&[], &ctx, &mut batch) }.unwrap();
+        assert_eq!(node.node_type().unwrap(), GraphNodeType::BATCH_MEM_OP);
+    }
+    // An empty batch is no node.
+    // SAFETY: refused before the driver.
+    let empty = unsafe { g.add_mem_op_batch(&[], &ctx, &mut MemOpBatch::new()) };
+    assert!(matches!(empty, Err(Error::ZeroExtent { .. })), "{empty:?}");
+    assert_eq!(g.node_count().unwrap(), 1);
+    let exec = g.instantiate(GraphInstantiateFlags::empty()).unwrap();
+    exec.launch(&s).unwrap();
+    s.synchronize().unwrap();
+    assert_eq!(w32.to_vec().unwrap(), [0xDEAD_BEEF]);
+    assert_eq!(w64.to_vec().unwrap(), [0x0123_4567_89AB_CDEF]);
+}
