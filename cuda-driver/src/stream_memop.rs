@@ -10,6 +10,7 @@ use cuda_driver_macros::wraps;
 use cuda_driver_sys as sys;
 
 use crate::error::{check, Error, Result};
+use crate::memory::view::{check_stream, stream_identity};
 use crate::{Device, DeviceAttribute, DeviceSlice, DeviceSliceMut, Stream};
 
 pub use crate::types::{StreamMemoryBarrierFlags, StreamWaitValueFlags, StreamWriteValueFlags};
@@ -83,6 +84,7 @@ impl Stream {
         flags: StreamWaitValueFlags,
     ) -> Result<()> {
         first::<u32>(word.len(), "Stream::wait_value_u32")?;
+        check_stream("Stream::wait_value_u32", word.ctx, word.home, self)?;
         check_wait_flags(self.context().device(), flags, "Stream::wait_value_u32")?;
         let _cur = self.context().enter()?;
         check(
@@ -105,6 +107,7 @@ impl Stream {
         flags: StreamWaitValueFlags,
     ) -> Result<()> {
         first::<u64>(word.len(), "Stream::wait_value_u64")?;
+        check_stream("Stream::wait_value_u64", word.ctx, word.home, self)?;
         let dev = self.context().device();
         require_64(dev, "Stream::wait_value_u64")?;
         check_wait_flags(dev, flags, "Stream::wait_value_u64")?;
@@ -128,6 +131,7 @@ impl Stream {
         flags: StreamWriteValueFlags,
     ) -> Result<()> {
         first::<u32>(word.len(), "Stream::write_value_u32")?;
+        check_stream("Stream::write_value_u32", word.ctx, word.home, self)?;
         let _cur = self.context().enter()?;
         check(
             // SAFETY: the view borrows at least one live u32 mutably.
@@ -149,6 +153,7 @@ impl Stream {
         flags: StreamWriteValueFlags,
     ) -> Result<()> {
         first::<u64>(word.len(), "Stream::write_value_u64")?;
+        check_stream("Stream::write_value_u64", word.ctx, word.home, self)?;
         require_64(self.context().device(), "Stream::write_value_u64")?;
         let _cur = self.context().enter()?;
         check(
@@ -167,6 +172,7 @@ impl Stream {
         if batch.ops.is_empty() {
             return Ok(());
         }
+        batch.check_stream(self, "Stream::batch_mem_ops")?;
         batch.check(self.context().device(), "Stream::batch_mem_ops")?;
         let _cur = self.context().enter()?;
         check(
@@ -186,10 +192,15 @@ impl Stream {
 }
 
 /// A batch of stream memory operations for [`Stream::batch_mem_ops`], borrowing the words it
-/// reads (shared) and writes (mutably) for `'a`.
-#[derive(Default)]
+/// reads (shared) and writes (mutably) for `'a`. Its views belong to one context, and those
+/// of stream-ordered memory to one stream, on which alone the batch runs
+/// ([`Error::StreamMismatch`]).
 pub struct MemOpBatch<'a> {
     ops: Vec<sys::CUstreamBatchMemOpParams>,
+    /// The context of the views added (null: none yet).
+    ctx: sys::CUcontext,
+    /// The stream the views' stream-ordered memory is ordered on (null: none).
+    home: sys::CUstream,
     needs_64: bool,
     needs_nor: bool,
     needs_flush: bool,
@@ -208,7 +219,87 @@ fn zero_op() -> sys::CUstreamBatchMemOpParams {
     sys::CUstreamBatchMemOpParams { pad: [0; 6] }
 }
 
+impl Default for MemOpBatch<'_> {
+    fn default() -> Self {
+        MemOpBatch {
+            ops: Vec::new(),
+            ctx: std::ptr::null_mut(),
+            home: std::ptr::null_mut(),
+            needs_64: false,
+            needs_nor: false,
+            needs_flush: false,
+            _views: std::marker::PhantomData,
+        }
+    }
+}
+
+// SAFETY: the raw context and stream are only compared, never used to call the driver.
+unsafe impl Send for MemOpBatch<'_> {}
+// SAFETY: as above; `&MemOpBatch` gives no access to the raw handles.
+unsafe impl Sync for MemOpBatch<'_> {}
+
 impl<'a> MemOpBatch<'a> {
+    /// Records the context and stream order of a view the batch is to use: one context,
+    /// and at most one stream for stream-ordered memory.
+    #[track_caller]
+    fn note_view(
+        &mut self,
+        ctx: &crate::Context,
+        home: sys::CUstream,
+        what: &'static str,
+    ) -> Result<()> {
+        if !self.ctx.is_null() && self.ctx != ctx.as_raw() {
+            return Err(Error::ContextMismatch {
+                what,
+                expected: self.ctx as usize,
+                found: ctx.as_raw() as usize,
+            });
+        }
+        if !home.is_null() && !self.home.is_null() && self.home != home {
+            return Err(Error::StreamMismatch {
+                what,
+                expected: self.home as usize,
+                found: home as usize,
+            });
+        }
+        self.ctx = ctx.as_raw();
+        if !home.is_null() {
+            self.home = home;
+        }
+        Ok(())
+    }
+
+    /// Checks that the batch may run on `stream`: its context, and the stream its
+    /// stream-ordered memory is ordered on.
+    #[track_caller]
+    pub(crate) fn check_stream(&self, stream: &Stream, what: &'static str) -> Result<()> {
+        if !self.ctx.is_null() && self.ctx != stream.context().as_raw() {
+            return Err(Error::ContextMismatch {
+                what,
+                expected: self.ctx as usize,
+                found: stream.context().as_raw() as usize,
+            });
+        }
+        if !self.home.is_null() && self.home != stream_identity(stream.as_raw()) {
+            return Err(Error::StreamMismatch {
+                what,
+                expected: self.home as usize,
+                found: stream.as_raw() as usize,
+            });
+        }
+        Ok(())
+    }
+
+    /// The context of the batch's views, if any (raw).
+    pub(crate) fn context_raw(&self) -> sys::CUcontext {
+        self.ctx
+    }
+
+    /// Whether the batch uses stream-ordered memory.
+    pub(crate) fn is_stream_ordered(&self) -> bool {
+        !self.home.is_null()
+    }
+
     /// Checks the batch for `dev`: at most [`MAX_BATCH_MEM_OPS`] operations, and the device
     /// attributes its operations need.
     #[track_caller]
@@ -305,6 +396,7 @@ impl<'a> MemOpBatch<'a> {
         flags: StreamWaitValueFlags,
     ) -> Result<&mut Self> {
         first::<u32>(word.len(), "MemOpBatch::wait_u32")?;
+        self.note_view(word.ctx, word.home, "MemOpBatch::wait_u32")?;
         self.wait(
             sys::CU_STREAM_MEM_OP_WAIT_VALUE_32,
             word.as_raw(),
@@ -323,6 +415,7 @@ impl<'a> MemOpBatch<'a> {
         flags: StreamWaitValueFlags,
     ) -> Result<&mut Self> {
         first::<u64>(word.len(), "MemOpBatch::wait_u64")?;
+        self.note_view(word.ctx, word.home, "MemOpBatch::wait_u64")?;
         self.needs_64 = true;
         self.wait(
             sys::CU_STREAM_MEM_OP_WAIT_VALUE_64,
@@ -342,6 +435,7 @@ impl<'a> MemOpBatch<'a> {
         flags: StreamWriteValueFlags,
     ) -> Result<&mut Self> {
         first::<u32>(word.len(), "MemOpBatch::write_u32")?;
+        self.note_view(word.ctx, word.home, "MemOpBatch::write_u32")?;
         self.write(
             sys::CU_STREAM_MEM_OP_WRITE_VALUE_32,
             word.as_raw(),
@@ -360,6 +454,7 @@ impl<'a> MemOpBatch<'a> {
         flags: StreamWriteValueFlags,
     ) -> Result<&mut Self> {
         first::<u64>(word.len(), "MemOpBatch::write_u64")?;
+        self.note_view(word.ctx, word.home, "MemOpBatch::write_u64")?;
         self.needs_64 = true;
         self.write(
             sys::CU_STREAM_MEM_OP_WRITE_VALUE_64,

@@ -891,6 +891,23 @@ impl Graph {
                 axis: "operations",
             });
         }
+        let views_ctx = batch.context_raw();
+        if !views_ctx.is_null() && views_ctx != ctx.as_raw() {
+            return Err(Error::ContextMismatch {
+                what: "Graph::add_mem_op_batch",
+                expected: ctx.as_raw() as usize,
+                found: views_ctx as usize,
+            });
+        }
+        if batch.is_stream_ordered() {
+            // A graph runs on whatever stream it is launched on, later: memory ordered on one
+            // stream has no place in it.
+            return Err(Error::InvalidArgument(
+                "Graph::add_mem_op_batch: a view of stream-ordered memory cannot go into a graph \
+                 node"
+                    .into(),
+            ));
+        }
         batch.check(ctx.device(), "Graph::add_mem_op_batch")?;
         let d = raw_deps(self, deps)?;
         let ops = batch.raw_ops();

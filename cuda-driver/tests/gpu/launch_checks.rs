@@ -215,3 +215,47 @@ fn parameter_layouts_read_from_ptx_are_the_drivers() {
     }
     crate::common::note(format!("{compared} kernels' parameter layouts compared"));
 }
+
+#[gpu_test]
+fn stream_memory_operations_on_stream_ordered_memory_stay_on_its_stream() {
+    use cuda_driver::{MemOpBatch, StreamWaitValueFlags, StreamWriteValueFlags};
+    let ctx = gpu_or_skip!();
+    let (home, other) = (stream(&ctx), stream(&ctx));
+    let mut word = DeviceBuffer::<u32>::new_async(&home, 1).unwrap();
+    word.memset_async(0u32, &home).unwrap();
+    // On another stream: refused before the driver, for single operations and batches.
+    let e = other
+        .write_value_u32(&mut word.as_view_mut(), 7, StreamWriteValueFlags::empty())
+        .unwrap_err();
+    assert!(matches!(e, Error::StreamMismatch { .. }), "{e:?}");
+    let e = other
+        .wait_value_u32(&word.as_view(), 0, StreamWaitValueFlags::GEQ)
+        .unwrap_err();
+    assert!(matches!(e, Error::StreamMismatch { .. }), "{e:?}");
+    {
+        let mut v = word.as_view_mut();
+        let mut batch = MemOpBatch::new();
+        batch
+            .write_u32(&mut v, 9, StreamWriteValueFlags::empty())
+            .unwrap();
+        let e = other.batch_mem_ops(&mut batch).unwrap_err();
+        assert!(matches!(e, Error::StreamMismatch { .. }), "{e:?}");
+        // On its own stream it runs.
+        home.batch_mem_ops(&mut batch).unwrap();
+    }
+    home.write_value_u32(&mut word.as_view_mut(), 5, StreamWriteValueFlags::empty())
+        .unwrap();
+    home.synchronize().unwrap();
+    assert_eq!(word.to_vec().unwrap(), [5]);
+    // A view of another context's memory is refused too.
+    let other_ctx = Context::new(ctx.device(), ContextFlags::empty()).unwrap();
+    let mut foreign = DeviceBuffer::<u32>::zeroed(&other_ctx, 1).unwrap();
+    let e = home
+        .write_value_u32(
+            &mut foreign.as_view_mut(),
+            1,
+            StreamWriteValueFlags::empty(),
+        )
+        .unwrap_err();
+    assert!(matches!(e, Error::ContextMismatch { .. }), "{e:?}");
+}
