@@ -1022,7 +1022,8 @@ fn vmm_ipc_pools(r: &mut Runner, cfg: &Config, ctx: &Context, stream: &Stream) -
                     // cuIpcOpenMemHandle_v2 + cuMemGetAddressRange_v2 (the length check) + a
                     // Context clone; drop = cuCtxGetCurrent + cuIpcCloseMemHandle.
                     Side::Safe => time_loop(n, no_end, || {
-                        drop(h.open::<u8>(ctx, size, flags)?);
+                        // SAFETY: the allocation outlives the benchmark.
+                        drop(unsafe { h.open::<u8>(ctx, size, flags) }?);
                         Ok(())
                     })?,
                 };

@@ -60,7 +60,8 @@ fn child(mut parent: Peer) -> Result<(), Failure> {
     let ctx = Device::get(0)?.primary_context()?;
     let mem_handle = IpcMemHandle::from_bytes(parent.recv_array::<64>()?);
     let event_handle = IpcEventHandle::from_bytes(parent.recv_array::<64>()?);
-    let mut mem = mem_handle.open::<u32>(&ctx, N, IpcMemFlags::LAZY_ENABLE_PEER_ACCESS)?;
+    // SAFETY: the parent frees the allocation only after this process has exited.
+    let mut mem = unsafe { mem_handle.open::<u32>(&ctx, N, IpcMemFlags::LAZY_ENABLE_PEER_ACCESS) }?;
     let event = event_handle.open(&ctx)?;
     let seen = mem.to_vec()?;
     check!(

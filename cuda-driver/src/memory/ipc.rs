@@ -94,10 +94,15 @@ impl IpcMemHandle {
     /// (`cuMemGetAddressRange_v2`): more is [`Error::SharedAllocationTooSmall`], and the
     /// handle is closed again. A handle of this process, of random bytes, or of a freed
     /// allocation is a driver error.
+    ///
+    /// # Safety
+    /// The exporting process keeps the allocation until the returned memory is dropped
+    /// (CUDA: freeing an exported allocation before the importers close it is undefined
+    /// behaviour); this process cannot check that.
     #[wraps(cuIpcOpenMemHandle)]
     #[doc(alias = "cuMemGetAddressRange")]
     #[track_caller]
-    pub fn open<T: DeviceRepr>(
+    pub unsafe fn open<T: DeviceRepr>(
         &self,
         ctx: &Context,
         len: usize,

@@ -50,17 +50,18 @@ impl MemPool {
         Ok(unsafe { MemPoolRef::from_raw(raw, device) })
     }
 
-    /// The current pool of `location` for allocations of `kind` (CUDA 13.0): the default
-    /// pool, or the one set with [`set_location_current`](Self::set_location_current).
+    /// The raw handle of the current pool of `location` for allocations of `kind` (CUDA
+    /// 13.0): the default pool, or the one set with
+    /// [`set_location_current`](Self::set_location_current). A raw handle to compare, not a
+    /// borrowed pool, for the reason given at [`device_current`](Self::device_current).
     #[wraps(cuMemGetMemPool)]
     #[track_caller]
     pub fn location_current(
         location: MemLocation,
         kind: MemAllocationType,
-    ) -> Result<MemPoolRef<'static>> {
+    ) -> Result<sys::CUmemoryPool> {
         crate::init()?;
         let f = newer::cuMemGetMemPool()?;
-        let device = device_of(location)?;
         let mut loc = location.as_raw();
         let mut raw = ptr::null_mut();
         check(
@@ -68,9 +69,7 @@ impl MemPool {
             unsafe { f(&mut raw, &mut loc, kind.as_raw()) },
             "cuMemGetMemPool",
         )?;
-        // SAFETY: as for `device_current`: the default pool, or one the user set, which must
-        // stay current only while alive (the driver resets it when it is destroyed).
-        Ok(unsafe { MemPoolRef::from_raw(raw, device) })
+        Ok(raw)
     }
 
     /// Makes `pool` the current pool of `location` for allocations of `kind` (CUDA 13.0).

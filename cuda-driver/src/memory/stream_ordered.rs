@@ -585,11 +585,14 @@ impl MemPool {
         Ok(unsafe { MemPoolRef::from_raw(raw, device) })
     }
 
-    /// The device's current pool, the one `cuMemAllocAsync` ([`DeviceBuffer::new_async`])
-    /// takes memory from: a borrowed handle.
+    /// The raw handle of the device's current pool, the one `cuMemAllocAsync`
+    /// ([`DeviceBuffer::new_async`]) takes memory from: compare it with
+    /// [`MemPool::as_raw`] or [`device_default`](Self::device_default). It is no borrowed
+    /// pool: the current pool may be one of the caller's, which may be dropped while the
+    /// handle is kept (to use it, [`MemPoolRef::from_raw`] states what must hold).
     #[wraps(cuDeviceGetMemPool)]
     #[track_caller]
-    pub fn device_current(device: Device) -> Result<MemPoolRef<'static>> {
+    pub fn device_current(device: Device) -> Result<sys::CUmemoryPool> {
         init()?;
         let mut raw = ptr::null_mut();
         check(
@@ -598,10 +601,7 @@ impl MemPool {
             unsafe { sys::cuDeviceGetMemPool(&mut raw, device.as_raw()) },
             "cuDeviceGetMemPool",
         )?;
-        // SAFETY: the current pool is the default pool (alive for the process) or one the user
-        // set; a pool set as current must be unset before it is destroyed (a driver rule the
-        // borrowed handle inherits; see the docs of `cuDeviceSetMemPool`).
-        Ok(unsafe { MemPoolRef::from_raw(raw, device) })
+        Ok(raw)
     }
 
     /// Takes ownership of a pool created with `cuMemPoolCreate` on `device`.

@@ -31,9 +31,8 @@ fn bad_ipc_handles_are_errors_and_the_context_stays_usable() {
         .flat_map(u32::to_le_bytes)
         .collect();
     let h = IpcMemHandle::from_bytes(random.clone().try_into().unwrap());
-    let e = h
-        .open::<u32>(&ctx, 16, IpcMemFlags::LAZY_ENABLE_PEER_ACCESS)
-        .unwrap_err();
+    // SAFETY: refused by the driver (random bytes): nothing is opened.
+    let e = unsafe { h.open::<u32>(&ctx, 16, IpcMemFlags::LAZY_ENABLE_PEER_ACCESS) }.unwrap_err();
     assert!(e.code().is_some(), "{e:?}");
     usable();
     let e = IpcEventHandle::from_bytes(random.try_into().unwrap())
@@ -45,12 +44,14 @@ fn bad_ipc_handles_are_errors_and_the_context_stays_usable() {
     let buf = DeviceBuffer::<u32>::new(&ctx, 1024).unwrap();
     let h = buf.ipc_handle().unwrap();
     assert_eq!(IpcMemHandle::from_bytes(h.to_bytes()), h);
-    let e = h.open::<u32>(&ctx, 1024, IpcMemFlags::empty()).unwrap_err();
+    // SAFETY: refused by the driver (a handle of this process): nothing is opened.
+    let e = unsafe { h.open::<u32>(&ctx, 1024, IpcMemFlags::empty()) }.unwrap_err();
     assert!(e.code().is_some(), "{e:?}");
     usable();
     // The handle of a freed allocation.
     drop(buf);
-    assert!(h.open::<u32>(&ctx, 1024, IpcMemFlags::empty()).is_err());
+    // SAFETY: refused by the driver: nothing is opened.
+    assert!(unsafe { h.open::<u32>(&ctx, 1024, IpcMemFlags::empty()) }.is_err());
     usable();
     // An event without INTERPROCESS has no handle.
     let ev = Event::new(&ctx, EventFlags::DISABLE_TIMING).unwrap();
@@ -69,13 +70,14 @@ fn legacy_ipc_memory_and_events_across_processes() {
         let ev_h = IpcEventHandle::from_bytes(chan.recv_64().unwrap());
         let n = chan.recv_u64().unwrap() as usize;
         // More than the allocation holds: refused, and the handle is closed again.
-        let e = mem_h
-            .open::<u32>(&ctx, n + (4 << 20), IpcMemFlags::LAZY_ENABLE_PEER_ACCESS)
-            .unwrap_err();
+        // SAFETY: refused (too long): the handle is closed again at once.
+        let e =
+            unsafe { mem_h.open::<u32>(&ctx, n + (4 << 20), IpcMemFlags::LAZY_ENABLE_PEER_ACCESS) }
+                .unwrap_err();
         assert!(matches!(e, Error::SharedAllocationTooSmall { .. }), "{e:?}");
-        let mut mem = mem_h
-            .open::<u32>(&ctx, n, IpcMemFlags::LAZY_ENABLE_PEER_ACCESS)
-            .unwrap();
+        // SAFETY: the parent frees the allocation only after this process has finished.
+        let mut mem =
+            unsafe { mem_h.open::<u32>(&ctx, n, IpcMemFlags::LAZY_ENABLE_PEER_ACCESS) }.unwrap();
         assert_eq!(mem.to_vec().unwrap(), pattern(61, n), "the parent's data");
         let ev = ev_h.open(&ctx).unwrap();
         let stream = Stream::new(&ctx, StreamFlags::NON_BLOCKING).unwrap();
@@ -240,9 +242,9 @@ fn a_thousand_ipc_open_close_cycles_leak_nothing() {
         let h = IpcMemHandle::from_bytes(chan.recv_64().unwrap());
         let n = chan.recv_u64().unwrap() as usize;
         let cycle = || {
-            let m = h
-                .open::<u32>(&ctx, n, IpcMemFlags::LAZY_ENABLE_PEER_ACCESS)
-                .unwrap();
+            // SAFETY: the parent keeps the allocation until this process is done.
+            let m =
+                unsafe { h.open::<u32>(&ctx, n, IpcMemFlags::LAZY_ENABLE_PEER_ACCESS) }.unwrap();
             assert_ne!(m.as_raw(), 0);
         };
         cycle();
@@ -253,9 +255,8 @@ fn a_thousand_ipc_open_close_cycles_leak_nothing() {
         }
         let (free1, _) = ctx.mem_info().unwrap();
         let fds1 = open_fds();
-        let m = h
-            .open::<u32>(&ctx, n, IpcMemFlags::LAZY_ENABLE_PEER_ACCESS)
-            .unwrap();
+        // SAFETY: as above.
+        let m = unsafe { h.open::<u32>(&ctx, n, IpcMemFlags::LAZY_ENABLE_PEER_ACCESS) }.unwrap();
         assert_eq!(m.to_vec().unwrap(), pattern(91, n));
         assert!(
             free1 + (16 << 20) >= free0,

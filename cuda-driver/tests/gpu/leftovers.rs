@@ -171,7 +171,7 @@ fn batched_prefetch_and_discard_keep_managed_memory_usable() {
             skip("batched prefetch needs CUDA 13.0");
         }
         Err(e) if format!("{e}").contains("NOT_SUPPORTED") => {
-            skip("managed prefetch not supported here: {e}");
+            skip(format!("managed prefetch not supported here: {e}"));
         }
         r => r.unwrap(),
     }
@@ -269,7 +269,7 @@ impl ToVec for Array<u32> {
 
 #[gpu_test]
 fn pools_by_location() {
-    let ctx = gpu_or_skip!();
+    let ctx = gpu_exclusive_or_skip!();
     let loc = MemLocation::device(ctx.device());
     let def = match MemPool::location_default(loc, MemAllocationType::PINNED) {
         Err(e) if unsupported(&e) => {
@@ -284,9 +284,9 @@ fn pools_by_location() {
     let pool = MemPool::new(ctx.device()).unwrap();
     MemPool::set_location_current(loc, MemAllocationType::PINNED, &pool).unwrap();
     let cur = MemPool::location_current(loc, MemAllocationType::PINNED).unwrap();
-    assert_eq!(cur.as_raw(), pool.as_raw());
+    assert_eq!(cur, pool.as_raw());
     assert_eq!(
-        MemPool::device_current(ctx.device()).unwrap().as_raw(),
+        MemPool::device_current(ctx.device()).unwrap(),
         pool.as_raw()
     );
     MemPool::set_location_current(loc, MemAllocationType::PINNED, &def).unwrap();

@@ -111,10 +111,7 @@ fn the_devices_current_pool_is_set_used_and_restored() {
         MemAccessFlags::READWRITE
     );
     MemPool::set_device_current(dev, &pool).unwrap();
-    assert_eq!(
-        MemPool::device_current(dev).unwrap().as_raw(),
-        pool.as_raw()
-    );
+    assert_eq!(MemPool::device_current(dev).unwrap(), pool.as_raw());
     let stream = Stream::new(&ctx, StreamFlags::NON_BLOCKING).unwrap();
     let before = pool.used_mem_current().unwrap();
     let buf = DeviceBuffer::<u8>::new_async(&stream, 2 << 20).unwrap();
@@ -122,18 +119,12 @@ fn the_devices_current_pool_is_set_used_and_restored() {
     drop(buf);
     stream.synchronize().unwrap();
     MemPool::set_device_current(dev, &default).unwrap();
-    assert_eq!(
-        MemPool::device_current(dev).unwrap().as_raw(),
-        default.as_raw()
-    );
+    assert_eq!(MemPool::device_current(dev).unwrap(), default.as_raw());
     // Destroying a pool that is current makes the default pool current again.
     let other = MemPool::new(dev).unwrap();
     MemPool::set_device_current(dev, &other).unwrap();
     drop(other);
-    assert_eq!(
-        MemPool::device_current(dev).unwrap().as_raw(),
-        default.as_raw()
-    );
+    assert_eq!(MemPool::device_current(dev).unwrap(), default.as_raw());
 }
 
 #[gpu_test]

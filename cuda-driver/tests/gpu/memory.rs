@@ -436,7 +436,7 @@ fn memory_pools_threshold_trim_and_allocation() {
     // The default pool: a borrowed handle; restore what we change.
     let default = MemPool::device_default(dev).unwrap();
     let current = MemPool::device_current(dev).unwrap();
-    assert_eq!(default.as_raw(), current.as_raw());
+    assert_eq!(default.as_raw(), current);
     let old = default.release_threshold().unwrap();
     default.set_release_threshold(old + 4096).unwrap();
     assert_eq!(default.release_threshold().unwrap(), old + 4096);

@@ -101,9 +101,9 @@ fn ipc_memory_of_gpu1_opened_by_a_process_on_gpu0() {
         let ctx0 = gpu_or_skip!();
         let h = IpcMemHandle::from_bytes(chan.recv_64().unwrap());
         let n = chan.recv_u64().unwrap() as usize;
-        let mut mem = h
-            .open::<u32>(&ctx0, n, IpcMemFlags::LAZY_ENABLE_PEER_ACCESS)
-            .unwrap();
+        // SAFETY: the parent frees the allocation only after this process has finished.
+        let mut mem =
+            unsafe { h.open::<u32>(&ctx0, n, IpcMemFlags::LAZY_ENABLE_PEER_ACCESS) }.unwrap();
         assert_eq!(mem.to_vec().unwrap(), pattern(141, n), "GPU 1's data");
         let stream = Stream::new(&ctx0, StreamFlags::NON_BLOCKING).unwrap();
         write_pattern_on(&ctx0, &stream, &mut mem, 142);
