@@ -71,7 +71,9 @@ struct Config {
     /// stream-ordered).
     alloc_sizes: &'static [(usize, usize, usize)],
     /// Allocations per sample of the capability rows (VMM, pools).
+    #[cfg_attr(not(unix), allow(dead_code))]
     allocs: usize,
+    #[cfg_attr(not(unix), allow(dead_code))]
     alloc_bytes: usize,
     /// Loads per sample of the small and of the large PTX.
     loads: (usize, usize),
@@ -931,6 +933,13 @@ fn events(
 /// a process cannot open its own handles) and allocation + free from a custom pool on a
 /// stream. Called first among the groups, because the helper is this program re-executed,
 /// which serves the handle from here and exits.
+#[cfg(not(unix))]
+fn vmm_ipc_pools(_: &mut Runner, _: &Config, _: &Context, _: &Stream) -> Res<()> {
+    // The IPC row needs a helper process reached over a Unix socket.
+    Ok(())
+}
+
+#[cfg(unix)]
 fn vmm_ipc_pools(r: &mut Runner, cfg: &Config, ctx: &Context, stream: &Stream) -> Res<()> {
     use cuda_driver::{
         AddressRange, AllocationProps, DeviceAttribute, IpcMemFlags, IpcMemHandle, MemAccessDesc,

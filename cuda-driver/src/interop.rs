@@ -17,6 +17,7 @@
 //! Vulkan, Direct3D or NvSci on these machines; CUDA cannot export a semaphore itself).
 
 use std::marker::PhantomData;
+#[cfg(unix)]
 use std::os::fd::{IntoRawFd, OwnedFd};
 use std::ptr;
 use std::sync::Arc;
@@ -82,6 +83,7 @@ impl ExternalMemory {
     /// `VK_KHR_external_memory_fd`). On success the driver owns the descriptor; on failure
     /// it is closed. `dedicated`: the memory is a dedicated allocation (Vulkan's dedicated
     /// allocations must say so).
+    #[cfg(unix)]
     #[wraps(cuImportExternalMemory)]
     #[track_caller]
     pub fn from_opaque_fd(ctx: &Context, fd: OwnedFd, size: u64, dedicated: bool) -> Result<Self> {
@@ -365,6 +367,7 @@ impl ExternalSemaphore {
     /// [`ExternalSemaphoreHandleType::TIMELINE_SEMAPHORE_FD`]; Vulkan exports them). On
     /// success the driver owns the descriptor; on failure it is closed. Another kind is
     /// [`Error::ExternalHandleType`] before any driver call.
+    #[cfg(unix)]
     #[wraps(cuImportExternalSemaphore)]
     #[track_caller]
     pub fn from_opaque_fd(

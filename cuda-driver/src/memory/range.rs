@@ -237,10 +237,12 @@ impl<T: DeviceRepr> DeviceSlice<'_, T> {
     }
 
     /// A dma-buf file descriptor for the view's range (page-aligned; needs
-    /// `CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED`). The caller owns the fd.
+    /// `CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED`), closed when dropped (Linux).
+    #[cfg(unix)]
     #[wraps(cuMemGetHandleForAddressRange)]
     #[track_caller]
-    pub fn dma_buf_fd(&self) -> Result<std::os::raw::c_int> {
+    pub fn dma_buf_fd(&self) -> Result<std::os::fd::OwnedFd> {
+        use std::os::fd::FromRawFd;
         let _cur = self.context().enter()?;
         let mut fd: std::os::raw::c_int = -1;
         check(
@@ -256,7 +258,9 @@ impl<T: DeviceRepr> DeviceSlice<'_, T> {
             },
             "cuMemGetHandleForAddressRange",
         )?;
-        Ok(fd)
+        // SAFETY: on success the driver handed over a new open file descriptor, owned by the
+        // caller from now on.
+        Ok(unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) })
     }
 }
 

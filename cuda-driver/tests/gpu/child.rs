@@ -10,296 +10,306 @@
 //! * [`Child`] always reaps the process (killing it if it still runs when dropped); a child
 //!   that fails (a panic, a non-zero exit) fails the parent's test with its output.
 
-use std::io::{self, Read, Write};
-use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
-use std::os::unix::net::{UnixListener, UnixStream};
-use std::path::PathBuf;
-use std::process::{Command, ExitStatus, Stdio};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+#[cfg(unix)]
+pub use unix::*;
 
-/// The environment variable naming the child's role.
-pub const ROLE_VAR: &str = "CUDA_DRIVER_TEST_CHILD_ROLE";
-/// The environment variable holding the socket's path.
-pub const SOCKET_VAR: &str = "CUDA_DRIVER_TEST_CHILD_SOCKET";
-/// How long either side waits for the other before failing.
-const TIMEOUT: Duration = Duration::from_secs(120);
+/// Child processes and the socket to them (Unix only: file descriptors over SCM_RIGHTS).
+#[cfg(unix)]
+mod unix {
+    use std::io::{self, Read, Write};
+    use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
+    use std::os::unix::net::{UnixListener, UnixStream};
+    use std::path::PathBuf;
+    use std::process::{Command, ExitStatus, Stdio};
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::thread::JoinHandle;
+    use std::time::{Duration, Instant};
 
-/// The connection to the parent when this process is the child of `role`.
-pub fn child_role(role: &str) -> Option<Channel> {
-    if std::env::var(ROLE_VAR).ok()? != role {
-        return None;
-    }
-    let path = std::env::var(SOCKET_VAR).expect("a child process has the socket path");
-    let stream = UnixStream::connect(&path).expect("the child connects to the parent");
-    stream.set_read_timeout(Some(TIMEOUT)).unwrap();
-    Some(Channel(stream))
-}
+    /// The environment variable naming the child's role.
+    pub const ROLE_VAR: &str = "CUDA_DRIVER_TEST_CHILD_ROLE";
+    /// The environment variable holding the socket's path.
+    pub const SOCKET_VAR: &str = "CUDA_DRIVER_TEST_CHILD_SOCKET";
+    /// How long either side waits for the other before failing.
+    const TIMEOUT: Duration = Duration::from_secs(120);
 
-/// A child process of a test; reaped when finished or dropped.
-pub struct Child {
-    child: Option<std::process::Child>,
-    out: Option<JoinHandle<String>>,
-    err: Option<JoinHandle<String>>,
-    path: PathBuf,
-}
-
-fn drain(r: impl Read + Send + 'static) -> JoinHandle<String> {
-    std::thread::spawn(move || {
-        let mut s = String::new();
-        let _ = std::io::BufReader::new(r).read_to_string(&mut s);
-        s
-    })
-}
-
-/// Starts this test again in a child process with `role`, and returns it with the
-/// connection to it.
-#[track_caller]
-pub fn spawn_child(role: &str) -> (Child, Channel) {
-    static N: AtomicUsize = AtomicUsize::new(0);
-    let test = std::thread::current()
-        .name()
-        .expect("the test runner names the test thread after the test")
-        .to_string();
-    let path = std::env::temp_dir().join(format!(
-        "cuda-driver-test-{}-{}.sock",
-        std::process::id(),
-        N.fetch_add(1, Ordering::Relaxed)
-    ));
-    let _ = std::fs::remove_file(&path);
-    let listener = UnixListener::bind(&path).expect("bind the test socket");
-    listener.set_nonblocking(true).unwrap();
-    let mut cmd = Command::new(std::env::current_exe().expect("the test binary's path"));
-    cmd.args(["--exact", &test, "--nocapture", "--test-threads=1"])
-        .env(ROLE_VAR, role)
-        .env(SOCKET_VAR, &path)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    let mut proc = cmd.spawn().expect("start the child process");
-    let out = drain(proc.stdout.take().unwrap());
-    let err = drain(proc.stderr.take().unwrap());
-    let mut child = Child {
-        child: Some(proc),
-        out: Some(out),
-        err: Some(err),
-        path,
-    };
-    let start = Instant::now();
-    let stream = loop {
-        match listener.accept() {
-            Ok((s, _)) => break s,
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                let exited = child.child.as_mut().unwrap().try_wait().unwrap().is_some();
-                if exited || start.elapsed() > TIMEOUT {
-                    child.fail("the child never connected");
-                }
-                std::thread::sleep(Duration::from_millis(10));
-            }
-            Err(e) => child.fail(&format!("accept failed: {e}")),
+    /// The connection to the parent when this process is the child of `role`.
+    pub fn child_role(role: &str) -> Option<Channel> {
+        if std::env::var(ROLE_VAR).ok()? != role {
+            return None;
         }
-    };
-    stream.set_nonblocking(false).unwrap();
-    stream.set_read_timeout(Some(TIMEOUT)).unwrap();
-    (child, Channel(stream))
-}
+        let path = std::env::var(SOCKET_VAR).expect("a child process has the socket path");
+        let stream = UnixStream::connect(&path).expect("the child connects to the parent");
+        stream.set_read_timeout(Some(TIMEOUT)).unwrap();
+        Some(Channel(stream))
+    }
 
-impl Child {
-    /// Waits for the child (killing it after the timeout) and returns its status and
-    /// output.
-    fn reap(&mut self) -> Option<(ExitStatus, String)> {
-        let mut proc = self.child.take()?;
+    /// A child process of a test; reaped when finished or dropped.
+    pub struct Child {
+        child: Option<std::process::Child>,
+        out: Option<JoinHandle<String>>,
+        err: Option<JoinHandle<String>>,
+        path: PathBuf,
+    }
+
+    fn drain(r: impl Read + Send + 'static) -> JoinHandle<String> {
+        std::thread::spawn(move || {
+            let mut s = String::new();
+            let _ = std::io::BufReader::new(r).read_to_string(&mut s);
+            s
+        })
+    }
+
+    /// Starts this test again in a child process with `role`, and returns it with the
+    /// connection to it.
+    #[track_caller]
+    pub fn spawn_child(role: &str) -> (Child, Channel) {
+        static N: AtomicUsize = AtomicUsize::new(0);
+        let test = std::thread::current()
+            .name()
+            .expect("the test runner names the test thread after the test")
+            .to_string();
+        let path = std::env::temp_dir().join(format!(
+            "cuda-driver-test-{}-{}.sock",
+            std::process::id(),
+            N.fetch_add(1, Ordering::Relaxed)
+        ));
+        let _ = std::fs::remove_file(&path);
+        let listener = UnixListener::bind(&path).expect("bind the test socket");
+        listener.set_nonblocking(true).unwrap();
+        let mut cmd = Command::new(std::env::current_exe().expect("the test binary's path"));
+        cmd.args(["--exact", &test, "--nocapture", "--test-threads=1"])
+            .env(ROLE_VAR, role)
+            .env(SOCKET_VAR, &path)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut proc = cmd.spawn().expect("start the child process");
+        let out = drain(proc.stdout.take().unwrap());
+        let err = drain(proc.stderr.take().unwrap());
+        let mut child = Child {
+            child: Some(proc),
+            out: Some(out),
+            err: Some(err),
+            path,
+        };
         let start = Instant::now();
-        let status = loop {
-            match proc.try_wait() {
-                Ok(Some(s)) => break s,
-                Ok(None) if start.elapsed() < TIMEOUT => {
-                    std::thread::sleep(Duration::from_millis(10))
+        let stream = loop {
+            match listener.accept() {
+                Ok((s, _)) => break s,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    let exited = child.child.as_mut().unwrap().try_wait().unwrap().is_some();
+                    if exited || start.elapsed() > TIMEOUT {
+                        child.fail("the child never connected");
+                    }
+                    std::thread::sleep(Duration::from_millis(10));
                 }
-                _ => {
-                    let _ = proc.kill();
-                    break proc.wait().expect("reap the killed child");
-                }
+                Err(e) => child.fail(&format!("accept failed: {e}")),
             }
         };
-        let out = self.out.take().map(|h| h.join().unwrap_or_default());
-        let err = self.err.take().map(|h| h.join().unwrap_or_default());
-        Some((
-            status,
-            format!(
-                "--- child stdout ---\n{}\n--- child stderr ---\n{}",
-                out.unwrap_or_default(),
-                err.unwrap_or_default()
-            ),
-        ))
+        stream.set_nonblocking(false).unwrap();
+        stream.set_read_timeout(Some(TIMEOUT)).unwrap();
+        (child, Channel(stream))
     }
 
-    /// Waits for the child to exit; a failed child fails the test with its output.
-    #[track_caller]
-    pub fn finish(mut self) {
-        let (status, output) = self.reap().expect("not reaped yet");
-        assert!(
-            status.success(),
-            "the child process failed ({status}):\n{output}"
-        );
-        if !output.contains("1 passed") {
-            panic!("the child process ran no test:\n{output}");
+    impl Child {
+        /// Waits for the child (killing it after the timeout) and returns its status and
+        /// output.
+        fn reap(&mut self) -> Option<(ExitStatus, String)> {
+            let mut proc = self.child.take()?;
+            let start = Instant::now();
+            let status = loop {
+                match proc.try_wait() {
+                    Ok(Some(s)) => break s,
+                    Ok(None) if start.elapsed() < TIMEOUT => {
+                        std::thread::sleep(Duration::from_millis(10))
+                    }
+                    _ => {
+                        let _ = proc.kill();
+                        break proc.wait().expect("reap the killed child");
+                    }
+                }
+            };
+            let out = self.out.take().map(|h| h.join().unwrap_or_default());
+            let err = self.err.take().map(|h| h.join().unwrap_or_default());
+            Some((
+                status,
+                format!(
+                    "--- child stdout ---\n{}\n--- child stderr ---\n{}",
+                    out.unwrap_or_default(),
+                    err.unwrap_or_default()
+                ),
+            ))
+        }
+
+        /// Waits for the child to exit; a failed child fails the test with its output.
+        #[track_caller]
+        pub fn finish(mut self) {
+            let (status, output) = self.reap().expect("not reaped yet");
+            assert!(
+                status.success(),
+                "the child process failed ({status}):\n{output}"
+            );
+            if !output.contains("1 passed") {
+                panic!("the child process ran no test:\n{output}");
+            }
+        }
+
+        /// Fails the test with `what` and the child's output (killing and reaping it).
+        #[track_caller]
+        pub fn fail(&mut self, what: &str) -> ! {
+            if let Some(p) = self.child.as_mut() {
+                let _ = p.kill();
+            }
+            let output = self.reap().map(|(s, o)| format!("({s})\n{o}"));
+            panic!("{what}; child: {}", output.unwrap_or_default());
+        }
+
+        /// The value of `r`, or the test fails with the child's output.
+        #[track_caller]
+        pub fn check<T>(&mut self, r: io::Result<T>, what: &str) -> T {
+            match r {
+                Ok(v) => v,
+                Err(e) => self.fail(&format!("{what}: {e}")),
+            }
         }
     }
 
-    /// Fails the test with `what` and the child's output (killing and reaping it).
-    #[track_caller]
-    pub fn fail(&mut self, what: &str) -> ! {
-        if let Some(p) = self.child.as_mut() {
-            let _ = p.kill();
-        }
-        let output = self.reap().map(|(s, o)| format!("({s})\n{o}"));
-        panic!("{what}; child: {}", output.unwrap_or_default());
-    }
-
-    /// The value of `r`, or the test fails with the child's output.
-    #[track_caller]
-    pub fn check<T>(&mut self, r: io::Result<T>, what: &str) -> T {
-        match r {
-            Ok(v) => v,
-            Err(e) => self.fail(&format!("{what}: {e}")),
-        }
-    }
-}
-
-impl Drop for Child {
-    fn drop(&mut self) {
-        if let Some(p) = self.child.as_mut() {
-            let _ = p.kill();
-        }
-        let _ = self.reap();
-        let _ = std::fs::remove_file(&self.path);
-    }
-}
-
-/// One end of the connection between a test and its child.
-pub struct Channel(UnixStream);
-
-impl Channel {
-    /// Sends one message (length-prefixed).
-    pub fn send(&mut self, bytes: &[u8]) -> io::Result<()> {
-        self.0.write_all(&(bytes.len() as u64).to_le_bytes())?;
-        self.0.write_all(bytes)
-    }
-
-    /// Receives one message sent with [`send`](Self::send).
-    pub fn recv(&mut self) -> io::Result<Vec<u8>> {
-        let mut len = [0u8; 8];
-        self.0.read_exact(&mut len)?;
-        let mut buf = vec![0u8; u64::from_le_bytes(len) as usize];
-        self.0.read_exact(&mut buf)?;
-        Ok(buf)
-    }
-
-    /// Sends a `u64`.
-    pub fn send_u64(&mut self, v: u64) -> io::Result<()> {
-        self.send(&v.to_le_bytes())
-    }
-
-    /// Receives a `u64`.
-    pub fn recv_u64(&mut self) -> io::Result<u64> {
-        let b = self.recv()?;
-        let b: [u8; 8] = b
-            .try_into()
-            .map_err(|_| io::Error::new(io::ErrorKind::InvalidData, "not a u64"))?;
-        Ok(u64::from_le_bytes(b))
-    }
-
-    /// Receives a 64-byte handle.
-    pub fn recv_64(&mut self) -> io::Result<[u8; 64]> {
-        self.recv()?
-            .try_into()
-            .map_err(|_| io::Error::new(io::ErrorKind::InvalidData, "not 64 bytes"))
-    }
-
-    /// Sends a file descriptor (`SCM_RIGHTS`): the receiver gets its own descriptor of the
-    /// same open file.
-    pub fn send_fd(&mut self, fd: BorrowedFd<'_>) -> io::Result<()> {
-        let byte = [b'F'];
-        let mut iov = libc::iovec {
-            iov_base: byte.as_ptr() as *mut libc::c_void,
-            iov_len: 1,
-        };
-        // u64 words: aligned for cmsghdr.
-        let mut cbuf = [0u64; 8];
-        // SAFETY: CMSG_SPACE is a pure computation.
-        let space = unsafe { libc::CMSG_SPACE(size_of::<libc::c_int>() as u32) } as usize;
-        assert!(space <= size_of_val(&cbuf));
-        // SAFETY: msghdr is plain data; all-zero is a valid empty header.
-        let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
-        msg.msg_iov = &mut iov;
-        msg.msg_iovlen = 1;
-        msg.msg_control = cbuf.as_mut_ptr().cast();
-        msg.msg_controllen = space as _;
-        // SAFETY: msg_control points to `space` bytes, room for one header with one int;
-        // CMSG_FIRSTHDR returns a pointer into it, written before the call.
-        unsafe {
-            let cmsg = libc::CMSG_FIRSTHDR(&msg);
-            (*cmsg).cmsg_level = libc::SOL_SOCKET;
-            (*cmsg).cmsg_type = libc::SCM_RIGHTS;
-            (*cmsg).cmsg_len = libc::CMSG_LEN(size_of::<libc::c_int>() as u32) as _;
-            std::ptr::write_unaligned(libc::CMSG_DATA(cmsg).cast::<libc::c_int>(), fd.as_raw_fd());
-        }
-        // SAFETY: `msg` and everything it points to live across the call.
-        let n = unsafe { libc::sendmsg(self.0.as_raw_fd(), &msg, 0) };
-        match n {
-            1 => Ok(()),
-            n if n < 0 => Err(io::Error::last_os_error()),
-            _ => Err(io::Error::new(
-                io::ErrorKind::WriteZero,
-                "sendmsg sent nothing",
-            )),
+    impl Drop for Child {
+        fn drop(&mut self) {
+            if let Some(p) = self.child.as_mut() {
+                let _ = p.kill();
+            }
+            let _ = self.reap();
+            let _ = std::fs::remove_file(&self.path);
         }
     }
 
-    /// Receives a file descriptor sent with [`send_fd`](Self::send_fd) (close-on-exec).
-    pub fn recv_fd(&mut self) -> io::Result<OwnedFd> {
-        let mut byte = [0u8];
-        let mut iov = libc::iovec {
-            iov_base: byte.as_mut_ptr().cast(),
-            iov_len: 1,
-        };
-        let mut cbuf = [0u64; 8];
-        // SAFETY: msghdr is plain data; all-zero is a valid empty header.
-        let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
-        msg.msg_iov = &mut iov;
-        msg.msg_iovlen = 1;
-        msg.msg_control = cbuf.as_mut_ptr().cast();
-        msg.msg_controllen = size_of_val(&cbuf) as _;
-        // SAFETY: `msg` points to live buffers of the sizes it states.
-        let n = unsafe { libc::recvmsg(self.0.as_raw_fd(), &mut msg, libc::MSG_CMSG_CLOEXEC) };
-        if n < 0 {
-            return Err(io::Error::last_os_error());
+    /// One end of the connection between a test and its child.
+    pub struct Channel(UnixStream);
+
+    impl Channel {
+        /// Sends one message (length-prefixed).
+        pub fn send(&mut self, bytes: &[u8]) -> io::Result<()> {
+            self.0.write_all(&(bytes.len() as u64).to_le_bytes())?;
+            self.0.write_all(bytes)
         }
-        if n == 0 || byte[0] != b'F' {
-            return Err(io::Error::new(
+
+        /// Receives one message sent with [`send`](Self::send).
+        pub fn recv(&mut self) -> io::Result<Vec<u8>> {
+            let mut len = [0u8; 8];
+            self.0.read_exact(&mut len)?;
+            let mut buf = vec![0u8; u64::from_le_bytes(len) as usize];
+            self.0.read_exact(&mut buf)?;
+            Ok(buf)
+        }
+
+        /// Sends a `u64`.
+        pub fn send_u64(&mut self, v: u64) -> io::Result<()> {
+            self.send(&v.to_le_bytes())
+        }
+
+        /// Receives a `u64`.
+        pub fn recv_u64(&mut self) -> io::Result<u64> {
+            let b = self.recv()?;
+            let b: [u8; 8] = b
+                .try_into()
+                .map_err(|_| io::Error::new(io::ErrorKind::InvalidData, "not a u64"))?;
+            Ok(u64::from_le_bytes(b))
+        }
+
+        /// Receives a 64-byte handle.
+        pub fn recv_64(&mut self) -> io::Result<[u8; 64]> {
+            self.recv()?
+                .try_into()
+                .map_err(|_| io::Error::new(io::ErrorKind::InvalidData, "not 64 bytes"))
+        }
+
+        /// Sends a file descriptor (`SCM_RIGHTS`): the receiver gets its own descriptor of the
+        /// same open file.
+        pub fn send_fd(&mut self, fd: BorrowedFd<'_>) -> io::Result<()> {
+            let byte = [b'F'];
+            let mut iov = libc::iovec {
+                iov_base: byte.as_ptr() as *mut libc::c_void,
+                iov_len: 1,
+            };
+            // u64 words: aligned for cmsghdr.
+            let mut cbuf = [0u64; 8];
+            // SAFETY: CMSG_SPACE is a pure computation.
+            let space = unsafe { libc::CMSG_SPACE(size_of::<libc::c_int>() as u32) } as usize;
+            assert!(space <= size_of_val(&cbuf));
+            // SAFETY: msghdr is plain data; all-zero is a valid empty header.
+            let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+            msg.msg_iov = &mut iov;
+            msg.msg_iovlen = 1;
+            msg.msg_control = cbuf.as_mut_ptr().cast();
+            msg.msg_controllen = space as _;
+            // SAFETY: msg_control points to `space` bytes, room for one header with one int;
+            // CMSG_FIRSTHDR returns a pointer into it, written before the call.
+            unsafe {
+                let cmsg = libc::CMSG_FIRSTHDR(&msg);
+                (*cmsg).cmsg_level = libc::SOL_SOCKET;
+                (*cmsg).cmsg_type = libc::SCM_RIGHTS;
+                (*cmsg).cmsg_len = libc::CMSG_LEN(size_of::<libc::c_int>() as u32) as _;
+                std::ptr::write_unaligned(
+                    libc::CMSG_DATA(cmsg).cast::<libc::c_int>(),
+                    fd.as_raw_fd(),
+                );
+            }
+            // SAFETY: `msg` and everything it points to live across the call.
+            let n = unsafe { libc::sendmsg(self.0.as_raw_fd(), &msg, 0) };
+            match n {
+                1 => Ok(()),
+                n if n < 0 => Err(io::Error::last_os_error()),
+                _ => Err(io::Error::new(
+                    io::ErrorKind::WriteZero,
+                    "sendmsg sent nothing",
+                )),
+            }
+        }
+
+        /// Receives a file descriptor sent with [`send_fd`](Self::send_fd) (close-on-exec).
+        pub fn recv_fd(&mut self) -> io::Result<OwnedFd> {
+            let mut byte = [0u8];
+            let mut iov = libc::iovec {
+                iov_base: byte.as_mut_ptr().cast(),
+                iov_len: 1,
+            };
+            let mut cbuf = [0u64; 8];
+            // SAFETY: msghdr is plain data; all-zero is a valid empty header.
+            let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+            msg.msg_iov = &mut iov;
+            msg.msg_iovlen = 1;
+            msg.msg_control = cbuf.as_mut_ptr().cast();
+            msg.msg_controllen = size_of_val(&cbuf) as _;
+            // SAFETY: `msg` points to live buffers of the sizes it states.
+            let n = unsafe { libc::recvmsg(self.0.as_raw_fd(), &mut msg, libc::MSG_CMSG_CLOEXEC) };
+            if n < 0 {
+                return Err(io::Error::last_os_error());
+            }
+            if n == 0 || byte[0] != b'F' {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    "expected a file descriptor message",
+                ));
+            }
+            // SAFETY: the kernel filled msg_control with msg_controllen bytes of headers;
+            // CMSG_FIRSTHDR/CMSG_DATA stay inside them.
+            unsafe {
+                let cmsg = libc::CMSG_FIRSTHDR(&msg);
+                if !cmsg.is_null()
+                    && (*cmsg).cmsg_level == libc::SOL_SOCKET
+                    && (*cmsg).cmsg_type == libc::SCM_RIGHTS
+                {
+                    let fd = std::ptr::read_unaligned(libc::CMSG_DATA(cmsg).cast::<libc::c_int>());
+                    // SAFETY: SCM_RIGHTS installed a new descriptor in this process for us.
+                    return Ok(OwnedFd::from_raw_fd(fd));
+                }
+            }
+            Err(io::Error::new(
                 io::ErrorKind::InvalidData,
-                "expected a file descriptor message",
-            ));
+                "the message carried no file descriptor",
+            ))
         }
-        // SAFETY: the kernel filled msg_control with msg_controllen bytes of headers;
-        // CMSG_FIRSTHDR/CMSG_DATA stay inside them.
-        unsafe {
-            let cmsg = libc::CMSG_FIRSTHDR(&msg);
-            if !cmsg.is_null()
-                && (*cmsg).cmsg_level == libc::SOL_SOCKET
-                && (*cmsg).cmsg_type == libc::SCM_RIGHTS
-            {
-                let fd = std::ptr::read_unaligned(libc::CMSG_DATA(cmsg).cast::<libc::c_int>());
-                // SAFETY: SCM_RIGHTS installed a new descriptor in this process for us.
-                return Ok(OwnedFd::from_raw_fd(fd));
-            }
-        }
-        Err(io::Error::new(
-            io::ErrorKind::InvalidData,
-            "the message carried no file descriptor",
-        ))
     }
 }
 

@@ -21,7 +21,9 @@ mod device;
 mod entry_point;
 mod graph;
 mod green;
+#[cfg(unix)]
 mod interop;
+#[cfg(unix)]
 mod ipc;
 mod launch;
 mod launch_checks;

@@ -6,12 +6,15 @@ use std::sync::Arc;
 
 use cuda_driver::prelude::*;
 use cuda_driver::{
-    AddressRange, AllocationProps, Context, Device, DeviceAttribute, DeviceBuffer, IpcMemFlags,
-    IpcMemHandle, MemAccessDesc, MemAccessFlags, MemLocation, MemPool, PhysicalAllocation, Stream,
-    StreamFlags,
+    AddressRange, AllocationProps, Context, Device, DeviceAttribute, MemAccessDesc, MemAccessFlags,
+    MemLocation, MemPool, PhysicalAllocation, Stream, StreamFlags,
 };
+#[cfg(unix)]
+use cuda_driver::{DeviceBuffer, IpcMemFlags, IpcMemHandle};
 
-use crate::child::{child_role, pattern, spawn_child};
+use crate::child::pattern;
+#[cfg(unix)]
+use crate::child::{child_role, spawn_child};
 use crate::common::skip;
 use crate::vmm::write_pattern_on;
 
@@ -95,6 +98,7 @@ fn a_pool_of_gpu0_used_from_gpu1() {
     );
 }
 
+#[cfg(unix)]
 #[gpu_test]
 fn ipc_memory_of_gpu1_opened_by_a_process_on_gpu0() {
     if let Some(mut chan) = child_role("ipc_gpu1") {

@@ -288,6 +288,7 @@ fn growable_buffer_grows_in_place() {
     assert_eq!(buf.as_raw(), base);
 }
 
+#[cfg(unix)]
 #[gpu_test]
 fn an_exported_fd_imports_as_the_same_memory() {
     let ctx = gpu_or_skip!();
@@ -329,10 +330,12 @@ fn an_exported_fd_imports_as_the_same_memory() {
 }
 
 /// `BorrowedFd` from an `OwnedFd` without naming the trait at every call.
+#[cfg(unix)]
 trait AsFdRef {
     fn as_fd_ref(&self) -> std::os::fd::BorrowedFd<'_>;
 }
 
+#[cfg(unix)]
 impl AsFdRef for std::os::fd::OwnedFd {
     fn as_fd_ref(&self) -> std::os::fd::BorrowedFd<'_> {
         std::os::fd::AsFd::as_fd(self)
