@@ -15,7 +15,10 @@
 //! ```
 //!
 //! and counted among the ignored tests of the closing `test result:` line. With
-//! `CUDA_DRIVER_REQUIRE_GPU=1` a skip is a failure instead, whatever its reason.
+//! `CUDA_DRIVER_REQUIRE_GPU=1` a skip is a failure instead, whatever its reason, except a
+//! test that needs more GPUs than required ([`skip_needs_gpus`]): `CUDA_DRIVER_REQUIRE_GPU=N`
+//! says the machine has N GPUs, so a test needing two fails for lack of them only with
+//! `CUDA_DRIVER_REQUIRE_GPU=2` (the GPU bundle's `run.sh` sets it to the machine's count).
 //!
 //! # Why a runner of our own
 //!
@@ -75,13 +78,29 @@ impl Test {
 
 inventory::collect!(Test);
 
-/// Whether skips are failures: `CUDA_DRIVER_REQUIRE_GPU=1`.
+/// Whether skips are failures: `CUDA_DRIVER_REQUIRE_GPU` set to a number of GPUs, 1 or more.
 pub fn require_gpu() -> bool {
-    std::env::var(REQUIRE_GPU_VAR).is_ok_and(|v| v == "1")
+    required_gpus() > 0
 }
 
-/// The payload of [`skip`]'s unwinding.
-struct Skipped(String);
+/// The number of GPUs `CUDA_DRIVER_REQUIRE_GPU` says the machine has (0: unset, or not a
+/// number).
+pub fn required_gpus() -> usize {
+    std::env::var(REQUIRE_GPU_VAR)
+        .ok()
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(0)
+}
+
+/// Whether a skip is a failure: GPUs are required, and the test's want of GPUs (if that is
+/// why it skipped) is no more than the machine is said to have.
+fn skip_fails(needed: Option<usize>, required: usize) -> bool {
+    required > 0 && needed.is_none_or(|n| n <= required)
+}
+
+/// The payload of [`skip`]'s unwinding: the reason, and the GPUs the test needed where that
+/// is why it skipped.
+struct Skipped(String, Option<usize>);
 
 /// Ends the running test as skipped because of `reason` (one line: "no GPU: ...", "1 GPU;
 /// this test needs two", "no cuFuncGetParamInfo (driver older than 12.4)").
@@ -90,7 +109,14 @@ struct Skipped(String);
 /// `CUDA_DRIVER_REQUIRE_GPU=1`. Call it on the test's own thread: it unwinds (dropping the
 /// test's values, without the panic hook) up to the runner.
 pub fn skip(reason: impl Display) -> ! {
-    panic::resume_unwind(Box::new(Skipped(reason.to_string())))
+    panic::resume_unwind(Box::new(Skipped(reason.to_string(), None)))
+}
+
+/// Ends the running test as skipped because it needs `needed` GPUs and the machine has
+/// fewer: ignored, and a failure only where `CUDA_DRIVER_REQUIRE_GPU` requires at least
+/// `needed` GPUs.
+pub fn skip_needs_gpus(needed: usize, reason: impl Display) -> ! {
+    panic::resume_unwind(Box::new(Skipped(reason.to_string(), Some(needed))))
 }
 
 /// Records a remark of the running test (which variant it exercised, what the device lacks
@@ -124,7 +150,7 @@ thread_local! {
 enum Outcome {
     Passed,
     Failed(String),
-    Skipped(String),
+    Skipped(String, Option<usize>),
 }
 
 /// The options, as libtest takes them.
@@ -286,7 +312,7 @@ impl Display for Summary {
 
 fn run(opts: &Options, tests: Vec<(String, fn())>, filtered_out: usize) -> bool {
     let start = Instant::now();
-    let require = require_gpu();
+    let required = required_gpus();
     let threads = opts
         .threads
         .or_else(|| std::env::var("RUST_TEST_THREADS").ok()?.parse().ok())
@@ -330,15 +356,15 @@ fn run(opts: &Options, tests: Vec<(String, fn())>, filtered_out: usize) -> bool 
         };
         running -= 1;
         let outcome = match outcome {
-            Outcome::Skipped(why) if require => Outcome::Failed(format!(
-                "skipped ({why}), which {REQUIRE_GPU_VAR}=1 makes a failure"
-            )),
+            Outcome::Skipped(why, needed) if skip_fails(needed, required) => Outcome::Failed(
+                format!("skipped ({why}), which {REQUIRE_GPU_VAR}={required} makes a failure"),
+            ),
             o => o,
         };
         let (word, mark) = match &outcome {
             Outcome::Passed => ("ok".to_string(), '.'),
             Outcome::Failed(_) => ("FAILED".to_string(), 'F'),
-            Outcome::Skipped(why) => (format!("ignored, {}", one_line(why)), 'i'),
+            Outcome::Skipped(why, _) => (format!("ignored, {}", one_line(why)), 'i'),
         };
         let mut out = io::stdout().lock();
         if opts.quiet {
@@ -358,7 +384,7 @@ fn run(opts: &Options, tests: Vec<(String, fn())>, filtered_out: usize) -> bool 
         let _ = out.flush();
         match outcome {
             Outcome::Passed => summary.passed += 1,
-            Outcome::Skipped(_) => summary.ignored += 1,
+            Outcome::Skipped(..) => summary.ignored += 1,
             Outcome::Failed(msg) => {
                 let mut text = notes.join("\n");
                 if !text.is_empty() {
@@ -411,7 +437,7 @@ fn run_one(f: fn(), nocapture: bool) -> (Outcome, Vec<String>) {
     let outcome = match result {
         Ok(()) => Outcome::Passed,
         Err(payload) => match payload.downcast::<Skipped>() {
-            Ok(s) => Outcome::Skipped(s.0),
+            Ok(s) => Outcome::Skipped(s.0, s.1),
             Err(payload) => {
                 // The hook kept the message (with its location) as the last note; without
                 // one (nocapture, or a panic that skipped the hook) say what the payload says.
@@ -481,7 +507,10 @@ fn install_panic_hook() {
 mod tests {
     // Not `use super::*`: the crate's `test` (the guard against `#[test]` in the GPU test
     // binaries) would shadow libtest's here.
-    use super::{install_panic_hook, note, one_line, parse, run_one, skip, Options, Outcome, Test};
+    use super::{
+        install_panic_hook, note, one_line, parse, run_one, skip, skip_fails, Options, Outcome,
+        Test,
+    };
 
     fn args(s: &str) -> Result<Option<Options>, String> {
         parse(s.split_whitespace().map(String::from))
@@ -536,7 +565,20 @@ mod tests {
     fn a_skip_is_an_outcome_and_a_panic_keeps_its_message() {
         install_panic_hook();
         let (o, _) = run_one(|| skip("no GPU here"), false);
-        assert!(matches!(o, Outcome::Skipped(ref w) if w == "no GPU here"));
+        assert!(matches!(o, Outcome::Skipped(ref w, None) if w == "no GPU here"));
+    }
+
+    #[test]
+    fn skips_fail_where_the_gpus_they_need_are_required() {
+        // Not required: every skip is ignored.
+        assert!(!skip_fails(None, 0));
+        assert!(!skip_fails(Some(2), 0));
+        // One GPU required: any skip fails, but a test needing two is only ignored.
+        assert!(skip_fails(None, 1));
+        assert!(!skip_fails(Some(2), 1));
+        // Two required: that test fails too.
+        assert!(skip_fails(Some(2), 2));
+        assert!(skip_fails(Some(2), 4));
         let (o, notes) = run_one(
             || {
                 note("first");

@@ -4,7 +4,7 @@ use std::ops::Deref;
 use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use cuda_driver::{Context, Device};
-pub use cuda_driver_test_harness::{note, skip};
+pub use cuda_driver_test_harness::{note, skip, skip_needs_gpus};
 
 /// The kernels of `ptx/test_kernels.cu`, compiled by `cargo xtask build-kernels`.
 #[allow(dead_code)]

@@ -23,7 +23,7 @@ use crate::vmm::write_pattern_on;
 fn two_gpus(ctx0: &Context) -> Context {
     let count = Device::count().unwrap();
     if count < 2 {
-        skip(format!("{count} GPU; this test needs two"));
+        crate::common::skip_needs_gpus(2, format!("{count} GPU; this test needs two"));
     }
     let d1 = Device::get(1).unwrap();
     if !ctx0.device().can_access_peer(d1).unwrap() {
