@@ -132,7 +132,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_range_may_move_between_threads_and_borrows_its_context() {
+    fn a_range_may_move_between_threads() {
         fn send_sync<T: Send + Sync>() {}
         send_sync::<ProfilerRange<'static>>();
     }
