@@ -1,5 +1,6 @@
-//! Raw bindings to the CUDA Driver API: `cuda.h` (and the `PFN_*` typedefs of
-//! `cudaTypedefs.h`) of CUDA 13.0, in Rust, and nothing more.
+//! Raw bindings to the CUDA Driver API: `cuda.h` and `cudaProfiler.h` (and the `PFN_*`
+//! typedefs of `cudaTypedefs.h` and `cudaProfilerTypedefs.h`) of CUDA 13.0, in Rust, and
+//! nothing more.
 //!
 //! * Every function is declared under the name C code writes and linked to the symbol cuda.h
 //!   maps that name to: [`cuMemAlloc`] is the symbol `cuMemAlloc_v2`, [`cuCtxCreate`] is

@@ -161,6 +161,7 @@ mod module;
 mod params;
 #[cfg(feature = "bytemuck")]
 mod pod;
+mod profiler;
 mod release;
 mod repr;
 mod stream;
@@ -230,6 +231,7 @@ pub use params::{argument_check, set_argument_check, ArgumentCheck, ParamInfo};
 #[cfg(feature = "bytemuck")]
 #[cfg_attr(docsrs, doc(cfg(feature = "bytemuck")))]
 pub use pod::Pod;
+pub use profiler::ProfilerRange;
 pub use repr::DeviceRepr;
 pub use stream::{host_fn_panic_count, Stream, StreamFlags, StreamRef};
 pub use stream_attr::{

@@ -1,8 +1,9 @@
-//! `cargo xtask coverage [--min PERCENT] [--missing]`: how many functions of cuda.h 13.0 a safe
-//! wrapper in `cuda-driver/src` calls, per group of the CUDA Driver API reference.
+//! `cargo xtask coverage [--min PERCENT] [--missing]`: how many functions of cuda.h 13.0 (and
+//! of cudaProfiler.h, the Profiler Control group) a safe wrapper in `cuda-driver/src` calls, per
+//! group of the CUDA Driver API reference.
 //!
 //! The functions and their groups come from the `#[wraps]` table that `cargo xtask bindgen`
-//! generates from cuda.h's doxygen groups (`cuda-driver-macros/src/names.rs`). A function is
+//! generates from the headers' doxygen groups (`cuda-driver-macros/src/names.rs`). A function is
 //! one name of the reference: the per-thread flavours (`_ptsz`, `_ptds`), the symbols a name
 //! stands for (`cuMemAlloc` is `cuMemAlloc_v2`) and the older ABIs cuda.h still declares
 //! (`cuCtxCreate_v3` beside `cuCtxCreate`, which is `cuCtxCreate_v4`) are not counted apart;
@@ -331,6 +332,22 @@ mod tests {
                 "cuMemAdvise"
             ]
         );
+    }
+
+    #[test]
+    fn the_profiler_group_counts_without_its_deprecated_half() {
+        // cudaProfiler.h has two groups: `CUDA_PROFILER` (start, stop) and
+        // `CUDA_PROFILER_DEPRECATED` (cuProfilerInitialize, CUDA_ERROR_NOT_SUPPORTED since 12.0).
+        let entries = parse_names(
+            r#"("cuProfilerInitialize", "CUDA_PROFILER_DEPRECATED", &[]),
+               ("cuProfilerStart", "CUDA_PROFILER", &[]),
+               ("cuProfilerStop", "CUDA_PROFILER", &[]),"#,
+        );
+        let src = "fn a() { unsafe { sys::cuProfilerStart() }; unsafe { sys::cuProfilerStop() }; }";
+        let called = called_names(&[("p.rs".into(), src.into())], "");
+        let t = table(&entries, &called);
+        assert_eq!(t.len(), 1);
+        assert_eq!(t["CUDA_PROFILER"], (2, 2, vec![]));
     }
 
     #[test]

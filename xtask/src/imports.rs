@@ -5,7 +5,7 @@
 //! `bench*`) and the test binaries of `cuda-driver`, once as they are and once with the
 //! `per-thread-default-stream` feature, lists each binary's undefined dynamic `cu*` symbols
 //! (`nm -D --undefined-only`) and maps each to the CUDA version that introduced it, from the
-//! `PFN_*` typedefs of cudaTypedefs.h. Fails when a symbol is newer than CUDA 12.0 (such a
+//! `PFN_*` typedefs of cudaTypedefs.h (and cudaProfilerTypedefs.h). Fails when a symbol is newer than CUDA 12.0 (such a
 //! function must go through `entry_point::newer`) or cannot be mapped.
 //!
 //! The mapping: a symbol `cuX`, `cuX_v2`, `cuX_ptsz`, `cuX_v2_ptds` has the base `cuX`, the
@@ -42,11 +42,10 @@ pub fn run(args: &[String]) -> Result<(), String> {
         }
     }
     let inc = util::cuda_include_dir()?;
-    let read = |name: &str| {
-        std::fs::read_to_string(inc.join(name))
-            .map_err(|e| format!("cannot read {}: {e}", inc.join(name).display()))
-    };
-    let map = VersionMap::from_headers(&read("cudaTypedefs.h")?, &read("cuda.h")?)?;
+    let map = VersionMap::from_headers(
+        &util::read_headers(&inc, util::TYPEDEF_HEADERS)?,
+        &util::read_headers(&inc, util::API_HEADERS)?,
+    )?;
 
     let mut rows = Vec::new();
     let mut problems = Vec::new();
@@ -473,8 +472,11 @@ CUresult CUDAAPI cuEventElapsedTime(float *pMilliseconds, CUevent hStart, CUeven
             eprintln!("SKIP maps_the_real_headers: no CUDA include directory");
             return;
         };
-        let read = |n: &str| std::fs::read_to_string(inc.join(n)).unwrap();
-        let map = VersionMap::from_headers(&read("cudaTypedefs.h"), &read("cuda.h")).unwrap();
+        let map = VersionMap::from_headers(
+            &util::read_headers(&inc, util::TYPEDEF_HEADERS).unwrap(),
+            &util::read_headers(&inc, util::API_HEADERS).unwrap(),
+        )
+        .unwrap();
         versions(&map);
         // Every function cuda-driver-sys declares, and every symbol it links, dates.
         let bindings =
@@ -493,6 +495,7 @@ CUresult CUDAAPI cuEventElapsedTime(float *pMilliseconds, CUevent hStart, CUeven
         assert_eq!(map.version_of("cuGetProcAddress_v2"), Ok(12000));
         assert_eq!(map.version_of("cuKernelGetParamInfo"), Ok(12040));
         assert_eq!(map.version_of("cuMemAdvise_v2"), Ok(12020));
+        assert_eq!(map.version_of("cuProfilerStart"), Ok(4000));
     }
 
     #[test]

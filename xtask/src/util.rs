@@ -65,6 +65,33 @@ pub fn cuda_include_dir() -> Result<PathBuf, String> {
     )
 }
 
+/// The driver API headers the bindings mirror, in the order C code includes them: cuda.h and
+/// cudaProfiler.h (profiler control, whose functions libcuda exports too; the pip package
+/// `nvidia-cuda-profiler-api` of `.ci/run`).
+pub const API_HEADERS: &[&str] = &["cuda.h", "cudaProfiler.h"];
+
+/// The `PFN_*` typedefs of [`API_HEADERS`], one header each.
+pub const TYPEDEF_HEADERS: &[&str] = &["cudaTypedefs.h", "cudaProfilerTypedefs.h"];
+
+/// The text of `headers` in `inc`, one after the other.
+pub fn read_headers(inc: &Path, headers: &[&str]) -> Result<String, String> {
+    let mut out = String::new();
+    for h in headers {
+        let path = inc.join(h);
+        let text = std::fs::read_to_string(&path).map_err(|e| {
+            let hint = if h.starts_with("cudaProfiler") {
+                " (install the pinned wheel nvidia-cuda-profiler-api into .venv, see .ci/run)"
+            } else {
+                ""
+            };
+            format!("cannot read {}: {e}{hint}", path.display())
+        })?;
+        out.push_str(&text);
+        out.push('\n');
+    }
+    Ok(out)
+}
+
 /// Runs a command, failing with its stderr when it does not exit successfully.
 pub fn run_capture(cmd: &mut Command) -> Result<String, String> {
     let out = cmd

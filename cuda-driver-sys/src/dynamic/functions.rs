@@ -10343,6 +10343,54 @@ pub unsafe extern "C" fn cuPointerSetAttribute(
         Err(code) => code,
     }
 }
+/// `cuProfilerInitialize` of cuda.h: the driver's symbol `cuProfilerInitialize`, looked up at first use.
+#[inline]
+pub unsafe extern "C" fn cuProfilerInitialize(
+    configFile: *const ::core::ffi::c_char,
+    outputFile: *const ::core::ffi::c_char,
+    outputMode: CUoutput_mode,
+) -> CUresult {
+    type F = unsafe extern "C" fn(
+        configFile: *const ::core::ffi::c_char,
+        outputFile: *const ::core::ffi::c_char,
+        outputMode: CUoutput_mode,
+    ) -> CUresult;
+    static SYMBOL: Symbol = Symbol::new(c"cuProfilerInitialize");
+    match SYMBOL.get() {
+        // SAFETY: the symbol has this type in cuda.h; the caller upholds its contract.
+        Ok(driver_fn) => {
+            unsafe {
+                mem::transmute::<
+                    *mut c_void,
+                    F,
+                >(driver_fn)(configFile, outputFile, outputMode)
+            }
+        }
+        Err(code) => code,
+    }
+}
+/// `cuProfilerStart` of cuda.h: the driver's symbol `cuProfilerStart`, looked up at first use.
+#[inline]
+pub unsafe extern "C" fn cuProfilerStart() -> CUresult {
+    type F = unsafe extern "C" fn() -> CUresult;
+    static SYMBOL: Symbol = Symbol::new(c"cuProfilerStart");
+    match SYMBOL.get() {
+        // SAFETY: the symbol has this type in cuda.h; the caller upholds its contract.
+        Ok(driver_fn) => unsafe { mem::transmute::<*mut c_void, F>(driver_fn)() }
+        Err(code) => code,
+    }
+}
+/// `cuProfilerStop` of cuda.h: the driver's symbol `cuProfilerStop`, looked up at first use.
+#[inline]
+pub unsafe extern "C" fn cuProfilerStop() -> CUresult {
+    type F = unsafe extern "C" fn() -> CUresult;
+    static SYMBOL: Symbol = Symbol::new(c"cuProfilerStop");
+    match SYMBOL.get() {
+        // SAFETY: the symbol has this type in cuda.h; the caller upholds its contract.
+        Ok(driver_fn) => unsafe { mem::transmute::<*mut c_void, F>(driver_fn)() }
+        Err(code) => code,
+    }
+}
 /// `cuSignalExternalSemaphoresAsync` of cuda.h: the driver's symbol `cuSignalExternalSemaphoresAsync`, looked up at first use.
 #[cfg(not(feature = "per-thread-default-stream"))]
 #[inline]

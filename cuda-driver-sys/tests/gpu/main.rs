@@ -106,6 +106,7 @@ fn enumerators_are_constants_typed_by_their_typedef() {
     let _: CUjit_option = CU_JIT_ERROR_LOG_BUFFER;
     let _: CUdriverProcAddress_flags = CU_GET_PROC_ADDRESS_DEFAULT;
     let _: CUdriverProcAddressQueryResult = CU_GET_PROC_ADDRESS_SUCCESS;
+    let _: CUoutput_mode = CU_OUT_CSV; // cudaProfiler.h's
     assert_eq!(CUDA_ERROR_OUT_OF_MEMORY, 2);
     assert_eq!(CUDA_ERROR_STUB_LIBRARY, 34);
     assert_eq!(CUDA_VERSION, 13000);
@@ -129,6 +130,9 @@ fn pfn_typedefs_are_at_the_root() {
     let _: PFN_cuLaunchKernel_v7000_ptsz = None;
     let _: PFN_cuStreamBeginCapture_v10000 = None;
     let _: PFN_cuStreamBeginCapture_v10010 = None;
+    // cudaProfilerTypedefs.h's.
+    let _: PFN_cuProfilerStart_v4000 = None;
+    let _: PFN_cuProfilerStop_v4000 = None;
 }
 
 #[gpu_test]
@@ -155,6 +159,11 @@ fn without_a_driver_every_call_reports_the_stub() {
         // SAFETY: writes one int.
         assert_eq!(unsafe { cuDeviceGetCount(&mut n) }, CUDA_ERROR_STUB_LIBRARY);
         assert_eq!(n, -1);
+        // cudaProfiler.h's functions are in the stub too.
+        // SAFETY: no arguments.
+        assert_eq!(unsafe { cuProfilerStart() }, CUDA_ERROR_STUB_LIBRARY);
+        // SAFETY: no arguments.
+        assert_eq!(unsafe { cuProfilerStop() }, CUDA_ERROR_STUB_LIBRARY);
     }
 }
 

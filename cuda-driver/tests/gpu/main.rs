@@ -34,6 +34,7 @@ mod mem_pool;
 mod memory;
 mod module;
 mod multi_gpu;
+mod profiler;
 mod stream;
 mod stream_memop;
 mod texture;
