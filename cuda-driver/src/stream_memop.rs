@@ -3,6 +3,10 @@
 //! `cuStreamBatchMemOp`). Each checks first the device attributes that gate it
 //! ([`Error::FeatureUnsupported`]).
 //!
+//! Views of stream-ordered memory are used on their own stream only
+//! ([`Error::StreamMismatch`]), as for copies; the driver itself may refuse memory operations
+//! on pool memory (driver 580 answers `CUDA_ERROR_INVALID_VALUE`).
+//!
 //! A wait whose condition never comes true blocks the stream (and work that waits on it)
 //! forever; nothing in memory safety depends on it.
 

@@ -304,8 +304,10 @@ impl GraphExec {
         )
     }
 
-    /// Changes a memcpy node's copy in this exec only, to a 2D copy checked as
-    /// [`Graph::add_copy_2d`] checks it.
+    /// Changes a memcpy node's copy in this exec only, to a copy checked as
+    /// [`Graph::add_copy_2d`] checks it. CUDA updates only one-dimensional copies (one row,
+    /// no array operand) in a node that copied one dimension too, between memory of the same
+    /// contexts: another copy is [`Error::InvalidArgument`] before the driver is asked.
     ///
     /// # Safety
     /// As for [`Graph::add_copy_2d`].
@@ -321,8 +323,9 @@ impl GraphExec {
         unsafe { self.set_memcpy_raw(node, &p.raw, p.ctx) }
     }
 
-    /// Changes a memcpy node's copy in this exec only, to a 3D copy (see
-    /// [`Graph::add_copy_3d`]).
+    /// Changes a memcpy node's copy in this exec only, to a copy given as a 3D one (see
+    /// [`Graph::add_copy_3d`]), with the restrictions of
+    /// [`set_copy_node_2d`](Self::set_copy_node_2d).
     ///
     /// # Safety
     /// As for [`Graph::add_copy_3d`].
@@ -347,6 +350,17 @@ impl GraphExec {
         p: &sys::CUDA_MEMCPY3D,
         ctx: &Context,
     ) -> Result<()> {
+        let one_dimensional = p.Height == 1
+            && p.Depth == 1
+            && p.srcMemoryType != sys::CU_MEMORYTYPE_ARRAY
+            && p.dstMemoryType != sys::CU_MEMORYTYPE_ARRAY;
+        if !one_dimensional {
+            return Err(Error::InvalidArgument(
+                "GraphExec::set_copy_node: an executable graph's memcpy node takes only \
+                 one-dimensional copies (one row, no array)"
+                    .into(),
+            ));
+        }
         let _cur = ctx.enter()?;
         check(
             // SAFETY: a memcpy node of the exec's graph; checked parameters.

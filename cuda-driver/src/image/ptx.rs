@@ -118,7 +118,10 @@ fn param_decl(tokens: &[&str]) -> Option<(u32, u32)> {
         return None;
     }
     let align = align.unwrap_or(elem);
-    if !align.is_power_of_two() {
+    // Above 16 bytes the driver's offsets depend on where the parameter space begins in the
+    // constant bank (measured on an H100: a `.align 128` first parameter sits at offset 112),
+    // so such a list is left to the driver.
+    if !align.is_power_of_two() || align > 16 {
         return None;
     }
     Some((align, elem.checked_mul(count)?))
@@ -296,14 +299,9 @@ mod tests {
                 vec![(0, 4), (16, 16), (32, 1), (36, 4), (40, 8), (48, 8)]
             )]
         );
+        // A parameter aligned to more than 16 bytes: the layout is the driver's to tell.
         let text = include_str!("../../tests/ptx/tma_kernels.ptx");
-        assert_eq!(
-            layouts(text),
-            [(
-                "tma_load_tile".to_string(),
-                vec![(0, 128), (128, 8), (136, 4), (140, 4), (144, 4), (148, 4)]
-            )]
-        );
+        assert_eq!(layouts(text), []);
         let text = ".visible .entry k(\n.param .u64 .ptr .global .align 4 a, // x\n\
                     .param .u8 b, /* y */ .param .align 8 .b8 c[12], .param .f64 d\n) {}";
         assert_eq!(

@@ -847,45 +847,57 @@ fn copy_nodes_move_rows_between_host_arrays_and_device_memory() {
     exec.launch(&s).unwrap();
     s.synchronize().unwrap();
     assert_eq!(&back[..], &src[..]);
-    // The exec's first copy changed to another source: the next launch carries it through.
+    // An exec's memcpy node takes only one-dimensional copies: a 2D one is refused before
+    // the driver, and the exec is unchanged.
     let other: Vec<u32> = (0..w * h).map(|i| !(i as u32)).collect();
     let mut other_pinned = PinnedBuffer::<u32>::zeroed(&ctx, w * h, PinnedFlags::empty()).unwrap();
     other_pinned.copy_from_slice(&other);
-    // SAFETY: as above; other_pinned outlives the exec.
-    unsafe {
+    // SAFETY: refused before the driver.
+    let r = unsafe {
         exec.set_copy_node_2d(
             to_array,
             Copy2D::new(w, h)
                 .from_host(&other_pinned[..], w)
                 .to_array(&mut arr),
         )
-        .unwrap()
     };
+    assert!(matches!(r, Err(Error::InvalidArgument(_))), "{r:?}");
+    let _ = to_host;
+    back.fill(0);
     exec.launch(&s).unwrap();
     s.synchronize().unwrap();
-    assert_eq!(&back[..], &other[..]);
-    // The last copy narrowed to the left half of each row, into a zeroed `back`.
-    back.fill(0);
+    assert_eq!(&back[..], &src[..]);
+
+    // A one-dimensional copy node (one row of all the elements), updated to another source.
+    let g1 = Graph::new().unwrap();
+    // SAFETY: src, other_pinned and dev outlive g1 and its exec.
+    let row = unsafe {
+        g1.add_copy_2d(
+            &[],
+            Copy2D::new(w * h, 1)
+                .from_host(&src[..], w * h)
+                .to_device(dev.as_view_mut(), w * h),
+        )
+    }
+    .unwrap();
+    let mut exec1 = g1.instantiate(GraphInstantiateFlags::empty()).unwrap();
+    exec1.launch(&s).unwrap();
+    s.synchronize().unwrap();
+    assert_eq!(dev.to_vec().unwrap(), &src[..]);
     // SAFETY: as above.
     unsafe {
-        exec.set_copy_node_3d(
-            to_host,
-            Copy3D::new(w / 2, h, 1)
-                .from_device(dev.as_view(), w, h)
-                .to_host(&mut back[..], w, h),
-        )
-        .unwrap()
+        exec1
+            .set_copy_node_2d(
+                row,
+                Copy2D::new(w * h, 1)
+                    .from_host(&other_pinned[..], w * h)
+                    .to_device(dev.as_view_mut(), w * h),
+            )
+            .unwrap()
     };
-    exec.launch(&s).unwrap();
+    exec1.launch(&s).unwrap();
     s.synchronize().unwrap();
-    for y in 0..h {
-        assert_eq!(
-            back[y * w..y * w + w / 2],
-            other[y * w..y * w + w / 2],
-            "row {y}"
-        );
-        assert!(back[y * w + w / 2..(y + 1) * w].iter().all(|&v| v == 0));
-    }
+    assert_eq!(dev.to_vec().unwrap(), other);
 }
 
 #[gpu_test]
