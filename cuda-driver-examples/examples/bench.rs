@@ -395,7 +395,8 @@ fn run() -> Res<()> {
         format!(
             "Copies: host clock around the repeated copy plus one synchronisation (raw and \
              ours: the synchronous cuMemcpy*_v2 calls and one cuCtxSynchronize; cudarc: its \
-             stream-ordered memcpy_htod/memcpy_dtoh/memcpy_dtod and one stream synchronize); \
+             stream-ordered memcpy_htod/memcpy_dtoh, each followed by a stream synchronize \
+             as a synchronous copy is, and memcpy_dtod, with one stream synchronize); \
              each sample moves at least {} (16 times that device to device) in {}..={} \
              copies; time per copy (us) up to 64 \
              KiB, GB/s (10^9 bytes per second, device-to-device counting bytes read plus \

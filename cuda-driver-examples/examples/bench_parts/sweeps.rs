@@ -971,7 +971,9 @@ pub fn copies(r: &mut Runner, cfg: &Config, ctx: &Context, rc: &Cudarc) -> Res<(
                     // cudarc: its views made once, outside the loop; each copy =
                     // CudaStream::memcpy_* (cuCtxSetCurrent, in multi-stream mode the
                     // buffers' event waits and records, page-locked memory's own event wait
-                    // and record, cuMemcpy*Async_v2); one stream synchronize at the end.
+                    // and record, cuMemcpy*Async_v2), a host copy followed by a stream
+                    // synchronize (what the synchronous copies of raw and ours amount to);
+                    // one stream synchronize at the end.
                     Who::Cudarc | Who::Cudarc2 => {
                         let st = rc.stream(who);
                         let end = || synchronize(st);
@@ -980,24 +982,36 @@ pub fn copies(r: &mut Runner, cfg: &Config, ctx: &Context, rc: &Cudarc) -> Res<(
                             Dir::HtoDPinned => {
                                 let mut v = c_dev[i].slice_mut(..words);
                                 let src = c_pin.as_ref().expect("page-locked");
-                                time_loop(reps, end, || Ok(st.memcpy_htod(src, &mut v)?))?
+                                time_loop(reps, end, || {
+                                    st.memcpy_htod(src, &mut v)?;
+                                    synchronize(st)
+                                })?
                             }
                             Dir::HtoDPageable => {
                                 let mut v = c_dev[i].slice_mut(..words);
                                 let src = &host[..words];
-                                time_loop(reps, end, || Ok(st.memcpy_htod(src, &mut v)?))?
+                                time_loop(reps, end, || {
+                                    st.memcpy_htod(src, &mut v)?;
+                                    synchronize(st)
+                                })?
                             }
                             Dir::DtoHPinned => {
                                 // The source: a view of cudarc's device buffer, which holds
                                 // `host` as the one raw and ours copy from.
                                 let v = c_dev[i].slice(..words);
                                 let dst = c_pin.as_mut().expect("page-locked");
-                                time_loop(reps, end, || Ok(st.memcpy_dtoh(&v, dst)?))?
+                                time_loop(reps, end, || {
+                                    st.memcpy_dtoh(&v, dst)?;
+                                    synchronize(st)
+                                })?
                             }
                             Dir::DtoHPageable => {
                                 let v = c_dev[i].slice(..words);
                                 let dst = &mut pageable_dst[..words];
-                                time_loop(reps, end, || Ok(st.memcpy_dtoh(&v, dst)?))?
+                                time_loop(reps, end, || {
+                                    st.memcpy_dtoh(&v, dst)?;
+                                    synchronize(st)
+                                })?
                             }
                             Dir::DtoD => {
                                 let (src, dst) = (&c_dev[i], &mut c_ddst[i]);
