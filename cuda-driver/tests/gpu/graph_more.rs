@@ -110,6 +110,55 @@ fn exec_memset_update_fills_the_new_target_with_the_new_value() {
 }
 
 #[gpu_test]
+fn exec_memcpy_update_copies_between_the_new_buffers() {
+    let ctx = gpu_or_skip!();
+    let s = stream(&ctx);
+    let n = 3000usize;
+    let data1: Vec<u32> = crate::common::xorshift32(n, 1).collect();
+    let data2: Vec<u32> = crate::common::xorshift32(n, 2).collect();
+    let src1 = DeviceBuffer::from_slice(&ctx, &data1).unwrap();
+    let src2 = DeviceBuffer::from_slice(&ctx, &data2).unwrap();
+    let mut dst1 = DeviceBuffer::<u32>::zeroed(&ctx, n).unwrap();
+    let mut dst2 = DeviceBuffer::<u32>::zeroed(&ctx, n).unwrap();
+    let g = Graph::new().unwrap();
+    // SAFETY: the buffers outlive the graph and its exec.
+    let node = unsafe {
+        g.add_memcpy(&[], &dst1.as_view_mut(), &src1.as_view())
+            .unwrap()
+    };
+    let mut exec = g.instantiate(GraphInstantiateFlags::empty()).unwrap();
+    exec.launch(&s).unwrap();
+    s.synchronize().unwrap();
+    assert_eq!(dst1.to_vec().unwrap(), data1);
+    dst1.memset(0u32).unwrap();
+
+    // SAFETY: as above.
+    unsafe {
+        exec.set_memcpy_node(node, &dst2.as_view_mut(), &src2.as_view())
+            .unwrap()
+    };
+    exec.launch(&s).unwrap();
+    s.synchronize().unwrap();
+    assert_eq!(dst1.to_vec().unwrap(), vec![0; n], "the old copy ran");
+    assert_eq!(dst2.to_vec().unwrap(), data2);
+    // Lengths that differ are refused before the driver; the exec keeps the last copy.
+    // SAFETY: refused before any call.
+    let r = unsafe {
+        exec.set_memcpy_node(
+            node,
+            &dst1.as_view_mut().into_slice_mut(..n - 1).unwrap(),
+            &src1.as_view(),
+        )
+    };
+    assert!(matches!(r, Err(Error::LengthMismatch { .. })), "{r:?}");
+    dst2.memset(0u32).unwrap();
+    exec.launch(&s).unwrap();
+    s.synchronize().unwrap();
+    assert_eq!(dst2.to_vec().unwrap(), data2);
+    assert_eq!(dst1.to_vec().unwrap(), vec![0; n]);
+}
+
+#[gpu_test]
 fn exec_host_node_update_runs_the_new_closure_instead() {
     let ctx = gpu_or_skip!();
     let s = stream(&ctx);
@@ -802,6 +851,8 @@ fn exec_updates_naming_a_node_of_another_graph_are_refused() {
     // SAFETY: a outlives `other` (never instantiated).
     let foreign_memset = unsafe { other.add_memset(&[], &a.as_view_mut(), 1u32).unwrap() };
     let foreign_child = other.add_child_graph(&[], &Graph::new().unwrap()).unwrap();
+    let ev = Arc::new(Event::new(&ctx, EventFlags::DISABLE_TIMING).unwrap());
+    let foreign_record = other.add_event_record(&[], &ev).unwrap();
 
     let stray = Arc::new(AtomicUsize::new(0));
     let st = stray.clone();
@@ -817,6 +868,11 @@ fn exec_updates_naming_a_node_of_another_graph_are_refused() {
     assert!(
         r.is_err(),
         "a child graph node of another graph was accepted"
+    );
+    let r = exec.set_event_record_node(foreign_record, &ev);
+    assert!(
+        r.is_err(),
+        "an event record node of another graph was accepted"
     );
     assert!(exec.set_node_enabled(*foreign_memset, false).is_err());
     assert!(exec.node_enabled(*foreign_memset).is_err());
