@@ -569,7 +569,7 @@ fn capture_dependency_updates_decide_what_the_next_captured_node_follows() {
         // SAFETY: inc(int*, int) gets n elements of x.
         unsafe { inc.launch(&s, &cfg, (x.as_view_mut(), &ni))? };
         let info = s.capture_info()?;
-        assert_eq!(info.dependency_count, 1);
+        let mut counts = vec![info.dependency_count];
         // SAFETY: the graph being captured into, alive until the capture ends (after `cg` is
         // dropped); only this thread uses it meanwhile.
         let cg = unsafe { GraphRef::from_raw(info.graph) };
@@ -577,21 +577,24 @@ fn capture_dependency_updates_decide_what_the_next_captured_node_follows() {
         // SAFETY: y outlives the graph and its exec.
         let set_y = unsafe { cg.add_memset(&[], &y.as_view_mut(), 7u32)? };
         s.update_capture_dependencies(&[*set_y], true)?;
-        assert_eq!(s.capture_info()?.dependency_count, 1);
+        counts.push(s.capture_info()?.dependency_count);
         // C: y += 1, after M.
         // SAFETY: inc(int*, int) gets n elements of y.
         unsafe { inc.launch(&s, &cfg, (y.as_view_mut(), &ni))? };
         // E, an empty node added to the set: D follows C and E.
         let extra = cg.add_empty(&[])?;
         s.update_capture_dependencies(&[extra], false)?;
-        assert_eq!(s.capture_info()?.dependency_count, 2);
+        counts.push(s.capture_info()?.dependency_count);
         // D: y += 1.
         // SAFETY: as for C.
         unsafe { inc.launch(&s, &cfg, (y.as_view_mut(), &ni))? };
-        Ok((set_y.as_raw(), extra.as_raw()))
+        Ok((set_y.as_raw(), extra.as_raw(), counts))
     })();
+    // Ended before anything may panic, so that the stream never stays capturing.
     let g = s.end_capture().unwrap();
-    let (set_y, extra) = captured.unwrap();
+    let (set_y, extra, counts) = captured.unwrap();
+    // After A: {A}; replaced: {M}; added to after C: {C, E}.
+    assert_eq!(counts, vec![1, 1, 2]);
 
     assert_eq!(g.node_count().unwrap(), 5);
     let mut kernels: Vec<_> = g
