@@ -13,14 +13,14 @@ use cuda_driver::{
     Stream, StreamFlags,
 };
 
-const GRAPH_KERNELS: &str = include_str!("../ptx/graph_kernels.ptx");
+pub(crate) const GRAPH_KERNELS: &str = include_str!("../ptx/graph_kernels.ptx");
 const GRAPH_CONDITIONAL: &str = include_str!("../ptx/graph_conditional.ptx");
 
-fn stream(ctx: &Context) -> Stream {
+pub(crate) fn stream(ctx: &Context) -> Stream {
     Stream::new(ctx, StreamFlags::NON_BLOCKING).unwrap()
 }
 
-fn kernels(ctx: &Context) -> Module {
+pub(crate) fn kernels(ctx: &Context) -> Module {
     Module::load_data(ctx, GRAPH_KERNELS).unwrap()
 }
 
@@ -49,7 +49,7 @@ fn cudadevrt() -> std::path::PathBuf {
         .expect("libcudadevrt.a not found (set CUDA_PATH or install the pinned wheels into .venv)")
 }
 
-fn conditional_kernels(ctx: &Context) -> Module {
+pub(crate) fn conditional_kernels(ctx: &Context) -> Module {
     let mut linker = Linker::new(ctx, &JitOptions::new()).unwrap();
     linker
         .add_data(

@@ -20,6 +20,7 @@ mod context_more;
 mod device;
 mod entry_point;
 mod graph;
+mod graph_more;
 mod green;
 #[cfg(unix)]
 mod interop;
