@@ -278,6 +278,9 @@ fn main() -> ExitCode {
 struct Args {
     json: Option<String>,
     quick: bool,
+    /// Only the rows whose name contains this (`--only TEXT`), with `--rounds` rounds.
+    only: Option<String>,
+    rounds: Option<usize>,
     line: String,
 }
 
@@ -285,6 +288,8 @@ fn parse_args() -> Res<Args> {
     let mut args = Args {
         json: None,
         quick: false,
+        only: None,
+        rounds: None,
         line: String::new(),
     };
     let mut shown = Vec::new();
@@ -302,9 +307,25 @@ fn parse_args() -> Res<Args> {
                 shown.push(a.clone());
                 args.quick = true;
             }
+            "--only" => {
+                let text = it
+                    .next()
+                    .ok_or_else(|| Failure::Usage("--only needs a text".into()))?;
+                shown.push(format!("--only {text:?}"));
+                args.only = Some(text);
+            }
+            "--rounds" => {
+                let n = it
+                    .next()
+                    .and_then(|n| n.parse().ok())
+                    .filter(|&n: &usize| n > 0)
+                    .ok_or_else(|| Failure::Usage("--rounds needs a positive number".into()))?;
+                shown.push(format!("--rounds {n}"));
+                args.rounds = Some(n);
+            }
             "-h" | "--help" => {
                 println!(
-                    "usage: bench [--json FILE] [--quick]\n\
+                    "usage: bench [--json FILE] [--quick] [--only TEXT] [--rounds N]\n\
                      Measures the same work through cuda_driver_sys and cuda_driver and prints \
                      one table of medians; --json also writes them to FILE."
                 );
@@ -312,7 +333,7 @@ fn parse_args() -> Res<Args> {
             }
             other => {
                 return Err(Failure::Usage(format!(
-                    "unknown argument `{other}` (usage: bench [--json FILE] [--quick])"
+                    "unknown argument `{other}` (usage: bench [--json FILE] [--quick] [--only TEXT] [--rounds N])"
                 )))
             }
         }
@@ -344,8 +365,9 @@ fn run() -> Res<()> {
     let stream = Stream::new(&ctx, StreamFlags::NON_BLOCKING)?;
 
     let mut r = Runner {
-        rounds: cfg.rounds,
+        rounds: args.rounds.unwrap_or(cfg.rounds),
         metrics: Vec::new(),
+        only: args.only.clone(),
     };
     let started = Instant::now();
     eprintln!(
@@ -480,6 +502,8 @@ fn run() -> Res<()> {
 struct Runner {
     rounds: usize,
     metrics: Vec<Metric>,
+    /// Only rows whose name contains this are measured.
+    only: Option<String>,
 }
 
 /// A row's name, unit, direction, target and place in a sweep.
@@ -534,6 +558,13 @@ impl Runner {
         mut sample: impl FnMut(Who, bool) -> Res<f64>,
     ) -> Res<()> {
         let full = format!("{} [{}]", row.name, row.unit);
+        if self
+            .only
+            .as_ref()
+            .is_some_and(|o| !full.contains(o.as_str()))
+        {
+            return Ok(());
+        }
         let mut m = Metric::new(full.clone(), row.unit, row.higher_is_better, row.target);
         m.sweep = row.sweep;
         m.size = row.size.map(|s| s as u64);

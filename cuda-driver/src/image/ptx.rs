@@ -400,3 +400,36 @@ mod tests {
         }
     }
 }
+#[cfg(test)]
+mod timing_probe2 {
+    use super::*;
+    #[test]
+    fn probe2() {
+        let text = include_str!("../../../ptx/bench_large.ptx");
+        let lists: Vec<&str> = text
+            .match_indices(".entry")
+            .map(|(at, _)| &text[at + text[at..].find('(').unwrap() + 1..])
+            .collect();
+        let t = std::time::Instant::now();
+        for _ in 0..20 {
+            for l in &lists {
+                std::hint::black_box(param_list(l));
+            }
+        }
+        eprintln!("param_list: {:?} per load", t.elapsed() / 20);
+        let t = std::time::Instant::now();
+        for _ in 0..20 {
+            for l in &lists {
+                std::hint::black_box(param_layout(l));
+            }
+        }
+        eprintln!("param_layout: {:?} per load", t.elapsed() / 20);
+        let t = std::time::Instant::now();
+        for _ in 0..20 {
+            for (at, _) in text.match_indices(".entry") {
+                std::hint::black_box(text[..at].rfind('\n'));
+            }
+        }
+        eprintln!("rfind: {:?} per load", t.elapsed() / 20);
+    }
+}
