@@ -35,6 +35,7 @@ mod multi_gpu;
 mod stream;
 mod stream_memop;
 mod texture;
+mod texture_more;
 mod vmm;
 
 fn main() -> std::process::ExitCode {
