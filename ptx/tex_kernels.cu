@@ -114,3 +114,43 @@ extern "C" __global__ void surf_scale_2d(cudaSurfaceObject_t surf, int w, int h,
         surf2Dwrite(v * factor, surf, x * (int)sizeof(float), y);
     }
 }
+
+// out[i] = tex2D<unsigned char>(tex, i + 0.5, 0.5): an 8-bit texture read as integers
+// (CU_TRSF_READ_AS_INTEGER), widened to 32 bits.
+extern "C" __global__ void tex_fetch_u8(cudaTextureObject_t tex, unsigned int* out, int n)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) {
+        out[i] = tex2D<unsigned char>(tex, i + 0.5f, 0.5f);
+    }
+}
+
+// out[4 i .. 4 i + 4] = tex2D<float4>(tex, u[i], v[i]): a four-channel texture read as
+// floats (normalised 8-bit channels, sRGB conversion, border colours).
+extern "C" __global__ void tex_sample_2d_rgba(cudaTextureObject_t tex, const float* u,
+                                              const float* v, float* out, int n)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) {
+        float4 t = tex2D<float4>(tex, u[i], v[i]);
+        out[4 * i + 0] = t.x;
+        out[4 * i + 1] = t.y;
+        out[4 * i + 2] = t.z;
+        out[4 * i + 3] = t.w;
+    }
+}
+
+// out[4 i .. 4 i + 4] = tex2Dgather<float4>(tex, u[i], v[i], comp): channel `comp` of the
+// four texels bilinear filtering at (u, v) would use.
+extern "C" __global__ void tex_gather_2d(cudaTextureObject_t tex, const float* u, const float* v,
+                                         float* out, int n, int comp)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) {
+        float4 t = tex2Dgather<float4>(tex, u[i], v[i], comp);
+        out[4 * i + 0] = t.x;
+        out[4 * i + 1] = t.y;
+        out[4 * i + 2] = t.z;
+        out[4 * i + 3] = t.w;
+    }
+}

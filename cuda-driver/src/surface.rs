@@ -2,15 +2,26 @@
 //! (`surf2Dread`, `surf2Dwrite`, ...) over an array created with
 //! [`Array3DFlags::SURFACE_LDST`](crate::Array3DFlags::SURFACE_LDST).
 //!
-//! A surface object borrows its array, which cannot be dropped while the object lives:
+//! A surface object borrows its array: it cannot outlive the array's scope,
 //!
-//! ```compile_fail
+//! ```compile_fail,E0597
 //! # fn f(ctx: &cuda_driver::Context) -> cuda_driver::Result<()> {
 //! use cuda_driver::{Array, Array3DFlags, SurfaceObject};
 //! let surf = {
 //!     let arr = Array::<f32>::new_2d(ctx, 16, 16, Array3DFlags::SURFACE_LDST)?;
 //!     SurfaceObject::new(&arr)?
 //! };
+//! # drop(surf); Ok(()) }
+//! ```
+//!
+//! and the array cannot be dropped (moved) while the object lives:
+//!
+//! ```compile_fail,E0505
+//! # fn f(ctx: &cuda_driver::Context) -> cuda_driver::Result<()> {
+//! use cuda_driver::{Array, Array3DFlags, SurfaceObject};
+//! let arr = Array::<f32>::new_2d(ctx, 16, 16, Array3DFlags::SURFACE_LDST)?;
+//! let surf = SurfaceObject::new(&arr)?;
+//! drop(arr);
 //! # drop(surf); Ok(()) }
 //! ```
 //!

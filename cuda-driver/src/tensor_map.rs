@@ -734,7 +734,9 @@ impl TensorMapIm2col {
 }
 
 /// An im2col-wide tensor map (`cuTensorMapEncodeIm2colWide`, CUDA 12.8, resolved at run
-/// time): loads along the W dimension only, the box given by two W offsets.
+/// time; devices of compute capability 10.0 and up): loads along the W dimension only, the
+/// box given by two W offsets. Its swizzle is one of `SWIZZLE_64B`, `SWIZZLE_128B` (the
+/// default here) and `SWIZZLE_128B_ATOM_32B`; the reference allows no other.
 #[doc(alias = "cuTensorMapEncodeIm2colWide")]
 #[derive(Clone, Debug)]
 #[must_use = "an encoder does nothing until encode"]
@@ -758,8 +760,10 @@ impl TensorMapIm2colWide {
         channels_per_pixel: u32,
         pixels_per_column: u32,
     ) -> Self {
+        let mut common = Common::new(data_type, dims, strides);
+        common.swizzle = TensorMapSwizzle::SWIZZLE_128B;
         TensorMapIm2colWide {
-            common: Common::new(data_type, dims, strides),
+            common,
             lower_w: lower_corner_w,
             upper_w: upper_corner_w,
             channels_per_pixel,
@@ -782,6 +786,20 @@ impl TensorMapIm2colWide {
         let c = &self.common;
         let pixels = (self.mode != TensorMapIm2ColWideMode::W128).then_some(self.pixels_per_column);
         let inner = check_pixels(self.channels_per_pixel, pixels, c)?;
+        if !matches!(
+            c.swizzle,
+            TensorMapSwizzle::SWIZZLE_64B
+                | TensorMapSwizzle::SWIZZLE_128B
+                | TensorMapSwizzle::SWIZZLE_128B_ATOM_32B
+        ) {
+            return Err(rule(
+                "interleave/swizzle",
+                format!(
+                    "im2col-wide needs SWIZZLE_64B, SWIZZLE_128B or SWIZZLE_128B_ATOM_32B, not {:?}",
+                    c.swizzle
+                ),
+            ));
+        }
         c.check(3, inner, address, available)?;
         for (name, v) in [("lower", self.lower_w), ("upper", self.upper_w)] {
             if !(-32768..=32767).contains(&v) {
@@ -989,6 +1007,32 @@ mod tests {
         assert_eq!(rule_of(wide.check(0x1000, None)), Some("pixel box corners"));
         let wide = wide.clone().mode(TensorMapIm2ColWideMode::W128);
         assert!(wide.check(0x1000, None).is_err());
+        // Im2col-wide swizzles 64 or 128-byte spans only (128 by default).
+        let ok = TensorMapIm2colWide::new(
+            TensorMapDataType::FLOAT16,
+            &[64, 16, 2],
+            &[128, 2048],
+            -1,
+            0,
+            64,
+            16,
+        );
+        assert_eq!(rule_of(ok.check(0x1000, None)), None);
+        for swizzle in [TensorMapSwizzle::NONE, TensorMapSwizzle::SWIZZLE_32B] {
+            assert_eq!(
+                rule_of(ok.clone().swizzle(swizzle).check(0x1000, None)),
+                Some("interleave/swizzle")
+            );
+        }
+        assert_eq!(
+            rule_of(
+                ok.clone()
+                    .swizzle(TensorMapSwizzle::SWIZZLE_64B)
+                    .check(0x1000, None)
+            ),
+            Some("interleave/swizzle"),
+            "128 bytes of channels do not fit a 64-byte span"
+        );
     }
 
     proptest! {

@@ -6,13 +6,24 @@
 //! A texture object borrows its resource: the array (or memory) cannot be dropped, nor
 //! written through `&mut`, while the object lives.
 //!
-//! ```compile_fail
+//! ```compile_fail,E0597
 //! # fn f(ctx: &cuda_driver::Context) -> cuda_driver::Result<()> {
 //! use cuda_driver::{Array, Array3DFlags, ResourceDesc, TextureDesc, TextureObject};
 //! let tex = {
 //!     let arr = Array::<f32>::new_2d(ctx, 16, 16, Array3DFlags::empty())?;
 //!     TextureObject::new(&ResourceDesc::array(&arr), &TextureDesc::new(), None)?
 //! };
+//! # drop(tex); Ok(()) }
+//! ```
+//!
+//! nor written while a texture reads it:
+//!
+//! ```compile_fail,E0502
+//! # fn f(ctx: &cuda_driver::Context) -> cuda_driver::Result<()> {
+//! use cuda_driver::{Array, Array3DFlags, ResourceDesc, TextureDesc, TextureObject};
+//! let mut arr = Array::<f32>::new_2d(ctx, 4, 4, Array3DFlags::empty())?;
+//! let tex = TextureObject::new(&ResourceDesc::array(&arr), &TextureDesc::new(), None)?;
+//! arr.copy_from_host(&[0.0; 16])?;
 //! # drop(tex); Ok(()) }
 //! ```
 //!

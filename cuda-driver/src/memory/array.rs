@@ -139,7 +139,8 @@ pub struct ArrayDescriptor {
     pub depth: usize,
     /// Format of each channel.
     pub format: ArrayFormat,
-    /// Channels per element: 1, 2 or 4.
+    /// Channels per element: 1, 2 or 4 (3 for NV12 and the other multi-planar video
+    /// formats, which the driver checks).
     pub channels: u32,
     /// Layered, cubemap, surface load/store, texture gather, sparse, deferred mapping, ...
     pub flags: Array3DFlags,
@@ -227,7 +228,9 @@ impl ArrayDescriptor {
                 axis: "number of layers",
             });
         }
-        if !matches!(self.channels, 1 | 2 | 4) {
+        // The plain formats have 1, 2 or 4 channels; the others are the driver's to check
+        // (NV12 and the other video formats are created with 3).
+        if channel_bytes(self.format).is_some() && !matches!(self.channels, 1 | 2 | 4) {
             return Err(Error::InvalidArgument(format!(
                 "{what}: an array element has 1, 2 or 4 channels, not {}",
                 self.channels
@@ -704,6 +707,12 @@ impl<T: ArrayElement> Drop for ArrayRef<'_, T> {
     }
 }
 
+impl<T: ArrayElement> std::fmt::Debug for ArrayRef<'_, T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("ArrayRef").field(&*self.inner).finish()
+    }
+}
+
 impl<T: ArrayElement> Deref for ArrayRef<'_, T> {
     type Target = Array<T>;
     fn deref(&self) -> &Array<T> {
@@ -733,6 +742,12 @@ impl<T: ArrayElement> Drop for ArrayRefMut<'_, T> {
     fn drop(&mut self) {
         // SAFETY: as for ArrayRef.
         unsafe { ptr::drop_in_place(&mut self.inner.ctx) };
+    }
+}
+
+impl<T: ArrayElement> std::fmt::Debug for ArrayRefMut<'_, T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("ArrayRefMut").field(&*self.inner).finish()
     }
 }
 
@@ -1042,6 +1057,15 @@ mod tests {
         d.format = ArrayFormat::BC1_UNORM;
         d.validate::<[u32; 2]>("t").unwrap();
         assert_eq!(d.checked_extent(), None);
+        // Three channels: refused for a plain format, left to the driver for a video one.
+        let mut d = ArrayDescriptor::of::<u8>(16, 8, 0, Array3DFlags::empty());
+        d.channels = 3;
+        assert!(matches!(
+            d.validate::<u8>("t"),
+            Err(Error::InvalidArgument(_))
+        ));
+        d.format = ArrayFormat::NV12;
+        d.validate::<u8>("t").unwrap();
     }
 
     #[test]

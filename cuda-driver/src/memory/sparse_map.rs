@@ -7,7 +7,7 @@ use cuda_driver_sys as sys;
 
 use super::array::{Array, ArrayElement};
 use super::PhysicalAllocation;
-use crate::error::{check, Result};
+use crate::error::{check, Error, Result};
 use crate::Stream;
 
 /// The part of a sparse array a mapping covers (`CUarraySparseSubresourceType`).
@@ -42,6 +42,7 @@ fn map_info<T: ArrayElement>(
     op: sys::CUmemOperationType,
     handle: sys::CUmemGenericAllocationHandle,
     offset: u64,
+    device_mask: u32,
 ) -> sys::CUarrayMapInfo {
     // SAFETY: a plain C struct of integers, handles and unions of them; all-zero is valid.
     let mut info: sys::CUarrayMapInfo = unsafe { std::mem::zeroed() };
@@ -83,12 +84,33 @@ fn map_info<T: ArrayElement>(
     info.memHandleType = sys::CU_MEM_HANDLE_TYPE_GENERIC;
     info.memHandle.memHandle = handle;
     info.offset = offset;
+    // Exactly one bit, that of the stream's device (the reference's rule for
+    // `deviceBitMask`; a zero mask is refused).
+    info.deviceBitMask = device_mask;
     info
+}
+
+/// The `deviceBitMask` of a mapping on `stream`: the bit of the stream's device.
+fn device_mask(stream: &Stream, what: &'static str) -> Result<u32> {
+    let ordinal = stream.context().device().as_raw();
+    u32::try_from(ordinal)
+        .ok()
+        .and_then(|o| 1u32.checked_shl(o))
+        .ok_or_else(|| {
+            Error::InvalidArgument(format!(
+                "{what}: device {ordinal} has no bit in cuMemMapArrayAsync's 32-bit device mask"
+            ))
+        })
 }
 
 impl Stream {
     /// Maps `region` of the sparse `array` onto the physical allocation `memory` from byte
-    /// `offset`, in stream order on this stream.
+    /// `offset`, in stream order on this stream. `memory` is a tile pool (created with
+    /// [`MemCreateUsageFlags::TILE_POOL`](crate::MemCreateUsageFlags::TILE_POOL)) of this
+    /// stream's device. For an array created with
+    /// [`Array3DFlags::DEFERRED_MAPPING`](crate::Array3DFlags::DEFERRED_MAPPING) the region
+    /// is ignored: the whole array is mapped (its size and alignment:
+    /// [`Array::memory_requirements`]).
     ///
     /// # Safety
     /// `array` and `memory` stay alive until the region is unmapped
@@ -103,12 +125,14 @@ impl Stream {
         memory: &PhysicalAllocation,
         offset: u64,
     ) -> Result<()> {
+        let mask = device_mask(self, "Stream::map_array")?;
         let mut info = map_info(
             array,
             region,
             sys::CU_MEM_OPERATION_TYPE_MAP,
             memory.as_raw(),
             offset,
+            mask,
         );
         let _cur = self.context().enter()?;
         check(
@@ -130,7 +154,8 @@ impl Stream {
         array: &Array<T>,
         region: SparseRegion,
     ) -> Result<()> {
-        let mut info = map_info(array, region, sys::CU_MEM_OPERATION_TYPE_UNMAP, 0, 0);
+        let mask = device_mask(self, "Stream::unmap_array")?;
+        let mut info = map_info(array, region, sys::CU_MEM_OPERATION_TYPE_UNMAP, 0, 0, mask);
         let _cur = self.context().enter()?;
         check(
             // SAFETY: one unmap info naming the live array.

@@ -39,6 +39,7 @@ mod profiler;
 mod stream;
 mod stream_memop;
 mod texture;
+mod texture_more;
 mod vmm;
 
 fn main() -> std::process::ExitCode {
