@@ -944,6 +944,24 @@ impl<'a, T: DeviceRepr> Copy3D<'a, T> {
     }
 }
 
+/// The node parameters of a plan, borrowing its context for the plan's lifetime.
+fn owned_node<'a>(p: &Plan<'a>) -> NodeCopy<'a> {
+    let NodeCopy { raw, .. } = p.node();
+    NodeCopy { raw, ctx: p.ctx }
+}
+
+/// The error of a copy with an empty extent where one is not allowed.
+fn zero_extent(what: &'static str, extent: [usize; 3]) -> Error {
+    Error::ZeroExtent {
+        what,
+        axis: match extent.iter().position(|&e| e == 0) {
+            Some(0) => "width",
+            Some(1) => "height",
+            _ => "depth",
+        },
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1070,23 +1088,5 @@ mod tests {
             .to_host(&mut b, 4)
             .run()
             .unwrap();
-    }
-}
-
-/// The node parameters of a plan, borrowing its context for the plan's lifetime.
-fn owned_node<'a>(p: &Plan<'a>) -> NodeCopy<'a> {
-    let NodeCopy { raw, .. } = p.node();
-    NodeCopy { raw, ctx: p.ctx }
-}
-
-/// The error of a copy with an empty extent where one is not allowed.
-fn zero_extent(what: &'static str, extent: [usize; 3]) -> Error {
-    Error::ZeroExtent {
-        what,
-        axis: match extent.iter().position(|&e| e == 0) {
-            Some(0) => "width",
-            Some(1) => "height",
-            _ => "depth",
-        },
     }
 }

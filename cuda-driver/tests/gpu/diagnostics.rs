@@ -62,7 +62,9 @@ fn coredump_settings_round_trip_globally_and_per_context() {
         let kind_ok = match v {
             CoredumpValue::Bool(_) => !matches!(
                 *s,
-                CoredumpSettings::FILE | CoredumpSettings::PIPE | CoredumpSettings::GENERATION_FLAGS
+                CoredumpSettings::FILE
+                    | CoredumpSettings::PIPE
+                    | CoredumpSettings::GENERATION_FLAGS
             ),
             CoredumpValue::Path(p) => {
                 matches!(*s, CoredumpSettings::FILE | CoredumpSettings::PIPE) && p.len() < 1024
@@ -74,7 +76,10 @@ fn coredump_settings_round_trip_globally_and_per_context() {
     note(format!("global coredump settings: {saved:?}"));
     let restore_global = || {
         // Booleans first (the deprecated ones rewrite the flags), the flags last.
-        for (s, v) in saved.iter().filter(|(s, _)| *s != CoredumpSettings::GENERATION_FLAGS) {
+        for (s, v) in saved
+            .iter()
+            .filter(|(s, _)| *s != CoredumpSettings::GENERATION_FLAGS)
+        {
             if matches!(v, CoredumpValue::Path(p) if p.is_empty()) {
                 continue;
             }
@@ -106,7 +111,10 @@ fn coredump_settings_round_trip_globally_and_per_context() {
             "{s:?}"
         );
         set_coredump_attribute_global(s, &CoredumpValue::Bool(b)).unwrap();
-        assert_eq!(coredump_attribute_global(s).unwrap(), CoredumpValue::Bool(b));
+        assert_eq!(
+            coredump_attribute_global(s).unwrap(),
+            CoredumpValue::Bool(b)
+        );
     }
     // The generation flags.
     let CoredumpValue::Flags(f) = saved[6].1.clone() else {
@@ -188,8 +196,11 @@ fn coredump_settings_round_trip_globally_and_per_context() {
         CoredumpValue::Flags(toggled(cf))
     );
     let ctx_file = format!("{file}.ctx");
-    c.set_coredump_attribute(CoredumpSettings::FILE, &CoredumpValue::Path(ctx_file.clone()))
-        .unwrap();
+    c.set_coredump_attribute(
+        CoredumpSettings::FILE,
+        &CoredumpValue::Path(ctx_file.clone()),
+    )
+    .unwrap();
     assert_eq!(
         c.coredump_attribute(CoredumpSettings::FILE).unwrap(),
         CoredumpValue::Path(ctx_file)
@@ -318,8 +329,14 @@ fn driver_log_reaches_the_callback_and_the_dumps() {
     }
     note(format!("callback saw {} messages: {seen:?}", seen.len()));
     note(format!("memory dump: {mem:?}"));
-    assert!(!seen.is_empty(), "the dump has messages but the callback saw none: {mem}");
-    assert!(!mem.trim().is_empty(), "the callback saw {seen:?} but the dump is empty");
+    assert!(
+        !seen.is_empty(),
+        "the dump has messages but the callback saw none: {mem}"
+    );
+    assert!(
+        !mem.trim().is_empty(),
+        "the callback saw {seen:?} but the dump is empty"
+    );
     let file = file.expect("cuLogsDumpToFile wrote the file");
     assert!(!file.trim().is_empty(), "the file dump is empty");
     assert_eq!(
@@ -328,7 +345,10 @@ fn driver_log_reaches_the_callback_and_the_dumps() {
     );
     // The second batch was logged (only the callback is gone), after the advanced position.
     let again = pos.dump_to_memory(1 << 20).unwrap();
-    assert!(!again.trim().is_empty(), "the second batch is not in the log");
+    assert!(
+        !again.trim().is_empty(),
+        "the second batch is not in the log"
+    );
 }
 
 const CHECKPOINT_ROLE: &str = "checkpoint-child";
