@@ -8,7 +8,7 @@
 //! header and payload (and object name) by the entries' size, and that by the image, and checks
 //! every uncompressed embedded cubin as [`elf::check`] does.
 
-use super::{elf, ptx, read_u16, read_u32, read_u64, sub, text_of, within, CountsBuilder};
+use super::{elf, ptx, read_u16, read_u32, read_u64, sub, within, CountsBuilder};
 
 /// The fatbin magic.
 pub(crate) const MAGIC: u32 = 0xBA55_ED50;
@@ -123,7 +123,7 @@ pub(crate) fn param_counts<'a>(b: &'a [u8], out: &mut CountsBuilder<'a>) {
     for e in entries.iter().filter(|e| !e.compressed) {
         match e.kind {
             KIND_ELF => elf::param_counts(e.payload, out),
-            KIND_PTX => ptx::param_counts(text_of(e.payload), out),
+            KIND_PTX => ptx::param_counts(e.payload, out),
             _ => {}
         }
     }

@@ -8,21 +8,34 @@
 
 use super::CountsBuilder;
 
-/// Adds the parameter count of every kernel declared in `text`.
-pub(crate) fn param_counts<'a>(text: &'a str, out: &mut CountsBuilder<'a>) {
-    for (at, _) in text.match_indices(".entry") {
+/// Adds the parameter count (and layout) of every kernel declared in `text`, the bytes of
+/// PTX up to its first NUL. Only the declarations are read (found with a SIMD substring
+/// search), each checked as UTF-8 on its own, so a large PTX costs about one pass of
+/// `memmem`; if one declaration is not UTF-8, nothing of the image is trusted.
+pub(crate) fn param_counts<'a>(text: &'a [u8], out: &mut CountsBuilder<'a>) {
+    let text = &text[..memchr::memchr(0, text).unwrap_or(text.len())];
+    for at in memchr::memmem::find_iter(text, b".entry") {
         let after = at + ".entry".len();
-        if !text[after..].starts_with(|c: char| c.is_ascii_whitespace()) {
+        if !text.get(after).is_some_and(u8::is_ascii_whitespace) {
             continue;
         }
-        let line = text[..at].rfind('\n').map_or(0, |i| i + 1);
-        let starts_line = text[line..at]
+        let line = memchr::memrchr(b'\n', &text[..at]).map_or(0, |i| i + 1);
+        let Ok(prefix) = std::str::from_utf8(&text[line..at]) else {
+            continue;
+        };
+        let starts_line = prefix
             .split_ascii_whitespace()
             .all(|t| matches!(t, ".visible" | ".weak" | ".extern"));
         if !starts_line {
             continue;
         }
-        let rest = text[after..].trim_start();
+        // The declaration, up to its body or its end.
+        let end = memchr::memchr2(b'{', b';', &text[after..]).map_or(text.len(), |i| after + i + 1);
+        let Ok(decl) = std::str::from_utf8(&text[after..end]) else {
+            out.poison();
+            return;
+        };
+        let rest = decl.trim_start();
         let name_len = rest
             .find(|c: char| !(c.is_ascii_alphanumeric() || matches!(c, '_' | '$' | '%')))
             .unwrap_or(rest.len());
@@ -31,16 +44,14 @@ pub(crate) fn param_counts<'a>(text: &'a str, out: &mut CountsBuilder<'a>) {
             continue;
         }
         let rest = skip_blank(rest);
-        let count = match rest.chars().next() {
-            Some('(') => param_list(&rest[1..]),
+        let (count, layout) = match rest.chars().next() {
+            Some('(') => match param_layout(&rest[1..]) {
+                Some(layout) => (Some(layout.len() as u32), Some(layout)),
+                None => (param_list(&rest[1..]), None),
+            },
             // No parameter list: a body, a performance directive, or a declaration.
-            Some('{' | '.' | ';') => Some(0),
-            _ => None,
-        };
-        let layout = match (count, rest.chars().next()) {
-            (Some(0), _) => Some(Box::default()),
-            (Some(n), Some('(')) => param_layout(&rest[1..]).filter(|l| l.len() == n as usize),
-            _ => None,
+            Some('{' | '.' | ';') => (Some(0), Some(Box::default())),
+            _ => (None, None),
         };
         match layout {
             Some(layout) => out.insert_layout(name, layout),
@@ -53,13 +64,18 @@ pub(crate) fn param_counts<'a>(text: &'a str, out: &mut CountsBuilder<'a>) {
 /// comment or one of those; `None` at the end of the text.
 fn token(s: &str) -> Option<(&str, &str)> {
     let s = skip_blank(s);
-    let c = s.chars().next()?;
-    let len = if matches!(c, ',' | '(' | ')' | '[' | ']') {
+    let b = s.as_bytes();
+    let first = *b.first()?;
+    let delimiter = |c: u8| matches!(c, b',' | b'(' | b')' | b'[' | b']');
+    let len = if delimiter(first) {
         1
     } else {
-        s.find(|c: char| c.is_ascii_whitespace() || matches!(c, ',' | '(' | ')' | '[' | ']' | '/'))
-            .unwrap_or(s.len())
-            .max(c.len_utf8())
+        // Byte by byte: every byte that ends a word is ASCII, so the cut is at a char
+        // boundary; a word starting with a non-ASCII char takes that whole char at least.
+        b.iter()
+            .position(|&c| c.is_ascii_whitespace() || delimiter(c) || c == b'/')
+            .unwrap_or(b.len())
+            .max(s.chars().next().map_or(1, char::len_utf8))
     };
     Some(s.split_at(len))
 }
@@ -131,22 +147,26 @@ fn param_decl(tokens: &[&str]) -> Option<(u32, u32)> {
 /// the next multiple of its alignment after the previous one, as the driver lays them out.
 fn param_layout(mut s: &str) -> Option<super::Layout> {
     let mut layout = Vec::new();
-    let mut decl: Vec<&str> = Vec::new();
+    // One declaration's tokens: `.param .align A .TYPE .ptr .SPACE .align P NAME [ N ]` is
+    // 11 at the most; a longer one is no declaration this reads.
+    let mut decl: [&str; 12] = [""; 12];
+    let mut n = 0;
     let mut offset = 0u32;
     loop {
         let (tok, rest) = token(s)?;
         s = rest;
         if tok == "," || tok == ")" {
-            let (align, size) = param_decl(&decl)?;
+            let (align, size) = param_decl(&decl[..n])?;
             offset = offset.checked_next_multiple_of(align)?;
             layout.push((offset, size));
             offset = offset.checked_add(size)?;
-            decl.clear();
+            n = 0;
             if tok == ")" {
                 return Some(layout.into_boxed_slice());
             }
         } else {
-            decl.push(tok);
+            *decl.get_mut(n)? = tok;
+            n += 1;
         }
     }
 }
@@ -154,11 +174,11 @@ fn param_layout(mut s: &str) -> Option<super::Layout> {
 /// Skips whitespace and comments.
 fn skip_blank(mut s: &str) -> &str {
     loop {
-        s = s.trim_start();
+        s = s.trim_ascii_start();
         if let Some(r) = s.strip_prefix("//") {
-            s = r.find('\n').map_or("", |i| &r[i..]);
+            s = memchr::memchr(b'\n', r.as_bytes()).map_or("", |i| &r[i..]);
         } else if let Some(r) = s.strip_prefix("/*") {
-            s = r.find("*/").map_or("", |i| &r[i + 2..]);
+            s = memchr::memmem::find(r.as_bytes(), b"*/").map_or("", |i| &r[i + 2..]);
         } else {
             return s;
         }
@@ -206,7 +226,7 @@ mod tests {
 
     fn counts(text: &str) -> Vec<(String, u32)> {
         let mut out = CountsBuilder::default();
-        param_counts(text, &mut out);
+        param_counts(text.as_bytes(), &mut out);
         out.build().map(|c| c.entries()).unwrap_or_default()
     }
 
@@ -276,7 +296,7 @@ mod tests {
 
     fn layouts(text: &str) -> Vec<(String, Vec<(u32, u32)>)> {
         let mut b = CountsBuilder::default();
-        param_counts(text, &mut b);
+        param_counts(text.as_bytes(), &mut b);
         let counts = b.build().unwrap();
         counts
             .entries()
@@ -321,7 +341,7 @@ mod tests {
             ".entry k(.param .u32 p q) {}",
         ] {
             let mut b = CountsBuilder::default();
-            param_counts(text, &mut b);
+            param_counts(text.as_bytes(), &mut b);
             let counts = b.build();
             assert!(
                 counts.as_ref().is_none_or(|c| c.layout("k").is_none()),
@@ -331,7 +351,7 @@ mod tests {
         // Two declarations that disagree: no layout, though the count agrees.
         let text = ".entry k(.param .u32 a) ;\n.entry k(.param .u64 a) {}";
         let mut b = CountsBuilder::default();
-        param_counts(text, &mut b);
+        param_counts(text.as_bytes(), &mut b);
         let c = b.build().unwrap();
         assert_eq!(c.get("k"), Some(1));
         assert_eq!(c.layout("k"), None);
@@ -398,38 +418,5 @@ mod tests {
             let text = format!(".visible .entry k(\n\t{}\n)\n{{\n}}\n", list.join(",\n\t"));
             prop_assert_eq!(counts(&text), [("k".to_string(), n as u32)]);
         }
-    }
-}
-#[cfg(test)]
-mod timing_probe2 {
-    use super::*;
-    #[test]
-    fn probe2() {
-        let text = include_str!("../../../ptx/bench_large.ptx");
-        let lists: Vec<&str> = text
-            .match_indices(".entry")
-            .map(|(at, _)| &text[at + text[at..].find('(').unwrap() + 1..])
-            .collect();
-        let t = std::time::Instant::now();
-        for _ in 0..20 {
-            for l in &lists {
-                std::hint::black_box(param_list(l));
-            }
-        }
-        eprintln!("param_list: {:?} per load", t.elapsed() / 20);
-        let t = std::time::Instant::now();
-        for _ in 0..20 {
-            for l in &lists {
-                std::hint::black_box(param_layout(l));
-            }
-        }
-        eprintln!("param_layout: {:?} per load", t.elapsed() / 20);
-        let t = std::time::Instant::now();
-        for _ in 0..20 {
-            for (at, _) in text.match_indices(".entry") {
-                std::hint::black_box(text[..at].rfind('\n'));
-            }
-        }
-        eprintln!("rfind: {:?} per load", t.elapsed() / 20);
     }
 }

@@ -81,7 +81,8 @@ pub(crate) struct ModuleInner {
     /// The option arrays and log buffers of the load, which the driver may write until the
     /// unload.
     jit: Option<LiveJit>,
-    info_log: String,
+    /// The info log, read from the JIT's buffer when first asked for.
+    info_log: std::sync::OnceLock<String>,
     wall_time_ms: Option<f32>,
     /// The parameter counts the image told, by kernel name.
     counts: Option<Arc<ParamCounts>>,
@@ -153,7 +154,7 @@ impl Module {
                 raw,
                 ctx: ctx.clone(),
                 owner,
-                info_log: jit.as_deref().map(JitCall::info_log).unwrap_or_default(),
+                info_log: std::sync::OnceLock::new(),
                 wall_time_ms: jit.as_deref().map(JitCall::wall_time_ms),
                 jit: jit.map(LiveJit::new),
                 counts,
@@ -339,7 +340,13 @@ impl Module {
     /// The JIT's info log of the load (empty for binaries and for loads without a log).
     /// [`JitOptions::verbose`] adds register and memory use of each kernel.
     pub fn info_log(&self) -> &str {
-        &self.inner.info_log
+        self.inner.info_log.get_or_init(|| {
+            self.inner
+                .jit
+                .as_ref()
+                .map(|j| j.get().info_log())
+                .unwrap_or_default()
+        })
     }
 
     /// Milliseconds the driver spent compiling and linking the module (`CU_JIT_WALL_TIME`),
