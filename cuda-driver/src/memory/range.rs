@@ -49,7 +49,10 @@ pub struct PointerAttributes {
 pub fn pointer_attributes(ptr: sys::CUdeviceptr) -> Result<PointerAttributes> {
     crate::init()?;
     let mut a = PointerAttributes::default();
-    let (mut sync, mut managed, mut mapped) = (false, false, false);
+    // The boolean attributes are written into 4-byte slots, zeroed first: whether the driver
+    // writes one byte or an unsigned int, nothing past the slot is touched and the value
+    // reads right.
+    let (mut sync, mut managed, mut mapped) = (0u32, 0u32, 0u32);
     let mut attrs = [
         sys::CU_POINTER_ATTRIBUTE_CONTEXT,
         sys::CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
@@ -68,18 +71,19 @@ pub fn pointer_attributes(ptr: sys::CUdeviceptr) -> Result<PointerAttributes> {
         (&mut a.memory_type as *mut u32).cast(),
         (&mut a.device_pointer as *mut u64).cast(),
         (&mut a.host_pointer as *mut usize).cast(),
-        (&mut sync as *mut bool).cast(),
+        (&mut sync as *mut u32).cast(),
         (&mut a.buffer_id as *mut u64).cast(),
-        (&mut managed as *mut bool).cast(),
+        (&mut managed as *mut u32).cast(),
         (&mut a.device_ordinal as *mut i32).cast(),
         (&mut a.range_start as *mut u64).cast(),
         (&mut a.range_size as *mut usize).cast(),
-        (&mut mapped as *mut bool).cast(),
+        (&mut mapped as *mut u32).cast(),
     ];
     check(
-        // SAFETY: each data pointer points to a value of the type the attribute's
-        // documentation names (CUcontext, unsigned int, CUdeviceptr, void*, bool, unsigned
-        // long long, bool, int, CUdeviceptr, size_t, bool), all alive across the call.
+        // SAFETY: each data pointer points to a value of (at least) the size of the type the
+        // attribute's documentation names (CUcontext, unsigned int, CUdeviceptr, void*, bool
+        // in 4 bytes, unsigned long long, bool in 4 bytes, int, CUdeviceptr, size_t, bool in
+        // 4 bytes), all alive across the call.
         unsafe {
             sys::cuPointerGetAttributes(
                 attrs.len() as u32,
@@ -90,9 +94,9 @@ pub fn pointer_attributes(ptr: sys::CUdeviceptr) -> Result<PointerAttributes> {
         },
         "cuPointerGetAttributes",
     )?;
-    a.sync_memops = sync;
-    a.is_managed = managed;
-    a.mapped = mapped;
+    a.sync_memops = sync != 0;
+    a.is_managed = managed != 0;
+    a.mapped = mapped != 0;
     Ok(a)
 }
 

@@ -229,11 +229,11 @@ fn coredump_settings_round_trip_globally_and_per_context() {
         .set_coredump_attribute(CoredumpSettings::MAX, &CoredumpValue::Bool(true))
         .is_err());
     assert!(coredump_attribute_global(CoredumpSettings::MAX).is_err());
-    assert_eq!(
-        c.coredump_attribute(CoredumpSettings::ENABLE_USER_TRIGGER)
-            .unwrap(),
-        saved[3].1
-    );
+    // The user trigger is process-wide: a context neither sets nor reports it (driver 580
+    // answers CUDA_ERROR_INVALID_VALUE), and the context stays usable.
+    assert!(c
+        .coredump_attribute(CoredumpSettings::ENABLE_USER_TRIGGER)
+        .is_err());
     let b = DeviceBuffer::from_slice(&c, &[3u32; 16]).unwrap();
     assert_eq!(b.to_vec().unwrap(), [3; 16]);
 }

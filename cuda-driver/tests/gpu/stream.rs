@@ -127,7 +127,7 @@ fn events_record_synchronize_query_and_time() {
 
 #[gpu_test]
 fn host_functions_run_and_panics_are_contained() {
-    let ctx = gpu_or_skip!();
+    let ctx = gpu_exclusive_or_skip!();
     let s = Stream::new(&ctx, StreamFlags::NON_BLOCKING).unwrap();
     let ran = Arc::new(AtomicBool::new(false));
     let flag = ran.clone();
