@@ -43,11 +43,16 @@ pub struct PointerAttributes {
 }
 
 /// Reads every attribute of [`PointerAttributes`] for `ptr` in one call. Memory CUDA does not
-/// know gets zeros for most attributes, as the driver documents (not an error).
+/// know gets zeros for most attributes, as the driver documents (not an error). The device
+/// and host pointers are those of the current context: the caller's, else device 0's
+/// primary context for the span of the call (a view's
+/// [`pointer_attributes`](crate::DeviceSlice::pointer_attributes) uses the view's context).
 #[wraps(cuPointerGetAttributes)]
 #[track_caller]
 pub fn pointer_attributes(ptr: sys::CUdeviceptr) -> Result<PointerAttributes> {
-    crate::init()?;
+    // The device and host pointers are those through which the *current* context reaches
+    // the memory: without one the driver reports them as 0.
+    let _cur = crate::context::AnyCurrent::enter()?;
     let mut a = PointerAttributes::default();
     // The boolean attributes are written into 4-byte slots, zeroed first: whether the driver
     // writes one byte or an unsigned int, nothing past the slot is touched and the value
@@ -105,6 +110,8 @@ impl<T: DeviceRepr> DeviceSlice<'_, T> {
     #[wraps(cuPointerGetAttributes)]
     #[track_caller]
     pub fn pointer_attributes(&self) -> Result<PointerAttributes> {
+        // In the view's context (its device and host pointers are those of that context).
+        let _cur = self.context().enter()?;
         pointer_attributes(self.as_raw())
     }
 
