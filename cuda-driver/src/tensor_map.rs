@@ -458,6 +458,7 @@ macro_rules! common_setters {
         /// # Safety
         /// As for [`encode_raw`](Self::encode_raw).
         #[wraps($encode)]
+        #[inline]
         #[track_caller]
         pub unsafe fn encode_raw_into(
             &self,
@@ -561,6 +562,7 @@ impl TensorMapTiled {
     /// # Safety
     /// The rules were checked; `address` holds the tensor.
     #[wraps(cuTensorMapEncodeTiled)]
+    #[inline]
     #[track_caller]
     unsafe fn encode_unchecked_bounds_into(
         &self,
@@ -698,6 +700,7 @@ impl TensorMapIm2col {
     /// # Safety
     /// The rules were checked; `address` holds the tensor.
     #[wraps(cuTensorMapEncodeIm2col)]
+    #[inline]
     #[track_caller]
     unsafe fn encode_unchecked_bounds_into(
         &self,
@@ -815,6 +818,7 @@ impl TensorMapIm2colWide {
     /// # Safety
     /// The rules were checked; `address` holds the tensor.
     #[wraps(cuTensorMapEncodeIm2colWide)]
+    #[inline]
     #[track_caller]
     unsafe fn encode_unchecked_bounds_into(
         &self,
