@@ -268,14 +268,9 @@ impl GraphExec {
     ) -> Result<()> {
         let mut ptrs = args.pointers();
         let p = kernel_params::<Function, A>(f, f.context(), cfg, ptrs.as_mut())?;
-        // No current context is needed (the parameters name the function, whose context the
-        // driver uses; `ctx` is ignored when `func` is set), so the stack is left alone; only
-        // the host-function rule applies.
-        if crate::release::in_host_fn() {
-            return Err(Error::InHostCallback {
-                location: std::panic::Location::caller(),
-            });
-        }
+        // The driver needs a current context here even though the parameters name the
+        // function (driver 580 crashed without one, on an H100).
+        let _cur = f.context().enter()?;
         check(
             // SAFETY: a kernel node of the exec's graph; checked parameters.
             unsafe { sys::cuGraphExecKernelNodeSetParams_v2(self.raw, node.as_raw(), &p) },
