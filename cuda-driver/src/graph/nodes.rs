@@ -848,24 +848,38 @@ impl Graph {
         ctx: &Context,
         ops: &[BatchMemOp],
     ) -> Result<GraphNode<'_>> {
-        let d = raw_deps(self, deps)?;
         let mut raw_ops: Vec<_> = ops.iter().map(|o| o.to_raw()).collect();
+        // SAFETY: the caller's guarantees for the addresses.
+        unsafe { self.add_batch_raw(deps, ctx, &mut raw_ops) }.map(|n| n.0)
+    }
+
+    /// # Safety
+    /// `ops` name memory of `ctx` the caller keeps valid while the node can run.
+    #[track_caller]
+    unsafe fn add_batch_raw(
+        &self,
+        deps: &[GraphNode<'_>],
+        ctx: &Context,
+        ops: &mut [sys::CUstreamBatchMemOpParams],
+    ) -> Result<BatchMemOpNode<'_>> {
+        let d = raw_deps(self, deps)?;
         let p = sys::CUDA_BATCH_MEM_OP_NODE_PARAMS {
             ctx: ctx.as_raw(),
-            count: raw_ops.len() as u32,
-            paramArray: raw_ops.as_mut_ptr(),
+            count: ops.len() as u32,
+            paramArray: ops.as_mut_ptr(),
             flags: 0,
         };
         let _cur = ctx.enter()?;
         let mut raw = ptr::null_mut();
         check(
-            // SAFETY: the graph is live; `p` points to `raw_ops`, alive for the call.
+            // SAFETY: the graph is live; `p` points to `ops`, alive for the call; the caller
+            // guarantees the memory they name.
             unsafe {
                 sys::cuGraphAddBatchMemOpNode(&mut raw, self.raw, ptr_or_null(&d), d.len(), &p)
             },
             "cuGraphAddBatchMemOpNode",
         )?;
-        Ok(GraphNode { raw, graph: self })
+        Ok(BatchMemOpNode(GraphNode { raw, graph: self }))
     }
 
     /// Adds a batch memory operation node running `batch` (32- and 64-bit waits and writes,
@@ -909,25 +923,8 @@ impl Graph {
             ));
         }
         batch.check(ctx.device(), "Graph::add_mem_op_batch")?;
-        let d = raw_deps(self, deps)?;
-        let ops = batch.raw_ops();
-        let p = sys::CUDA_BATCH_MEM_OP_NODE_PARAMS {
-            ctx: ctx.as_raw(),
-            count: ops.len() as u32,
-            paramArray: ops.as_mut_ptr(),
-            flags: 0,
-        };
-        let _cur = ctx.enter()?;
-        let mut raw = ptr::null_mut();
-        check(
-            // SAFETY: the graph is live; `p` points to the batch's operations, alive for the
-            // call; the caller guarantees the memory they name.
-            unsafe {
-                sys::cuGraphAddBatchMemOpNode(&mut raw, self.raw, ptr_or_null(&d), d.len(), &p)
-            },
-            "cuGraphAddBatchMemOpNode",
-        )?;
-        Ok(BatchMemOpNode(GraphNode { raw, graph: self }))
+        // SAFETY: the caller's guarantees for the words the batch names.
+        unsafe { self.add_batch_raw(deps, ctx, batch.raw_ops()) }
     }
 
     /// Creates a conditional handle for this graph in `ctx` (CUDA 12.3), with

@@ -2,6 +2,9 @@
 //! driver's error log (callback into the `log` crate, current position, dumps to memory and
 //! to a file) and checkpointing a child process (lock, checkpoint, restore, unlock).
 
+// Parts of this file need Unix; elsewhere what only they use is unused.
+#![cfg_attr(not(unix), allow(unused_imports, dead_code))]
+
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
@@ -14,6 +17,7 @@ use cuda_driver::{
     DeviceBuffer, Error, ErrorCode, Limit, LogForwarder, LogPosition, ProcessState,
 };
 
+#[cfg(unix)]
 use crate::child::{child_role, spawn_child};
 use crate::common::{note, skip};
 
@@ -353,6 +357,7 @@ fn driver_log_reaches_the_callback_and_the_dumps() {
 
 const CHECKPOINT_ROLE: &str = "checkpoint-child";
 
+#[cfg(unix)]
 #[gpu_test]
 fn checkpoint_a_child_process_and_its_data_survives() {
     if let Some(mut chan) = child_role(CHECKPOINT_ROLE) {
