@@ -1,4 +1,4 @@
-//! GPU tests: diagnostics (issue #12): coredump settings (process-wide and per context), the
+//! GPU tests: diagnostics (issue #14): coredump settings (process-wide and per context), the
 //! driver's error log (callback into the `log` crate, current position, dumps to memory and
 //! to a file) and checkpointing a child process (lock, checkpoint, restore, unlock).
 
