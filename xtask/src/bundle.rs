@@ -90,7 +90,7 @@ pub fn run(args: &[String]) -> Result<(), String> {
 
     let bytes = size(&out)?;
     println!(
-        "{}: {} test binaries, {} examples, {:.1} MiB; run it with {}/run.sh [--bench] [test filter]",
+        "{}: {} test binaries, {} examples, {:.1} MiB; run it with {}/run.sh [--sanitize] [--bench] [test filter]",
         out.display(),
         tests.len(),
         examples.len(),
