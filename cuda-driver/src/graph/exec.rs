@@ -295,15 +295,8 @@ impl GraphExec {
         crate::memory::view::check_len("memcpy node", dst.len(), src.len())?;
         let bytes = crate::memory::view::byte_len::<T>("memcpy node", dst.len())?;
         let p = memcpy_params(dst.as_raw(), src.as_raw(), bytes);
-        let ctx = dst.context();
-        let _cur = ctx.enter()?;
-        check(
-            // SAFETY: a memcpy node of the exec's graph; the caller guarantees the memory.
-            unsafe {
-                sys::cuGraphExecMemcpyNodeSetParams(self.raw, node.as_raw(), &p, ctx.as_raw())
-            },
-            "cuGraphExecMemcpyNodeSetParams",
-        )
+        // SAFETY: a one-dimensional copy of checked length; the caller guarantees the memory.
+        unsafe { self.set_memcpy_raw(node, &p, dst.context()) }
     }
 
     /// Changes a memcpy node's copy in this exec only, to a copy checked as

@@ -516,26 +516,8 @@ impl Graph {
         crate::memory::view::check_len("memcpy node", dst.len(), src.len())?;
         let bytes = crate::memory::view::byte_len::<T>("memcpy node", dst.len())?;
         let p = memcpy_params(dst.as_raw(), src.as_raw(), bytes);
-        let d = raw_deps(self, deps)?;
-        let ctx = dst.context();
-        let _cur = ctx.enter()?;
-        let mut raw = ptr::null_mut();
-        check(
-            // SAFETY: the graph is live; `p` is a valid linear copy; the caller guarantees the
-            // memory.
-            unsafe {
-                sys::cuGraphAddMemcpyNode(
-                    &mut raw,
-                    self.raw,
-                    ptr_or_null(&d),
-                    d.len(),
-                    &p,
-                    ctx.as_raw(),
-                )
-            },
-            "cuGraphAddMemcpyNode",
-        )?;
-        Ok(MemcpyNode(GraphNode { raw, graph: self }))
+        // SAFETY: `p` is a linear copy of checked length; the caller guarantees the memory.
+        unsafe { self.add_memcpy_raw(deps, &p, dst.context()) }
     }
 
     /// Adds a node running a 2D copy: rows between host memory, device memory (linear or
