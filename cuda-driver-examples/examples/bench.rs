@@ -445,7 +445,9 @@ fn run() -> Res<()> {
             .into(),
         "Raw and ours share the device's primary context (current throughout), one \
          non-blocking stream, the buffers and the function handles; ours makes the context \
-         current with one cuCtxGetCurrent per call, which raw does not."
+         current with one cuCtxGetCurrent per call, which raw does not, except for launches \
+         and stream-ordered allocations and frees on a created stream, whose context the \
+         driver takes from the stream."
             .into(),
         format!(
             "cudarc {} (crates.io, features driver, nvrtc (for its Ptx type only), std, \
@@ -1107,8 +1109,9 @@ fn vmm_ipc_pools(r: &mut Runner, cfg: &Config, ctx: &Context, stream: &Stream) -
                         }
                         Ok(())
                     })?,
-                    // Safe: MemPool::alloc_async = size and stream checks + cuCtxGetCurrent +
-                    // cuMemAllocFromPoolAsync; free_async = cuCtxGetCurrent + cuMemFreeAsync.
+                    // Safe: MemPool::alloc_async = size and stream checks +
+                    // cuMemAllocFromPoolAsync; free_async = cuMemFreeAsync (a created stream
+                    // names its context: no cuCtxGetCurrent).
                     Side::Safe => time_loop(count, sync, || {
                         Ok(pool.alloc_async::<u8>(stream, bytes)?.free_async()?)
                     })?,
@@ -1119,6 +1122,11 @@ fn vmm_ipc_pools(r: &mut Runner, cfg: &Config, ctx: &Context, stream: &Stream) -
         pool.trim_to(0)?;
     }
     Ok(())
+}
+
+/// Kernel-argument updates (and context checks) per sample.
+fn updates_count(reps: usize) -> usize {
+    reps * 10
 }
 
 /// The graph rows: instantiating a 100-node graph, launching an instantiated graph, a
@@ -1201,6 +1209,33 @@ fn graphs(r: &mut Runner, cfg: &Config, ctx: &Context, stream: &Stream) -> Res<(
         },
     )?;
 
+    // The context check that the safe side of most rows adds to the raw call (the exec
+    // update below needs a current context: cuGraphExecKernelNodeSetParams crashed driver 580
+    // without one). No target: both sides ask the driver the same question.
+    let check_reps = updates_count(reps);
+    r.run(
+        "context check: cuCtxGetCurrent (raw) / Context::current_raw (ours)".into(),
+        "ns/call",
+        false,
+        None,
+        |side| {
+            let t = match side {
+                Side::Raw => time_loop(check_reps, no_end, || {
+                    let mut c = null_mut();
+                    // SAFETY: writes one CUcontext.
+                    unsafe { raw!(cuCtxGetCurrent(&mut c)) };
+                    std::hint::black_box(c);
+                    Ok(())
+                })?,
+                Side::Safe => time_loop(check_reps, no_end, || {
+                    std::hint::black_box(Context::current_raw()?);
+                    Ok(())
+                })?,
+            };
+            Ok(secs(t) * 1e9 / check_reps as f64)
+        },
+    )?;
+
     // Kernel-argument update of an exec: inc(x, n) with n alternating.
     let mut x = DeviceBuffer::<i32>::zeroed(ctx, 1024)?;
     let gi = Graph::new()?;
@@ -1212,7 +1247,34 @@ fn graphs(r: &mut Runner, cfg: &Config, ctx: &Context, stream: &Stream) -> Res<(
     let (raw_exec_i, raw_node) = (exec_i.as_raw(), node.as_raw());
     let f_inc = inc.as_raw();
     let px = x.as_view_mut().as_raw();
-    let updates = reps * 10;
+    let updates = updates_count(reps);
+    // The raw update loop; with `check_context`, preceded by the cuCtxGetCurrent that the
+    // safe update needs (the driver crashes without a current context).
+    let raw_update = |check_context: bool| -> Res<Duration> {
+        let (mut p, mut n) = (px, 512i32);
+        let mut args: [*mut c_void; 2] = [(&raw mut p).cast(), (&raw mut n).cast()];
+        // SAFETY: an all-zero CUDA_KERNEL_NODE_PARAMS is valid before filling.
+        let mut kp: sys::CUDA_KERNEL_NODE_PARAMS = unsafe { std::mem::zeroed() };
+        kp.func = f_inc;
+        kp.gridDimX = icfg.grid.x;
+        kp.gridDimY = 1;
+        kp.gridDimZ = 1;
+        kp.blockDimX = icfg.block.x;
+        kp.blockDimY = 1;
+        kp.blockDimZ = 1;
+        kp.kernelParams = args.as_mut_ptr();
+        time_loop(updates, no_end, || {
+            if check_context {
+                let mut c = null_mut();
+                // SAFETY: writes one CUcontext.
+                unsafe { raw!(cuCtxGetCurrent(&mut c)) };
+                std::hint::black_box(c);
+            }
+            // SAFETY: a kernel node of the exec; the arguments match inc.
+            unsafe { raw!(cuGraphExecKernelNodeSetParams_v2(raw_exec_i, raw_node, &kp)) };
+            Ok(())
+        })
+    };
     r.run(
         "exec kernel-argument update".into(),
         "us/update",
@@ -1220,27 +1282,7 @@ fn graphs(r: &mut Runner, cfg: &Config, ctx: &Context, stream: &Stream) -> Res<(
         Some(1.03),
         |side| {
             let t = match side {
-                Side::Raw => {
-                    let (mut p, mut n) = (px, 512i32);
-                    let mut args: [*mut c_void; 2] = [(&raw mut p).cast(), (&raw mut n).cast()];
-                    // SAFETY: an all-zero CUDA_KERNEL_NODE_PARAMS is valid before filling.
-                    let mut kp: sys::CUDA_KERNEL_NODE_PARAMS = unsafe { std::mem::zeroed() };
-                    kp.func = f_inc;
-                    kp.gridDimX = icfg.grid.x;
-                    kp.gridDimY = 1;
-                    kp.gridDimZ = 1;
-                    kp.blockDimX = icfg.block.x;
-                    kp.blockDimY = 1;
-                    kp.blockDimZ = 1;
-                    kp.kernelParams = args.as_mut_ptr();
-                    time_loop(updates, no_end, || {
-                        // SAFETY: a kernel node of the exec; the arguments match inc.
-                        unsafe {
-                            raw!(cuGraphExecKernelNodeSetParams_v2(raw_exec_i, raw_node, &kp))
-                        };
-                        Ok(())
-                    })?
-                }
+                Side::Raw => raw_update(false)?,
                 Side::Safe => {
                     let n = 512i32;
                     time_loop(updates, no_end, || {
@@ -1251,6 +1293,21 @@ fn graphs(r: &mut Runner, cfg: &Config, ctx: &Context, stream: &Stream) -> Res<(
                         Ok(())
                     })?
                 }
+            };
+            Ok(secs(t) * 1e6 / updates as f64)
+        },
+    )?;
+    // What the context check alone costs next to the update: raw against raw preceded by
+    // cuCtxGetCurrent (in the "ours" column). No target; it explains the row above.
+    r.run(
+        "exec kernel-argument update: raw, and raw after cuCtxGetCurrent (ours column)".into(),
+        "us/update",
+        false,
+        None,
+        |side| {
+            let t = match side {
+                Side::Raw => raw_update(false)?,
+                Side::Safe => raw_update(true)?,
             };
             Ok(secs(t) * 1e6 / updates as f64)
         },

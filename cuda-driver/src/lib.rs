@@ -17,7 +17,9 @@
 //!   ([`AsyncDeviceBuffer`]) is used on its own stream only, which safe code cannot break.
 //! * **Contexts**: no operation changes the caller's context stack. Each object makes its
 //!   context current for the span of one operation when it is not (pushing and popping it);
-//!   when it is, the whole cost is one `cuCtxGetCurrent`.
+//!   when it is, the whole cost is one `cuCtxGetCurrent`. Launches and stream-ordered
+//!   allocations and frees on a created stream cost not even that: the driver takes their
+//!   context from the stream.
 //! * **Ownership**: every handle is released in `Drop`, which never panics (failures go to
 //!   the [`log`](https://docs.rs/log) crate and [`drop_error_count`]); objects keep their
 //!   context alive, work from any thread, and are never released inside a host function.

@@ -27,7 +27,7 @@
 //! which the launch's `unsafe` contract keeps alive.
 
 use std::ffi::c_void;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicU8, Ordering};
 
 use cuda_driver_macros::wraps;
 use cuda_driver_sys as sys;
@@ -90,14 +90,24 @@ fn rule(rule: &'static str, detail: String) -> Error {
     Error::TensorMapRule { rule, detail }
 }
 
+#[inline(always)]
 fn check_alignment(address: u64, align: u64) -> Result<()> {
-    if address % align != 0 {
-        return Err(rule(
-            "base address alignment",
-            format!("the global address {address:#x} is not {align}-byte aligned"),
-        ));
+    debug_assert!(align.is_power_of_two());
+    // A mask, not `%`: the alignments are powers of two, and a 64-bit division would be a
+    // tenth of the encode's cost.
+    if address & (align - 1) != 0 {
+        return Err(misaligned(address, align));
     }
     Ok(())
+}
+
+#[cold]
+#[inline(never)]
+fn misaligned(address: u64, align: u64) -> Error {
+    rule(
+        "base address alignment",
+        format!("the global address {address:#x} is not {align}-byte aligned"),
+    )
 }
 
 /// Bits per element of a data type (the packed types: 4 for 16U4_ALIGN8B, 8 for the
@@ -129,6 +139,7 @@ fn is_float(t: TensorMapDataType) -> bool {
     )
 }
 
+#[inline]
 fn aligned_16b(t: TensorMapDataType) -> bool {
     matches!(
         t,
@@ -154,25 +165,37 @@ struct Common {
 }
 
 /// Whether an encoder's address-independent rules were checked and hold (see
-/// `Common::rules_hold`). A relaxed atomic flag: encoders stay `Sync`, and a stale `false`
-/// only costs a full check.
+/// `Common::rules_hold`), and if so the alignment the base address needs (which those rules
+/// fix), so that a repeated encode checks it with one load and one mask. A relaxed atomic:
+/// encoders stay `Sync`, and a stale "unchecked" only costs a full check.
 #[derive(Debug, Default)]
-struct RulesHold(AtomicBool);
+struct RulesHold(AtomicU8);
 
 impl Clone for RulesHold {
     fn clone(&self) -> Self {
-        RulesHold(AtomicBool::new(self.get()))
+        RulesHold(AtomicU8::new(self.0.load(Ordering::Relaxed)))
     }
 }
 
 impl RulesHold {
-    #[inline(always)]
+    /// Whether the rules hold.
+    #[cfg(test)]
     fn get(&self) -> bool {
-        self.0.load(Ordering::Relaxed)
+        self.alignment().is_some()
     }
+    /// The base address alignment, once the rules hold.
     #[inline(always)]
-    fn set(&self) {
-        self.0.store(true, Ordering::Relaxed);
+    fn alignment(&self) -> Option<u64> {
+        match self.0.load(Ordering::Relaxed) {
+            0 => None,
+            a => Some(a as u64),
+        }
+    }
+    /// Records that the rules hold, for base addresses aligned to `alignment` (16 or 32).
+    #[inline(always)]
+    fn set(&self, alignment: u64) {
+        debug_assert!(alignment.is_power_of_two() && alignment <= 128);
+        self.0.store(alignment as u8, Ordering::Relaxed);
     }
 }
 
@@ -193,6 +216,7 @@ impl Common {
 
     /// The alignment the base address needs: 32 bytes with 32-byte interleave or for the
     /// 16-byte-aligned packed types, else 16.
+    #[inline]
     fn address_alignment(&self) -> u64 {
         if self.interleave == TensorMapInterleave::INTERLEAVE_32B || aligned_16b(self.data_type) {
             32
@@ -224,6 +248,7 @@ impl Common {
 
     /// The element strides given, or 1 in every dimension (at most 5: a larger rank fails
     /// the rank rule first). Borrowed, so that an encode allocates nothing.
+    #[inline]
     fn element_strides(&self) -> &[u32] {
         const ONES: [u32; 5] = [1; 5];
         match &self.element_strides {
@@ -475,8 +500,8 @@ macro_rules! common_setters {
         #[inline]
         fn check_for_encode(&self, address: u64, available: Option<usize>) -> Result<()> {
             let c = &self.common;
-            if c.rules_hold.get() {
-                check_alignment(address, c.address_alignment())?;
+            if let Some(alignment) = c.rules_hold.alignment() {
+                check_alignment(address, alignment)?;
                 if let Some(bytes) = available {
                     // The full check passed, so the data type has a known width.
                     c.check_bounds(element_bits(c.data_type).unwrap_or(8), bytes)?;
@@ -484,7 +509,7 @@ macro_rules! common_setters {
                 return Ok(());
             }
             self.check(address, available)?;
-            c.rules_hold.set();
+            c.rules_hold.set(c.address_alignment());
             Ok(())
         }
     };

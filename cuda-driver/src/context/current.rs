@@ -68,6 +68,47 @@ impl Context {
         })
     }
 
+    /// [`enter`](Self::enter) for one driver call that takes its context from `stream`
+    /// when `stream` is a created stream: `cuLaunchKernel`, `cuLaunchKernelEx`,
+    /// `cuLaunchCooperativeKernel`, `cuMemAllocAsync`, `cuMemAllocFromPoolAsync` and
+    /// `cuMemFreeAsync` (cuda.h: they need a current context only for a default stream, and a
+    /// function launches in its own context, which must be the stream's). For a created
+    /// stream this makes no driver call: the call runs whatever the thread's current context
+    /// is, or none. The legacy and per-thread default streams (null, `CU_STREAM_LEGACY`,
+    /// `CU_STREAM_PER_THREAD`) name the current context's stream, so for them `self` is
+    /// entered as usual. `self` must be `stream`'s context. Refuses inside a host function,
+    /// as `enter` does.
+    #[inline]
+    #[track_caller]
+    pub(crate) fn enter_for_stream_call(&self, stream: sys::CUstream) -> Result<Current<'_>> {
+        if !is_default_stream(stream) {
+            if in_host_fn() {
+                return Err(in_host_fn_error(Location::caller()));
+            }
+            return Ok(Current {
+                pushed: ptr::null_mut(),
+                _ctx: PhantomData,
+                _not_send: PhantomData,
+            });
+        }
+        self.enter()
+    }
+
+    /// [`release`](Self::release) of something freed by a call that takes its context from
+    /// `stream` (see [`enter_for_stream_call`](Self::enter_for_stream_call)): on a created
+    /// stream, outside a host function, `f` runs without a `cuCtxGetCurrent`.
+    #[inline]
+    pub(crate) fn release_for_stream_call<F>(&self, stream: sys::CUstream, call: &'static str, f: F)
+    where
+        F: FnOnce() -> sys::CUresult + Send + 'static,
+    {
+        if !is_default_stream(stream) && !in_host_fn() {
+            report_drop_error(call, f());
+        } else {
+            self.release(call, f);
+        }
+    }
+
     /// [`enter`](Self::enter) for `Drop`: reports a failure (see
     /// [`drop_error_count`](crate::drop_error_count)) and returns `None` instead of an error.
     pub(crate) fn enter_for_drop(&self) -> Option<Current<'_>> {
@@ -128,6 +169,13 @@ impl Drop for Current<'_> {
             pop_pushed(self.pushed);
         }
     }
+}
+
+/// Whether `stream` is one of the handles that name the current context's default stream:
+/// null, `CU_STREAM_LEGACY` (1) or `CU_STREAM_PER_THREAD` (2).
+#[inline(always)]
+pub(crate) fn is_default_stream(stream: sys::CUstream) -> bool {
+    stream.is_null() || stream == sys::CU_STREAM_LEGACY || stream == sys::CU_STREAM_PER_THREAD
 }
 
 #[cold]

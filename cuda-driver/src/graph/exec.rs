@@ -258,6 +258,7 @@ impl GraphExec {
     /// # Safety
     /// As for [`Graph::add_kernel`].
     #[wraps(cuGraphExecKernelNodeSetParams)]
+    #[inline]
     #[track_caller]
     pub unsafe fn set_kernel_node<A: KernelArgs>(
         &mut self,
@@ -507,14 +508,21 @@ impl GraphExec {
     }
 
     /// Keeps `value()` until the exec is destroyed, once per `key` (a raw handle).
+    #[inline]
     pub(super) fn keep_value<T: Send + Sync + 'static>(
         &mut self,
         key: usize,
         value: impl FnOnce() -> T,
     ) {
         if !self.kept.iter().any(|(k, _)| *k == key) {
-            self.kept.push((key, Box::new(value())));
+            self.keep_new(key, Box::new(value()));
         }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn keep_new(&mut self, key: usize, value: Box<dyn Any + Send + Sync>) {
+        self.kept.push((key, value));
     }
 }
 

@@ -177,6 +177,7 @@ impl NodeKernel for Kernel {
 }
 
 /// Checked kernel node parameters for `k` with `args`, whose pointers live in `ptrs`.
+#[inline]
 #[track_caller]
 pub(crate) fn kernel_params<K: NodeKernel, A: KernelArgs>(
     k: &K,

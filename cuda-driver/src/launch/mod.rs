@@ -29,8 +29,11 @@
 //! ([`Error::StreamMismatch`]); for arguments that are no such views that check compiles to
 //! nothing.
 //!
-//! Every launch makes the stream's context current first (one `cuCtxGetCurrent` when it
-//! already is) and allocates nothing: arguments are packed into an array on the stack.
+//! A launch on a created stream makes no context current: the driver runs it in the
+//! stream's context, which the checks make sure is the function's. On the legacy or
+//! per-thread default stream, which name the current context's stream, the stream's context
+//! is made current first (one `cuCtxGetCurrent` when it already is). No launch allocates:
+//! arguments are packed into an array on the stack.
 
 mod args;
 mod attributes;
@@ -294,7 +297,9 @@ macro_rules! launch_methods {
             /// * a [`Function`] launches only on a stream of its own context
             ///   ([`Error::ContextMismatch`] otherwise), a [`Kernel`] on any.
             ///
-            /// The stream's context is made current first. Nothing is allocated.
+            /// The driver runs the launch in the stream's context, so on a created stream nothing
+            /// is made current; on the legacy or per-thread default stream the stream's context
+            /// is made current for the call. Nothing is allocated.
             ///
             ///
             /// ```no_run
@@ -339,7 +344,7 @@ macro_rules! launch_methods {
                 cfg: &LaunchConfig,
                 args: A,
             ) -> Result<()> {
-                let _cur = stream.context().enter()?;
+                let _cur = stream.context().enter_for_stream_call(stream.as_raw())?;
                 keep_in_capture(self, stream)?;
                 self.check_context(stream)?;
                 check_stream_order(&args, stream)?;
@@ -364,7 +369,7 @@ macro_rules! launch_methods {
                 cfg: &LaunchConfig,
                 args: A,
             ) -> Result<()> {
-                let _cur = stream.context().enter()?;
+                let _cur = stream.context().enter_for_stream_call(stream.as_raw())?;
                 keep_in_capture(self, stream)?;
                 // SAFETY: the caller's guarantees.
                 unsafe { launch_kernel(self.raw_function(), stream, cfg, args) }
@@ -389,7 +394,7 @@ macro_rules! launch_methods {
                 attrs: &LaunchAttributes,
                 args: A,
             ) -> Result<()> {
-                let _cur = stream.context().enter()?;
+                let _cur = stream.context().enter_for_stream_call(stream.as_raw())?;
                 keep_in_capture(self, stream)?;
                 self.check_context(stream)?;
                 check_stream_order(&args, stream)?;
@@ -414,7 +419,7 @@ macro_rules! launch_methods {
                 attrs: &LaunchAttributes,
                 args: A,
             ) -> Result<()> {
-                let _cur = stream.context().enter()?;
+                let _cur = stream.context().enter_for_stream_call(stream.as_raw())?;
                 keep_in_capture(self, stream)?;
                 // SAFETY: the caller's guarantees.
                 unsafe { launch_kernel_ex(self.raw_function(), stream, cfg, attrs, args) }
@@ -440,7 +445,7 @@ macro_rules! launch_methods {
                 cfg: &LaunchConfig,
                 params: &ParamBuffer<'_, N>,
             ) -> Result<()> {
-                let _cur = stream.context().enter()?;
+                let _cur = stream.context().enter_for_stream_call(stream.as_raw())?;
                 keep_in_capture(self, stream)?;
                 self.check_context(stream)?;
                 check_buffer_stream_order(params, stream)?;
@@ -465,7 +470,7 @@ macro_rules! launch_methods {
                 cfg: &LaunchConfig,
                 params: &ParamBuffer<'_, N>,
             ) -> Result<()> {
-                let _cur = stream.context().enter()?;
+                let _cur = stream.context().enter_for_stream_call(stream.as_raw())?;
                 keep_in_capture(self, stream)?;
                 // SAFETY: the caller's guarantees.
                 unsafe { launch_kernel_packed(self.raw_function(), stream, cfg, params) }

@@ -110,11 +110,11 @@ impl<T: DeviceRepr> Drop for AsyncDeviceBuffer<'_, T> {
         // SAFETY: `ptr` came from cuMemAllocAsync / cuMemAllocFromPoolAsync, is owned by self
         // and freed once, here, on the live stream all safe work on it was queued on (the
         // stream-order rule), so the free is ordered after that work.
-        self.stream
-            .context()
-            .release("cuMemFreeAsync", move || unsafe {
-                sys::cuMemFreeAsync(ptr, stream.get())
-            });
+        self.stream.context().release_for_stream_call(
+            self.stream.as_raw(),
+            "cuMemFreeAsync",
+            move || unsafe { sys::cuMemFreeAsync(ptr, stream.get()) },
+        );
     }
 }
 
@@ -153,7 +153,7 @@ impl<T: DeviceRepr> DeviceBuffer<T> {
     pub fn new_async(stream: &Stream, len: usize) -> Result<AsyncDeviceBuffer<'_, T>> {
         let bytes = byte_len::<T>("DeviceBuffer::new_async", len)?;
         check_orderable("DeviceBuffer::new_async", stream)?;
-        let _cur = stream.context().enter()?;
+        let _cur = stream.context().enter_for_stream_call(stream.as_raw())?;
         let mut ptr = 0;
         if bytes > 0 {
             check(
@@ -248,7 +248,10 @@ impl<'s, T: DeviceRepr> AsyncDeviceBuffer<'s, T> {
         if this.ptr == 0 {
             return Ok(());
         }
-        let _cur = this.stream.context().enter()?;
+        let _cur = this
+            .stream
+            .context()
+            .enter_for_stream_call(this.stream.as_raw())?;
         check(
             // SAFETY: `ptr` is owned by `this`, which is never dropped, so it is freed once,
             // here, on the stream it is ordered on.
@@ -640,7 +643,7 @@ impl MemPool {
     ) -> Result<AsyncDeviceBuffer<'s, T>> {
         let bytes = byte_len::<T>("MemPool::alloc_async", len)?;
         check_orderable("MemPool::alloc_async", stream)?;
-        let _cur = stream.context().enter()?;
+        let _cur = stream.context().enter_for_stream_call(stream.as_raw())?;
         let mut ptr = 0;
         if bytes > 0 {
             check(

@@ -243,3 +243,106 @@ fn from_raw_and_into_raw_round_trip() {
     drop(own); // destroys it
     let _ = Device::count().unwrap();
 }
+
+/// Launches and stream-ordered allocations and frees on a created stream make no context
+/// current (the driver takes the context from the stream): they must work, compute the right
+/// result and leave the stack alone with no context current and with another context
+/// current. On the legacy default stream, which names the current context's stream, the
+/// stream's context is entered, so the work runs in it and not in the current one.
+#[gpu_test]
+fn stream_calls_run_in_the_streams_context_whatever_is_current() {
+    use cuda_driver::{
+        LaunchAttributes, LaunchConfig, MemPool, Module, Stream, StreamFlags, StreamRef,
+    };
+    let ctx = gpu_exclusive_or_skip!();
+    let dev = ctx.device();
+    let before = drop_error_count();
+    let a = Context::new(dev, ContextFlags::SCHED_AUTO).unwrap();
+    let b = Context::new(dev, ContextFlags::SCHED_AUTO).unwrap();
+    let ma = Module::load_data(&a, crate::common::TEST_KERNELS).unwrap();
+    let fa = ma.function("fill_u32").unwrap();
+    let mb = Module::load_data(&b, crate::common::TEST_KERNELS).unwrap();
+    let fb = mb.function("fill_u32").unwrap();
+    let sa = Stream::new(&a, StreamFlags::NON_BLOCKING).unwrap();
+    let pool = MemPool::new(dev).unwrap();
+    let n = 4099usize;
+    let cfg = LaunchConfig::for_num_elems(n).unwrap();
+
+    // Each round under a different current context: none, then `b` (not the stream's).
+    let rounds: [(Option<&Context>, u32); 2] = [(None, 7), (Some(&b), 11)];
+    for (current_ctx, v) in rounds {
+        let guard = current_ctx.map(|c| c.push().unwrap());
+        let expected_current = current_ctx.map(|c| c.as_raw());
+        assert_eq!(current(), expected_current);
+        let mut buf = DeviceBuffer::<u32>::zeroed(&a, n).unwrap();
+        // SAFETY: fill_u32(unsigned* out, unsigned v, int n) over n elements of buf.
+        unsafe { fa.launch(&sa, &cfg, (buf.as_view_mut(), &v, &(n as i32))) }.unwrap();
+        sa.synchronize().unwrap();
+        assert!(buf.to_vec().unwrap().iter().all(|&x| x == v), "launch");
+        // SAFETY: as above, through cuLaunchKernelEx.
+        unsafe {
+            fa.launch_ex(
+                &sa,
+                &cfg,
+                &LaunchAttributes::new(),
+                (buf.as_view_mut(), &(v + 1), &(n as i32)),
+            )
+        }
+        .unwrap();
+        sa.synchronize().unwrap();
+        assert!(
+            buf.to_vec().unwrap().iter().all(|&x| x == v + 1),
+            "launch_ex"
+        );
+
+        // Stream-ordered memory from the current pool and from a pool, written by a kernel
+        // on its stream, read back, freed explicitly and by drop.
+        let mut from_default = DeviceBuffer::<u32>::new_async(&sa, n).unwrap();
+        let mut from_pool = pool.alloc_async::<u32>(&sa, n).unwrap();
+        // SAFETY: as above; both are ordered on sa.
+        unsafe {
+            fa.launch(
+                &sa,
+                &cfg,
+                (from_default.as_view_mut(), &(v + 2), &(n as i32)),
+            )
+            .unwrap();
+            fa.launch(&sa, &cfg, (from_pool.as_view_mut(), &(v + 3), &(n as i32)))
+                .unwrap();
+        }
+        sa.synchronize().unwrap();
+        assert!(from_default.to_vec().unwrap().iter().all(|&x| x == v + 2));
+        assert!(from_pool.to_vec().unwrap().iter().all(|&x| x == v + 3));
+        from_default.free_async().unwrap();
+        drop(from_pool);
+        sa.synchronize().unwrap();
+
+        // A function of `b` on a stream of `a`: refused in Rust, whatever is current.
+        // SAFETY: refused before any launch.
+        let e = unsafe { fb.launch(&sa, &cfg, (buf.as_view_mut(), &v, &(n as i32))) }.unwrap_err();
+        assert!(
+            matches!(e, cuda_driver::Error::ContextMismatch { .. }),
+            "{e}"
+        );
+
+        // The legacy default stream of `a`: entered, so the launch runs in `a`.
+        // SAFETY: CU_STREAM_LEGACY is a special handle, valid for `a`'s lifetime.
+        let legacy = unsafe { StreamRef::from_raw(sys::CU_STREAM_LEGACY, &a) };
+        // SAFETY: as above.
+        unsafe { fa.launch(&legacy, &cfg, (buf.as_view_mut(), &(v + 4), &(n as i32))) }.unwrap();
+        a.synchronize().unwrap();
+        assert!(buf.to_vec().unwrap().iter().all(|&x| x == v + 4), "legacy");
+
+        assert_eq!(
+            current(),
+            expected_current,
+            "a stream call changed the stack"
+        );
+        if let Some(g) = guard {
+            g.pop().unwrap();
+        }
+        assert_eq!(current(), None);
+    }
+    drop((sa, ma, mb));
+    assert_eq!(drop_error_count(), before, "no release failed");
+}
