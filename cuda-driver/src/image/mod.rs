@@ -140,7 +140,12 @@ impl<'a> Image<'a> {
         match self.kind {
             ImageKind::Elf => elf::param_counts(bytes, &mut counts),
             ImageKind::FatBinary => fatbin::param_counts(bytes, &mut counts),
-            ImageKind::Text => ptx::param_counts(bytes, &mut counts),
+            // Checked text has NUL bytes only at its end (`check_text`): no need to look for
+            // the first one through the whole text again.
+            ImageKind::Text => {
+                let end = bytes.iter().rposition(|&c| c != 0).map_or(0, |i| i + 1);
+                ptx::param_counts_before_nul(&bytes[..end], &mut counts)
+            }
         }
         counts.build()
     }

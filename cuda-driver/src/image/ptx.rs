@@ -13,7 +13,12 @@ use super::CountsBuilder;
 /// search), each checked as UTF-8 on its own, so a large PTX costs about one pass of
 /// `memmem`; if one declaration is not UTF-8, nothing of the image is trusted.
 pub(crate) fn param_counts<'a>(text: &'a [u8], out: &mut CountsBuilder<'a>) {
-    let text = &text[..memchr::memchr(0, text).unwrap_or(text.len())];
+    param_counts_before_nul(&text[..memchr::memchr(0, text).unwrap_or(text.len())], out);
+}
+
+/// [`param_counts`] of text known to hold no NUL byte.
+pub(crate) fn param_counts_before_nul<'a>(text: &'a [u8], out: &mut CountsBuilder<'a>) {
+    debug_assert!(memchr::memchr(0, text).is_none());
     for at in memchr::memmem::find_iter(text, b".entry") {
         let after = at + ".entry".len();
         if !text.get(after).is_some_and(u8::is_ascii_whitespace) {
@@ -60,22 +65,50 @@ pub(crate) fn param_counts<'a>(text: &'a [u8], out: &mut CountsBuilder<'a>) {
     }
 }
 
+/// Byte classes of the tokenizer, one table lookup per byte (a `match` per byte compiles to a
+/// jump table whose indirect branches dominated the parse).
+const WS: u8 = 1;
+const DELIM: u8 = 2;
+const SLASH: u8 = 4;
+static CLASS: [u8; 256] = {
+    let mut t = [0u8; 256];
+    // u8::is_ascii_whitespace: space, \t, \n, \x0C, \r.
+    t[b' ' as usize] = WS;
+    t[b'\t' as usize] = WS;
+    t[b'\n' as usize] = WS;
+    t[0x0C] = WS;
+    t[b'\r' as usize] = WS;
+    t[b',' as usize] = DELIM;
+    t[b'(' as usize] = DELIM;
+    t[b')' as usize] = DELIM;
+    t[b'[' as usize] = DELIM;
+    t[b']' as usize] = DELIM;
+    t[b'/' as usize] = SLASH;
+    t
+};
+
+#[inline(always)]
+fn class(c: u8) -> u8 {
+    CLASS[c as usize]
+}
+
 /// The next token of a parameter list: one of `,()[]`, or a word up to white space, a
 /// comment or one of those; `None` at the end of the text.
 fn token(s: &str) -> Option<(&str, &str)> {
     let s = skip_blank(s);
     let b = s.as_bytes();
     let first = *b.first()?;
-    let delimiter = |c: u8| matches!(c, b',' | b'(' | b')' | b'[' | b']');
-    let len = if delimiter(first) {
+    let len = if class(first) == DELIM {
         1
     } else {
         // Byte by byte: every byte that ends a word is ASCII, so the cut is at a char
         // boundary; a word starting with a non-ASCII char takes that whole char at least.
-        b.iter()
-            .position(|&c| c.is_ascii_whitespace() || delimiter(c) || c == b'/')
-            .unwrap_or(b.len())
-            .max(s.chars().next().map_or(1, char::len_utf8))
+        let end = b.iter().position(|&c| class(c) != 0).unwrap_or(b.len());
+        if end == 0 || !first.is_ascii() {
+            end.max(s.chars().next().map_or(1, char::len_utf8))
+        } else {
+            end
+        }
     };
     Some(s.split_at(len))
 }
@@ -174,7 +207,9 @@ fn param_layout(mut s: &str) -> Option<super::Layout> {
 /// Skips whitespace and comments.
 fn skip_blank(mut s: &str) -> &str {
     loop {
-        s = s.trim_ascii_start();
+        let blank = s.bytes().position(|c| class(c) != WS).unwrap_or(s.len());
+        // White space is ASCII, so `blank` is a char boundary.
+        s = &s[blank..];
         if let Some(r) = s.strip_prefix("//") {
             s = memchr::memchr(b'\n', r.as_bytes()).map_or("", |i| &r[i..]);
         } else if let Some(r) = s.strip_prefix("/*") {
