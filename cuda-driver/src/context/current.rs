@@ -4,8 +4,10 @@
 //! Every operation on an object of a context (a buffer, a stream, a module) needs that
 //! context current on the calling thread. [`Context::enter`] makes it so for as long as the
 //! returned [`Current`] lives: when the context is already on top of the thread's stack it
-//! does nothing but one `cuCtxGetCurrent` (the fast path of every launch and copy);
-//! otherwise it pushes the context and the guard pops it again. The caller's stack is the
+//! does nothing but one `cuCtxGetCurrent` (the fast path of every copy); otherwise it pushes
+//! the context and the guard pops it again. Calls whose context the driver takes from a
+//! created stream (launches, stream-ordered allocations and frees) skip even that:
+//! [`Context::enter_for_stream_call`]. The caller's stack is the
 //! same afterwards as before, also when the operation fails and also in `Drop`. The crate
 //! never calls `cuCtxSetCurrent` on its own behalf.
 

@@ -16,8 +16,9 @@
 //! **No operation changes the caller's context stack.** Every operation on an object makes
 //! the object's context current for its own span only: if the context is current already,
 //! nothing happens but one `cuCtxGetCurrent` (the common case, and the whole cost on the
-//! launch and copy paths); otherwise the operation pushes the context and pops it again
-//! before returning, in `Drop` too. Under a [`ContextGuard`] of context A, using or dropping
+//! copy paths); otherwise the operation pushes the context and pops it again before
+//! returning, in `Drop` too. Launches and stream-ordered allocations and frees on a created
+//! stream make no context current at all: the driver runs them in the stream's context. Under a [`ContextGuard`] of context A, using or dropping
 //! objects of context B leaves A current.
 //!
 //! [`Context::push`] pushes a context for a scope and returns a [`ContextGuard`] that pops it
