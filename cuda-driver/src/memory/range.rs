@@ -276,7 +276,11 @@ impl<T: DeviceRepr> DeviceSlice<'_, T> {
 }
 
 impl<T: DeviceRepr> PinnedBuffer<T> {
-    /// The flags the driver reports for this allocation (`CU_MEMHOSTALLOC_*`).
+    /// The flags the driver reports for this allocation (`CU_MEMHOSTALLOC_*`): those it was
+    /// allocated with, and possibly more. Driver 580 reported `PORTABLE | DEVICEMAP` for a
+    /// 64-byte allocation made without flags while other threads allocated page-locked memory
+    /// with those flags (small allocations seem to share the driver's blocks); the
+    /// allocation's own flags are [`flags`](Self::flags).
     #[wraps(cuMemHostGetFlags)]
     #[track_caller]
     pub fn host_flags(&self) -> Result<u32> {

@@ -279,12 +279,14 @@ fn host_flags_are_the_allocation_flags() {
             assert!(!got.contains(PinnedFlags::WRITECOMBINED), "{got:?}");
         }
     }
+    // A plain allocation is never write-combined. Whether the driver reports PORTABLE or
+    // DEVICEMAP for it is not asserted: driver 580 reported both for a 64-byte plain
+    // allocation while other tests allocated page-locked memory with them (small allocations
+    // seem to share the driver's blocks).
     let plain = PinnedBuffer::<u32>::zeroed(&ctx, 16, PinnedFlags::empty()).unwrap();
     let got = PinnedFlags::from_raw(plain.host_flags().unwrap());
-    assert!(
-        !got.intersects(PinnedFlags::WRITECOMBINED | PinnedFlags::PORTABLE),
-        "{got:?}"
-    );
+    assert!(!got.contains(PinnedFlags::WRITECOMBINED), "{got:?}");
+    assert_eq!(plain.flags(), PinnedFlags::empty());
 }
 
 #[gpu_test]
