@@ -408,8 +408,9 @@ fn run() -> Res<()> {
              launches empty() (0 parameters), args1(out), add4(a, b, c, n), args16 and args64 \
              (an out pointer and 15 or 63 unsigned values); checked and unchecked through a \
              tuple (up to 12 arguments) or, for 16 and 64, a KernelArgs implementation of the \
-             benchmark's own over the pointer and an array; packed through a ParamBuffer; \
-             typed through the launchers cuda-driver-build generates (up to 12 parameters).",
+             benchmark's own over the pointer and an array; packed through a ParamBuffer \
+             (raw: the same bytes through cuLaunchKernel's `extra`, the others raw through \
+             kernelParams); typed through the launchers cuda-driver-build generates (up to 12 parameters).",
             cfg.launches
         ),
         "Round trip: median over the iterations of (launch empty(); synchronize the stream)."

@@ -403,9 +403,9 @@ impl Ours {
                     }
                 }
             }
-            // Safe: Function::launch_packed = cuCtxGetCurrent + a context comparison + the
-            // buffer's offsets and sizes compared with the cached parameter list + the
-            // 5-entry `extra` array on the stack + cuLaunchKernel.
+            // Safe: Function::launch_packed = a context comparison + the buffer's offsets and
+            // sizes compared with the cached parameter list + the 5-entry `extra` array on the
+            // stack + cuLaunchKernel (raw: the same `extra` launch of the same bytes).
             return enqueue_ns(count, s, || {
                 // SAFETY: the buffer holds the kernel's parameters (layout checked by the
                 // call); out holds one u32, a, b, c ADD4_N floats; in bounds as for raw.
@@ -414,10 +414,11 @@ impl Ours {
             });
         }
         let checked = mode == Mode::Checked;
-        // Safe, checked: Function::launch = cuCtxGetCurrent + a context comparison + the
-        // argument sizes compared with the cached parameter list + the argument pointers on
-        // the stack + cuLaunchKernel; unchecked: cuCtxGetCurrent + the pointers +
-        // cuLaunchKernel; typed: the generated launcher's checked launch.
+        // Safe, checked: Function::launch = a context comparison + the argument sizes
+        // compared with the cached parameter list + the argument pointers on the stack +
+        // cuLaunchKernel (on a created stream no cuCtxGetCurrent: the driver takes the
+        // context from the stream); unchecked: the pointers + cuLaunchKernel; typed: the
+        // generated launcher's checked launch.
         // SAFETY (every launch below): the arguments are the kernel's parameters; out holds
         // one u32, a, b and c ADD4_N floats, the add4 grid covers ADD4_N threads and the
         // kernel skips i >= n; the host touches the buffers only after the stream is
@@ -603,6 +604,32 @@ pub fn launches(
             }
         }
     };
+    // The packed form of the same arguments, for the parameter-buffer rows: raw launches
+    // them through `extra` (CU_LAUNCH_PARAM_BUFFER_POINTER) as ours does. Every kernel here
+    // takes its pointers first and then 4-byte values, so the packed layout is the pointers
+    // (8 bytes each) followed by the values, each at its natural alignment.
+    let packed = |k: Kern| -> Vec<u8> {
+        // SAFETY: `ra` is leaked and initialised above; only read here.
+        let ra = unsafe { &*ra };
+        let mut b = Vec::new();
+        match k {
+            Kern::Empty => {}
+            Kern::Args1 => b.extend_from_slice(&ra.out.to_ne_bytes()),
+            Kern::Add4 => {
+                for p in [ra.a, ra.b, ra.c] {
+                    b.extend_from_slice(&p.to_ne_bytes());
+                }
+                b.extend_from_slice(&ra.n.to_ne_bytes());
+            }
+            Kern::Args16 | Kern::Args64 => {
+                b.extend_from_slice(&ra.out.to_ne_bytes());
+                for v in &ra.vals[..k.args() as usize - 1] {
+                    b.extend_from_slice(&v.to_ne_bytes());
+                }
+            }
+        }
+        b
+    };
     let s = stream.as_raw();
     let count = cfg.launches;
     let add4_grid = ours.fx.config().grid.x;
@@ -641,6 +668,23 @@ pub fn launches(
                 unsafe { raw!(cuMemsetD32(c, 0, ADD4_N)) };
                 ctx_sync()?;
                 let ns = match who {
+                    Who::Raw if mode == Mode::Packed => {
+                        let mut buf = packed(k);
+                        let mut size = buf.len();
+                        let mut extra: [*mut c_void; 5] = [
+                            sys::CU_LAUNCH_PARAM_BUFFER_POINTER,
+                            buf.as_mut_ptr().cast(),
+                            sys::CU_LAUNCH_PARAM_BUFFER_SIZE,
+                            (&raw mut size).cast(),
+                            sys::CU_LAUNCH_PARAM_END,
+                        ];
+                        enqueue_ns(count, s, || {
+                            // SAFETY: `extra` names the packed parameters (the kernel's
+                            // layout, as above) and their size, alive for the loop; bounds
+                            // as for the kernelParams launches below.
+                            unsafe { raw_launch(f, g, block, s, null_mut(), extra.as_mut_ptr()) }
+                        })?
+                    }
                     Who::Raw => enqueue_ns(count, s, || {
                         // SAFETY: `p` points to the kernel's parameters (the locals of
                         // RawArgs, alive for the program), as many as it has; the grid
