@@ -270,7 +270,9 @@ impl GraphExec {
         let mut ptrs = args.pointers();
         let p = kernel_params::<Function, A>(f, f.context(), cfg, ptrs.as_mut())?;
         // The driver needs a current context here even though the parameters name the
-        // function (driver 580 crashed without one, on an H100).
+        // function: on driver 580 (H100) both this call and cuGraphExecNodeSetParams end the
+        // process with SIGSEGV when no context is current, and succeed with any context
+        // current. Entering the function's context costs one cuCtxGetCurrent when it is.
         let _cur = f.context().enter()?;
         check(
             // SAFETY: a kernel node of the exec's graph; checked parameters.
