@@ -6,29 +6,18 @@ use std::sync::Arc;
 
 use cuda_driver::prelude::*;
 use cuda_driver::{
-    AddressRange, AllocationProps, DeviceAttribute, Error, ExternalMemory, ExternalSemaphore,
-    ExternalSemaphoreHandleType, ExternalSemaphoreSignalFlags, MemAccessDesc,
-    MemAllocationHandleType, PhysicalAllocation, SemaphoreValue, Stream, StreamFlags,
+    AddressRange, Error, ExternalMemory, ExternalSemaphore, ExternalSemaphoreHandleType,
+    ExternalSemaphoreSignalFlags, MemAccessDesc, PhysicalAllocation, SemaphoreValue, Stream,
+    StreamFlags,
 };
 
 use crate::child::pattern;
-use crate::common::skip;
-use crate::vmm::require_vmm;
 
 #[gpu_test]
 fn external_memory_from_a_vmm_fd_is_the_same_memory() {
     let ctx = gpu_or_skip!();
-    require_vmm(&ctx);
+    let props = crate::vmm::fd_exportable_props(&ctx);
     let dev = ctx.device();
-    if dev
-        .attribute(DeviceAttribute::HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED)
-        .unwrap()
-        == 0
-    {
-        skip("no POSIX fd handles on this device");
-    }
-    let props = AllocationProps::device(dev)
-        .with_handle_types(MemAllocationHandleType::POSIX_FILE_DESCRIPTOR);
     let g = props.minimum_granularity().unwrap();
     let phys = Arc::new(PhysicalAllocation::new(&ctx, g, &props).unwrap());
     let r = AddressRange::reserve(&ctx, g, 0).unwrap();

@@ -8,14 +8,14 @@ use std::sync::Arc;
 
 use cuda_driver::prelude::*;
 use cuda_driver::{
-    AddressRange, AllocationProps, DeviceAttribute, DeviceBuffer, Error, Event, EventFlags,
-    IpcEventHandle, IpcMemFlags, IpcMemHandle, MemAccessDesc, MemAllocationHandleType, MemPool,
-    MemPoolProps, PhysicalAllocation, PoolPtrExportData, Stream, StreamFlags,
+    AddressRange, DeviceAttribute, DeviceBuffer, Error, Event, EventFlags, IpcEventHandle,
+    IpcMemFlags, IpcMemHandle, MemAccessDesc, MemAllocationHandleType, MemPool, MemPoolProps,
+    PhysicalAllocation, PoolPtrExportData, Stream, StreamFlags,
 };
 
 use crate::child::{child_role, open_fds, pattern, spawn_child};
 use crate::common::skip;
-use crate::vmm::{require_vmm, write_pattern_on};
+use crate::vmm::write_pattern_on;
 
 const N: usize = 1 << 20;
 
@@ -143,17 +143,8 @@ fn virtual_memory_shared_as_a_file_descriptor() {
         return;
     }
     let ctx = gpu_or_skip!();
-    require_vmm(&ctx);
+    let props = crate::vmm::fd_exportable_props(&ctx);
     let dev = ctx.device();
-    if dev
-        .attribute(DeviceAttribute::HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED)
-        .unwrap()
-        == 0
-    {
-        skip("no POSIX fd handles on this device");
-    }
-    let props = AllocationProps::device(dev)
-        .with_handle_types(MemAllocationHandleType::POSIX_FILE_DESCRIPTOR);
     let size = props.minimum_granularity().unwrap() * 2;
     let phys = Arc::new(PhysicalAllocation::new(&ctx, size, &props).unwrap());
     let range = AddressRange::reserve(&ctx, size, 0).unwrap();

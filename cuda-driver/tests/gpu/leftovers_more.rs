@@ -19,9 +19,9 @@ use cuda_driver::{
     AllocationProps, AttachFlags, CacheConfig, Context, ContextCreateParams, ContextFlags, Device,
     DeviceAttribute, DeviceBuffer, Error, ErrorCode, ExecAffinityType, FunctionAttribute,
     FunctionLoadingState, LaunchAttributes, LaunchConfig, LaunchMemSyncDomain, Library, Limit,
-    ManagedBuffer, MemAccessDesc, MemAccessFlags, MemAdvice, MemAllocationHandleType,
-    MemCreateUsageFlags, MemLocation, MemRangeAttribute, MemoryType, Module, PhysicalAllocation,
-    PinnedBuffer, PinnedFlags, PointerInfo, Stream, StreamFlags,
+    ManagedBuffer, MemAccessDesc, MemAccessFlags, MemAdvice, MemCreateUsageFlags, MemLocation,
+    MemRangeAttribute, MemoryType, Module, PhysicalAllocation, PinnedBuffer, PinnedFlags,
+    PointerInfo, Stream, StreamFlags,
 };
 
 use crate::child::{open_fds, pattern};
@@ -830,17 +830,8 @@ fn host_copy(addr: u64, buf: &mut [u32], write: bool) -> std::io::Result<()> {
 #[gpu_test]
 fn a_thousand_fd_export_import_cycles_leak_nothing() {
     let ctx = gpu_exclusive_or_skip!();
-    require_vmm(&ctx);
+    let props = crate::vmm::fd_exportable_props(&ctx);
     let dev = ctx.device();
-    if dev
-        .attribute(DeviceAttribute::HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED)
-        .unwrap()
-        == 0
-    {
-        skip("no POSIX fd handles on this device");
-    }
-    let props = AllocationProps::device(dev)
-        .with_handle_types(MemAllocationHandleType::POSIX_FILE_DESCRIPTOR);
     let size = props.minimum_granularity().unwrap();
     let cycle = |i: u32| {
         let phys = PhysicalAllocation::new(&ctx, size, &props).unwrap();

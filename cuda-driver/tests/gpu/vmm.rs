@@ -27,6 +27,22 @@ pub fn require_vmm(ctx: &Context) {
     }
 }
 
+/// Allocation properties of device memory exportable as a POSIX file descriptor, after
+/// skipping the test where the device has no virtual memory management or no such handles.
+#[cfg(unix)]
+pub fn fd_exportable_props(ctx: &Context) -> AllocationProps {
+    require_vmm(ctx);
+    let dev = ctx.device();
+    if dev
+        .attribute(DeviceAttribute::HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED)
+        .unwrap()
+        == 0
+    {
+        skip("no POSIX fd handles on this device");
+    }
+    AllocationProps::device(dev).with_handle_types(MemAllocationHandleType::POSIX_FILE_DESCRIPTOR)
+}
+
 /// Launches `write_pattern(mem, seed, len)` on `stream` and waits.
 pub fn write_pattern_on<M: DeviceMemoryMut<Elem = u32>>(
     ctx: &Context,
@@ -292,17 +308,8 @@ fn growable_buffer_grows_in_place() {
 #[gpu_test]
 fn an_exported_fd_imports_as_the_same_memory() {
     let ctx = gpu_or_skip!();
-    require_vmm(&ctx);
+    let props = crate::vmm::fd_exportable_props(&ctx);
     let dev = ctx.device();
-    if dev
-        .attribute(DeviceAttribute::HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED)
-        .unwrap()
-        == 0
-    {
-        skip("no POSIX fd handles on this device");
-    }
-    let props = AllocationProps::device(dev)
-        .with_handle_types(MemAllocationHandleType::POSIX_FILE_DESCRIPTOR);
     let g = props.minimum_granularity().unwrap();
     let phys = Arc::new(PhysicalAllocation::new(&ctx, g, &props).unwrap());
     assert_eq!(
