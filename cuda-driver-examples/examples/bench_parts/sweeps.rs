@@ -462,38 +462,17 @@ impl Ours {
             (_, Mode::Typed) => Err(Failure::Usage(format!("no typed launcher for {k:?}"))),
             (Kern::Empty, _) => enqueue_ns(count, s, || {
                 // SAFETY: as above.
-                unsafe {
-                    if checked {
-                        empty.launch(stream, &one, ())?
-                    } else {
-                        empty.launch_unchecked(stream, &one, ())?
-                    }
-                };
-                Ok(())
+                unsafe { launch_checked_or_not(empty, checked, stream, &one, ()) }
             }),
             (Kern::Args1, _) => enqueue_ns(count, s, || {
                 let args = (out.as_view_mut(),);
                 // SAFETY: as above.
-                unsafe {
-                    if checked {
-                        args1.launch(stream, &one, args)?
-                    } else {
-                        args1.launch_unchecked(stream, &one, args)?
-                    }
-                };
-                Ok(())
+                unsafe { launch_checked_or_not(args1, checked, stream, &one, args) }
             }),
             (Kern::Add4, _) => enqueue_ns(count, s, || {
                 let args = (&a.as_view(), &b.as_view(), &mut c.as_view_mut(), &*n);
                 // SAFETY: as above.
-                unsafe {
-                    if checked {
-                        add4.launch(stream, &acfg, args)?
-                    } else {
-                        add4.launch_unchecked(stream, &acfg, args)?
-                    }
-                };
-                Ok(())
+                unsafe { launch_checked_or_not(add4, checked, stream, &acfg, args) }
             }),
             (Kern::Args16, _) => enqueue_ns(count, s, || {
                 let args = Args16 {
@@ -501,14 +480,7 @@ impl Ours {
                     vals: v16,
                 };
                 // SAFETY: as above.
-                unsafe {
-                    if checked {
-                        args16.launch(stream, &one, args)?
-                    } else {
-                        args16.launch_unchecked(stream, &one, args)?
-                    }
-                };
-                Ok(())
+                unsafe { launch_checked_or_not(args16, checked, stream, &one, args) }
             }),
             (Kern::Args64, _) => enqueue_ns(count, s, || {
                 let args = Args64 {
@@ -516,17 +488,33 @@ impl Ours {
                     vals: v64,
                 };
                 // SAFETY: as above.
-                unsafe {
-                    if checked {
-                        args64.launch(stream, &one, args)?
-                    } else {
-                        args64.launch_unchecked(stream, &one, args)?
-                    }
-                };
-                Ok(())
+                unsafe { launch_checked_or_not(args64, checked, stream, &one, args) }
             }),
         }
     }
+}
+
+/// One launch of `f`, through `Function::launch` when `checked`, else `launch_unchecked`.
+///
+/// # Safety
+/// As for `Function::launch`.
+#[inline(always)]
+unsafe fn launch_checked_or_not<A: KernelArgs>(
+    f: &Function,
+    checked: bool,
+    stream: &Stream,
+    cfg: &LaunchConfig,
+    args: A,
+) -> Res<()> {
+    // SAFETY: the caller's guarantees.
+    unsafe {
+        if checked {
+            f.launch(stream, cfg, args)?
+        } else {
+            f.launch_unchecked(stream, cfg, args)?
+        }
+    };
+    Ok(())
 }
 
 /// The launch sweep: for 0, 1, 4, 16 and 64 parameters, checked (with cudarc on one and on
