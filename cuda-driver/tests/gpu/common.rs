@@ -3,7 +3,7 @@
 use std::ops::Deref;
 use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 
-use cuda_driver::{Context, Device};
+use cuda_driver::{Context, Device, DeviceAttribute};
 pub use cuda_driver_test_harness::{note, skip, skip_needs_gpus};
 
 /// The kernels of `ptx/test_kernels.cu`, compiled by `cargo xtask build-kernels`.
@@ -98,4 +98,13 @@ macro_rules! gpu_exclusive_or_skip {
     () => {
         $crate::common::gpu_exclusive()
     };
+}
+
+/// Skips the test with `reason` unless `dev` reports a non-zero `attr`.
+#[allow(dead_code)]
+#[track_caller]
+pub fn require_attribute(dev: Device, attr: DeviceAttribute, reason: impl std::fmt::Display) {
+    if dev.attribute(attr).unwrap() == 0 {
+        skip(reason);
+    }
 }

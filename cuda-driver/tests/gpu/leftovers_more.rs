@@ -155,13 +155,11 @@ fn pointer_attributes_of_device_pinned_and_managed_memory() {
 fn managed_range_attributes_follow_advice_and_prefetches() {
     let ctx = gpu_or_skip!();
     let dev = ctx.device();
-    if dev
-        .attribute(DeviceAttribute::CONCURRENT_MANAGED_ACCESS)
-        .unwrap()
-        == 0
-    {
-        skip("the device cannot prefetch managed memory (no concurrent managed access)");
-    }
+    crate::common::require_attribute(
+        dev,
+        DeviceAttribute::CONCURRENT_MANAGED_ACCESS,
+        "the device cannot prefetch managed memory (no concurrent managed access)",
+    );
     let ordinal = dev.as_raw();
     let n = 1 << 20; // 4 MiB of u32
     let data: Vec<u32> = crate::common::xorshift32(n, 5).collect();
@@ -713,13 +711,11 @@ fn allocation_usage_flags_read_back() {
     let ctx = gpu_or_skip!();
     require_vmm(&ctx);
     let dev = ctx.device();
-    if dev
-        .attribute(DeviceAttribute::SPARSE_CUDA_ARRAY_SUPPORTED)
-        .unwrap()
-        == 0
-    {
-        skip("tile pools serve sparse arrays, which the device lacks");
-    }
+    crate::common::require_attribute(
+        dev,
+        DeviceAttribute::SPARSE_CUDA_ARRAY_SUPPORTED,
+        "tile pools serve sparse arrays, which the device lacks",
+    );
     let props = AllocationProps::device(dev).with_usage(MemCreateUsageFlags::TILE_POOL);
     let g = props.minimum_granularity().unwrap();
     let phys = match PhysicalAllocation::new(&ctx, g, &props) {

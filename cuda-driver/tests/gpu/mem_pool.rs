@@ -8,19 +8,16 @@ use cuda_driver::{
 };
 
 use crate::child::pattern;
-use crate::common::{note, skip};
+use crate::common::note;
 use crate::vmm::write_pattern_on;
 
 /// Skips the test unless the device supports memory pools.
 fn require_pools(ctx: &Context) {
-    if ctx
-        .device()
-        .attribute(DeviceAttribute::MEMORY_POOLS_SUPPORTED)
-        .unwrap()
-        == 0
-    {
-        skip("the device does not support memory pools");
-    }
+    crate::common::require_attribute(
+        ctx.device(),
+        DeviceAttribute::MEMORY_POOLS_SUPPORTED,
+        "the device does not support memory pools",
+    );
 }
 
 #[gpu_test]

@@ -141,13 +141,7 @@ fn tile_pool_props(ctx: &Context) -> AllocationProps {
 fn sparse_arrays_map_tiles_of_physical_memory() {
     let ctx = gpu_or_skip!();
     let dev = ctx.device();
-    if dev
-        .attribute(DeviceAttribute::SPARSE_CUDA_ARRAY_SUPPORTED)
-        .unwrap()
-        == 0
-    {
-        skip("the device has no sparse CUDA arrays (CU_DEVICE_ATTRIBUTE_SPARSE_CUDA_ARRAY_SUPPORTED is 0)");
-    }
+    crate::common::require_attribute(dev, DeviceAttribute::SPARSE_CUDA_ARRAY_SUPPORTED, "the device has no sparse CUDA arrays (CU_DEVICE_ATTRIBUTE_SPARSE_CUDA_ARRAY_SUPPORTED is 0)");
     let (w, h) = (512usize, 512usize);
     let mut arr = Array::<f32>::new_2d(&ctx, w, h, Array3DFlags::SPARSE).unwrap();
     assert!(arr
@@ -232,13 +226,7 @@ fn sparse_arrays_map_tiles_of_physical_memory() {
 fn deferred_mapping_arrays_are_backed_by_the_memory_they_are_mapped_onto() {
     let ctx = gpu_or_skip!();
     let dev = ctx.device();
-    if dev
-        .attribute(DeviceAttribute::DEFERRED_MAPPING_CUDA_ARRAY_SUPPORTED)
-        .unwrap()
-        == 0
-    {
-        skip("the device has no deferred-mapping CUDA arrays (CU_DEVICE_ATTRIBUTE_DEFERRED_MAPPING_CUDA_ARRAY_SUPPORTED is 0)");
-    }
+    crate::common::require_attribute(dev, DeviceAttribute::DEFERRED_MAPPING_CUDA_ARRAY_SUPPORTED, "the device has no deferred-mapping CUDA arrays (CU_DEVICE_ATTRIBUTE_DEFERRED_MAPPING_CUDA_ARRAY_SUPPORTED is 0)");
     let (w, h) = (200usize, 120usize);
     let mut arr = Array::<f32>::new_2d(&ctx, w, h, Array3DFlags::DEFERRED_MAPPING).unwrap();
     let req = arr.memory_requirements(dev).unwrap();

@@ -13,18 +13,15 @@ use cuda_driver::{
 };
 
 use crate::child::{open_fds, pattern, VMM_KERNELS};
-use crate::common::{note, skip};
+use crate::common::note;
 
 /// Skips the test unless the device supports virtual memory management.
 pub fn require_vmm(ctx: &Context) {
-    if ctx
-        .device()
-        .attribute(DeviceAttribute::VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED)
-        .unwrap()
-        == 0
-    {
-        skip("the device does not support virtual memory management");
-    }
+    crate::common::require_attribute(
+        ctx.device(),
+        DeviceAttribute::VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED,
+        "the device does not support virtual memory management",
+    );
 }
 
 /// Allocation properties of device memory exportable as a POSIX file descriptor, after
@@ -33,13 +30,11 @@ pub fn require_vmm(ctx: &Context) {
 pub fn fd_exportable_props(ctx: &Context) -> AllocationProps {
     require_vmm(ctx);
     let dev = ctx.device();
-    if dev
-        .attribute(DeviceAttribute::HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED)
-        .unwrap()
-        == 0
-    {
-        skip("no POSIX fd handles on this device");
-    }
+    crate::common::require_attribute(
+        dev,
+        DeviceAttribute::HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED,
+        "no POSIX fd handles on this device",
+    );
     AllocationProps::device(dev).with_handle_types(MemAllocationHandleType::POSIX_FILE_DESCRIPTOR)
 }
 
