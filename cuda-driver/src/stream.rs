@@ -203,6 +203,14 @@ impl Stream {
         &self.ctx
     }
 
+    /// The stream's context made current for one call that takes its context from the
+    /// stream (see [`Context::enter_for_stream_call`]): nothing on a created stream.
+    #[inline]
+    #[track_caller]
+    pub(crate) fn enter_for_call(&self) -> Result<crate::context::Current<'_>> {
+        self.ctx.enter_for_stream_call(self.raw)
+    }
+
     /// Blocks until all work queued on the stream is done.
     #[wraps(cuStreamSynchronize)]
     #[track_caller]

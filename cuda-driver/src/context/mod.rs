@@ -35,7 +35,7 @@ use crate::error::{check, report_drop_error, report_drop_problem, Error, Result}
 
 mod current;
 
-pub(crate) use current::AnyCurrent;
+pub(crate) use current::{AnyCurrent, Current};
 mod more;
 mod primary;
 

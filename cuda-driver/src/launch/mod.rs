@@ -344,7 +344,7 @@ macro_rules! launch_methods {
                 cfg: &LaunchConfig,
                 args: A,
             ) -> Result<()> {
-                let _cur = stream.context().enter_for_stream_call(stream.as_raw())?;
+                let _cur = stream.enter_for_call()?;
                 keep_in_capture(self, stream)?;
                 self.check_context(stream)?;
                 check_stream_order(&args, stream)?;
@@ -369,7 +369,7 @@ macro_rules! launch_methods {
                 cfg: &LaunchConfig,
                 args: A,
             ) -> Result<()> {
-                let _cur = stream.context().enter_for_stream_call(stream.as_raw())?;
+                let _cur = stream.enter_for_call()?;
                 keep_in_capture(self, stream)?;
                 // SAFETY: the caller's guarantees.
                 unsafe { launch_kernel(self.raw_function(), stream, cfg, args) }
@@ -394,7 +394,7 @@ macro_rules! launch_methods {
                 attrs: &LaunchAttributes,
                 args: A,
             ) -> Result<()> {
-                let _cur = stream.context().enter_for_stream_call(stream.as_raw())?;
+                let _cur = stream.enter_for_call()?;
                 keep_in_capture(self, stream)?;
                 self.check_context(stream)?;
                 check_stream_order(&args, stream)?;
@@ -419,7 +419,7 @@ macro_rules! launch_methods {
                 attrs: &LaunchAttributes,
                 args: A,
             ) -> Result<()> {
-                let _cur = stream.context().enter_for_stream_call(stream.as_raw())?;
+                let _cur = stream.enter_for_call()?;
                 keep_in_capture(self, stream)?;
                 // SAFETY: the caller's guarantees.
                 unsafe { launch_kernel_ex(self.raw_function(), stream, cfg, attrs, args) }
@@ -445,7 +445,7 @@ macro_rules! launch_methods {
                 cfg: &LaunchConfig,
                 params: &ParamBuffer<'_, N>,
             ) -> Result<()> {
-                let _cur = stream.context().enter_for_stream_call(stream.as_raw())?;
+                let _cur = stream.enter_for_call()?;
                 keep_in_capture(self, stream)?;
                 self.check_context(stream)?;
                 check_buffer_stream_order(params, stream)?;
@@ -470,7 +470,7 @@ macro_rules! launch_methods {
                 cfg: &LaunchConfig,
                 params: &ParamBuffer<'_, N>,
             ) -> Result<()> {
-                let _cur = stream.context().enter_for_stream_call(stream.as_raw())?;
+                let _cur = stream.enter_for_call()?;
                 keep_in_capture(self, stream)?;
                 // SAFETY: the caller's guarantees.
                 unsafe { launch_kernel_packed(self.raw_function(), stream, cfg, params) }

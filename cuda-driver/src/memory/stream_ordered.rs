@@ -153,7 +153,7 @@ impl<T: DeviceRepr> DeviceBuffer<T> {
     pub fn new_async(stream: &Stream, len: usize) -> Result<AsyncDeviceBuffer<'_, T>> {
         let bytes = byte_len::<T>("DeviceBuffer::new_async", len)?;
         check_orderable("DeviceBuffer::new_async", stream)?;
-        let _cur = stream.context().enter_for_stream_call(stream.as_raw())?;
+        let _cur = stream.enter_for_call()?;
         let mut ptr = 0;
         if bytes > 0 {
             check(
@@ -248,10 +248,7 @@ impl<'s, T: DeviceRepr> AsyncDeviceBuffer<'s, T> {
         if this.ptr == 0 {
             return Ok(());
         }
-        let _cur = this
-            .stream
-            .context()
-            .enter_for_stream_call(this.stream.as_raw())?;
+        let _cur = this.stream.enter_for_call()?;
         check(
             // SAFETY: `ptr` is owned by `this`, which is never dropped, so it is freed once,
             // here, on the stream it is ordered on.
@@ -643,7 +640,7 @@ impl MemPool {
     ) -> Result<AsyncDeviceBuffer<'s, T>> {
         let bytes = byte_len::<T>("MemPool::alloc_async", len)?;
         check_orderable("MemPool::alloc_async", stream)?;
-        let _cur = stream.context().enter_for_stream_call(stream.as_raw())?;
+        let _cur = stream.enter_for_call()?;
         let mut ptr = 0;
         if bytes > 0 {
             check(
