@@ -230,3 +230,60 @@ fn a_panicking_panic_payload_does_not_abort() {
     s.synchronize().unwrap();
     assert!(flag.load(Ordering::SeqCst));
 }
+
+/// Launches and stream-ordered allocations on a created stream skip the context check, but
+/// not the host-function check: inside a host function they are refused before the driver is
+/// reached, and a stream-ordered buffer dropped there is freed after it returns, on the
+/// crate's release thread (its memory goes back to the pool; nothing is reported).
+#[gpu_test]
+fn stream_calls_inside_a_host_function_are_refused_and_their_drops_deferred() {
+    use cuda_driver::{LaunchConfig, MemPool, Module};
+    let ctx = gpu_exclusive_or_skip!();
+    let before = drop_error_count();
+    let s = Stream::new(&ctx, StreamFlags::NON_BLOCKING).unwrap();
+    // 'static, so that a buffer ordered on it can move into the host function.
+    let other: &'static Stream = Box::leak(Box::new(
+        Stream::new(&ctx, StreamFlags::NON_BLOCKING).unwrap(),
+    ));
+    let module = Module::load_data(&ctx, crate::common::TEST_KERNELS).unwrap();
+    let fill = module.function("fill_u32").unwrap();
+    let pool = Arc::new(MemPool::new(ctx.device()).unwrap());
+    let n = 1usize << 20;
+    let buf = pool.alloc_async::<u32>(other, n).unwrap();
+    other.synchronize().unwrap();
+    let used = pool.used_mem_current().unwrap();
+    assert!(used >= (n * 4) as u64, "{used}");
+    let (tx, rx) = mpsc::channel();
+    let in_fn_pool = Arc::clone(&pool);
+    s.launch_host_fn(move || {
+        let mut buf = buf;
+        let cfg = LaunchConfig::for_num_elems(n).unwrap();
+        // SAFETY: fill_u32(unsigned*, unsigned, int) over buf's n elements; refused anyway.
+        let launch = unsafe { fill.launch(other, &cfg, (buf.as_view_mut(), &1u32, &(n as i32))) };
+        let alloc = in_fn_pool.alloc_async::<u8>(other, 64);
+        let refused = |r: &Result<(), Error>| matches!(r, Err(Error::InHostCallback { .. }));
+        let _ = tx.send((refused(&launch), refused(&alloc.map(drop))));
+        drop(buf);
+    })
+    .unwrap();
+    s.synchronize().unwrap();
+    assert_eq!(
+        rx.recv().unwrap(),
+        (true, true),
+        "(launch, alloc_async) refused"
+    );
+    // The deferred free runs on the release thread; the memory returns to the pool.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    loop {
+        other.synchronize().unwrap();
+        if pool.used_mem_current().unwrap() + (n * 4) as u64 <= used {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the deferred stream-ordered free never ran"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    assert_eq!(drop_error_count(), before, "no release failed");
+}
