@@ -38,6 +38,7 @@ mod memory;
 mod module;
 mod multi_gpu;
 mod profiler;
+mod release;
 mod stream;
 mod stream_memop;
 mod texture;
