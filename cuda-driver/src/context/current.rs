@@ -158,6 +158,31 @@ impl Context {
     }
 
     fn release_now(&self, call: &'static str, f: impl FnOnce() -> sys::CUresult) {
+        if !self.wait_foreign_uses() {
+            report_drop_problem(&format_args!(
+                "{call} skipped: work queued on another context's stream may still use what it \
+                 releases (a wait for it failed); leaked"
+            ));
+            return;
+        }
+        self.release_unfenced_now(call, f);
+    }
+
+    /// [`release`](Self::release) without waiting for cross-context uses: for the fences'
+    /// own events.
+    pub(crate) fn release_unfenced<F>(&self, call: &'static str, f: F)
+    where
+        F: FnOnce() -> sys::CUresult + Send + 'static,
+    {
+        if in_host_fn() {
+            let ctx = self.clone();
+            release(move || ctx.release_unfenced_now(call, f));
+        } else {
+            self.release_unfenced_now(call, f);
+        }
+    }
+
+    fn release_unfenced_now(&self, call: &'static str, f: impl FnOnce() -> sys::CUresult) {
         if let Some(_cur) = self.enter_for_drop() {
             report_drop_error(call, f());
         }

@@ -34,6 +34,7 @@ use cuda_driver_sys as sys;
 use crate::error::{check, report_drop_error, report_drop_problem, Error, Result};
 
 mod current;
+mod fence;
 
 pub(crate) use current::{AnyCurrent, Current};
 mod more;
@@ -61,6 +62,8 @@ struct Inner {
     /// The green context this context was converted from (`cuCtxFromGreenCtx`), destroyed
     /// with `cuGreenCtxDestroy` instead of `cuCtxDestroy`; null for other contexts.
     green: sys::CUgreenCtx,
+    /// Cross-context uses of this context's memory that its releases wait for.
+    fences: fence::Fences,
 }
 
 // SAFETY: a CUcontext may be made current and used on any host thread (CUDA Programming Guide,
@@ -139,6 +142,7 @@ impl Context {
                 device,
                 primary: false,
                 green: ptr::null_mut(),
+                fences: Default::default(),
             }),
         };
         let mut popped = ptr::null_mut();
@@ -164,6 +168,7 @@ impl Context {
                 device,
                 primary: false,
                 green: ptr::null_mut(),
+                fences: Default::default(),
             }),
         }
     }

@@ -118,6 +118,7 @@ impl Context {
                 device,
                 primary: false,
                 green: ptr::null_mut(),
+                fences: Default::default(),
             }),
         };
         let mut popped = ptr::null_mut();
@@ -144,6 +145,7 @@ impl Context {
                 device,
                 primary: false,
                 green,
+                fences: Default::default(),
             }),
         }
     }

@@ -25,6 +25,7 @@ impl Context {
                 device,
                 primary: true,
                 green: std::ptr::null_mut(),
+                fences: Default::default(),
             }),
         })
     }

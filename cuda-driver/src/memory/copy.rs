@@ -906,7 +906,13 @@ impl<'a, T: DeviceRepr> Copy3D<'a, T> {
             // checked to lie inside each.
             unsafe { sys::cuMemcpy3DPeer(&raw) },
             "cuMemcpy3DPeer",
-        )
+        )?;
+        // The copy may still run on the destination context's legacy stream: the source's
+        // context waits for it before releasing memory (see `context::fence`).
+        match p.src.ctx {
+            Some(c) => super::view::fence_if_foreign(c, p.ctx, sys::CU_STREAM_LEGACY),
+            None => Ok(()),
+        }
     }
 
     /// Queues the copy between contexts on `stream`, a stream of the destination's context;
@@ -934,13 +940,21 @@ impl<'a, T: DeviceRepr> Copy3D<'a, T> {
             });
         }
         let raw = p.raw_peer();
-        let _cur = p.ctx.enter()?;
-        check(
-            // SAFETY: operands borrowed and checked; the destination is ordered on `stream`
-            // or freed by a call that waits; the source is not ordered on another stream.
-            unsafe { sys::cuMemcpy3DPeerAsync(&raw, stream.as_raw()) },
-            "cuMemcpy3DPeerAsync",
-        )
+        {
+            let _cur = p.ctx.enter()?;
+            check(
+                // SAFETY: operands borrowed and checked; the destination is ordered on
+                // `stream` or released by a call that waits for its context's work; the
+                // source is not ordered on another stream, and its context waits for the
+                // fence recorded below before releasing.
+                unsafe { sys::cuMemcpy3DPeerAsync(&raw, stream.as_raw()) },
+                "cuMemcpy3DPeerAsync",
+            )?;
+        }
+        match p.src.ctx {
+            Some(c) => super::view::fence_if_foreign(c, p.ctx, stream.as_raw()),
+            None => Ok(()),
+        }
     }
 }
 

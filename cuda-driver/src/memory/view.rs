@@ -331,6 +331,24 @@ pub(crate) fn common_home(
     }
 }
 
+/// After work was queued on `stream` (of `stream_ctx`) that uses memory of `mem_ctx`: when
+/// those are different contexts, the memory's context waits for that work before releasing
+/// anything (see `context::fence`). Nothing happens, and no driver call is made, within one
+/// context.
+#[inline]
+#[track_caller]
+pub(crate) fn fence_if_foreign(
+    mem_ctx: &Context,
+    stream_ctx: &Context,
+    stream: sys::CUstream,
+) -> Result<()> {
+    if mem_ctx.as_raw() == stream_ctx.as_raw() {
+        Ok(())
+    } else {
+        mem_ctx.fence_foreign_use(stream_ctx, stream)
+    }
+}
+
 /// Runs a blocking operation on memory ordered on `home` (null: none): the plain call, or
 /// the call's stream form on `home` followed by `cuStreamSynchronize(home)`. The context is
 /// current.
@@ -757,6 +775,7 @@ impl<'a, T: DeviceRepr> DeviceSliceMut<'a, T> {
             return Ok(());
         }
         let _cur = self.ctx.enter()?;
+        let src_mem_ctx = src.ctx;
         let (dst, dst_ctx, src, src_ctx) = (self.ptr, self.ctx.as_raw(), src.ptr, src.ctx.as_raw());
         blocking(
             home,
@@ -766,11 +785,22 @@ impl<'a, T: DeviceRepr> DeviceSliceMut<'a, T> {
             || unsafe { sys::cuMemcpyPeer(dst, dst_ctx, src, src_ctx, bytes) },
             // SAFETY: as above, on the stream the memory is ordered on.
             |s| unsafe { sys::cuMemcpyPeerAsync(dst, dst_ctx, src, src_ctx, bytes, s) },
-        )
+        )?;
+        if home.is_null() {
+            // The copy may still run on this context's legacy stream: the source's context
+            // waits for it before releasing memory (see `context::fence`).
+            fence_if_foreign(src_mem_ctx, self.ctx, sys::CU_STREAM_LEGACY)?;
+        }
+        Ok(())
     }
 
-    /// Queues a copy of `src`, device memory of another context, into the view on `stream`,
-    /// a stream of the view's context; the lengths must agree.
+    /// Queues a copy of `src`, device memory of another context, into the view on `stream`, a
+    /// stream of either side's context (as `cuMemcpyPeerAsync` allows); the lengths must
+    /// agree. The side whose context the stream belongs to follows the usual stream-order
+    /// rule; the other side's memory must not be stream-ordered (it cannot be ordered on a
+    /// stream of another context: [`Error::StreamMismatch`]), and its context's releases
+    /// wait for the copy (one event recorded after it, see `docs/SOUNDNESS.md`), so dropping
+    /// either owner early is harmless.
     #[wraps(cuMemcpyPeerAsync)]
     #[inline]
     #[track_caller]
@@ -779,14 +809,27 @@ impl<'a, T: DeviceRepr> DeviceSliceMut<'a, T> {
         src: &DeviceSlice<'_, T>,
         stream: &Stream,
     ) -> Result<()> {
-        check_len("copy_from_peer_async", self.len, src.len)?;
-        check_stream("copy_from_peer_async", self.ctx, self.home, stream)?;
-        if !src.home.is_null() {
+        const WHAT: &str = "copy_from_peer_async";
+        check_len(WHAT, self.len, src.len)?;
+        let sctx = stream.context();
+        // (the side on the stream's context, the other side)
+        let (own, foreign) = if sctx.as_raw() == self.ctx.as_raw() {
+            ((self.ctx, self.home), (src.ctx, src.home))
+        } else if sctx.as_raw() == src.ctx.as_raw() {
+            ((src.ctx, src.home), (self.ctx, self.home))
+        } else {
+            return Err(context_mismatch(WHAT, self.ctx, stream));
+        };
+        check_stream(WHAT, own.0, own.1, stream)?;
+        if foreign.0.as_raw() == own.0.as_raw() {
+            // One context on both sides: the other side's stream order applies too.
+            check_stream(WHAT, foreign.0, foreign.1, stream)?;
+        } else if !foreign.1.is_null() {
             // Memory of another context ordered on a stream of that context cannot be
             // ordered on this one.
             return Err(Error::StreamMismatch {
-                what: "copy_from_peer_async",
-                expected: src.home as usize,
+                what: WHAT,
+                expected: foreign.1 as usize,
                 found: stream.as_raw() as usize,
             });
         }
@@ -794,23 +837,27 @@ impl<'a, T: DeviceRepr> DeviceSliceMut<'a, T> {
         if bytes == 0 {
             return Ok(());
         }
-        let _cur = self.ctx.enter()?;
-        check(
-            // SAFETY: both views borrow `bytes` bytes of live device memory of their contexts
-            // (lengths checked); the destination is ordered on `stream` or freed by cuMemFree,
-            // which waits, and the source is not stream-ordered.
-            unsafe {
-                sys::cuMemcpyPeerAsync(
-                    self.ptr,
-                    self.ctx.as_raw(),
-                    src.ptr,
-                    src.ctx.as_raw(),
-                    bytes,
-                    stream.as_raw(),
-                )
-            },
-            "cuMemcpyPeerAsync",
-        )
+        {
+            let _cur = sctx.enter()?;
+            check(
+                // SAFETY: both views borrow `bytes` bytes of live device memory of their
+                // contexts (lengths checked); the side of the stream's context is ordered on
+                // `stream` or released by a call that waits for its context's work, and the
+                // other side's context waits for the fence recorded below before releasing.
+                unsafe {
+                    sys::cuMemcpyPeerAsync(
+                        self.ptr,
+                        self.ctx.as_raw(),
+                        src.ptr,
+                        src.ctx.as_raw(),
+                        bytes,
+                        stream.as_raw(),
+                    )
+                },
+                "cuMemcpyPeerAsync",
+            )?;
+        }
+        fence_if_foreign(foreign.0, sctx, stream.as_raw())
     }
 
     /// Sets every `W`-sized word of the view to `value` (`u8`, `u16` or `u32`; for `f32`,

@@ -71,3 +71,87 @@ fn cu_mem_free_of_pitched_memory_waits_for_work_queued_on_another_stream() {
     drop(pitched);
     assert_release_waited(&ctx, &stream, width * height);
 }
+
+/// A created context on device 0 beside `ctx` (the primary context): two contexts, so that
+/// peer copies cross a context boundary on one GPU.
+fn second_context(ctx: &Context) -> Context {
+    Context::new(ctx.device(), cuda_driver::ContextFlags::empty()).unwrap()
+}
+
+#[gpu_test]
+fn dropping_the_source_of_a_peer_copy_on_another_contexts_stream_waits_for_the_copy() {
+    let a = gpu_exclusive_or_skip!();
+    let b = second_context(&a);
+    let module_b = Module::load_data(&b, TEST_KERNELS).unwrap();
+    let stream_b = Stream::new(&b, StreamFlags::NON_BLOCKING).unwrap();
+    let words = 1 << 20;
+    let src: Vec<u32> = (0..words as u32).collect();
+    let src_a = DeviceBuffer::from_slice(&a, &src).unwrap();
+    let mut dst_b = DeviceBuffer::<u32>::new(&b, words).unwrap();
+    queue_sleep(&module_b, &stream_b);
+    // On the destination's stream: the source (context a) is the foreign side.
+    dst_b
+        .copy_from_peer_async(&src_a.as_view(), &stream_b)
+        .unwrap();
+    drop(src_a);
+    assert!(
+        stream_b.query().unwrap(),
+        "the source was released while a copy queued on another context's stream could \
+         still read it"
+    );
+    assert_eq!(dst_b.to_vec().unwrap(), src);
+}
+
+#[gpu_test]
+fn peer_copies_queue_on_a_stream_of_either_side_and_fence_the_other() {
+    let a = gpu_exclusive_or_skip!();
+    let b = second_context(&a);
+    let module_a = Module::load_data(&a, TEST_KERNELS).unwrap();
+    let stream_a = Stream::new(&a, StreamFlags::NON_BLOCKING).unwrap();
+    let words = 1 << 20;
+    let src: Vec<u32> = (0..words as u32).map(|x| x ^ 0x5A5A_5A5A).collect();
+    let src_a = DeviceBuffer::from_slice(&a, &src).unwrap();
+    let mut dst_b = DeviceBuffer::<u32>::new(&b, words).unwrap();
+    queue_sleep(&module_a, &stream_a);
+    // On the source's stream (simpleP2P copies GPU1 -> GPU0 on GPU1's stream): the
+    // destination (context b) is the foreign side, and its release waits for the copy.
+    dst_b
+        .copy_from_peer_async(&src_a.as_view(), &stream_a)
+        .unwrap();
+    drop(dst_b);
+    assert!(
+        stream_a.query().unwrap(),
+        "the destination was released while a copy queued on another context's stream could \
+         still write it"
+    );
+    // And the data arrives, both ways, on the source side's stream.
+    let mut dst_b = DeviceBuffer::<u32>::new(&b, words).unwrap();
+    dst_b
+        .copy_from_peer_async(&src_a.as_view(), &stream_a)
+        .unwrap();
+    stream_a.synchronize().unwrap();
+    assert_eq!(dst_b.to_vec().unwrap(), src);
+    let mut back_a = DeviceBuffer::<u32>::new(&a, words).unwrap();
+    back_a
+        .copy_from_peer_async(&dst_b.as_view(), &stream_a)
+        .unwrap();
+    stream_a.synchronize().unwrap();
+    assert_eq!(back_a.to_vec().unwrap(), src);
+}
+
+#[gpu_test]
+fn a_peer_copy_on_a_stream_of_neither_side_is_refused() {
+    let a = gpu_exclusive_or_skip!();
+    let b = second_context(&a);
+    let c = second_context(&a);
+    let stream_c = Stream::new(&c, StreamFlags::NON_BLOCKING).unwrap();
+    let src_a = DeviceBuffer::<u32>::new(&a, 16).unwrap();
+    let mut dst_b = DeviceBuffer::<u32>::new(&b, 16).unwrap();
+    let r = dst_b.copy_from_peer_async(&src_a.as_view(), &stream_c);
+    assert!(
+        matches!(r, Err(cuda_driver::Error::ContextMismatch { .. })),
+        "{r:?}"
+    );
+    // The contexts are still usable.
+    dst_b.copy_from_peer(&src_a.as_view()).unwrap();
+}
