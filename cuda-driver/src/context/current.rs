@@ -157,6 +157,51 @@ impl Context {
         }
     }
 
+    /// [`release`](Self::release) for a release call that does not wait for device work
+    /// still using what it releases (`cuMemUnmap`, `cuIpcCloseMemHandle`,
+    /// `cuDestroyExternalMemory`, ...): the context is synchronised first (`cuCtxSynchronize`,
+    /// so every stream of the context has finished the work queued through the owner's views),
+    /// then `f` runs. When the synchronisation fails (a stream capture in global mode on another
+    /// thread forbids it, or the context is broken), `f` does not run: what it would release is
+    /// leaked and the problem reported (see [`drop_error_count`](crate::drop_error_count)),
+    /// since queued work might still touch it. Inside a host function, all of it runs on the
+    /// release thread.
+    pub(crate) fn release_after_sync<F>(&self, call: &'static str, f: F)
+    where
+        F: FnOnce() -> sys::CUresult + Send + 'static,
+    {
+        if in_host_fn() {
+            let ctx = self.clone();
+            release(move || ctx.release_after_sync_now(call, f));
+        } else {
+            self.release_after_sync_now(call, f);
+        }
+    }
+
+    fn release_after_sync_now(&self, call: &'static str, f: impl FnOnce() -> sys::CUresult) {
+        if !self.wait_foreign_uses() {
+            report_drop_problem(&format_args!(
+                "{call} skipped: work queued on another context's stream may still use what it \
+                 releases (a wait for it failed); leaked"
+            ));
+            return;
+        }
+        let Some(_cur) = self.enter_for_drop() else {
+            return;
+        };
+        // SAFETY: no arguments; synchronises the current context, which is `self`.
+        let r = unsafe { sys::cuCtxSynchronize() };
+        if r != sys::CUDA_SUCCESS {
+            report_drop_error("cuCtxSynchronize", r);
+            report_drop_problem(&format_args!(
+                "{call} skipped: the context could not be synchronised, so work queued through \
+                 views may still use what it releases; leaked"
+            ));
+            return;
+        }
+        report_drop_error(call, f());
+    }
+
     fn release_now(&self, call: &'static str, f: impl FnOnce() -> sys::CUresult) {
         if !self.wait_foreign_uses() {
             report_drop_problem(&format_args!(

@@ -241,6 +241,10 @@ impl Event {
 ///
 /// Writes by the two processes are ordered only by synchronisation between them (an
 /// interprocess [`Event`], or a message after a synchronise).
+///
+/// Release: its views may be used on any stream of its context, and `cuIpcCloseMemHandle`
+/// is not known to wait for that work, so dropping it synchronises the context first and
+/// leaks the mapping when that fails (see `docs/SOUNDNESS.md`).
 pub struct IpcMemory<T: DeviceRepr> {
     ptr: sys::CUdeviceptr,
     len: usize,
@@ -257,8 +261,10 @@ impl<T: DeviceRepr> Drop for IpcMemory<T> {
     fn drop(&mut self) {
         let ptr = self.ptr;
         // SAFETY: `ptr` was returned by cuIpcOpenMemHandle (or handed over through from_raw),
-        // is owned by self and closed once, here.
-        self.ctx.release("cuIpcCloseMemHandle", move || unsafe {
+        // is owned by self and closed once, here, after the context was synchronised (no
+        // test shows that cuIpcCloseMemHandle waits for work still using the mapping, so the
+        // release does not rely on it; see `Context::release_after_sync`).
+        self.ctx.release_after_sync("cuIpcCloseMemHandle", move || unsafe {
             sys::cuIpcCloseMemHandle(ptr)
         });
     }
