@@ -137,6 +137,10 @@ pub(crate) struct LibraryInner {
     counts: Option<Arc<ParamCounts>>,
     /// Set by [`Library::into_raw`]: the caller unloads the library.
     released: AtomicBool,
+    /// The contexts in which views of the library's variables ([`Global`], [`Managed`]) were
+    /// handed out: work queued through them may still run, so the unload synchronises them
+    /// first (cuLibraryUnload is not known to wait for it).
+    used_in: std::sync::Mutex<Vec<Context>>,
 }
 
 // SAFETY: a CUlibrary is context-independent and may be used from any host thread;
@@ -156,7 +160,20 @@ impl Drop for LibraryInner {
             return;
         }
         let raw = SendRaw(self.raw);
+        let used_in = std::mem::take(self.used_in.get_mut().unwrap_or_else(|e| e.into_inner()));
         release(move || {
+            // Work queued through views of the library's variables finishes first; if a
+            // context cannot be synchronised, the library (and its variables) is leaked.
+            if !used_in
+                .iter()
+                .all(|ctx| ctx.sync_for_release("cuLibraryUnload"))
+            {
+                std::mem::forget(image);
+                if let Some(jit) = jit {
+                    std::mem::forget(jit);
+                }
+                return;
+            }
             // SAFETY: `raw` was loaded by cuLibraryLoad* and is owned by this inner, the last
             // holder; cuLibraryUnload needs no current context.
             let r = unsafe { sys::cuLibraryUnload(raw.get()) };
@@ -175,6 +192,14 @@ impl Drop for LibraryInner {
 }
 
 impl LibraryInner {
+    /// Notes that views of the library's variables were handed out in `ctx`.
+    fn note_used_in(&self, ctx: &Context) {
+        let mut used = self.used_in.lock().unwrap_or_else(|e| e.into_inner());
+        if !used.iter().any(|c| c.as_raw() == ctx.as_raw()) {
+            used.push(ctx.clone());
+        }
+    }
+
     fn error_log(&self) -> String {
         self.jit
             .as_ref()
@@ -229,6 +254,7 @@ impl Library {
                 image,
                 counts,
                 released: AtomicBool::new(false),
+                used_in: std::sync::Mutex::new(Vec::new()),
             }),
         }
     }
@@ -547,7 +573,7 @@ impl Library {
             ptr,
             len,
             _claim: AddressClaim::new(ptr, "managed variable", name)?,
-            _lib: self.inner.clone(),
+            lib: self.inner.clone(),
             _marker: PhantomData,
         })
     }
@@ -567,7 +593,9 @@ impl Library {
         check_lookup(r, "cuLibraryGetGlobal", "global", name, || {
             self.inner.error_log()
         })?;
-        Global::new(ptr, bytes, name, ctx, self.inner.clone())
+        let global = Global::new(ptr, bytes, name, ctx, self.inner.clone())?;
+        self.inner.note_used_in(ctx);
+        Ok(global)
     }
 
     /// The library's module in `ctx` (loading the library into `ctx` if it is not yet). The
@@ -800,7 +828,7 @@ pub struct Managed<T: DeviceRepr> {
     ptr: sys::CUdeviceptr,
     len: usize,
     _claim: AddressClaim,
-    _lib: Arc<LibraryInner>,
+    lib: Arc<LibraryInner>,
     _marker: PhantomData<T>,
 }
 
@@ -852,6 +880,7 @@ impl<T: DeviceRepr> Managed<T> {
     /// meanwhile can make a copy stale or torn, never undefined behaviour.
     #[inline]
     pub fn view<'a>(&'a self, ctx: &'a Context) -> DeviceSlice<'a, T> {
+        self.lib.note_used_in(ctx);
         DeviceSlice {
             ptr: self.ptr,
             len: self.len,
@@ -864,6 +893,7 @@ impl<T: DeviceRepr> Managed<T> {
     /// The variable as a mutable view in `ctx`; see [`view`](Self::view).
     #[inline]
     pub fn view_mut<'a>(&'a mut self, ctx: &'a Context) -> DeviceSliceMut<'a, T> {
+        self.lib.note_used_in(ctx);
         DeviceSliceMut {
             ptr: self.ptr,
             len: self.len,

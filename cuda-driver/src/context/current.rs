@@ -179,15 +179,27 @@ impl Context {
     }
 
     fn release_after_sync_now(&self, call: &'static str, f: impl FnOnce() -> sys::CUresult) {
+        if !self.sync_for_release(call) {
+            return;
+        }
+        if let Some(_cur) = self.enter_for_drop() {
+            report_drop_error(call, f());
+        }
+    }
+
+    /// For a release (`call`) that does not wait for device work by itself: waits for the
+    /// cross-context uses of this context's memory and synchronises the context. `false`,
+    /// with the problem reported, when that failed: the caller must leak what it releases.
+    pub(crate) fn sync_for_release(&self, call: &'static str) -> bool {
         if !self.wait_foreign_uses() {
             report_drop_problem(&format_args!(
                 "{call} skipped: work queued on another context's stream may still use what it \
                  releases (a wait for it failed); leaked"
             ));
-            return;
+            return false;
         }
         let Some(_cur) = self.enter_for_drop() else {
-            return;
+            return false;
         };
         // SAFETY: no arguments; synchronises the current context, which is `self`.
         let r = unsafe { sys::cuCtxSynchronize() };
@@ -197,9 +209,9 @@ impl Context {
                 "{call} skipped: the context could not be synchronised, so work queued through \
                  views may still use what it releases; leaked"
             ));
-            return;
+            return false;
         }
-        report_drop_error(call, f());
+        true
     }
 
     fn release_now(&self, call: &'static str, f: impl FnOnce() -> sys::CUresult) {

@@ -264,9 +264,10 @@ impl<T: DeviceRepr> Drop for IpcMemory<T> {
         // is owned by self and closed once, here, after the context was synchronised (no
         // test shows that cuIpcCloseMemHandle waits for work still using the mapping, so the
         // release does not rely on it; see `Context::release_after_sync`).
-        self.ctx.release_after_sync("cuIpcCloseMemHandle", move || unsafe {
-            sys::cuIpcCloseMemHandle(ptr)
-        });
+        self.ctx
+            .release_after_sync("cuIpcCloseMemHandle", move || unsafe {
+                sys::cuIpcCloseMemHandle(ptr)
+            });
     }
 }
 

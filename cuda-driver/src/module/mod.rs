@@ -88,6 +88,9 @@ pub(crate) struct ModuleInner {
     counts: Option<Arc<ParamCounts>>,
     /// Set by [`Module::into_raw`]: the caller unloads the module.
     released: AtomicBool,
+    /// Set when a [`Global`] of the module was handed out: its views may have queued work
+    /// on any stream of the context, which the unload must not outrun.
+    globals_used: AtomicBool,
 }
 
 // SAFETY: a CUmodule may be used from any host thread; ModuleInner unloads it once, in Drop,
@@ -106,7 +109,16 @@ impl Drop for ModuleInner {
             return;
         }
         let raw = SendRaw(self.raw);
-        self.ctx.release("cuModuleUnload", move || {
+        // Unloading frees the module's variables. When a `Global` handed out views of them,
+        // work queued through those may still run (cuModuleUnload is not known to wait for
+        // it): synchronise the context first. Modules whose variables were never handed out
+        // unload directly.
+        let release = if *self.globals_used.get_mut() {
+            Context::release_after_sync
+        } else {
+            Context::release
+        };
+        release(&self.ctx, "cuModuleUnload", move || {
             // SAFETY: `raw` was loaded into the context made current here and is owned by this
             // inner, the last holder: every Function and Global of it held this Arc and is
             // gone.
@@ -159,6 +171,7 @@ impl Module {
                 jit: jit.map(LiveJit::new),
                 counts,
                 released: AtomicBool::new(false),
+                globals_used: AtomicBool::new(false),
             }),
         }
     }
@@ -405,6 +418,8 @@ impl Module {
         check_lookup(r, "cuModuleGetGlobal_v2", "global", name, || {
             self.inner.error_log()
         })?;
-        Global::new(ptr, bytes, name, &self.inner.ctx, self.inner.clone())
+        let global = Global::new(ptr, bytes, name, &self.inner.ctx, self.inner.clone())?;
+        self.inner.globals_used.store(true, Ordering::Relaxed);
+        Ok(global)
     }
 }

@@ -155,3 +155,41 @@ fn a_peer_copy_on_a_stream_of_neither_side_is_refused() {
     // The contexts are still usable.
     dst_b.copy_from_peer(&src_a.as_view()).unwrap();
 }
+
+#[gpu_test]
+fn unloading_a_module_waits_for_work_queued_through_its_globals() {
+    let ctx = gpu_exclusive_or_skip!();
+    let stream = Stream::new(&ctx, StreamFlags::NON_BLOCKING).unwrap();
+    // The sleeping kernel comes from a module of its own, kept loaded until it has run.
+    let sleeper = Module::load_data(&ctx, TEST_KERNELS).unwrap();
+    let module = Module::load_data(&ctx, TEST_KERNELS).unwrap();
+    let mut counter = module.global::<i32>("dev_counter").unwrap();
+    queue_sleep(&sleeper, &stream);
+    counter.memset_async(7u32, &stream).unwrap();
+    // The last handles: the unload frees the variable the memset is queued to write.
+    drop(counter);
+    drop(module);
+    assert!(
+        stream.query().unwrap(),
+        "the module was unloaded while work queued through its global was still pending"
+    );
+    stream.synchronize().unwrap();
+}
+
+#[gpu_test]
+fn unloading_a_library_waits_for_work_queued_through_its_globals() {
+    let ctx = gpu_exclusive_or_skip!();
+    let stream = Stream::new(&ctx, StreamFlags::NON_BLOCKING).unwrap();
+    let library = cuda_driver::Library::load_data(TEST_KERNELS).unwrap();
+    let mut counter = library.global::<i32>("dev_counter", &ctx).unwrap();
+    let sleeper = Module::load_data(&ctx, TEST_KERNELS).unwrap();
+    queue_sleep(&sleeper, &stream);
+    counter.memset_async(7u32, &stream).unwrap();
+    drop(counter);
+    drop(library);
+    assert!(
+        stream.query().unwrap(),
+        "the library was unloaded while work queued through its global was still pending"
+    );
+    stream.synchronize().unwrap();
+}
