@@ -168,10 +168,10 @@ impl Drop for LibraryInner {
                 .iter()
                 .all(|ctx| ctx.sync_for_release("cuLibraryUnload"))
             {
+                // The JIT buffers (`jit`) are freed only after an unload: dropping `LiveJit`
+                // leaks them.
                 std::mem::forget(image);
-                if let Some(jit) = jit {
-                    std::mem::forget(jit);
-                }
+                drop(jit);
                 return;
             }
             // SAFETY: `raw` was loaded by cuLibraryLoad* and is owned by this inner, the last
