@@ -168,10 +168,9 @@ impl Drop for LibraryInner {
                 .iter()
                 .all(|ctx| ctx.sync_for_release("cuLibraryUnload"))
             {
-                // The JIT buffers (`jit`) are freed only after an unload: dropping `LiveJit`
-                // leaks them.
+                // The JIT buffers (`jit`) are freed only after an unload: `LiveJit` leaks
+                // them when it goes out of scope here.
                 std::mem::forget(image);
-                drop(jit);
                 return;
             }
             // SAFETY: `raw` was loaded by cuLibraryLoad* and is owned by this inner, the last
