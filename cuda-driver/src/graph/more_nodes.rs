@@ -4,7 +4,6 @@
 //! user objects.
 
 use std::ffi::c_void;
-use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::ptr;
 use std::sync::Arc;
 
@@ -19,8 +18,7 @@ use crate::interop::{
     signal_params, wait_params, ExternalSemaphore, ExternalSemaphoreSignalFlags,
     ExternalSemaphoreWaitFlags, SemaphoreValue,
 };
-use crate::release::HostFnScope;
-use crate::stream::host_fn_panicked;
+use crate::stream::run_host_fn;
 use crate::types::{StreamBatchMemOpType, UserObjectFlags};
 use crate::{BatchMemOp, Context};
 
@@ -588,13 +586,11 @@ impl std::fmt::Debug for UserObject {
 }
 
 extern "C" fn user_object_drop<T: Send + Sync + 'static>(data: *mut c_void) {
-    // SAFETY: `data` is the Box<T> leaked by UserObject::new; the driver calls the
-    // destructor once, after the last reference is gone.
-    let value = unsafe { Box::from_raw(data.cast::<T>()) };
-    let _scope = HostFnScope::enter();
-    if let Err(payload) = catch_unwind(AssertUnwindSafe(move || drop(value))) {
-        host_fn_panicked(payload);
-    }
+    run_host_fn(|| {
+        // SAFETY: `data` is the Box<T> leaked by UserObject::new; the driver calls the
+        // destructor once, after the last reference is gone.
+        drop(unsafe { Box::from_raw(data.cast::<T>()) });
+    });
 }
 
 impl UserObject {

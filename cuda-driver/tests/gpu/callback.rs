@@ -15,8 +15,8 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use cuda_driver::prelude::*;
 use cuda_driver::{
-    drop_error_count, host_fn_panic_count, sys, Context, ContextFlags, DeviceBuffer, Error,
-    LogForwarder, LogPosition, Stream, StreamFlags,
+    drop_error_count, host_fn_panic_count, logger_panic_count, sys, Context, ContextFlags,
+    DeviceBuffer, Error, LogForwarder, LogPosition, Stream, StreamFlags,
 };
 
 #[cfg(unix)]
@@ -81,6 +81,7 @@ fn panicking_logger_child() {
     let a = Context::new(dev, ContextFlags::SCHED_AUTO).unwrap();
     let b = Context::new(dev, ContextFlags::SCHED_AUTO).unwrap();
     let drops = drop_error_count();
+    let logs = logger_panic_count();
     let thrown = THROWN.load(Ordering::SeqCst);
     let ga = a.push().unwrap();
     let gb = b.push().unwrap();
@@ -90,6 +91,11 @@ fn panicking_logger_child() {
     assert!(
         THROWN.load(Ordering::SeqCst) > thrown,
         "the refused pop was reported to the logger"
+    );
+    assert_eq!(
+        logger_panic_count(),
+        logs + 1,
+        "the logger's panic is counted"
     );
     drop(gb);
     // Take the `a` the refused guard left behind off the stack.
@@ -103,6 +109,7 @@ fn panicking_logger_child() {
     //    logger.
     let s = Stream::new(&ctx, StreamFlags::NON_BLOCKING).unwrap();
     let panics = host_fn_panic_count();
+    let logs = logger_panic_count();
     let thrown = THROWN.load(Ordering::SeqCst);
     s.launch_host_fn(|| panic!("deliberate panic in a host function"))
         .unwrap();
@@ -112,6 +119,11 @@ fn panicking_logger_child() {
         THROWN.load(Ordering::SeqCst) > thrown,
         "the host function's panic was reported to the logger"
     );
+    assert_eq!(
+        logger_panic_count(),
+        logs + 1,
+        "the logger's panic is counted"
+    );
 
     // 3. The driver-log callback forwards the driver's messages to the panicking logger.
     match LogPosition::current() {
@@ -119,6 +131,7 @@ fn panicking_logger_child() {
         Err(e) => panic!("cuLogsCurrent: {e}"),
         Ok(start) => {
             let thrown = THROWN.load(Ordering::SeqCst);
+            let logs = logger_panic_count();
             let fwd = LogForwarder::register().unwrap();
             crate::diagnostics::provoke_driver_errors(&ctx);
             // The driver calls the callback from inside the failing calls; the dump tells
@@ -130,6 +143,11 @@ fn panicking_logger_child() {
                 assert!(
                     THROWN.load(Ordering::SeqCst) > thrown,
                     "the driver logged messages but the callback never reached the logger"
+                );
+                // Every panic of the logger (all of them in the callback) was caught.
+                assert_eq!(
+                    logger_panic_count() - logs,
+                    THROWN.load(Ordering::SeqCst) - thrown
                 );
             } else {
                 note("the driver logged none of the provoked errors");
