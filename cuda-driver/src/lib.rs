@@ -142,6 +142,7 @@ mod callback;
 mod checkpoint;
 mod context;
 mod coredump;
+mod count;
 mod cstr;
 mod device;
 mod device_info;

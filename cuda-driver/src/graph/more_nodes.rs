@@ -12,6 +12,7 @@ use cuda_driver_sys as sys;
 
 use super::nodes::{BatchMemOpNode, ExtSemSignalNode, ExtSemWaitNode, HostNode, KernelNode};
 use super::{ptr_or_null, raw_deps, Graph, GraphExec, GraphNode};
+use crate::count::count_u32;
 use crate::entry_point::newer;
 use crate::error::{check, Error, Result};
 use crate::interop::{
@@ -88,7 +89,7 @@ impl<'g> BatchMemOpNode<'g> {
         let mut raw_ops: Vec<_> = ops.iter().map(|o| o.to_raw()).collect();
         let p = sys::CUDA_BATCH_MEM_OP_NODE_PARAMS {
             ctx: ctx.as_raw(),
-            count: raw_ops.len() as u32,
+            count: count_u32("a batch memory operation node", "operations", raw_ops.len())?,
             paramArray: raw_ops.as_mut_ptr(),
             flags: 0,
         };
@@ -278,7 +279,7 @@ impl Graph {
         let p = sys::CUDA_EXT_SEM_SIGNAL_NODE_PARAMS {
             extSemArray: raws.as_mut_ptr(),
             paramsArray: params.as_mut_ptr(),
-            numExtSems: raws.len() as u32,
+            numExtSems: count_u32("an external semaphore node", "semaphores", raws.len())?,
         };
         let mut raw = ptr::null_mut();
         check(
@@ -316,7 +317,7 @@ impl Graph {
         let p = sys::CUDA_EXT_SEM_WAIT_NODE_PARAMS {
             extSemArray: raws.as_mut_ptr(),
             paramsArray: params.as_mut_ptr(),
-            numExtSems: raws.len() as u32,
+            numExtSems: count_u32("an external semaphore node", "semaphores", raws.len())?,
         };
         let mut raw = ptr::null_mut();
         check(
@@ -395,7 +396,7 @@ impl<'g> ExtSemSignalNode<'g> {
         let p = sys::CUDA_EXT_SEM_SIGNAL_NODE_PARAMS {
             extSemArray: raws.as_mut_ptr(),
             paramsArray: params.as_mut_ptr(),
-            numExtSems: raws.len() as u32,
+            numExtSems: count_u32("an external semaphore node", "semaphores", raws.len())?,
         };
         check(
             // SAFETY: a live node; `p` points to arrays alive for the call (copied).
@@ -436,7 +437,7 @@ impl<'g> ExtSemWaitNode<'g> {
         let p = sys::CUDA_EXT_SEM_WAIT_NODE_PARAMS {
             extSemArray: raws.as_mut_ptr(),
             paramsArray: params.as_mut_ptr(),
-            numExtSems: raws.len() as u32,
+            numExtSems: count_u32("an external semaphore node", "semaphores", raws.len())?,
         };
         check(
             // SAFETY: a live node; `p` points to arrays alive for the call (copied).
@@ -462,7 +463,7 @@ impl GraphExec {
         let mut raw_ops: Vec<_> = ops.iter().map(|o| o.to_raw()).collect();
         let p = sys::CUDA_BATCH_MEM_OP_NODE_PARAMS {
             ctx: ctx.as_raw(),
-            count: raw_ops.len() as u32,
+            count: count_u32("a batch memory operation node", "operations", raw_ops.len())?,
             paramArray: raw_ops.as_mut_ptr(),
             flags: 0,
         };
@@ -488,7 +489,7 @@ impl GraphExec {
         let p = sys::CUDA_EXT_SEM_SIGNAL_NODE_PARAMS {
             extSemArray: raws.as_mut_ptr(),
             paramsArray: params.as_mut_ptr(),
-            numExtSems: raws.len() as u32,
+            numExtSems: count_u32("an external semaphore node", "semaphores", raws.len())?,
         };
         check(
             // SAFETY: a node of the exec's graph; arrays alive for the call; the exec keeps
@@ -522,7 +523,7 @@ impl GraphExec {
         let p = sys::CUDA_EXT_SEM_WAIT_NODE_PARAMS {
             extSemArray: raws.as_mut_ptr(),
             paramsArray: params.as_mut_ptr(),
-            numExtSems: raws.len() as u32,
+            numExtSems: count_u32("an external semaphore node", "semaphores", raws.len())?,
         };
         check(
             // SAFETY: as in set_external_semaphores_signal_node.
