@@ -107,10 +107,11 @@ static HOST_FN_PANICS: AtomicUsize = AtomicUsize::new(0);
 
 /// How many host callbacks have panicked in this process: host functions
 /// ([`Stream::launch_host_fn`], [`Stream::add_callback`], graph host nodes) and the
-/// destructors of values kept by user objects (the `Drop` of a closure's captures included).
-/// The panic is caught in the callback and never unwinds into the driver; its report goes to
-/// the [`log`](https://docs.rs/log) crate, and a logger that panics on it is caught too
-/// (counted in [`logger_panic_count`](crate::logger_panic_count)).
+/// destructors of the values kept for them (by user objects, or by an executable graph for
+/// [`GraphExec::set_host_node`](crate::GraphExec::set_host_node): the `Drop` of a closure's
+/// captures). The panic is caught where it happens and never unwinds into the driver or out
+/// of a `Drop`; its report goes to the [`log`](https://docs.rs/log) crate, and a logger that
+/// panics on it is caught too (counted in [`logger_panic_count`](crate::logger_panic_count)).
 pub fn host_fn_panic_count() -> usize {
     HOST_FN_PANICS.load(Ordering::Relaxed)
 }
@@ -570,6 +571,16 @@ pub(crate) fn run_host_fn(f: impl FnOnce()) {
     }
 }
 
+/// Drops user values the crate kept for the driver's callbacks (the closures of host nodes,
+/// with what they captured) from inside a `Drop`: a panic in their `Drop` is caught, counted
+/// in [`host_fn_panic_count`] and reported as a host function's, and never unwinds out of
+/// the caller's `Drop`.
+pub(crate) fn drop_kept<T>(value: T) {
+    if let Err(payload) = catch_unwind(AssertUnwindSafe(move || drop(value))) {
+        host_fn_panicked(payload);
+    }
+}
+
 /// Counts and logs a panic caught in a host function, then disposes of its payload: the log
 /// call goes through [`callback::log`] (a panicking logger is caught), and a payload whose
 /// `Drop` panics is leaked ([`callback::dispose`]), never allowed to unwind into the driver
@@ -615,6 +626,20 @@ mod tests {
         assert_eq!(once_fns::len(), before);
         // An id never given out is nothing to run.
         once_fn_trampoline(usize::MAX as *mut c_void);
+    }
+
+    #[test]
+    fn kept_values_whose_drop_panics_are_caught_and_counted() {
+        struct Bomb;
+        impl Drop for Bomb {
+            fn drop(&mut self) {
+                panic!("a kept value's Drop panics");
+            }
+        }
+        let panics = host_fn_panic_count();
+        let kept: Vec<Box<dyn Any + Send + Sync>> = vec![Box::new(Bomb), Box::new(7u32)];
+        drop_kept(kept);
+        assert!(host_fn_panic_count() > panics);
     }
 
     /// Hole 7 (issue 23): the report of a host function's panic meets a panicking logger on

@@ -160,3 +160,41 @@ fn panicking_logger_child() {
     let buf = DeviceBuffer::from_slice(&ctx, &[7u32; 64]).unwrap();
     assert_eq!(buf.to_vec().unwrap(), [7; 64]);
 }
+
+/// Issue 23: the closures an executable graph keeps for its host nodes are user code; a
+/// captured value whose `Drop` panics when the exec is dropped is caught and counted, and
+/// never unwinds out of the exec's `Drop`.
+#[gpu_test]
+fn a_host_node_closure_whose_captures_panic_on_drop_does_not_unwind_out_of_the_exec() {
+    use cuda_driver::{Graph, GraphInstantiateFlags};
+    struct Bomb;
+    impl Drop for Bomb {
+        fn drop(&mut self) {
+            panic!("a captured value's Drop panics");
+        }
+    }
+    let ctx = gpu_or_skip!();
+    let s = Stream::new(&ctx, StreamFlags::NON_BLOCKING).unwrap();
+    let g = Graph::new().unwrap();
+    let node = g.add_host(&[], || ()).unwrap();
+    let mut exec = g.instantiate(GraphInstantiateFlags::empty()).unwrap();
+    let bomb = Bomb;
+    let ran = std::sync::Arc::new(AtomicBool::new(false));
+    let r = ran.clone();
+    exec.set_host_node(node, move || {
+        let _keep = &bomb;
+        r.store(true, Ordering::SeqCst);
+    })
+    .unwrap();
+    exec.launch(&s).unwrap();
+    s.synchronize().unwrap();
+    assert!(ran.load(Ordering::SeqCst));
+    let panics = host_fn_panic_count();
+    let dropped = catch_unwind(AssertUnwindSafe(move || drop(exec)));
+    assert!(
+        dropped.is_ok(),
+        "a captured value's panic unwound out of Drop"
+    );
+    assert!(host_fn_panic_count() > panics, "the panic is counted");
+    s.synchronize().unwrap();
+}
