@@ -65,7 +65,8 @@ fn get(attr: CoredumpSettings, ctx: Option<&Context>) -> Result<CoredumpValue> {
         let mut v: u8 = 0;
         let mut size = size_of::<u8>();
         check(
-            // SAFETY: the boolean settings are one C bool (one byte), written to `v`.
+            // SAFETY: the boolean settings are one C bool (one byte), written to `v` (GPU test
+            // diagnostics::coredump_settings_round_trip_globally_and_per_context).
             unsafe { f(attr.as_raw(), (&mut v as *mut u8).cast(), &mut size) },
             call,
         )?;

@@ -103,7 +103,8 @@ impl DevResource {
         flags: DevSmResourceSplitFlags,
     ) -> Result<(Vec<DevResource>, DevResource)> {
         let f = newer::cuDevSmResourceSplitByCount()?;
-        // No more groups than SMs can come back: the output array never needs more room.
+        // No more groups than SMs can come back: the output array never needs more room (GPU
+        // test green::splitting_into_an_absurd_number_of_groups_returns_what_fits).
         let room = groups.min(self.sm_count().max(1));
         let mut n = room;
         let mut out = vec![zero_resource(); room as usize];

@@ -150,7 +150,8 @@ impl LogPosition {
         let mut size = buf.len();
         check(
             // SAFETY: `buf` holds `size` bytes (at least 2); the driver writes at most that,
-            // NUL-terminated, and stores the length written (without the NUL) in `size`.
+            // NUL-terminated, and stores the length written (without the NUL) in `size`
+            // (GPU test diagnostics::dumping_the_driver_log_with_absurd_sizes_is_safe).
             unsafe { f(&mut self.0, buf.as_mut_ptr().cast(), &mut size, 0) },
             "cuLogsDumpToMemory",
         )?;
