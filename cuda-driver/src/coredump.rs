@@ -61,14 +61,16 @@ fn get(attr: CoredumpSettings, ctx: Option<&Context>) -> Result<CoredumpValue> {
         )?;
         Ok(CoredumpValue::Flags(CoredumpGenerationFlags::from_raw(v)))
     } else {
-        let mut v = false;
-        let mut size = size_of::<bool>();
+        // Read as a byte, not a Rust `bool`: any value the driver writes is then valid.
+        let mut v: u8 = 0;
+        let mut size = size_of::<u8>();
         check(
-            // SAFETY: the boolean settings are one C bool.
-            unsafe { f(attr.as_raw(), (&mut v as *mut bool).cast(), &mut size) },
+            // SAFETY: the boolean settings are one C bool (one byte), written to `v` (GPU test
+            // diagnostics::coredump_settings_round_trip_globally_and_per_context).
+            unsafe { f(attr.as_raw(), (&mut v as *mut u8).cast(), &mut size) },
             call,
         )?;
-        Ok(CoredumpValue::Bool(v))
+        Ok(CoredumpValue::Bool(v != 0))
     }
 }
 

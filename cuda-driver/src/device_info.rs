@@ -4,6 +4,7 @@
 use cuda_driver_macros::wraps;
 use cuda_driver_sys as sys;
 
+use crate::count::count_u32;
 use crate::entry_point::newer;
 use crate::error::{check, Result};
 use crate::types::ArrayFormat;
@@ -99,7 +100,8 @@ impl Device {
         Ok(v)
     }
 
-    /// Which of `ops` the device can perform atomically on host memory; CUDA 13.0.
+    /// Which of `ops` the device can perform atomically on host memory; CUDA 13.0. An empty
+    /// `ops` is an empty list, without asking the driver.
     #[wraps(cuDeviceGetHostAtomicCapabilities)]
     #[track_caller]
     pub fn host_atomic_capabilities(
@@ -108,18 +110,15 @@ impl Device {
     ) -> Result<Vec<AtomicOperationCapability>> {
         init()?;
         let f = newer::cuDeviceGetHostAtomicCapabilities()?;
+        if ops.is_empty() {
+            return Ok(Vec::new());
+        }
+        let count = count_u32("Device::host_atomic_capabilities", "operations", ops.len())?;
         let raw: Vec<sys::CUatomicOperation> = ops.iter().map(|o| o.as_raw()).collect();
         let mut caps = vec![0u32; ops.len()];
         check(
             // SAFETY: both arrays hold `len` elements.
-            unsafe {
-                f(
-                    caps.as_mut_ptr(),
-                    raw.as_ptr(),
-                    raw.len() as u32,
-                    self.as_raw(),
-                )
-            },
+            unsafe { f(caps.as_mut_ptr(), raw.as_ptr(), count, self.as_raw()) },
             "cuDeviceGetHostAtomicCapabilities",
         )?;
         Ok(caps
@@ -128,7 +127,8 @@ impl Device {
             .collect())
     }
 
-    /// Which of `ops` the device can perform atomically on `peer`'s memory; CUDA 13.0.
+    /// Which of `ops` the device can perform atomically on `peer`'s memory; CUDA 13.0. An
+    /// empty `ops` is an empty list, without asking the driver.
     #[wraps(cuDeviceGetP2PAtomicCapabilities)]
     #[track_caller]
     pub fn p2p_atomic_capabilities(
@@ -138,6 +138,10 @@ impl Device {
     ) -> Result<Vec<AtomicOperationCapability>> {
         init()?;
         let f = newer::cuDeviceGetP2PAtomicCapabilities()?;
+        if ops.is_empty() {
+            return Ok(Vec::new());
+        }
+        let count = count_u32("Device::p2p_atomic_capabilities", "operations", ops.len())?;
         let raw: Vec<sys::CUatomicOperation> = ops.iter().map(|o| o.as_raw()).collect();
         let mut caps = vec![0u32; ops.len()];
         check(
@@ -146,7 +150,7 @@ impl Device {
                 f(
                     caps.as_mut_ptr(),
                     raw.as_ptr(),
-                    raw.len() as u32,
+                    count,
                     self.as_raw(),
                     peer.as_raw(),
                 )

@@ -815,7 +815,8 @@ static DROP_ERRORS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUs
 /// How many releases made while dropping a handle (`cuMemFree`, `cuCtxDestroy`, a context
 /// guard's pop, ...) have failed in this process. `Drop` never panics: it counts the failure
 /// here and reports it through the [`log`] crate at the `warn` level (target
-/// `cuda_driver`), which costs nothing when no logger is installed.
+/// `cuda_driver`), which costs nothing when no logger is installed. A logger that panics on
+/// the report is caught and counted in [`logger_panic_count`](crate::logger_panic_count).
 pub fn drop_error_count() -> usize {
     DROP_ERRORS.load(std::sync::atomic::Ordering::Relaxed)
 }
@@ -828,11 +829,14 @@ pub(crate) fn report_drop_error(call: &'static str, code: sys::CUresult) {
         return;
     }
     DROP_ERRORS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    log::warn!(
-        target: "cuda_driver",
-        "{call} failed while dropping a handle: {}",
-        ErrorCode(code)
-    );
+    // A panicking logger must not unwind out of the `Drop` (or the callback) reporting this.
+    crate::callback::log(|| {
+        log::warn!(
+            target: "cuda_driver",
+            "{call} failed while dropping a handle: {}",
+            ErrorCode(code)
+        )
+    });
 }
 
 /// Records a failure in `Drop` that is not a driver result code (a guard that is not on top
@@ -840,7 +844,7 @@ pub(crate) fn report_drop_error(call: &'static str, code: sys::CUresult) {
 #[cold]
 pub(crate) fn report_drop_problem(what: &dyn fmt::Display) {
     DROP_ERRORS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    log::warn!(target: "cuda_driver", "{what}");
+    crate::callback::log(|| log::warn!(target: "cuda_driver", "{what}"));
 }
 
 #[cfg(test)]

@@ -25,6 +25,7 @@ use std::ptr;
 use cuda_driver_macros::wraps;
 use cuda_driver_sys as sys;
 
+use crate::count::count_u32;
 use crate::entry_point::newer;
 use crate::error::{check, Error, Result};
 use crate::{init, Context, Device, Event, Stream, StreamFlags};
@@ -90,7 +91,9 @@ impl DevResource {
     /// Splits an SM resource into up to `groups` groups of at least `min_count` SMs each
     /// (rounded up by the driver to the device's granularity) and the SMs left over. Fewer
     /// groups come back when there are not enough SMs; none is
-    /// [`Error::ResourceExhausted`].
+    /// [`Error::ResourceExhausted`]. A group holds at least one SM, so `groups` is capped at
+    /// [`sm_count`](Self::sm_count) before the driver is asked: a huge `groups` allocates no
+    /// more than that.
     #[wraps(cuDevSmResourceSplitByCount)]
     #[track_caller]
     pub fn split_by_count(
@@ -100,8 +103,11 @@ impl DevResource {
         flags: DevSmResourceSplitFlags,
     ) -> Result<(Vec<DevResource>, DevResource)> {
         let f = newer::cuDevSmResourceSplitByCount()?;
-        let mut n = groups;
-        let mut out = vec![zero_resource(); groups as usize];
+        // No more groups than SMs can come back: the output array never needs more room (GPU
+        // test green::splitting_into_an_absurd_number_of_groups_returns_what_fits).
+        let room = groups.min(self.sm_count().max(1));
+        let mut n = room;
+        let mut out = vec![zero_resource(); room as usize];
         let mut rest = zero_resource();
         check(
             // SAFETY: `out` has room for `n` resources; input and rest are valid.
@@ -148,11 +154,12 @@ impl DevResourceDesc {
     #[track_caller]
     pub fn new(resources: &[DevResource]) -> Result<DevResourceDesc> {
         let f = newer::cuDevResourceGenerateDesc()?;
+        let len = count_u32("DevResourceDesc::new", "resources", resources.len())?;
         let mut raw: Vec<sys::CUdevResource> = resources.iter().map(|r| r.0).collect();
         let mut desc = ptr::null_mut();
         check(
             // SAFETY: `raw` holds `len` resources; writes one descriptor handle.
-            unsafe { f(&mut desc, raw.as_mut_ptr(), raw.len() as u32) },
+            unsafe { f(&mut desc, raw.as_mut_ptr(), len) },
             "cuDevResourceGenerateDesc",
         )?;
         Ok(DevResourceDesc(desc))

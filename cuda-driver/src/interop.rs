@@ -25,6 +25,7 @@ use std::sync::Arc;
 use cuda_driver_macros::wraps;
 use cuda_driver_sys as sys;
 
+use crate::count::count_u32;
 use crate::error::{check, Error, Result};
 use crate::memory::{
     ArrayDescriptor, ArrayElement, DeviceMemory, DeviceMemoryMut, DeviceSlice, DeviceSliceMut,
@@ -202,7 +203,10 @@ impl ExternalMemory {
     }
 
     /// Maps a mipmapped array of `levels` levels whose level 0 has the shape of `desc` from
-    /// byte `offset` (the layout must be the exporter's: in practice a Vulkan image).
+    /// byte `offset` (the layout must be the exporter's: in practice a Vulkan image). The
+    /// shape is checked as [`MipmappedArray::new`] checks it (a zero width or level count is
+    /// [`Error::ZeroExtent`], `T` must be an element of the format) before the driver is
+    /// asked.
     #[wraps(cuExternalMemoryGetMappedMipmappedArray)]
     #[track_caller]
     pub fn mapped_mipmapped_array<T: ArrayElement>(
@@ -211,6 +215,14 @@ impl ExternalMemory {
         desc: &ArrayDescriptor,
         levels: u32,
     ) -> Result<ExternalMipmappedArray<T>> {
+        const WHAT: &str = "ExternalMemory::mapped_mipmapped_array";
+        desc.validate::<T>(WHAT)?;
+        if levels == 0 {
+            return Err(Error::ZeroExtent {
+                what: WHAT,
+                axis: "number of levels",
+            });
+        }
         // SAFETY: a plain C struct of integers; zero is valid.
         let mut d: sys::CUDA_EXTERNAL_MEMORY_MIPMAPPED_ARRAY_DESC = unsafe { std::mem::zeroed() };
         d.offset = offset;
@@ -499,6 +511,11 @@ impl Stream {
         if sems.is_empty() {
             return Ok(());
         }
+        let count = count_u32(
+            "Stream::signal_external_semaphores",
+            "semaphores",
+            sems.len(),
+        )?;
         let raws: Vec<_> = sems.iter().map(|(s, _)| s.raw).collect();
         let params: Vec<_> = sems.iter().map(|&(_, v)| signal_params(v, flags)).collect();
         let _cur = self.context().enter()?;
@@ -509,7 +526,7 @@ impl Stream {
                 sys::cuSignalExternalSemaphoresAsync(
                     raws.as_ptr(),
                     params.as_ptr(),
-                    raws.len() as u32,
+                    count,
                     self.as_raw(),
                 )
             },
@@ -530,6 +547,7 @@ impl Stream {
         if sems.is_empty() {
             return Ok(());
         }
+        let count = count_u32("Stream::wait_external_semaphores", "semaphores", sems.len())?;
         let raws: Vec<_> = sems.iter().map(|(s, _)| s.raw).collect();
         let params: Vec<_> = sems.iter().map(|&(_, v)| wait_params(v, flags)).collect();
         let _cur = self.context().enter()?;
@@ -539,7 +557,7 @@ impl Stream {
                 sys::cuWaitExternalSemaphoresAsync(
                     raws.as_ptr(),
                     params.as_ptr(),
-                    raws.len() as u32,
+                    count,
                     self.as_raw(),
                 )
             },

@@ -138,9 +138,11 @@ pub use half;
 // `#[derive(DeviceRepr)]` names the crate `::cuda_driver`, also inside it.
 extern crate self as cuda_driver;
 
+mod callback;
 mod checkpoint;
 mod context;
 mod coredump;
+mod count;
 mod cstr;
 mod device;
 mod device_info;
@@ -179,6 +181,7 @@ pub mod types;
 mod types_tests;
 mod vector;
 
+pub use callback::logger_panic_count;
 pub use checkpoint::{
     checkpoint_checkpoint, checkpoint_lock, checkpoint_restore, checkpoint_restore_thread_id,
     checkpoint_state, checkpoint_unlock, ProcessState,
@@ -234,6 +237,7 @@ pub use params::{argument_check, set_argument_check, ArgumentCheck, ParamInfo};
 #[cfg_attr(docsrs, doc(cfg(feature = "bytemuck")))]
 pub use pod::Pod;
 pub use profiler::ProfilerRange;
+pub use release::wait_for_deferred_releases;
 pub use repr::DeviceRepr;
 pub use stream::{host_fn_panic_count, Stream, StreamFlags, StreamRef};
 pub use stream_attr::{

@@ -12,6 +12,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use cuda_driver_macros::wraps;
 use cuda_driver_sys as sys;
 
+use crate::callback;
 use crate::error::{check, report_drop_problem, Result};
 use crate::release::{HostFnScope, SendRaw};
 use crate::{Context, ErrorCode};
@@ -104,8 +105,13 @@ impl<'a> StreamRef<'a> {
 
 static HOST_FN_PANICS: AtomicUsize = AtomicUsize::new(0);
 
-/// How many host callbacks ([`Stream::launch_host_fn`]) have panicked in this process. The
-/// panic is caught in the callback and never unwinds into the driver.
+/// How many host callbacks have panicked in this process: host functions
+/// ([`Stream::launch_host_fn`], [`Stream::add_callback`], graph host nodes) and the
+/// destructors of the values kept for them (by user objects, or by an executable graph for
+/// [`GraphExec::set_host_node`](crate::GraphExec::set_host_node): the `Drop` of a closure's
+/// captures). The panic is caught where it happens and never unwinds into the driver or out
+/// of a `Drop`; its report goes to the [`log`](https://docs.rs/log) crate, and a logger that
+/// panics on it is caught too (counted in [`logger_panic_count`](crate::logger_panic_count)).
 pub fn host_fn_panic_count() -> usize {
     HOST_FN_PANICS.load(Ordering::Relaxed)
 }
@@ -442,41 +448,36 @@ mod once_fns {
 /// The host function of [`Stream::launch_host_fn`]: runs the closure stored under the id
 /// `data`, once; a later run of the same host function finds nothing and returns.
 extern "C" fn once_fn_trampoline(data: *mut c_void) {
-    let Some(f) = once_fns::take(data as usize) else {
-        return;
-    };
-    let _scope = HostFnScope::enter();
     // The closure, and with it everything it captured, is consumed (dropped) inside
-    // catch_unwind and inside the host-function scope.
-    if let Err(payload) = catch_unwind(AssertUnwindSafe(f)) {
-        host_fn_panicked(payload);
-    }
+    // run_host_fn: under catch_unwind and inside the host-function scope.
+    run_host_fn(|| {
+        if let Some(f) = once_fns::take(data as usize) {
+            f();
+        }
+    });
 }
 
 /// The host function of a closure owned by a user object: borrows it, never frees it.
 pub(crate) extern "C" fn shared_host_fn_trampoline<F: Fn() + Send + Sync + 'static>(
     data: *mut c_void,
 ) {
-    // SAFETY: `data` is the F that `retain_in_graph` boxed; the user object that owns it is
-    // held by every graph and exec that can run this host function, so it is alive.
-    let f = unsafe { &*data.cast::<F>() };
-    let _scope = HostFnScope::enter();
-    if let Err(payload) = catch_unwind(AssertUnwindSafe(f)) {
-        host_fn_panicked(payload);
-    }
+    run_host_fn(|| {
+        // SAFETY: `data` is the F that `retain_in_graph` boxed; the user object that owns it
+        // is held by every graph and exec that can run this host function, so it is alive.
+        let f = unsafe { &*data.cast::<F>() };
+        f();
+    });
 }
 
 /// The destructor of a user object made by [`retain_in_graph`]: drops the boxed value on the
-/// driver's thread, inside the host-function scope (CUDA objects it held are released on the
-/// crate's release thread) and under `catch_unwind`.
+/// driver's thread, through [`run_host_fn`] (CUDA objects it held are released on the
+/// crate's release thread; a panic is caught and counted).
 extern "C" fn user_object_destroy<T: Send + Sync + 'static>(data: *mut c_void) {
-    // SAFETY: `data` is the Box<T> leaked by `retain_in_graph`; the driver calls the
-    // destructor once, after the last reference is gone.
-    let value = unsafe { Box::from_raw(data.cast::<T>()) };
-    let _scope = HostFnScope::enter();
-    if let Err(payload) = catch_unwind(AssertUnwindSafe(move || drop(value))) {
-        host_fn_panicked(payload);
-    }
+    run_host_fn(|| {
+        // SAFETY: `data` is the Box<T> leaked by `retain_in_graph`; the driver calls the
+        // destructor once, after the last reference is gone.
+        drop(unsafe { Box::from_raw(data.cast::<T>()) });
+    });
 }
 
 /// Boxes `value`, makes it a CUDA user object (`cuUserObjectCreate`) and moves the one
@@ -556,23 +557,49 @@ pub(crate) fn keep_in_capture<T: Send + Sync + 'static>(
     Ok(())
 }
 
-/// Counts and logs a panic caught in a host function, then drops its payload under a second
-/// `catch_unwind`: a payload whose `Drop` panics is leaked, never allowed to unwind into the
-/// driver (which would abort the process).
+/// Runs user code where the driver called into Rust (every host-function trampoline, graph
+/// host node and user-object destructor of the crate goes through here): on a thread marked
+/// as running a host function ([`HostFnScope`]: CUDA calls are refused, CUDA objects dropped
+/// are released on the release thread), with a panic caught, counted in
+/// [`host_fn_panic_count`] and reported ([`host_fn_panicked`]). Nothing unwinds out of it,
+/// so nothing unwinds into the driver.
+#[inline]
+pub(crate) fn run_host_fn(f: impl FnOnce()) {
+    let _scope = HostFnScope::enter();
+    if let Err(payload) = catch_unwind(AssertUnwindSafe(f)) {
+        host_fn_panicked(payload);
+    }
+}
+
+/// Drops user values the crate kept for the driver's callbacks (the closures of host nodes,
+/// with what they captured) from inside a `Drop`: a panic in their `Drop` is caught, counted
+/// in [`host_fn_panic_count`] and reported as a host function's, and never unwinds out of
+/// the caller's `Drop`.
+pub(crate) fn drop_kept<T>(value: T) {
+    if let Err(payload) = catch_unwind(AssertUnwindSafe(move || drop(value))) {
+        host_fn_panicked(payload);
+    }
+}
+
+/// Counts and logs a panic caught in a host function, then disposes of its payload: the log
+/// call goes through [`callback::log`] (a panicking logger is caught), and a payload whose
+/// `Drop` panics is leaked ([`callback::dispose`]), never allowed to unwind into the driver
+/// (which would abort the process).
 #[cold]
-pub(crate) fn host_fn_panicked(payload: Box<dyn Any + Send>) {
+#[inline(never)]
+fn host_fn_panicked(payload: Box<dyn Any + Send>) {
     HOST_FN_PANICS.fetch_add(1, Ordering::Relaxed);
-    let msg = payload
-        .downcast_ref::<&str>()
-        .map(|s| s.to_string())
-        .or_else(|| payload.downcast_ref::<String>().cloned())
-        .unwrap_or_else(|| "non-string panic payload".into());
-    log::warn!(target: "cuda_driver", "a host function panicked: {msg}");
-    if let Err(second) = catch_unwind(AssertUnwindSafe(move || drop(payload))) {
+    callback::log(|| {
+        log::warn!(
+            target: "cuda_driver",
+            "a host function panicked: {}",
+            callback::payload_message(&*payload)
+        )
+    });
+    if !callback::dispose(payload) {
         report_drop_problem(
             &"the panic payload of a host function panicked while dropped; it is leaked",
         );
-        std::mem::forget(second);
     }
 }
 
@@ -599,5 +626,55 @@ mod tests {
         assert_eq!(once_fns::len(), before);
         // An id never given out is nothing to run.
         once_fn_trampoline(usize::MAX as *mut c_void);
+    }
+
+    #[test]
+    fn kept_values_whose_drop_panics_are_caught_and_counted() {
+        struct Bomb;
+        impl Drop for Bomb {
+            fn drop(&mut self) {
+                panic!("a kept value's Drop panics");
+            }
+        }
+        let panics = host_fn_panic_count();
+        let kept: Vec<Box<dyn Any + Send + Sync>> = vec![Box::new(Bomb), Box::new(7u32)];
+        drop_kept(kept);
+        assert!(host_fn_panic_count() > panics);
+    }
+
+    /// Hole 7 (issue 23): the report of a host function's panic meets a panicking logger on
+    /// the driver's thread; nothing unwinds (into the driver, which would abort), everything
+    /// is counted, and a payload whose `Drop` panics as well is leaked and counted.
+    #[test]
+    fn a_host_function_panic_reported_to_a_panicking_logger_does_not_unwind() {
+        struct Bomb;
+        impl Drop for Bomb {
+            fn drop(&mut self) {
+                panic!("the payload's Drop panics too");
+            }
+        }
+        use crate::callback::test_logger;
+        test_logger::panic_on_this_thread(true);
+        let panics = host_fn_panic_count();
+        let logs = crate::logger_panic_count();
+        let drops = crate::drop_error_count();
+        let thrown = test_logger::thrown();
+        // As the driver would call it.
+        let id = once_fns::insert(Box::new(|| panic!("deliberate panic in a host function")));
+        once_fn_trampoline(id as *mut c_void);
+        run_host_fn(|| std::panic::panic_any(Bomb));
+        test_logger::panic_on_this_thread(false);
+        assert!(host_fn_panic_count() >= panics + 2);
+        // Two panic reports and the leaked payload's report reached the logger.
+        assert_eq!(test_logger::thrown(), thrown + 3);
+        assert!(crate::logger_panic_count() >= logs + 3);
+        assert!(
+            crate::drop_error_count() > drops,
+            "the leaked payload is counted"
+        );
+        assert!(
+            !crate::release::in_host_fn(),
+            "the host-function scope is left"
+        );
     }
 }

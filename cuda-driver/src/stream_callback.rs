@@ -2,14 +2,12 @@
 //! the work queued before it is done, told whether that work failed.
 
 use std::ffi::c_void;
-use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use cuda_driver_macros::wraps;
 use cuda_driver_sys as sys;
 
 use crate::error::{check, Error, Result};
-use crate::release::HostFnScope;
-use crate::stream::{host_fn_panicked, Stream};
+use crate::stream::{run_host_fn, Stream};
 
 impl Stream {
     /// Queues `f` to run on a driver thread once all work queued on the stream before it is
@@ -30,14 +28,12 @@ impl Stream {
             status: sys::CUresult,
             data: *mut c_void,
         ) {
-            // SAFETY: `data` is the Box<F> leaked by add_callback, handed to the driver once,
-            // which calls the callback exactly once.
-            let f = unsafe { Box::from_raw(data.cast::<F>()) };
-            let _scope = HostFnScope::enter();
-            let result = check(status, "cuStreamAddCallback");
-            if let Err(payload) = catch_unwind(AssertUnwindSafe(move || f(result))) {
-                host_fn_panicked(payload);
-            }
+            run_host_fn(|| {
+                // SAFETY: `data` is the Box<F> leaked by add_callback, handed to the driver
+                // once, which calls the callback exactly once.
+                let f = unsafe { Box::from_raw(data.cast::<F>()) };
+                f(check(status, "cuStreamAddCallback"));
+            });
         }
         let _cur = self.context().enter()?;
         if self.capture_status_raw()? != sys::CU_STREAM_CAPTURE_STATUS_NONE {

@@ -91,7 +91,9 @@ impl Drop for GraphExec {
                 sys::cuGraphExecDestroy(raw.get())
             });
             if all_done {
-                drop(kept);
+                // The closures' captures are user code: a panicking Drop among them is
+                // caught and counted, never unwound out of this Drop.
+                crate::stream::drop_kept(kept);
             } else {
                 std::mem::forget(kept);
             }

@@ -4,7 +4,6 @@
 //! user objects.
 
 use std::ffi::c_void;
-use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::ptr;
 use std::sync::Arc;
 
@@ -13,14 +12,14 @@ use cuda_driver_sys as sys;
 
 use super::nodes::{BatchMemOpNode, ExtSemSignalNode, ExtSemWaitNode, HostNode, KernelNode};
 use super::{ptr_or_null, raw_deps, Graph, GraphExec, GraphNode};
+use crate::count::count_u32;
 use crate::entry_point::newer;
 use crate::error::{check, Error, Result};
 use crate::interop::{
     signal_params, wait_params, ExternalSemaphore, ExternalSemaphoreSignalFlags,
     ExternalSemaphoreWaitFlags, SemaphoreValue,
 };
-use crate::release::HostFnScope;
-use crate::stream::host_fn_panicked;
+use crate::stream::run_host_fn;
 use crate::types::{StreamBatchMemOpType, UserObjectFlags};
 use crate::{BatchMemOp, Context};
 
@@ -90,7 +89,7 @@ impl<'g> BatchMemOpNode<'g> {
         let mut raw_ops: Vec<_> = ops.iter().map(|o| o.to_raw()).collect();
         let p = sys::CUDA_BATCH_MEM_OP_NODE_PARAMS {
             ctx: ctx.as_raw(),
-            count: raw_ops.len() as u32,
+            count: count_u32("a batch memory operation node", "operations", raw_ops.len())?,
             paramArray: raw_ops.as_mut_ptr(),
             flags: 0,
         };
@@ -280,7 +279,7 @@ impl Graph {
         let p = sys::CUDA_EXT_SEM_SIGNAL_NODE_PARAMS {
             extSemArray: raws.as_mut_ptr(),
             paramsArray: params.as_mut_ptr(),
-            numExtSems: raws.len() as u32,
+            numExtSems: count_u32("an external semaphore node", "semaphores", raws.len())?,
         };
         let mut raw = ptr::null_mut();
         check(
@@ -318,7 +317,7 @@ impl Graph {
         let p = sys::CUDA_EXT_SEM_WAIT_NODE_PARAMS {
             extSemArray: raws.as_mut_ptr(),
             paramsArray: params.as_mut_ptr(),
-            numExtSems: raws.len() as u32,
+            numExtSems: count_u32("an external semaphore node", "semaphores", raws.len())?,
         };
         let mut raw = ptr::null_mut();
         check(
@@ -397,7 +396,7 @@ impl<'g> ExtSemSignalNode<'g> {
         let p = sys::CUDA_EXT_SEM_SIGNAL_NODE_PARAMS {
             extSemArray: raws.as_mut_ptr(),
             paramsArray: params.as_mut_ptr(),
-            numExtSems: raws.len() as u32,
+            numExtSems: count_u32("an external semaphore node", "semaphores", raws.len())?,
         };
         check(
             // SAFETY: a live node; `p` points to arrays alive for the call (copied).
@@ -438,7 +437,7 @@ impl<'g> ExtSemWaitNode<'g> {
         let p = sys::CUDA_EXT_SEM_WAIT_NODE_PARAMS {
             extSemArray: raws.as_mut_ptr(),
             paramsArray: params.as_mut_ptr(),
-            numExtSems: raws.len() as u32,
+            numExtSems: count_u32("an external semaphore node", "semaphores", raws.len())?,
         };
         check(
             // SAFETY: a live node; `p` points to arrays alive for the call (copied).
@@ -464,7 +463,7 @@ impl GraphExec {
         let mut raw_ops: Vec<_> = ops.iter().map(|o| o.to_raw()).collect();
         let p = sys::CUDA_BATCH_MEM_OP_NODE_PARAMS {
             ctx: ctx.as_raw(),
-            count: raw_ops.len() as u32,
+            count: count_u32("a batch memory operation node", "operations", raw_ops.len())?,
             paramArray: raw_ops.as_mut_ptr(),
             flags: 0,
         };
@@ -490,7 +489,7 @@ impl GraphExec {
         let p = sys::CUDA_EXT_SEM_SIGNAL_NODE_PARAMS {
             extSemArray: raws.as_mut_ptr(),
             paramsArray: params.as_mut_ptr(),
-            numExtSems: raws.len() as u32,
+            numExtSems: count_u32("an external semaphore node", "semaphores", raws.len())?,
         };
         check(
             // SAFETY: a node of the exec's graph; arrays alive for the call; the exec keeps
@@ -524,7 +523,7 @@ impl GraphExec {
         let p = sys::CUDA_EXT_SEM_WAIT_NODE_PARAMS {
             extSemArray: raws.as_mut_ptr(),
             paramsArray: params.as_mut_ptr(),
-            numExtSems: raws.len() as u32,
+            numExtSems: count_u32("an external semaphore node", "semaphores", raws.len())?,
         };
         check(
             // SAFETY: as in set_external_semaphores_signal_node.
@@ -588,13 +587,11 @@ impl std::fmt::Debug for UserObject {
 }
 
 extern "C" fn user_object_drop<T: Send + Sync + 'static>(data: *mut c_void) {
-    // SAFETY: `data` is the Box<T> leaked by UserObject::new; the driver calls the
-    // destructor once, after the last reference is gone.
-    let value = unsafe { Box::from_raw(data.cast::<T>()) };
-    let _scope = HostFnScope::enter();
-    if let Err(payload) = catch_unwind(AssertUnwindSafe(move || drop(value))) {
-        host_fn_panicked(payload);
-    }
+    run_host_fn(|| {
+        // SAFETY: `data` is the Box<T> leaked by UserObject::new; the driver calls the
+        // destructor once, after the last reference is gone.
+        drop(unsafe { Box::from_raw(data.cast::<T>()) });
+    });
 }
 
 impl UserObject {

@@ -9,6 +9,7 @@ use cuda_driver_macros::wraps;
 use cuda_driver_sys as sys;
 
 use super::{ptr_or_null, raw_deps, Graph, GraphNode, GraphRef};
+use crate::count::count_u32;
 use crate::entry_point::newer;
 use crate::error::{check, Error, Result};
 use crate::launch::{KernelArgs, LaunchConfig};
@@ -848,7 +849,7 @@ impl Graph {
         let d = raw_deps(self, deps)?;
         let p = sys::CUDA_BATCH_MEM_OP_NODE_PARAMS {
             ctx: ctx.as_raw(),
-            count: ops.len() as u32,
+            count: count_u32("a batch memory operation node", "operations", ops.len())?,
             paramArray: ops.as_mut_ptr(),
             flags: 0,
         };

@@ -1,5 +1,8 @@
 //! Occupancy: how many blocks or clusters of a kernel fit on a multiprocessor or device
 //! (`cuOccupancy*`), for [`Function`] and, in a given context, [`Kernel`].
+//!
+//! The driver takes block sizes and block counts as `int`: a `u32` above `i32::MAX` is
+//! [`Error::InvalidArgument`](crate::Error::InvalidArgument) before the driver is called.
 
 use std::ptr;
 
@@ -7,6 +10,7 @@ use cuda_driver_sys as sys;
 
 use super::{LaunchAttributes, LaunchConfig, Launchable};
 use crate::context::Context;
+use crate::count::int_arg;
 use crate::error::{check, Result};
 use crate::library::Kernel;
 use crate::module::Function;
@@ -24,6 +28,8 @@ pub struct BlockSizeSuggestion {
 
 #[track_caller]
 fn active_blocks(f: sys::CUfunction, block_size: u32, dynamic_smem_bytes: usize) -> Result<u32> {
+    const CALL: &str = "cuOccupancyMaxActiveBlocksPerMultiprocessor";
+    let block_size = int_arg(CALL, "block size", block_size)?;
     let mut n = 0;
     check(
         // SAFETY: `f` is alive and its context (or, for a kernel, the target context) is current;
@@ -32,11 +38,11 @@ fn active_blocks(f: sys::CUfunction, block_size: u32, dynamic_smem_bytes: usize)
             sys::cuOccupancyMaxActiveBlocksPerMultiprocessor(
                 &mut n,
                 f,
-                block_size as i32,
+                block_size,
                 dynamic_smem_bytes,
             )
         },
-        "cuOccupancyMaxActiveBlocksPerMultiprocessor",
+        CALL,
     )?;
     Ok(n as u32)
 }
@@ -47,6 +53,8 @@ fn potential_block_size(
     dynamic_smem_bytes: usize,
     block_size_limit: u32,
 ) -> Result<BlockSizeSuggestion> {
+    const CALL: &str = "cuOccupancyMaxPotentialBlockSize";
+    let block_size_limit = int_arg(CALL, "block size limit", block_size_limit)?;
     let (mut grid, mut block) = (0, 0);
     check(
         // SAFETY: as above; no callback (a constant dynamic shared memory size); writes two ints.
@@ -57,10 +65,10 @@ fn potential_block_size(
                 f,
                 None,
                 dynamic_smem_bytes,
-                block_size_limit as i32,
+                block_size_limit,
             )
         },
-        "cuOccupancyMaxPotentialBlockSize",
+        CALL,
     )?;
     Ok(BlockSizeSuggestion {
         min_grid_size: grid as u32,
@@ -75,6 +83,8 @@ fn active_blocks_with_flags(
     dynamic_smem_bytes: usize,
     flags: OccupancyFlags,
 ) -> Result<u32> {
+    const CALL: &str = "cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags";
+    let block_size = int_arg(CALL, "block size", block_size)?;
     let mut n = 0;
     check(
         // SAFETY: as in active_blocks; writes one int.
@@ -82,12 +92,12 @@ fn active_blocks_with_flags(
             sys::cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(
                 &mut n,
                 f,
-                block_size as i32,
+                block_size,
                 dynamic_smem_bytes,
                 flags.bits() as _,
             )
         },
-        "cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags",
+        CALL,
     )?;
     Ok(n as u32)
 }
@@ -99,6 +109,8 @@ fn potential_block_size_with_flags(
     block_size_limit: u32,
     flags: OccupancyFlags,
 ) -> Result<BlockSizeSuggestion> {
+    const CALL: &str = "cuOccupancyMaxPotentialBlockSizeWithFlags";
+    let block_size_limit = int_arg(CALL, "block size limit", block_size_limit)?;
     let (mut grid, mut block) = (0, 0);
     check(
         // SAFETY: as in potential_block_size; no callback; writes two ints.
@@ -109,11 +121,11 @@ fn potential_block_size_with_flags(
                 f,
                 None,
                 dynamic_smem_bytes,
-                block_size_limit as i32,
+                block_size_limit,
                 flags.bits() as _,
             )
         },
-        "cuOccupancyMaxPotentialBlockSizeWithFlags",
+        CALL,
     )?;
     Ok(BlockSizeSuggestion {
         min_grid_size: grid as u32,
@@ -123,18 +135,16 @@ fn potential_block_size_with_flags(
 
 #[track_caller]
 fn available_smem(f: sys::CUfunction, num_blocks: u32, block_size: u32) -> Result<usize> {
+    const CALL: &str = "cuOccupancyAvailableDynamicSMemPerBlock";
+    let num_blocks = int_arg(CALL, "number of blocks", num_blocks)?;
+    let block_size = int_arg(CALL, "block size", block_size)?;
     let mut bytes = 0;
     check(
         // SAFETY: as above; writes one size_t.
         unsafe {
-            sys::cuOccupancyAvailableDynamicSMemPerBlock(
-                &mut bytes,
-                f,
-                num_blocks as i32,
-                block_size as i32,
-            )
+            sys::cuOccupancyAvailableDynamicSMemPerBlock(&mut bytes, f, num_blocks, block_size)
         },
-        "cuOccupancyAvailableDynamicSMemPerBlock",
+        CALL,
     )?;
     Ok(bytes)
 }

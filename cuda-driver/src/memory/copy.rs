@@ -321,12 +321,16 @@ impl Plan<'_> {
         Ok(())
     }
 
+    /// The raw parameters. Byte offsets and widths saturate: for linear memory
+    /// [`check_region`] bounds them, and an array of a format whose element size the crate
+    /// does not know (checked by the driver) gets `usize::MAX`, which the driver refuses,
+    /// rather than a product that wrapped around.
     fn raw_3d(&self) -> sys::CUDA_MEMCPY3D {
         // SAFETY: a plain C struct of integers and pointers; all-zero is its documented
         // "unused" value for every field.
         let mut r: sys::CUDA_MEMCPY3D = unsafe { std::mem::zeroed() };
         let s = &self.src;
-        r.srcXInBytes = self.src_origin[0] * self.elem;
+        r.srcXInBytes = self.src_origin[0].saturating_mul(self.elem);
         r.srcY = self.src_origin[1];
         r.srcZ = self.src_origin[2];
         match s.mem {
@@ -346,7 +350,7 @@ impl Plan<'_> {
         r.srcPitch = s.pitch;
         r.srcHeight = s.rows.unwrap_or(0);
         let d = &self.dst;
-        r.dstXInBytes = self.dst_origin[0] * self.elem;
+        r.dstXInBytes = self.dst_origin[0].saturating_mul(self.elem);
         r.dstY = self.dst_origin[1];
         r.dstZ = self.dst_origin[2];
         match d.mem {
@@ -365,7 +369,7 @@ impl Plan<'_> {
         }
         r.dstPitch = d.pitch;
         r.dstHeight = d.rows.unwrap_or(0);
-        r.WidthInBytes = self.extent[0] * self.elem;
+        r.WidthInBytes = self.extent[0].saturating_mul(self.elem);
         r.Height = self.extent[1];
         r.Depth = self.extent[2];
         r
@@ -377,10 +381,10 @@ impl Plan<'_> {
         // One slice: the heights only scale a Z offset of 0, but must cover the rows.
         if raw.Depth == 1 {
             if raw.srcHeight == 0 {
-                raw.srcHeight = self.src_origin[1] + self.extent[1];
+                raw.srcHeight = self.src_origin[1].saturating_add(self.extent[1]);
             }
             if raw.dstHeight == 0 {
-                raw.dstHeight = self.dst_origin[1] + self.extent[1];
+                raw.dstHeight = self.dst_origin[1].saturating_add(self.extent[1]);
             }
         }
         NodeCopy { raw, ctx: self.ctx }

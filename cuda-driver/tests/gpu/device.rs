@@ -80,3 +80,23 @@ fn identity_of_every_device() {
         .collect();
     assert_eq!(uuids.len(), Device::count().unwrap());
 }
+
+/// Issue 23: an empty list of atomic operations is answered without asking the driver (no
+/// zero-length arrays handed to it); a list of one gets one answer.
+#[gpu_test]
+fn atomic_capabilities_of_no_operations_are_an_empty_list() {
+    use cuda_driver::AtomicOperation;
+    let _ctx = gpu_or_skip!();
+    let dev = Device::get(0).unwrap();
+    match dev.host_atomic_capabilities(&[]) {
+        Err(e @ Error::Unsupported { .. }) => {
+            crate::common::skip(format!("atomic capabilities need CUDA 13.0: {e}"))
+        }
+        r => assert!(r.unwrap().is_empty()),
+    }
+    assert!(dev.p2p_atomic_capabilities(dev, &[]).unwrap().is_empty());
+    let one = dev
+        .host_atomic_capabilities(&[AtomicOperation::INTEGER_ADD])
+        .unwrap();
+    assert_eq!(one.len(), 1);
+}

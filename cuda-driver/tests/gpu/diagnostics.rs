@@ -279,7 +279,7 @@ fn install_capture() -> bool {
 
 /// Calls the driver with input it refuses, each an error that a driver with error logging
 /// may log; every call must fail and leave `ctx` usable.
-fn provoke_driver_errors(ctx: &Context) {
+pub(crate) fn provoke_driver_errors(ctx: &Context) {
     assert!(DeviceBuffer::<u8>::new(ctx, 1 << 44).is_err());
     assert!(ctx.set_limit(Limit::from_raw(0x7777), 1).is_err());
     assert!(Device::by_pci_bus_id("not a bus id").is_err());
@@ -353,6 +353,34 @@ fn driver_log_reaches_the_callback_and_the_dumps() {
         !again.trim().is_empty(),
         "the second batch is not in the log"
     );
+}
+
+/// Hole 8: a dump of the driver log into memory allocates only what the driver can fill
+/// (at most [`LogPosition::MAX_DUMP_BYTES`]): `usize::MAX` and other absurd sizes return the
+/// log, `0` returns nothing without asking the driver, `1` at most one byte (or the driver's
+/// refusal when no message fits); the context stays usable.
+#[gpu_test]
+fn dumping_the_driver_log_with_absurd_sizes_is_safe() {
+    let ctx = gpu_or_skip!();
+    let start = or_skip(LogPosition::current(), "driver logs need CUDA 12.9");
+    provoke_driver_errors(&ctx);
+    for max in [usize::MAX, usize::MAX - 1, 1 << 40, 0, 1] {
+        let mut pos = start;
+        match pos.dump_to_memory(max) {
+            Ok(text) => {
+                assert!(text.len() <= max, "{max}: {} bytes", text.len());
+                if max == 0 {
+                    assert!(text.is_empty());
+                    assert_eq!(pos, start, "a dump of 0 bytes leaves the position alone");
+                }
+            }
+            // No message fits in one byte: the driver says so.
+            Err(e) if max == 1 && e.code() == Some(ErrorCode::INVALID_VALUE) => {}
+            Err(e) => panic!("dump_to_memory({max}): {e}"),
+        }
+    }
+    let b = DeviceBuffer::from_slice(&ctx, &[5u8; 8]).unwrap();
+    assert_eq!(b.to_vec().unwrap(), [5; 8]);
 }
 
 const CHECKPOINT_ROLE: &str = "checkpoint-child";

@@ -92,3 +92,26 @@ fn split_sms_and_confine_kernels() {
     let buf = DeviceBuffer::from_slice(&ctx, &[1u32, 2, 3]).unwrap();
     assert_eq!(buf.to_vec().unwrap(), [1, 2, 3]);
 }
+
+/// Issue 23: a split into `u32::MAX` groups asks the driver with room for at most one group
+/// per SM (not `u32::MAX` resources) and returns the groups that fit.
+#[gpu_test]
+fn splitting_into_an_absurd_number_of_groups_returns_what_fits() {
+    let ctx = gpu_or_skip!();
+    let sms = match ctx.device().sm_resource() {
+        Err(e @ Error::Unsupported { .. }) => {
+            crate::common::skip(format!("green contexts need CUDA 12.4: {e}"))
+        }
+        r => r.unwrap(),
+    };
+    let min = sms.min_sm_partition_size().max(1);
+    let (groups, rest) = sms
+        .split_by_count(u32::MAX, min, DevSmResourceSplitFlags::empty())
+        .unwrap();
+    assert!(!groups.is_empty());
+    assert!(groups.len() <= sms.sm_count() as usize, "{groups:?}");
+    assert!(groups.iter().all(|g| g.sm_count() >= min), "{groups:?}");
+    assert!(groups.iter().map(|g| g.sm_count()).sum::<u32>() + rest.sm_count() <= sms.sm_count());
+    let buf = DeviceBuffer::from_slice(&ctx, &[1u32, 2, 3]).unwrap();
+    assert_eq!(buf.to_vec().unwrap(), [1, 2, 3]);
+}

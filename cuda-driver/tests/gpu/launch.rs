@@ -604,3 +604,38 @@ fn occupancy_is_sane() {
         f.attribute(FunctionAttribute::NUM_REGS).unwrap()
     );
 }
+
+/// Issue 23: the occupancy queries take block sizes and block counts as `u32`, the driver as
+/// `int`: a value above `i32::MAX` is `InvalidArgument` before the driver is called (never a
+/// negative int), and the context stays usable.
+#[gpu_test]
+fn occupancy_queries_refuse_sizes_the_drivers_int_cannot_hold() {
+    use cuda_driver::types::OccupancyFlags;
+    let ctx = gpu_or_skip!();
+    let f: Function = kernels(&ctx).function("fill_u32").unwrap();
+    let flags = OccupancyFlags::DEFAULT;
+    let refused = |r: Result<(), Error>| matches!(r, Err(Error::InvalidArgument(_)));
+    for v in [i32::MAX as u32 + 1, u32::MAX] {
+        assert!(refused(
+            f.max_active_blocks_per_multiprocessor(v, 0).map(drop)
+        ));
+        assert!(refused(
+            f.max_active_blocks_per_multiprocessor_with_flags(v, 0, flags)
+                .map(drop)
+        ));
+        assert!(refused(f.max_potential_block_size(0, v).map(drop)));
+        assert!(refused(
+            f.max_potential_block_size_with_flags(0, v, flags).map(drop)
+        ));
+        assert!(refused(
+            f.available_dynamic_shared_memory_per_block(v, 256)
+                .map(drop)
+        ));
+        assert!(refused(
+            f.available_dynamic_shared_memory_per_block(1, v).map(drop)
+        ));
+    }
+    assert!(f.max_active_blocks_per_multiprocessor(256, 0).unwrap() >= 1);
+    let buf = DeviceBuffer::from_slice(&ctx, &[4u32; 8]).unwrap();
+    assert_eq!(buf.to_vec().unwrap(), [4; 8]);
+}

@@ -14,6 +14,7 @@ extern crate cuda_driver_test_harness;
 #[macro_use]
 mod common;
 
+mod callback;
 mod child;
 mod context;
 mod context_more;

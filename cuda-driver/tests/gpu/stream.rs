@@ -9,8 +9,8 @@ use std::sync::mpsc;
 use std::sync::Arc;
 
 use cuda_driver::{
-    drop_error_count, host_fn_panic_count, sys, DeviceBuffer, Error, Event, EventFlags, Stream,
-    StreamFlags,
+    drop_error_count, host_fn_panic_count, sys, wait_for_deferred_releases, DeviceBuffer, Error,
+    Event, EventFlags, Stream, StreamFlags,
 };
 
 /// Queues a host function that blocks `stream` until the returned sender sends (or drops).
@@ -272,18 +272,58 @@ fn stream_calls_inside_a_host_function_are_refused_and_their_drops_deferred() {
         (true, true),
         "(launch, alloc_async) refused"
     );
-    // The deferred free runs on the release thread; the memory returns to the pool.
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-    loop {
-        other.synchronize().unwrap();
-        if pool.used_mem_current().unwrap() + (n * 4) as u64 <= used {
-            break;
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the deferred stream-ordered free never ran"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(10));
-    }
+    // The deferred free runs on the release thread, which queues it on `other`; once it has
+    // run and `other` is synchronized, the memory is back in the pool.
+    wait_for_deferred_releases().unwrap();
+    other.synchronize().unwrap();
+    let now = pool.used_mem_current().unwrap();
+    assert!(
+        now + (n * 4) as u64 <= used,
+        "the deferred stream-ordered free has not run: {now} bytes used, {used} before"
+    );
     assert_eq!(drop_error_count(), before, "no release failed");
+}
+
+/// Issue 23: `wait_for_deferred_releases` returns once every release deferred out of a host
+/// function has run: a buffer dropped inside a host function is back in its pool right
+/// after the wait (and its stream's synchronization), without polling; inside a host
+/// function the wait is refused.
+#[gpu_test]
+fn waiting_for_deferred_releases_returns_the_memory_dropped_in_a_host_function() {
+    use cuda_driver::MemPool;
+    let ctx = gpu_exclusive_or_skip!();
+    // 'static, so that a buffer ordered on it can move into the host function.
+    let s: &'static Stream = Box::leak(Box::new(
+        Stream::new(&ctx, StreamFlags::NON_BLOCKING).unwrap(),
+    ));
+    let pool = MemPool::new(ctx.device()).unwrap();
+    let n = 4usize << 20;
+    let empty = pool.used_mem_current().unwrap();
+    for round in 0..3 {
+        let buf = pool.alloc_async::<u8>(s, n).unwrap();
+        s.synchronize().unwrap();
+        assert!(pool.used_mem_current().unwrap() >= empty + n as u64);
+        let (tx, rx) = mpsc::channel();
+        // The free the host function defers is queued on `s`, after the host function.
+        s.launch_host_fn(move || {
+            let _ = tx.send(matches!(
+                wait_for_deferred_releases(),
+                Err(Error::InHostCallback { .. })
+            ));
+            drop(buf);
+        })
+        .unwrap();
+        s.synchronize().unwrap();
+        assert!(
+            rx.recv().unwrap(),
+            "the wait inside a host function was not refused"
+        );
+        wait_for_deferred_releases().unwrap();
+        s.synchronize().unwrap();
+        let used = pool.used_mem_current().unwrap();
+        assert!(
+            used < empty + n as u64,
+            "round {round}: the deferred free has not run ({used} bytes used, {empty} before)"
+        );
+    }
 }

@@ -124,3 +124,42 @@ fn events_with_flags_and_both_elapsed_abis() {
     assert!(a.record_with_flags(&s, EventRecordFlags::EXTERNAL).is_err());
     s.synchronize().unwrap();
 }
+
+/// Issue 23: a batch of more than `MAX_BATCH_MEM_OPS` operations is refused before the
+/// driver is called (`ResourceExhausted`), a full batch is either run or refused by the
+/// driver, and the stream stays usable either way.
+#[gpu_test]
+fn a_batch_of_too_many_mem_ops_is_refused_and_the_stream_stays_usable() {
+    use cuda_driver::{StreamMemoryBarrierFlags, MAX_BATCH_MEM_OPS};
+    let ctx = gpu_or_skip!();
+    let s = Stream::new(&ctx, StreamFlags::NON_BLOCKING).unwrap();
+    let mut batch = MemOpBatch::new();
+    for _ in 0..=MAX_BATCH_MEM_OPS {
+        batch.barrier(StreamMemoryBarrierFlags::GPU);
+    }
+    match s.batch_mem_ops(&mut batch) {
+        Err(Error::ResourceExhausted {
+            asked, available, ..
+        }) => {
+            assert_eq!(
+                (asked, available),
+                (MAX_BATCH_MEM_OPS + 1, MAX_BATCH_MEM_OPS)
+            );
+        }
+        r => panic!("a batch of {} operations: {r:?}", MAX_BATCH_MEM_OPS + 1),
+    }
+    let mut full = MemOpBatch::new();
+    for _ in 0..MAX_BATCH_MEM_OPS {
+        full.barrier(StreamMemoryBarrierFlags::GPU);
+    }
+    match s.batch_mem_ops(&mut full) {
+        Ok(()) => crate::common::note("the driver ran a full batch"),
+        Err(e) => crate::common::note(format!("the driver refused a full batch: {e}")),
+    }
+    s.synchronize().unwrap();
+    let mut flag = DeviceBuffer::<u32>::zeroed(&ctx, 1).unwrap();
+    s.write_value_u32(&mut flag.as_view_mut(), 7, StreamWriteValueFlags::empty())
+        .unwrap();
+    s.synchronize().unwrap();
+    assert_eq!(flag.to_vec().unwrap(), [7]);
+}
