@@ -286,6 +286,40 @@ unsafe impl<T: DeviceRepr> DeviceMemoryMut for ExternalBuffer<T> {
 /// A mipmapped array mapped from an [`ExternalMemory`]
 /// (`cuExternalMemoryGetMappedMipmappedArray`); derefs to [`MipmappedArray`], is destroyed
 /// with `cuMipmappedArrayDestroy` on drop, and keeps the imported memory alive.
+///
+/// Only shared access goes through the deref: the mapped array cannot be moved out of its
+/// keep-alive (it would outlive the imported memory), nor another array moved in.
+///
+/// ```compile_fail,E0596
+/// # fn f(
+/// #     ext: &mut cuda_driver::ExternalMipmappedArray<f32>,
+/// #     other: cuda_driver::MipmappedArray<f32>,
+/// # ) {
+/// let mapped = std::mem::replace(&mut **ext, other);
+/// # drop(mapped);
+/// # }
+/// ```
+///
+/// ```compile_fail,E0596
+/// # fn f(
+/// #     a: &mut cuda_driver::ExternalMipmappedArray<f32>,
+/// #     b: &mut cuda_driver::MipmappedArray<f32>,
+/// # ) {
+/// std::mem::swap(&mut **a, b);
+/// # }
+/// ```
+///
+/// Its levels are written through [`level_mut`](Self::level_mut) and read through the
+/// deref's [`level`](MipmappedArray::level):
+///
+/// ```
+/// # fn f(ext: &mut cuda_driver::ExternalMipmappedArray<f32>) -> cuda_driver::Result<()> {
+/// let n = ext.level(0)?.len();
+/// ext.level_mut(0)?.copy_from_host(&vec![1.0; n])?;
+/// let mut back = vec![0.0; n];
+/// ext.level(0)?.copy_to_host(&mut back)?;
+/// # Ok(()) }
+/// ```
 pub struct ExternalMipmappedArray<T: ArrayElement> {
     // Dropped before `_mem`: the array goes before the memory it lies in.
     array: MipmappedArray<T>,

@@ -683,6 +683,15 @@ fn query_descriptor(raw: sys::CUarray, ctx: &Context) -> Result<ArrayDescriptor>
 
 /// An array owned by another object (a mipmap level, a plane), borrowed for `'a`: an
 /// [`Array`] that is never destroyed, read-only.
+///
+/// The view is no owned [`Array`] and never dereferences to one:
+///
+/// ```compile_fail,E0614
+/// # fn f(m: &cuda_driver::MipmappedArray<f32>) -> cuda_driver::Result<()> {
+/// let level = m.level(0)?;
+/// let owned: &cuda_driver::Array<f32> = &*level;
+/// # Ok(()) }
+/// ```
 pub struct ArrayRef<'a, T: ArrayElement> {
     inner: ManuallyDrop<Array<T>>,
     _parent: PhantomData<&'a ()>,
@@ -722,6 +731,59 @@ impl<T: ArrayElement> Deref for ArrayRef<'_, T> {
 
 /// An array owned by another object, borrowed exclusively for `'a` (a mipmap level to
 /// copy into).
+///
+/// The view is no owned [`Array`] and never dereferences to one, so `mem::swap`,
+/// `mem::replace` and `mem::take` through a `&mut` cannot move a level or a plane out of
+/// the array that owns it (and destroys it):
+///
+/// ```compile_fail,E0614
+/// # fn f(
+/// #     a: &mut cuda_driver::MipmappedArray<f32>,
+/// #     b: &mut cuda_driver::MipmappedArray<f32>,
+/// # ) -> cuda_driver::Result<()> {
+/// let mut level_a = a.level_mut(0)?;
+/// let mut level_b = b.level_mut(0)?;
+/// std::mem::swap(&mut *level_a, &mut *level_b);
+/// # Ok(()) }
+/// ```
+///
+/// ```compile_fail,E0614
+/// # fn f(
+/// #     ctx: &cuda_driver::Context,
+/// #     m: &mut cuda_driver::MipmappedArray<f32>,
+/// # ) -> cuda_driver::Result<()> {
+/// use cuda_driver::{Array, Array3DFlags};
+/// let mut level = m.level_mut(0)?;
+/// let spare = Array::new_2d(ctx, 16, 16, Array3DFlags::empty())?;
+/// let owned: Array<f32> = std::mem::replace(&mut *level, spare);
+/// drop(owned); // would destroy the level the mipmapped array still owns
+/// # Ok(()) }
+/// ```
+///
+/// ```compile_fail,E0614
+/// # fn f(
+/// #     nv12: &mut cuda_driver::Array<u8>,
+/// #     other: &mut cuda_driver::Array<u8>,
+/// # ) -> cuda_driver::Result<()> {
+/// let mut luma = nv12.plane_mut::<u8>(0)?;
+/// std::mem::swap(&mut *luma, other);
+/// # Ok(()) }
+/// ```
+///
+/// Swapping the views themselves swaps the borrows: each array keeps its levels.
+///
+/// ```
+/// # fn f(
+/// #     a: &mut cuda_driver::MipmappedArray<f32>,
+/// #     b: &mut cuda_driver::MipmappedArray<f32>,
+/// # ) -> cuda_driver::Result<()> {
+/// let mut level_a = a.level_mut(0)?;
+/// let mut level_b = b.level_mut(0)?;
+/// std::mem::swap(&mut level_a, &mut level_b);
+/// let n = level_a.len();
+/// level_a.copy_from_host(&vec![1.0; n])?; // level 0 of `b`
+/// # Ok(()) }
+/// ```
 pub struct ArrayRefMut<'a, T: ArrayElement> {
     inner: ManuallyDrop<Array<T>>,
     _parent: PhantomData<&'a mut ()>,
