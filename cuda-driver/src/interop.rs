@@ -27,8 +27,8 @@ use cuda_driver_sys as sys;
 
 use crate::error::{check, Error, Result};
 use crate::memory::{
-    ArrayDescriptor, ArrayElement, DeviceMemory, DeviceMemoryMut, DeviceSlice, DeviceSliceMut,
-    MipmappedArray,
+    ArrayDescriptor, ArrayElement, ArrayRefMut, DeviceMemory, DeviceMemoryMut, DeviceSlice,
+    DeviceSliceMut, MipmappedArray,
 };
 use crate::release::SendRaw;
 use crate::{Context, DeviceRepr, Stream};
@@ -284,11 +284,13 @@ unsafe impl<T: DeviceRepr> DeviceMemoryMut for ExternalBuffer<T> {
 }
 
 /// A mipmapped array mapped from an [`ExternalMemory`]
-/// (`cuExternalMemoryGetMappedMipmappedArray`); derefs to [`MipmappedArray`], is destroyed
-/// with `cuMipmappedArrayDestroy` on drop, and keeps the imported memory alive.
+/// (`cuExternalMemoryGetMappedMipmappedArray`); derefs to `&`[`MipmappedArray`] (shared
+/// only), is destroyed with `cuMipmappedArrayDestroy` on drop, and keeps the imported memory
+/// alive.
 ///
-/// Only shared access goes through the deref: the mapped array cannot be moved out of its
-/// keep-alive (it would outlive the imported memory), nor another array moved in.
+/// There is no `DerefMut`: the mapped array cannot be moved out of its keep-alive (it would
+/// outlive the imported memory), nor another array moved in (`MipmappedArray`'s `&self`
+/// methods neither free nor move it).
 ///
 /// ```compile_fail,E0596
 /// # fn f(
@@ -341,9 +343,14 @@ impl<T: ArrayElement> std::ops::Deref for ExternalMipmappedArray<T> {
     }
 }
 
-impl<T: ArrayElement> std::ops::DerefMut for ExternalMipmappedArray<T> {
-    fn deref_mut(&mut self) -> &mut MipmappedArray<T> {
-        &mut self.array
+impl<T: ArrayElement> ExternalMipmappedArray<T> {
+    /// Level `level`, borrowed exclusively (to copy into it); see
+    /// [`MipmappedArray::level_mut`]. The shared forms ([`level`](MipmappedArray::level),
+    /// [`as_raw`](MipmappedArray::as_raw), ...) come through the deref.
+    #[wraps(cuMipmappedArrayGetLevel)]
+    #[track_caller]
+    pub fn level_mut(&mut self, level: u32) -> Result<ArrayRefMut<'_, T>> {
+        self.array.level_mut(level)
     }
 }
 

@@ -224,8 +224,8 @@ fn mipmap_level_views_write_and_read_levels_and_a_swap_of_views_moves_no_level()
     assert_eq!(read(&b, 1), [7.0; 16]);
     // The copy builders take views where they take arrays: level 0 of a into level 0 of b.
     Copy2D::new(8, 8)
-        .from_array(&a.level(0).unwrap())
-        .to_array(&mut b.level_mut(0).unwrap())
+        .from_array(a.level(0).unwrap())
+        .to_array(b.level_mut(0).unwrap())
         .run()
         .unwrap();
     assert_eq!(read(&b, 0), [0.0; 64]);
