@@ -930,6 +930,13 @@ impl<'a, T: ArrayElement> From<&'a Array<T>> for ArrayRef<'a, T> {
     }
 }
 
+impl<'a, T: ArrayElement> From<&'a mut Array<T>> for ArrayRef<'a, T> {
+    #[inline]
+    fn from(array: &'a mut Array<T>) -> Self {
+        array.view()
+    }
+}
+
 impl<'a, T: ArrayElement> From<&'a ArrayRef<'_, T>> for ArrayRef<'a, T> {
     #[inline]
     fn from(view: &'a ArrayRef<'_, T>) -> Self {
@@ -940,6 +947,13 @@ impl<'a, T: ArrayElement> From<&'a ArrayRef<'_, T>> for ArrayRef<'a, T> {
 impl<'a, T: ArrayElement> From<&'a ArrayRefMut<'_, T>> for ArrayRef<'a, T> {
     #[inline]
     fn from(view: &'a ArrayRefMut<'_, T>) -> Self {
+        view.as_view()
+    }
+}
+
+impl<'a, T: ArrayElement> From<&'a mut ArrayRefMut<'_, T>> for ArrayRef<'a, T> {
+    #[inline]
+    fn from(view: &'a mut ArrayRefMut<'_, T>) -> Self {
         view.as_view()
     }
 }
@@ -1497,6 +1511,77 @@ mod tests {
         ));
         d.format = ArrayFormat::NV12;
         d.validate::<u8>("t").unwrap();
+    }
+
+    fn fake_context() -> std::mem::ManuallyDrop<Context> {
+        // SAFETY: never passed to the driver (every use below fails before any call) and
+        // never dropped.
+        std::mem::ManuallyDrop::new(unsafe {
+            Context::from_raw(0x10 as sys::CUcontext, Device::from_raw(0))
+        })
+    }
+
+    #[test]
+    fn views_are_plain_borrowed_handles() {
+        fn send_sync<X: Send + Sync>() {}
+        fn copy<X: Copy>() {}
+        send_sync::<ArrayRef<'static, f32>>();
+        send_sync::<ArrayRefMut<'static, f32>>();
+        copy::<ArrayRef<'static, Float4>>();
+        // A view is a handle, a descriptor and a borrow: nothing to drop.
+        assert!(!std::mem::needs_drop::<ArrayRef<'static, f32>>());
+        assert!(!std::mem::needs_drop::<ArrayRefMut<'static, f32>>());
+    }
+
+    #[test]
+    fn views_convert_and_keep_the_arrays_checks() {
+        let ctx = fake_context();
+        let desc = ArrayDescriptor::of::<f32>(4, 4, 0, Array3DFlags::empty());
+        // SAFETY: fake handles, never passed to the driver: each call fails its Rust-side
+        // check first.
+        let shared = unsafe { ArrayRef::<f32>::from_parts(0x2000 as sys::CUarray, desc, &ctx) };
+        // SAFETY: as above.
+        let mut level =
+            unsafe { ArrayRefMut::<f32>::from_parts(0x3000 as sys::CUarray, desc, &ctx) };
+        let copied = shared;
+        assert_eq!(copied.as_raw(), shared.as_raw());
+        assert_eq!((level.len(), level.width(), level.height()), (16, 4, 4));
+        assert_eq!(ArrayRef::from(&level).as_raw(), level.as_raw());
+        assert_eq!(ArrayRef::from(&mut level).as_raw(), level.as_raw());
+        assert_eq!(ArrayRefMut::from(&mut level).as_raw(), level.as_raw());
+        assert_eq!(level.reborrow().as_view().desc(), &desc);
+        // The whole-array and 1D copies check lengths and shapes before the driver.
+        assert!(matches!(
+            level.copy_from_host(&[0.0; 15]),
+            Err(Error::LengthMismatch { .. })
+        ));
+        assert!(matches!(
+            shared.copy_to_host(&mut [0.0; 17]),
+            Err(Error::LengthMismatch { .. })
+        ));
+        assert!(matches!(
+            level.write_1d(0, &[1.0]),
+            Err(Error::ArrayNot1D { .. })
+        ));
+        assert!(matches!(
+            level.copy_1d_from_array(0, shared, 0, 1),
+            Err(Error::ArrayNot1D { .. })
+        ));
+        // The copy builders take the views with the array's extent: a region past the
+        // level is refused.
+        let mut host = [0.0f32; 25];
+        let e = crate::Copy2D::new(5, 5)
+            .from_array(shared)
+            .to_host(&mut host, 5)
+            .run()
+            .unwrap_err();
+        assert!(matches!(e, Error::RegionOutOfBounds { .. }), "{e:?}");
+        let e = crate::Copy2D::new(5, 5)
+            .from_host(&host, 5)
+            .to_array(level.reborrow())
+            .run()
+            .unwrap_err();
+        assert!(matches!(e, Error::RegionOutOfBounds { .. }), "{e:?}");
     }
 
     #[test]
