@@ -28,8 +28,8 @@ use cuda_driver_sys as sys;
 use crate::count::count_u32;
 use crate::error::{check, Error, Result};
 use crate::memory::{
-    ArrayDescriptor, ArrayElement, DeviceMemory, DeviceMemoryMut, DeviceSlice, DeviceSliceMut,
-    MipmappedArray,
+    ArrayDescriptor, ArrayElement, ArrayRefMut, DeviceMemory, DeviceMemoryMut, DeviceSlice,
+    DeviceSliceMut, MipmappedArray,
 };
 use crate::release::SendRaw;
 use crate::{Context, DeviceRepr, Stream};
@@ -296,8 +296,44 @@ unsafe impl<T: DeviceRepr> DeviceMemoryMut for ExternalBuffer<T> {
 }
 
 /// A mipmapped array mapped from an [`ExternalMemory`]
-/// (`cuExternalMemoryGetMappedMipmappedArray`); derefs to [`MipmappedArray`], is destroyed
-/// with `cuMipmappedArrayDestroy` on drop, and keeps the imported memory alive.
+/// (`cuExternalMemoryGetMappedMipmappedArray`); derefs to `&`[`MipmappedArray`] (shared
+/// only), is destroyed with `cuMipmappedArrayDestroy` on drop, and keeps the imported memory
+/// alive.
+///
+/// There is no `DerefMut`: the mapped array cannot be moved out of its keep-alive (it would
+/// outlive the imported memory), nor another array moved in (`MipmappedArray`'s `&self`
+/// methods neither free nor move it).
+///
+/// ```compile_fail,E0596
+/// # fn f(
+/// #     ext: &mut cuda_driver::ExternalMipmappedArray<f32>,
+/// #     other: cuda_driver::MipmappedArray<f32>,
+/// # ) {
+/// let mapped = std::mem::replace(&mut **ext, other);
+/// # drop(mapped);
+/// # }
+/// ```
+///
+/// ```compile_fail,E0596
+/// # fn f(
+/// #     a: &mut cuda_driver::ExternalMipmappedArray<f32>,
+/// #     b: &mut cuda_driver::MipmappedArray<f32>,
+/// # ) {
+/// std::mem::swap(&mut **a, b);
+/// # }
+/// ```
+///
+/// Its levels are written through [`level_mut`](Self::level_mut) and read through the
+/// deref's [`level`](MipmappedArray::level):
+///
+/// ```
+/// # fn f(ext: &mut cuda_driver::ExternalMipmappedArray<f32>) -> cuda_driver::Result<()> {
+/// let n = ext.level(0)?.len();
+/// ext.level_mut(0)?.copy_from_host(&vec![1.0; n])?;
+/// let mut back = vec![0.0; n];
+/// ext.level(0)?.copy_to_host(&mut back)?;
+/// # Ok(()) }
+/// ```
 pub struct ExternalMipmappedArray<T: ArrayElement> {
     // Dropped before `_mem`: the array goes before the memory it lies in.
     array: MipmappedArray<T>,
@@ -319,9 +355,14 @@ impl<T: ArrayElement> std::ops::Deref for ExternalMipmappedArray<T> {
     }
 }
 
-impl<T: ArrayElement> std::ops::DerefMut for ExternalMipmappedArray<T> {
-    fn deref_mut(&mut self) -> &mut MipmappedArray<T> {
-        &mut self.array
+impl<T: ArrayElement> ExternalMipmappedArray<T> {
+    /// Level `level`, borrowed exclusively (to copy into it); see
+    /// [`MipmappedArray::level_mut`]. The shared forms ([`level`](MipmappedArray::level),
+    /// [`as_raw`](MipmappedArray::as_raw), ...) come through the deref.
+    #[wraps(cuMipmappedArrayGetLevel)]
+    #[track_caller]
+    pub fn level_mut(&mut self, level: u32) -> Result<ArrayRefMut<'_, T>> {
+        self.array.level_mut(level)
     }
 }
 

@@ -59,6 +59,16 @@ impl Drop for Stream {
 /// A borrowed [`Stream`]: a default stream of a context, or a stream this crate did not
 /// create. Derefs to `Stream`, so it goes wherever a `&Stream` does; dropping it destroys
 /// nothing.
+///
+/// The deref is shared only (`Stream` is not `Clone`, and its `&self` methods neither destroy
+/// nor give up the handle), so no owned `Stream` can be moved out of a borrowed one:
+///
+/// ```compile_fail,E0596
+/// # fn f(ctx: &cuda_driver::Context, mine: &mut cuda_driver::Stream) {
+/// let mut legacy = cuda_driver::Stream::legacy(ctx);
+/// std::mem::swap(&mut *legacy, mine); // `mine` would then destroy CU_STREAM_LEGACY
+/// # }
+/// ```
 pub struct StreamRef<'a> {
     stream: ManuallyDrop<Stream>,
     _borrow: PhantomData<&'a Context>,

@@ -38,7 +38,8 @@ use cuda_driver_sys as sys;
 
 use crate::error::{check, Error, Result};
 use crate::launch::KernelArg;
-use crate::{Array, ArrayElement, Context, ResourceDesc};
+use crate::memory::{ArrayElement, ArrayRef};
+use crate::{Context, ResourceDesc};
 
 /// A surface object (`CUsurfObject`, `cudaSurfaceObject_t` in kernels), destroyed on drop,
 /// borrowing its array for `'a`.
@@ -74,7 +75,7 @@ impl<'a> SurfaceObject<'a> {
     /// ([`Error::MissingArrayFlag`] otherwise, before any driver call).
     #[wraps(cuSurfObjectCreate)]
     #[track_caller]
-    pub fn new<T: ArrayElement>(array: &'a Array<T>) -> Result<Self> {
+    pub fn new<T: ArrayElement>(array: impl Into<ArrayRef<'a, T>>) -> Result<Self> {
         Self::from_resource(&ResourceDesc::array(array))
     }
 

@@ -38,7 +38,8 @@ use cuda_driver_sys as sys;
 
 use crate::error::{check, Error, Result};
 use crate::launch::KernelArg;
-use crate::{Array, ArrayElement, Context, DeviceSlice, MipmappedArray, Pitched2DView};
+use crate::memory::{ArrayElement, ArrayRef};
+use crate::{Context, DeviceSlice, MipmappedArray, Pitched2DView};
 
 pub use crate::types::{AddressMode, FilterMode, ResourceViewFormat, Resourcetype, TextureFlags};
 
@@ -68,16 +69,17 @@ fn zeroed_resource() -> sys::CUDA_RESOURCE_DESC {
 }
 
 impl<'a> ResourceDesc<'a> {
-    /// The array `array`.
-    pub fn array<T: ArrayElement>(array: &'a Array<T>) -> Self {
+    /// The array `array`: an `&Array`, or a view ([`ArrayRef`], a mipmap level or a plane).
+    pub fn array<T: ArrayElement>(array: impl Into<ArrayRef<'a, T>>) -> Self {
+        let array = array.into();
         let mut raw = zeroed_resource();
         raw.resType = sys::CU_RESOURCE_TYPE_ARRAY;
-        raw.res.array.hArray = array.raw;
+        raw.res.array.hArray = array.as_raw();
         ResourceDesc {
             raw,
-            ctx: &array.ctx,
+            ctx: array.context(),
             surface_ok: array
-                .desc
+                .desc()
                 .flags
                 .contains(crate::types::Array3DFlags::SURFACE_LDST),
         }

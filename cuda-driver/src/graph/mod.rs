@@ -141,6 +141,19 @@ impl Drop for Graph {
 
 /// A borrowed [`Graph`]: the graph of a child graph node or the body of a conditional node,
 /// owned by its node. Derefs to `Graph`; dropping it destroys nothing.
+///
+/// The deref is shared only (`Graph` is not `Clone`, and its `&self` methods neither destroy
+/// nor give up the handle), so no owned `Graph` can be moved out of a borrowed one:
+///
+/// ```compile_fail,E0596
+/// # fn f(
+/// #     node: cuda_driver::ChildGraphNode<'_>,
+/// #     mine: &mut cuda_driver::Graph,
+/// # ) -> cuda_driver::Result<()> {
+/// let mut child = node.child()?;
+/// std::mem::swap(&mut *child, mine); // `mine` would then destroy the node's graph
+/// # Ok(()) }
+/// ```
 pub struct GraphRef<'a> {
     graph: ManuallyDrop<Graph>,
     _borrow: PhantomData<&'a Graph>,

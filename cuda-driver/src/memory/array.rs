@@ -1,5 +1,6 @@
 //! CUDA arrays: [`Array`] (1D, 2D, 3D, layered, cubemap and cubemap-layered), its borrowed
-//! forms [`ArrayRef`] / [`ArrayRefMut`] (mipmap levels, planes), and [`MipmappedArray`].
+//! forms [`ArrayRef`] / [`ArrayRefMut`] (its views, mipmap levels, planes: their own types,
+//! never an owned `Array`), and [`MipmappedArray`].
 //!
 //! An array is opaque device memory laid out for the texture hardware: it is not linear
 //! memory and has no device address, so it is an owner of its own kind, not a
@@ -16,7 +17,6 @@
 
 use std::marker::PhantomData;
 use std::mem::{size_of, ManuallyDrop};
-use std::ops::{Deref, DerefMut};
 use std::ptr;
 
 use cuda_driver_macros::wraps;
@@ -305,6 +305,10 @@ pub struct ArrayMemoryRequirements {
 
 /// A CUDA array of `T` elements (`CUarray`), destroyed on drop in its context.
 ///
+/// Its operations are written once, on the borrowed forms it hands out: [`view`](Self::view)
+/// ([`ArrayRef`], shared) and [`view_mut`](Self::view_mut) ([`ArrayRefMut`], exclusive), the
+/// same types as a mipmap level's or a plane's; the methods of `Array` go through them.
+///
 /// ```no_run
 /// use cuda_driver::{Array, Array3DFlags, Device};
 ///
@@ -334,8 +338,10 @@ impl<T: ArrayElement> Drop for Array<T> {
     fn drop(&mut self) {
         let raw = crate::release::SendRaw(self.raw);
         // SAFETY: the array was created by cuArray3DCreate in `ctx`, is owned by self and
-        // destroyed once, here; texture and surface objects borrowing it are gone (they
-        // borrow it), and cuArrayDestroy waits for device work still using it.
+        // destroyed once, here (levels and planes, which other objects own, are never an
+        // `Array`, only an `ArrayRef`/`ArrayRefMut`); texture and surface objects borrowing
+        // it are gone (they borrow it), and cuArrayDestroy waits for device work still using
+        // it.
         self.ctx.release("cuArrayDestroy", move || unsafe {
             sys::cuArrayDestroy(raw.get())
         });
@@ -351,6 +357,106 @@ impl<T: ArrayElement> std::fmt::Debug for Array<T> {
             .finish()
     }
 }
+
+/// The read operations of [`ArrayRef`] on the types that hand one out through the method
+/// `$view` ([`Array::view`], [`ArrayRefMut::as_view`]): written once, on `ArrayRef`.
+macro_rules! array_reads {
+    ($view:ident) => {
+        /// The array's descriptor as the driver reports it; see [`ArrayRef::descriptor`].
+        #[wraps(cuArray3DGetDescriptor)]
+        #[track_caller]
+        #[inline]
+        pub fn descriptor(&self) -> Result<ArrayDescriptor> {
+            self.$view().descriptor()
+        }
+
+        /// The array's 2D descriptor as the driver reports it; see
+        /// [`ArrayRef::descriptor_2d`].
+        #[wraps(cuArrayGetDescriptor)]
+        #[track_caller]
+        #[inline]
+        pub fn descriptor_2d(&self) -> Result<ArrayDescriptor> {
+            self.$view().descriptor_2d()
+        }
+
+        /// The tile shape and mip tail of a sparse array; see
+        /// [`ArrayRef::sparse_properties`].
+        #[wraps(cuArrayGetSparseProperties)]
+        #[track_caller]
+        #[inline]
+        pub fn sparse_properties(&self) -> Result<ArraySparseProperties> {
+            self.$view().sparse_properties()
+        }
+
+        /// The memory a deferred-mapping array needs on `device`; see
+        /// [`ArrayRef::memory_requirements`].
+        #[wraps(cuArrayGetMemoryRequirements)]
+        #[track_caller]
+        #[inline]
+        pub fn memory_requirements(&self, device: Device) -> Result<ArrayMemoryRequirements> {
+            self.$view().memory_requirements(device)
+        }
+
+        /// Plane `index` of a multi-planar array, borrowed; see [`ArrayRef::plane`].
+        #[wraps(cuArrayGetPlane)]
+        #[track_caller]
+        #[inline]
+        pub fn plane<P: ArrayElement>(&self, index: u32) -> Result<ArrayRef<'_, P>> {
+            self.$view().plane(index)
+        }
+
+        /// Copies the whole array into `dst`; see [`ArrayRef::copy_to_host`].
+        #[wraps(cuMemcpy3D)]
+        #[track_caller]
+        #[inline]
+        pub fn copy_to_host(&self, dst: &mut [T]) -> Result<()> {
+            self.$view().copy_to_host(dst)
+        }
+
+        /// Copies elements of this 1D array into `dst`; see [`ArrayRef::read_1d`].
+        #[wraps(cuMemcpyAtoH)]
+        #[track_caller]
+        #[inline]
+        pub fn read_1d(&self, offset: usize, dst: &mut [T]) -> Result<()> {
+            self.$view().read_1d(offset, dst)
+        }
+
+        /// Queues a copy of elements of this 1D array into `dst`; see
+        /// [`ArrayRef::read_1d_async`].
+        ///
+        /// # Safety
+        /// As for [`ArrayRef::read_1d_async`].
+        #[wraps(cuMemcpyAtoHAsync)]
+        #[track_caller]
+        #[inline]
+        pub unsafe fn read_1d_async(
+            &self,
+            offset: usize,
+            dst: &mut [T],
+            stream: &crate::stream::Stream,
+        ) -> Result<()> {
+            // SAFETY: the caller's guarantees, forwarded.
+            unsafe { self.$view().read_1d_async(offset, dst, stream) }
+        }
+
+        /// Copies elements of this 1D array into device memory; see
+        /// [`ArrayRef::copy_1d_to_device`].
+        #[wraps(cuMemcpyAtoD)]
+        #[track_caller]
+        #[inline]
+        pub fn copy_1d_to_device(
+            &self,
+            offset: usize,
+            dst: &mut crate::memory::DeviceSliceMut<'_, T>,
+        ) -> Result<()> {
+            self.$view().copy_1d_to_device(offset, dst)
+        }
+    };
+}
+
+mod view;
+
+pub use view::{ArrayRef, ArrayRefMut};
 
 impl<T: ArrayElement> Array<T> {
     /// Creates an array of the shape `desc` describes; its format and channels must be
@@ -561,110 +667,93 @@ impl<T: ArrayElement> Array<T> {
         self.len() == 0
     }
 
-    /// The array's descriptor as the driver reports it.
-    #[wraps(cuArray3DGetDescriptor)]
-    #[track_caller]
-    pub fn descriptor(&self) -> Result<ArrayDescriptor> {
-        query_descriptor(self.raw, &self.ctx)
+    /// The array borrowed as a shared view: the type a mipmap level or a plane is too.
+    #[inline]
+    pub fn view(&self) -> ArrayRef<'_, T> {
+        // SAFETY: the array is owned by self, described by `desc`, in `ctx`, and borrowed
+        // shared for the view's lifetime.
+        unsafe { ArrayRef::from_parts(self.raw, self.desc, &self.ctx) }
     }
 
-    /// The tile shape and mip tail of a sparse array ([`Array3DFlags::SPARSE`]).
-    #[wraps(cuArrayGetSparseProperties)]
-    #[track_caller]
-    pub fn sparse_properties(&self) -> Result<ArraySparseProperties> {
-        let _cur = self.ctx.enter()?;
-        // SAFETY: a plain C struct; all-zero bytes are a valid value.
-        let mut raw: sys::CUDA_ARRAY_SPARSE_PROPERTIES = unsafe { std::mem::zeroed() };
-        check(
-            // SAFETY: the array is live (borrowed); writes one struct.
-            unsafe { sys::cuArrayGetSparseProperties(&mut raw, self.raw) },
-            "cuArrayGetSparseProperties",
-        )?;
-        Ok(ArraySparseProperties::from_raw(&raw))
+    /// The array borrowed exclusively: the type a mipmap level or a plane to write is too.
+    #[inline]
+    pub fn view_mut(&mut self) -> ArrayRefMut<'_, T> {
+        // SAFETY: as in `view`; `&mut self` makes the view exclusive.
+        unsafe { ArrayRefMut::from_parts(self.raw, self.desc, &self.ctx) }
     }
 
-    /// The memory a deferred-mapping array ([`Array3DFlags::DEFERRED_MAPPING`]) needs on
-    /// `device`.
-    #[wraps(cuArrayGetMemoryRequirements)]
-    #[track_caller]
-    pub fn memory_requirements(&self, device: Device) -> Result<ArrayMemoryRequirements> {
-        let _cur = self.ctx.enter()?;
-        // SAFETY: a plain C struct; all-zero bytes are a valid value.
-        let mut raw: sys::CUDA_ARRAY_MEMORY_REQUIREMENTS = unsafe { std::mem::zeroed() };
-        check(
-            // SAFETY: the array is live (borrowed); writes one struct.
-            unsafe { sys::cuArrayGetMemoryRequirements(&mut raw, self.raw, device.as_raw()) },
-            "cuArrayGetMemoryRequirements",
-        )?;
-        Ok(ArrayMemoryRequirements {
-            size: raw.size,
-            alignment: raw.alignment,
-        })
-    }
+    array_reads!(view);
 
-    /// Plane `index` of a multi-planar array (NV12 and the other video formats: plane 0 the
-    /// luma, plane 1 the chroma), as an array of `P` owned by this one. For a plain format,
-    /// `P` must match the plane's format ([`Error::ElementFormat`]).
+    /// Plane `index` of a multi-planar array, borrowed exclusively; see
+    /// [`ArrayRefMut::plane_mut`].
     #[wraps(cuArrayGetPlane)]
     #[track_caller]
-    pub fn plane<P: ArrayElement>(&self, index: u32) -> Result<ArrayRef<'_, P>> {
-        // SAFETY: the plane belongs to self, which the ArrayRef borrows.
-        unsafe { self.get_plane(index) }.map(|a| unsafe { ArrayRef::new(a) })
-    }
-
-    /// Plane `index` as a mutable array; see [`plane`](Self::plane).
-    #[wraps(cuArrayGetPlane)]
-    #[track_caller]
+    #[inline]
     pub fn plane_mut<P: ArrayElement>(&mut self, index: u32) -> Result<ArrayRefMut<'_, P>> {
-        // SAFETY: the plane belongs to self, which the ArrayRefMut borrows exclusively.
-        unsafe { self.get_plane(index) }.map(|a| unsafe { ArrayRefMut::new(a) })
+        self.view_mut().into_plane_mut(index)
     }
 
-    /// # Safety
-    /// The returned array is owned by `self`: wrap it in a borrowed form.
-    #[track_caller]
-    unsafe fn get_plane<P: ArrayElement>(&self, index: u32) -> Result<Array<P>> {
-        let _cur = self.ctx.enter()?;
-        let mut raw = ptr::null_mut();
-        check(
-            // SAFETY: the array is live (borrowed); writes one CUarray owned by it.
-            unsafe { sys::cuArrayGetPlane(&mut raw, self.raw, index) },
-            "cuArrayGetPlane",
-        )?;
-        let desc = query_descriptor(raw, &self.ctx)?;
-        check_element::<P>("Array::plane", desc.format, desc.channels)?;
-        Ok(Array {
-            raw,
-            desc,
-            ctx: self.ctx.clone(),
-            _marker: PhantomData,
-        })
-    }
-
-    /// Copies `src`, which holds exactly [`len`](Self::len) elements (x fastest, then y,
-    /// then z or layer), into the whole array; blocks until the copy is done.
+    /// Copies `src` into the whole array; see [`ArrayRefMut::copy_from_host`].
     #[wraps(cuMemcpy3D)]
     #[track_caller]
+    #[inline]
     pub fn copy_from_host(&mut self, src: &[T]) -> Result<()> {
-        crate::memory::view::check_len("Array::copy_from_host", self.len(), src.len())?;
-        let [w, h, d] = self.desc.extent();
-        crate::Copy3D::new(w, h, d)
-            .from_host(src, w, h)
-            .to_array(self)
-            .run()
+        self.view_mut().copy_from_host(src)
     }
 
-    /// Copies the whole array into `dst`, which holds exactly [`len`](Self::len) elements;
-    /// blocks until the copy is done.
-    #[wraps(cuMemcpy3D)]
+    /// Copies `src` into elements of this 1D array; see [`ArrayRefMut::write_1d`].
+    #[wraps(cuMemcpyHtoA)]
     #[track_caller]
-    pub fn copy_to_host(&self, dst: &mut [T]) -> Result<()> {
-        crate::memory::view::check_len("Array::copy_to_host", dst.len(), self.len())?;
-        let [w, h, d] = self.desc.extent();
-        crate::Copy3D::new(w, h, d)
-            .from_array(self)
-            .to_host(dst, w, h)
-            .run()
+    #[inline]
+    pub fn write_1d(&mut self, offset: usize, src: &[T]) -> Result<()> {
+        self.view_mut().write_1d(offset, src)
+    }
+
+    /// Queues a copy of `src` into elements of this 1D array; see
+    /// [`ArrayRefMut::write_1d_async`].
+    ///
+    /// # Safety
+    /// As for [`ArrayRefMut::write_1d_async`].
+    #[wraps(cuMemcpyHtoAAsync)]
+    #[track_caller]
+    #[inline]
+    pub unsafe fn write_1d_async(
+        &mut self,
+        offset: usize,
+        src: &[T],
+        stream: &crate::stream::Stream,
+    ) -> Result<()> {
+        // SAFETY: the caller's guarantees, forwarded.
+        unsafe { self.view_mut().write_1d_async(offset, src, stream) }
+    }
+
+    /// Copies device memory into elements of this 1D array; see
+    /// [`ArrayRefMut::copy_1d_from_device`].
+    #[wraps(cuMemcpyDtoA)]
+    #[track_caller]
+    #[inline]
+    pub fn copy_1d_from_device(
+        &mut self,
+        offset: usize,
+        src: &crate::memory::DeviceSlice<'_, T>,
+    ) -> Result<()> {
+        self.view_mut().copy_1d_from_device(offset, src)
+    }
+
+    /// Copies elements of another 1D array (an [`Array`], a level or a plane) into this one;
+    /// see [`ArrayRefMut::copy_1d_from_array`].
+    #[wraps(cuMemcpyAtoA)]
+    #[track_caller]
+    #[inline]
+    pub fn copy_1d_from_array<'s>(
+        &mut self,
+        offset: usize,
+        src: impl Into<ArrayRef<'s, T>>,
+        src_offset: usize,
+        len: usize,
+    ) -> Result<()> {
+        self.view_mut()
+            .copy_1d_from_array(offset, src, src_offset, len)
     }
 }
 
@@ -679,89 +768,6 @@ fn query_descriptor(raw: sys::CUarray, ctx: &Context) -> Result<ArrayDescriptor>
         "cuArray3DGetDescriptor_v2",
     )?;
     Ok(ArrayDescriptor::from_raw(&d))
-}
-
-/// An array owned by another object (a mipmap level, a plane), borrowed for `'a`: an
-/// [`Array`] that is never destroyed, read-only.
-pub struct ArrayRef<'a, T: ArrayElement> {
-    inner: ManuallyDrop<Array<T>>,
-    _parent: PhantomData<&'a ()>,
-}
-
-impl<T: ArrayElement> ArrayRef<'_, T> {
-    /// # Safety
-    /// `array` is owned by an object borrowed for the reference's lifetime.
-    unsafe fn new(array: Array<T>) -> Self {
-        ArrayRef {
-            inner: ManuallyDrop::new(array),
-            _parent: PhantomData,
-        }
-    }
-}
-
-impl<T: ArrayElement> Drop for ArrayRef<'_, T> {
-    fn drop(&mut self) {
-        // SAFETY: dropped once; only the context clone is released, not the array, which
-        // its parent owns.
-        unsafe { ptr::drop_in_place(&mut self.inner.ctx) };
-    }
-}
-
-impl<T: ArrayElement> std::fmt::Debug for ArrayRef<'_, T> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_tuple("ArrayRef").field(&*self.inner).finish()
-    }
-}
-
-impl<T: ArrayElement> Deref for ArrayRef<'_, T> {
-    type Target = Array<T>;
-    fn deref(&self) -> &Array<T> {
-        &self.inner
-    }
-}
-
-/// An array owned by another object, borrowed exclusively for `'a` (a mipmap level to
-/// copy into).
-pub struct ArrayRefMut<'a, T: ArrayElement> {
-    inner: ManuallyDrop<Array<T>>,
-    _parent: PhantomData<&'a mut ()>,
-}
-
-impl<T: ArrayElement> ArrayRefMut<'_, T> {
-    /// # Safety
-    /// `array` is owned by an object borrowed exclusively for the reference's lifetime.
-    unsafe fn new(array: Array<T>) -> Self {
-        ArrayRefMut {
-            inner: ManuallyDrop::new(array),
-            _parent: PhantomData,
-        }
-    }
-}
-
-impl<T: ArrayElement> Drop for ArrayRefMut<'_, T> {
-    fn drop(&mut self) {
-        // SAFETY: as for ArrayRef.
-        unsafe { ptr::drop_in_place(&mut self.inner.ctx) };
-    }
-}
-
-impl<T: ArrayElement> std::fmt::Debug for ArrayRefMut<'_, T> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_tuple("ArrayRefMut").field(&*self.inner).finish()
-    }
-}
-
-impl<T: ArrayElement> Deref for ArrayRefMut<'_, T> {
-    type Target = Array<T>;
-    fn deref(&self) -> &Array<T> {
-        &self.inner
-    }
-}
-
-impl<T: ArrayElement> DerefMut for ArrayRefMut<'_, T> {
-    fn deref_mut(&mut self) -> &mut Array<T> {
-        &mut self.inner
-    }
 }
 
 /// A mipmapped array (`CUmipmappedArray`): `levels` arrays, each half the size of the one
@@ -907,8 +913,9 @@ impl<T: ArrayElement> MipmappedArray<T> {
         self.levels
     }
 
+    /// Level `level`'s handle (owned by self) and descriptor.
     #[track_caller]
-    fn get_level(&self, level: u32) -> Result<Array<T>> {
+    fn level_parts(&self, level: u32) -> Result<(sys::CUarray, ArrayDescriptor)> {
         if level >= self.levels {
             return Err(Error::OutOfBounds {
                 start: level as usize,
@@ -924,31 +931,27 @@ impl<T: ArrayElement> MipmappedArray<T> {
             unsafe { sys::cuMipmappedArrayGetLevel(&mut raw, self.raw, level) },
             "cuMipmappedArrayGetLevel",
         )?;
-        let desc = query_descriptor(raw, &self.ctx)?;
-        Ok(Array {
-            raw,
-            desc,
-            ctx: self.ctx.clone(),
-            _marker: PhantomData,
-        })
+        Ok((raw, query_descriptor(raw, &self.ctx)?))
     }
 
-    /// Level `level` as an array borrowed from this one; a level past the last is
-    /// [`Error::OutOfBounds`].
+    /// Level `level` as a view borrowed from this array (which owns and destroys it); a
+    /// level past the last is [`Error::OutOfBounds`].
     #[wraps(cuMipmappedArrayGetLevel)]
     #[track_caller]
     pub fn level(&self, level: u32) -> Result<ArrayRef<'_, T>> {
-        // SAFETY: the level is owned by self, which the ArrayRef borrows.
-        self.get_level(level).map(|a| unsafe { ArrayRef::new(a) })
+        let (raw, desc) = self.level_parts(level)?;
+        // SAFETY: the level is owned by self, which the view borrows shared.
+        Ok(unsafe { ArrayRef::from_parts(raw, desc, &self.ctx) })
     }
 
-    /// Level `level`, borrowed exclusively (to copy into it).
+    /// Level `level`, borrowed exclusively (to copy into it). The view is no owned
+    /// [`Array`]: the level stays this array's.
     #[wraps(cuMipmappedArrayGetLevel)]
     #[track_caller]
     pub fn level_mut(&mut self, level: u32) -> Result<ArrayRefMut<'_, T>> {
-        // SAFETY: the level is owned by self, which the ArrayRefMut borrows exclusively.
-        self.get_level(level)
-            .map(|a| unsafe { ArrayRefMut::new(a) })
+        let (raw, desc) = self.level_parts(level)?;
+        // SAFETY: the level is owned by self, which the view borrows exclusively.
+        Ok(unsafe { ArrayRefMut::from_parts(raw, desc, &self.ctx) })
     }
 
     /// The tile shape and mip tail of a sparse mipmapped array.

@@ -1,7 +1,9 @@
 //! The 2D array descriptor (`cuArrayCreate`, `cuArrayGetDescriptor`) and the copies that
 //! address a 1D array by byte offset (`cuMemcpyAtoH`, `cuMemcpyHtoA`, `cuMemcpyAtoD`,
-//! `cuMemcpyDtoA`, `cuMemcpyAtoA` and the asynchronous host forms), as methods on [`Array`].
-//! Offsets and lengths are in elements here; the bounds are checked before any driver call.
+//! `cuMemcpyDtoA`, `cuMemcpyAtoA` and the asynchronous host forms), as methods on the array
+//! views [`ArrayRef`] (reads) and [`ArrayRefMut`] (writes), which [`Array`] and the mipmap
+//! levels and planes hand out (`Array` has the same methods, through its views). Offsets and
+//! lengths are in elements here; the bounds are checked before any driver call.
 
 use std::mem::size_of;
 use std::ptr;
@@ -9,7 +11,7 @@ use std::ptr;
 use cuda_driver_macros::wraps;
 use cuda_driver_sys as sys;
 
-use super::array::{Array, ArrayDescriptor, ArrayElement, ArrayFormat};
+use super::array::{Array, ArrayDescriptor, ArrayElement, ArrayFormat, ArrayRef, ArrayRefMut};
 use super::view::check_stream;
 use super::{DeviceSlice, DeviceSliceMut};
 use crate::error::{check, Error, Result};
@@ -40,7 +42,9 @@ impl<T: ArrayElement> Array<T> {
         )?;
         Ok(Array::from_parts(raw, desc, ctx))
     }
+}
 
+impl<'a, T: ArrayElement> ArrayRef<'a, T> {
     /// The array's 2D descriptor as the driver reports it (`CUDA_ARRAY_DESCRIPTOR`: width,
     /// height, format, channels; depth and flags are left 0 and empty). For 3D arrays the
     /// driver refuses it; use [`descriptor`](Self::descriptor).
@@ -55,7 +59,7 @@ impl<T: ArrayElement> Array<T> {
             NumChannels: 0,
         };
         check(
-            // SAFETY: the array is alive; writes one struct.
+            // SAFETY: the array is alive (borrowed for 'a); writes one struct.
             unsafe { sys::cuArrayGetDescriptor(&mut d, self.as_raw()) },
             "cuArrayGetDescriptor_v2",
         )?;
@@ -69,33 +73,11 @@ impl<T: ArrayElement> Array<T> {
         })
     }
 
-    /// Checks that the array is 1D and `offset..offset + len` lies in it; returns the byte
-    /// offset and byte count.
-    #[track_caller]
-    fn range_1d(&self, what: &'static str, offset: usize, len: usize) -> Result<(usize, usize)> {
-        let d = self.desc();
-        if d.height != 0 || d.depth != 0 {
-            return Err(Error::ArrayNot1D {
-                what,
-                height: d.height,
-                depth: d.depth,
-            });
-        }
-        match offset.checked_add(len) {
-            Some(end) if end <= d.width => Ok((offset * size_of::<T>(), len * size_of::<T>())),
-            _ => Err(Error::OutOfBounds {
-                start: offset,
-                end: offset.saturating_add(len),
-                len: d.width,
-            }),
-        }
-    }
-
     /// Copies the elements `offset..offset + dst.len()` of this 1D array into `dst`.
     #[wraps(cuMemcpyAtoH)]
     #[track_caller]
     pub fn read_1d(&self, offset: usize, dst: &mut [T]) -> Result<()> {
-        let (off, bytes) = self.range_1d("Array::read_1d", offset, dst.len())?;
+        let (off, bytes) = range_1d::<T>(self.desc(), "Array::read_1d", offset, dst.len())?;
         if bytes == 0 {
             return Ok(());
         }
@@ -122,7 +104,7 @@ impl<T: ArrayElement> Array<T> {
         dst: &mut [T],
         stream: &Stream,
     ) -> Result<()> {
-        let (off, bytes) = self.range_1d("Array::read_1d_async", offset, dst.len())?;
+        let (off, bytes) = range_1d::<T>(self.desc(), "Array::read_1d_async", offset, dst.len())?;
         check_stream(
             "Array::read_1d_async",
             self.context(),
@@ -149,11 +131,37 @@ impl<T: ArrayElement> Array<T> {
         )
     }
 
+    /// Copies the elements `offset..offset + dst.len()` of this 1D array into device memory
+    /// of the same context.
+    #[wraps(cuMemcpyAtoD)]
+    #[track_caller]
+    pub fn copy_1d_to_device(&self, offset: usize, dst: &mut DeviceSliceMut<'_, T>) -> Result<()>
+    where
+        T: crate::DeviceRepr,
+    {
+        let (off, bytes) =
+            range_1d::<T>(self.desc(), "Array::copy_1d_to_device", offset, dst.len())?;
+        same_context("Array::copy_1d_to_device", self.context(), dst.context())?;
+        sync_home(dst.as_view().stream_order())?;
+        if bytes == 0 {
+            return Ok(());
+        }
+        let _cur = self.context().enter()?;
+        check(
+            // SAFETY: the range lies in the live array (checked); the view borrows `bytes`
+            // bytes of live device memory exclusively.
+            unsafe { sys::cuMemcpyAtoD(dst.as_raw(), self.as_raw(), off, bytes) },
+            "cuMemcpyAtoD_v2",
+        )
+    }
+}
+
+impl<'a, T: ArrayElement> ArrayRefMut<'a, T> {
     /// Copies `src` into the elements `offset..offset + src.len()` of this 1D array.
     #[wraps(cuMemcpyHtoA)]
     #[track_caller]
     pub fn write_1d(&mut self, offset: usize, src: &[T]) -> Result<()> {
-        let (off, bytes) = self.range_1d("Array::write_1d", offset, src.len())?;
+        let (off, bytes) = range_1d::<T>(self.desc(), "Array::write_1d", offset, src.len())?;
         if bytes == 0 {
             return Ok(());
         }
@@ -180,7 +188,7 @@ impl<T: ArrayElement> Array<T> {
         src: &[T],
         stream: &Stream,
     ) -> Result<()> {
-        let (off, bytes) = self.range_1d("Array::write_1d_async", offset, src.len())?;
+        let (off, bytes) = range_1d::<T>(self.desc(), "Array::write_1d_async", offset, src.len())?;
         check_stream(
             "Array::write_1d_async",
             self.context(),
@@ -206,29 +214,6 @@ impl<T: ArrayElement> Array<T> {
         )
     }
 
-    /// Copies the elements `offset..offset + dst.len()` of this 1D array into device memory
-    /// of the same context.
-    #[wraps(cuMemcpyAtoD)]
-    #[track_caller]
-    pub fn copy_1d_to_device(&self, offset: usize, dst: &mut DeviceSliceMut<'_, T>) -> Result<()>
-    where
-        T: crate::DeviceRepr,
-    {
-        let (off, bytes) = self.range_1d("Array::copy_1d_to_device", offset, dst.len())?;
-        same_context("Array::copy_1d_to_device", self.context(), dst.context())?;
-        sync_home(dst.as_view().stream_order())?;
-        if bytes == 0 {
-            return Ok(());
-        }
-        let _cur = self.context().enter()?;
-        check(
-            // SAFETY: the range lies in the live array (checked); the view borrows `bytes`
-            // bytes of live device memory exclusively.
-            unsafe { sys::cuMemcpyAtoD(dst.as_raw(), self.as_raw(), off, bytes) },
-            "cuMemcpyAtoD_v2",
-        )
-    }
-
     /// Copies device memory of the same context into the elements
     /// `offset..offset + src.len()` of this 1D array.
     #[wraps(cuMemcpyDtoA)]
@@ -237,7 +222,8 @@ impl<T: ArrayElement> Array<T> {
     where
         T: crate::DeviceRepr,
     {
-        let (off, bytes) = self.range_1d("Array::copy_1d_from_device", offset, src.len())?;
+        let (off, bytes) =
+            range_1d::<T>(self.desc(), "Array::copy_1d_from_device", offset, src.len())?;
         same_context("Array::copy_1d_from_device", self.context(), src.context())?;
         sync_home(src.stream_order())?;
         if bytes == 0 {
@@ -252,19 +238,20 @@ impl<T: ArrayElement> Array<T> {
         )
     }
 
-    /// Copies `len` elements from `src` (a 1D array of the same context) at `src_offset`
-    /// into this 1D array at `offset`.
+    /// Copies `len` elements from `src` (a 1D array of the same context: an `&Array`, a
+    /// level or a plane) at `src_offset` into this 1D array at `offset`.
     #[wraps(cuMemcpyAtoA)]
     #[track_caller]
-    pub fn copy_1d_from_array(
+    pub fn copy_1d_from_array<'s>(
         &mut self,
         offset: usize,
-        src: &Array<T>,
+        src: impl Into<ArrayRef<'s, T>>,
         src_offset: usize,
         len: usize,
     ) -> Result<()> {
-        let (off, bytes) = self.range_1d("Array::copy_1d_from_array", offset, len)?;
-        let (src_off, _) = src.range_1d("Array::copy_1d_from_array", src_offset, len)?;
+        let src = src.into();
+        let (off, bytes) = range_1d::<T>(self.desc(), "Array::copy_1d_from_array", offset, len)?;
+        let (src_off, _) = range_1d::<T>(src.desc(), "Array::copy_1d_from_array", src_offset, len)?;
         same_context("Array::copy_1d_from_array", self.context(), src.context())?;
         if bytes == 0 {
             return Ok(());
@@ -272,10 +259,36 @@ impl<T: ArrayElement> Array<T> {
         let _cur = self.context().enter()?;
         check(
             // SAFETY: both ranges lie in live arrays (checked); `self` is borrowed
-            // exclusively, so the arrays differ.
+            // exclusively and `src` shared, so the arrays differ.
             unsafe { sys::cuMemcpyAtoA(self.as_raw(), off, src.as_raw(), src_off, bytes) },
             "cuMemcpyAtoA_v2",
         )
+    }
+}
+
+/// Checks that the array `d` describes is 1D and `offset..offset + len` lies in it; returns
+/// the byte offset and byte count.
+#[track_caller]
+fn range_1d<T: ArrayElement>(
+    d: &ArrayDescriptor,
+    what: &'static str,
+    offset: usize,
+    len: usize,
+) -> Result<(usize, usize)> {
+    if d.height != 0 || d.depth != 0 {
+        return Err(Error::ArrayNot1D {
+            what,
+            height: d.height,
+            depth: d.depth,
+        });
+    }
+    match offset.checked_add(len) {
+        Some(end) if end <= d.width => Ok((offset * size_of::<T>(), len * size_of::<T>())),
+        _ => Err(Error::OutOfBounds {
+            start: offset,
+            end: offset.saturating_add(len),
+            len: d.width,
+        }),
     }
 }
 

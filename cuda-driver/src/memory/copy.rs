@@ -43,7 +43,7 @@ use std::ptr;
 use cuda_driver_macros::wraps;
 use cuda_driver_sys as sys;
 
-use super::array::{Array, ArrayElement};
+use super::array::{ArrayElement, ArrayRef, ArrayRefMut};
 use super::pitched::{Pitched2DView, Pitched2DViewMut};
 use super::view::{check_stream, common_home};
 use crate::error::{check, Error, Result};
@@ -217,13 +217,13 @@ fn pitched_op<T: DeviceRepr>(
     }
 }
 
-fn array_op<T: ArrayElement>(a: &Array<T>) -> Operand<'_> {
+fn array_op<T: ArrayElement>(a: ArrayRef<'_, T>) -> Operand<'_> {
     Operand {
         mem: Mem::Array {
-            raw: a.raw,
-            extent: a.desc.checked_extent(),
+            raw: a.as_raw(),
+            extent: a.desc().checked_extent(),
         },
-        ctx: Some(&a.ctx),
+        ctx: Some(a.context()),
         pitch: 0,
         row_bytes: 0,
         rows: None,
@@ -467,23 +467,25 @@ fn blocking(
 
 macro_rules! builder_operands {
     ($builder:ident, $dims:literal) => {
-        /// The source is an array (its origin set by `src_origin`).
+        /// The source is an array (its origin set by `src_origin`): an `&Array`, or a view
+        /// ([`ArrayRef`], a mipmap level or a plane).
         #[inline]
-        pub fn from_array(mut self, src: &'a Array<T>) -> Self
+        pub fn from_array(mut self, src: impl Into<ArrayRef<'a, T>>) -> Self
         where
             T: ArrayElement,
         {
-            self.src = Some(array_op(src));
+            self.src = Some(array_op(src.into()));
             self
         }
 
-        /// The destination is an array (its origin set by `dst_origin`).
+        /// The destination is an array (its origin set by `dst_origin`): an `&mut Array`, or
+        /// an exclusive view ([`ArrayRefMut`], a mipmap level or a plane).
         #[inline]
-        pub fn to_array(mut self, dst: &'a mut Array<T>) -> Self
+        pub fn to_array(mut self, dst: impl Into<ArrayRefMut<'a, T>>) -> Self
         where
             T: ArrayElement,
         {
-            self.dst = Some(array_op(dst));
+            self.dst = Some(array_op(ArrayRef::from(dst.into())));
             self
         }
 

@@ -1,11 +1,11 @@
 //! Mapping physical memory into sparse CUDA arrays (`cuMemMapArrayAsync`): a region of a
-//! mip level, or the mip tail, of an [`Array`] created with
+//! mip level, or the mip tail, of an [`Array`](crate::Array) created with
 //! [`Array3DFlags::SPARSE`](crate::Array3DFlags::SPARSE).
 
 use cuda_driver_macros::wraps;
 use cuda_driver_sys as sys;
 
-use super::array::{Array, ArrayElement};
+use super::array::{ArrayElement, ArrayRef};
 use super::PhysicalAllocation;
 use crate::error::{check, Error, Result};
 use crate::Stream;
@@ -14,7 +14,8 @@ use crate::Stream;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SparseRegion {
     /// A box of a mip level (`CU_ARRAY_SPARSE_SUBRESOURCE_TYPE_SPARSE_LEVEL`), in elements,
-    /// aligned to the array's tile extent ([`Array::sparse_properties`]).
+    /// aligned to the array's tile extent
+    /// ([`Array::sparse_properties`](crate::Array::sparse_properties)).
     Level {
         /// The mip level (0 for a plain array).
         level: u32,
@@ -37,7 +38,7 @@ pub enum SparseRegion {
 }
 
 fn map_info<T: ArrayElement>(
-    array: &Array<T>,
+    array: ArrayRef<'_, T>,
     region: SparseRegion,
     op: sys::CUmemOperationType,
     handle: sys::CUmemGenericAllocationHandle,
@@ -110,7 +111,7 @@ impl Stream {
     /// stream's device. For an array created with
     /// [`Array3DFlags::DEFERRED_MAPPING`](crate::Array3DFlags::DEFERRED_MAPPING) the region
     /// is ignored: the whole array is mapped (its size and alignment:
-    /// [`Array::memory_requirements`]).
+    /// [`Array::memory_requirements`](crate::Array::memory_requirements)).
     ///
     /// # Safety
     /// `array` and `memory` stay alive until the region is unmapped
@@ -118,16 +119,16 @@ impl Stream {
     /// and copies using the region run after the mapping in stream order.
     #[wraps(cuMemMapArrayAsync)]
     #[track_caller]
-    pub unsafe fn map_array<T: ArrayElement>(
+    pub unsafe fn map_array<'a, T: ArrayElement>(
         &self,
-        array: &Array<T>,
+        array: impl Into<ArrayRef<'a, T>>,
         region: SparseRegion,
         memory: &PhysicalAllocation,
         offset: u64,
     ) -> Result<()> {
         let mask = device_mask(self, "Stream::map_array")?;
         let mut info = map_info(
-            array,
+            array.into(),
             region,
             sys::CU_MEM_OPERATION_TYPE_MAP,
             memory.as_raw(),
@@ -149,13 +150,20 @@ impl Stream {
     /// No work still to run uses the region.
     #[wraps(cuMemMapArrayAsync)]
     #[track_caller]
-    pub unsafe fn unmap_array<T: ArrayElement>(
+    pub unsafe fn unmap_array<'a, T: ArrayElement>(
         &self,
-        array: &Array<T>,
+        array: impl Into<ArrayRef<'a, T>>,
         region: SparseRegion,
     ) -> Result<()> {
         let mask = device_mask(self, "Stream::unmap_array")?;
-        let mut info = map_info(array, region, sys::CU_MEM_OPERATION_TYPE_UNMAP, 0, 0, mask);
+        let mut info = map_info(
+            array.into(),
+            region,
+            sys::CU_MEM_OPERATION_TYPE_UNMAP,
+            0,
+            0,
+            mask,
+        );
         let _cur = self.context().enter()?;
         check(
             // SAFETY: one unmap info naming the live array.

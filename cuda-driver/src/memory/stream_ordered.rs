@@ -492,6 +492,16 @@ impl std::fmt::Debug for PoolPtrExportData {
 
 /// A borrowed [`MemPool`]: a pool the driver owns (a device's default or current pool), or
 /// one passed in as a raw handle. Derefs to `MemPool`; dropping it destroys nothing.
+///
+/// The deref is shared only (`MemPool` is not `Clone`, and its `&self` methods neither
+/// destroy nor give up the handle), so no owned `MemPool` can be moved out of a borrowed one:
+///
+/// ```compile_fail,E0596
+/// # fn f(dev: cuda_driver::Device, mine: &mut cuda_driver::MemPool) -> cuda_driver::Result<()> {
+/// let mut default = cuda_driver::MemPool::device_default(dev)?;
+/// std::mem::swap(&mut *default, mine); // `mine` would then destroy the driver's pool
+/// # Ok(()) }
+/// ```
 #[derive(Debug)]
 pub struct MemPoolRef<'a> {
     pool: std::mem::ManuallyDrop<MemPool>,

@@ -6,12 +6,13 @@ use std::sync::Arc;
 
 use cuda_driver::prelude::*;
 use cuda_driver::{
-    AddressRange, Error, ExternalMemory, ExternalSemaphore, ExternalSemaphoreHandleType,
-    ExternalSemaphoreSignalFlags, MemAccessDesc, PhysicalAllocation, SemaphoreValue, Stream,
-    StreamFlags,
+    AddressRange, Array3DFlags, ArrayDescriptor, Error, ExternalMemory, ExternalSemaphore,
+    ExternalSemaphoreHandleType, ExternalSemaphoreSignalFlags, MemAccessDesc, PhysicalAllocation,
+    SemaphoreValue, Stream, StreamFlags,
 };
 
 use crate::child::pattern;
+use crate::common::skip;
 
 #[gpu_test]
 fn external_memory_from_a_vmm_fd_is_the_same_memory() {
@@ -52,6 +53,49 @@ fn external_memory_from_a_vmm_fd_is_the_same_memory() {
     ));
     let devnull = std::fs::File::open("/dev/null").unwrap();
     assert!(ExternalMemory::from_opaque_fd(&ctx, OwnedFd::from(devnull), 4096, false).is_err());
+    assert!(DeviceBufferCheck::ok(&ctx));
+}
+
+/// Issue #23, hole 6: a mipmapped array mapped from imported memory is written and read
+/// through its levels while the import lives, also after the `ExternalMemory` handle is
+/// dropped (the array keeps the import alive). That the array cannot be moved out of that
+/// keep-alive is the `compile_fail` examples on `ExternalMipmappedArray`.
+#[gpu_test]
+fn external_mipmapped_array_levels_are_written_and_read_while_the_import_lives() {
+    let ctx = gpu_or_skip!();
+    let props = crate::vmm::fd_exportable_props(&ctx);
+    let g = props.minimum_granularity().unwrap();
+    let phys = PhysicalAllocation::new(&ctx, g, &props).unwrap();
+    let ext =
+        ExternalMemory::from_opaque_fd(&ctx, phys.export_fd().unwrap(), g as u64, false).unwrap();
+    // 64 x 64 floats and two smaller levels: 21 KiB, well inside one granule.
+    let desc = ArrayDescriptor::of::<f32>(64, 64, 0, Array3DFlags::empty());
+    let mut arr = match ext.mapped_mipmapped_array::<f32>(0, &desc, 3) {
+        Ok(a) => a,
+        Err(e) if e.code().is_some() => skip(format!(
+            "the driver maps no mipmapped array from this import: {e}"
+        )),
+        Err(e) => panic!("{e}"),
+    };
+    assert_eq!(arr.levels(), 3);
+    drop(ext);
+    let area = |l: u32| (64usize >> l) * (64usize >> l);
+    for l in 0..3u32 {
+        let mut level = arr.level_mut(l).unwrap();
+        assert_eq!(level.len(), area(l));
+        level
+            .copy_from_host(&vec![l as f32 + 0.5; area(l)])
+            .unwrap();
+    }
+    for l in 0..3u32 {
+        let level = arr.level(l).unwrap();
+        let mut back = vec![0.0f32; area(l)];
+        level.copy_to_host(&mut back).unwrap();
+        assert_eq!(back, vec![l as f32 + 0.5; area(l)], "level {l}");
+    }
+    assert!(matches!(arr.level_mut(3), Err(Error::OutOfBounds { .. })));
+    drop(arr);
+    drop(phys);
     assert!(DeviceBufferCheck::ok(&ctx));
 }
 

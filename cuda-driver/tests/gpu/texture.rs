@@ -174,6 +174,81 @@ fn mipmapped_levels_shrink_and_are_sampled_by_lod() {
     assert_eq!(out.to_vec().unwrap(), [0.0, 10.0, 20.0, 30.0]);
 }
 
+/// Issue #23, hole 6: the levels of a mipmapped array are borrowed views, never owned
+/// arrays. Each level is written and read through them (whole-level copies, the copy
+/// builders, and the 1D copies of a 1D mipmapped array); swapping two exclusive views swaps
+/// what they borrow and moves no level out (each array keeps its own); and dropping the
+/// arrays destroys every level once, with no release failing. (That a level cannot be moved
+/// out through `mem::swap`/`mem::replace` is the `compile_fail` examples on `ArrayRefMut`.)
+#[gpu_test]
+fn mipmap_level_views_write_and_read_levels_and_a_swap_of_views_moves_no_level() {
+    let ctx = gpu_exclusive_or_skip!();
+    let none = Array3DFlags::empty();
+    let before = cuda_driver::drop_error_count();
+    let mut a = MipmappedArray::<f32>::new_2d(&ctx, 8, 8, 3, none).unwrap();
+    let mut b = MipmappedArray::<f32>::new_2d(&ctx, 8, 8, 3, none).unwrap();
+    let area = |l: u32| (8usize >> l) * (8usize >> l);
+    for l in 0..3u32 {
+        a.level_mut(l)
+            .unwrap()
+            .copy_from_host(&vec![l as f32; area(l)])
+            .unwrap();
+        b.level_mut(l)
+            .unwrap()
+            .copy_from_host(&vec![100.0 + l as f32; area(l)])
+            .unwrap();
+    }
+    let read = |m: &MipmappedArray<f32>, l: u32| {
+        let level = m.level(l).unwrap();
+        let mut v = vec![0.0f32; level.len()];
+        level.copy_to_host(&mut v).unwrap();
+        v
+    };
+    for l in 0..3u32 {
+        assert_eq!(read(&a, l), vec![l as f32; area(l)], "level {l} of a");
+        assert_eq!(
+            read(&b, l),
+            vec![100.0 + l as f32; area(l)],
+            "level {l} of b"
+        );
+    }
+    // Swapping two exclusive views swaps the borrows, nothing else.
+    {
+        let mut va = a.level_mut(1).unwrap();
+        let mut vb = b.level_mut(1).unwrap();
+        std::mem::swap(&mut va, &mut vb);
+        va.copy_from_host(&[7.0; 16]).unwrap(); // level 1 of b
+        vb.copy_from_host(&[8.0; 16]).unwrap(); // level 1 of a
+    }
+    assert_eq!(read(&a, 1), [8.0; 16]);
+    assert_eq!(read(&b, 1), [7.0; 16]);
+    // The copy builders take views where they take arrays: level 0 of a into level 0 of b.
+    Copy2D::new(8, 8)
+        .from_array(a.level(0).unwrap())
+        .to_array(b.level_mut(0).unwrap())
+        .run()
+        .unwrap();
+    assert_eq!(read(&b, 0), [0.0; 64]);
+    // The 1D copies on a level of a 1D mipmapped array (level 1: 8 elements).
+    let mut line =
+        MipmappedArray::<u32>::new(&ctx, &ArrayDescriptor::of::<u32>(16, 0, 0, none), 2).unwrap();
+    line.level_mut(1).unwrap().write_1d(2, &[5, 6, 7]).unwrap();
+    let mut got = [0u32; 3];
+    line.level(1).unwrap().read_1d(2, &mut got).unwrap();
+    assert_eq!(got, [5, 6, 7]);
+    assert!(matches!(
+        line.level(1).unwrap().read_1d(6, &mut got),
+        Err(Error::OutOfBounds { .. })
+    ));
+    drop((a, b, line));
+    assert_eq!(
+        cuda_driver::drop_error_count(),
+        before,
+        "an array or a level failed to be destroyed"
+    );
+    still_usable(&ctx);
+}
+
 #[gpu_test]
 fn pitched_memory_copies_and_memsets_by_rows() {
     let ctx = gpu_or_skip!();
