@@ -570,6 +570,8 @@ mod tests {
 
     #[test]
     fn skips_fail_where_the_gpus_they_need_are_required() {
+        // The panic message below is the hook's: install it whatever order the tests run in.
+        install_panic_hook();
         // Not required: every skip is ignored.
         assert!(!skip_fails(None, 0));
         assert!(!skip_fails(Some(2), 0));
