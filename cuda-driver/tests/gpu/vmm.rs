@@ -8,12 +8,14 @@ use cuda_driver::prelude::*;
 use cuda_driver::types::MemLocationType;
 use cuda_driver::{
     AddressRange, AllocationProps, Context, DeviceAttribute, DeviceBuffer, Error, ErrorCode,
-    GrowableBuffer, LaunchConfig, MemAccessDesc, MemAccessFlags, MemAllocationCompType,
+    GrowableBuffer, LaunchConfig, Mapping, MemAccessDesc, MemAccessFlags, MemAllocationCompType,
     MemAllocationHandleType, MemLocation, Module, PhysicalAllocation, Stream, StreamFlags,
 };
 
+#[cfg(unix)]
+use crate::child::{child_role, spawn_child};
 use crate::child::{open_fds, pattern, VMM_KERNELS};
-use crate::common::note;
+use crate::common::{note, TEST_KERNELS};
 
 /// Skips the test unless the device supports virtual memory management.
 pub fn require_vmm(ctx: &Context) {
@@ -53,6 +55,148 @@ pub fn write_pattern_on<M: DeviceMemoryMut<Elem = u32>>(
     // out[i] for i < n, the view's length; the stream is synchronised before returning.
     unsafe { f.launch(stream, &cfg, (mem.as_view_mut(), &seed, &n)) }.unwrap();
     stream.synchronize().unwrap();
+}
+
+/// Queues `ms` milliseconds of `sleep_ns` (one thread) on `stream`, so that work queued behind
+/// it stays pending that long. The module is returned to outlive the launch.
+fn hold_stream(ctx: &Context, stream: &Stream, ms: u32) -> Module {
+    let module = Module::load_data(ctx, TEST_KERNELS).unwrap();
+    let f = module.function("sleep_ns").unwrap();
+    let ns = ms * 1_000_000;
+    // SAFETY: sleep_ns(unsigned) takes one 32-bit word and touches no memory.
+    unsafe { f.launch(stream, &LaunchConfig::new(1u32, 1u32), (&ns,)) }.unwrap();
+    module
+}
+
+/// Runs `scenario` in a child process that runs this test alone: where the scenario's
+/// invariant is broken, the queued work faults the context (a sticky error), which would fail
+/// every other test of this process. The parent fails with the child's output.
+#[cfg(unix)]
+fn in_child_process(role: &str, scenario: impl FnOnce(&Context)) {
+    if let Some(_parent) = child_role(role) {
+        let ctx = gpu_or_skip!();
+        require_vmm(&ctx);
+        scenario(&ctx);
+        return;
+    }
+    let ctx = gpu_exclusive_or_skip!();
+    require_vmm(&ctx);
+    let (child, _chan) = spawn_child(role);
+    child.finish();
+}
+
+/// A mapping of one fresh allocation of `bytes` bytes at `offset` in `range`, read-write for
+/// the range's device.
+fn mapped<'r>(range: &'r AddressRange, offset: usize, bytes: usize) -> Mapping<'r, u32> {
+    let ctx = range.context();
+    let dev = ctx.device();
+    let phys = PhysicalAllocation::new(ctx, bytes, &AllocationProps::device(dev)).unwrap();
+    let mut m = range.map::<u32>(offset, Arc::new(phys), 0, bytes).unwrap();
+    m.set_access(&[MemAccessDesc::read_write(dev)]).unwrap();
+    m
+}
+
+#[cfg(unix)]
+#[gpu_test]
+fn dropping_a_mapping_waits_for_work_queued_through_its_views() {
+    in_child_process("vmm_drop_waits", |ctx| {
+        let dev = ctx.device();
+        let g = AllocationProps::device(dev).minimum_granularity().unwrap();
+        let range = AddressRange::reserve(ctx, g, 0).unwrap();
+        let stream = Stream::new(ctx, StreamFlags::NON_BLOCKING).unwrap();
+        let mut m = mapped(&range, 0, g);
+        let _sleep = hold_stream(ctx, &stream, 500);
+        m.memset_async(0xDEAD_BEEFu32, &stream).unwrap();
+        drop(m);
+        assert!(
+            stream.query().unwrap(),
+            "dropping the mapping returned while a memset queued through its view was pending"
+        );
+        // The same addresses, mapped to another allocation (accessible from nowhere until
+        // set_access, like any fresh mapping): the victim keeps its bytes.
+        let mut victim = range
+            .map::<u32>(
+                0,
+                Arc::new(PhysicalAllocation::new(ctx, g, &AllocationProps::device(dev)).unwrap()),
+                0,
+                g,
+            )
+            .unwrap();
+        assert_eq!(
+            victim.access(MemLocation::device(dev)).unwrap(),
+            MemAccessFlags::NONE
+        );
+        victim
+            .set_access(&[MemAccessDesc::read_write(dev)])
+            .unwrap();
+        let data = pattern(81, victim.len());
+        victim.copy_from_host(&data).unwrap();
+        stream.synchronize().unwrap();
+        ctx.synchronize().unwrap();
+        assert_eq!(victim.to_vec().unwrap(), data);
+    });
+}
+
+#[cfg(unix)]
+#[gpu_test]
+fn dropping_a_growable_buffer_waits_for_work_queued_through_its_views() {
+    in_child_process("vmm_growable_drop_waits", |ctx| {
+        let stream = Stream::new(ctx, StreamFlags::NON_BLOCKING).unwrap();
+        let n = 1 << 20;
+        let mut buf = GrowableBuffer::<u32>::new(ctx, 4 * n).unwrap();
+        buf.resize(n).unwrap();
+        let base = buf.as_raw();
+        let _sleep = hold_stream(ctx, &stream, 500);
+        buf.memset_async(0xDEAD_BEEFu32, &stream).unwrap();
+        drop(buf);
+        assert!(
+            stream.query().unwrap(),
+            "dropping the buffer returned while a memset queued through its view was pending"
+        );
+        // A new buffer (the driver may hand out the same addresses) keeps its bytes, and the
+        // context is healthy.
+        let mut victim = GrowableBuffer::<u32>::new(ctx, 4 * n).unwrap();
+        let data = pattern(82, n);
+        victim.extend_from_host(&data).unwrap();
+        stream.synchronize().unwrap();
+        ctx.synchronize().unwrap();
+        assert_eq!(victim.to_vec().unwrap(), data);
+        note(format!(
+            "the new buffer {} the dropped one's addresses",
+            if victim.as_raw() == base {
+                "reuses"
+            } else {
+                "does not reuse"
+            }
+        ));
+    });
+}
+
+#[cfg(unix)]
+#[gpu_test]
+fn revoking_access_waits_for_pending_work() {
+    in_child_process("vmm_revoke_waits", |ctx| {
+        let dev = ctx.device();
+        let g = AllocationProps::device(dev).minimum_granularity().unwrap();
+        let range = AddressRange::reserve(ctx, g, 0).unwrap();
+        let stream = Stream::new(ctx, StreamFlags::NON_BLOCKING).unwrap();
+        let mut m = mapped(&range, 0, g);
+        let _sleep = hold_stream(ctx, &stream, 500);
+        m.memset_async(0x0BAD_F00Du32, &stream).unwrap();
+        // Read-only from now on: a write still queued would fault.
+        m.set_access(&[MemAccessDesc::read(dev)]).unwrap();
+        assert!(
+            stream.query().unwrap(),
+            "set_access returned while a memset queued through the mapping's view was pending"
+        );
+        assert_eq!(
+            m.access(MemLocation::device(dev)).unwrap(),
+            MemAccessFlags::READ
+        );
+        stream.synchronize().unwrap();
+        ctx.synchronize().unwrap();
+        assert!(m.to_vec().unwrap().iter().all(|&x| x == 0x0BAD_F00D));
+    });
 }
 
 #[gpu_test]
