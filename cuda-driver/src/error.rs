@@ -437,9 +437,9 @@ pub enum Error {
     /// excludes every other mapping of its allocation, and shared mappings
     /// ([`AddressRange::map_shared`](crate::AddressRange::map_shared)) exclude exclusive ones.
     #[error(
-        "{what}: physical allocation {handle:#x} is mapped already, and an exclusive mapping \
-         excludes every other mapping of its allocation (map it with \
-         AddressRange::map_shared to alias it read-only)"
+        "{what}: physical allocation {handle:#x} is mapped already; an exclusive mapping \
+         (AddressRange::map) excludes every other mapping of its allocation, and shared ones \
+         (AddressRange::map_shared) exclude an exclusive one"
     )]
     AllocationMapped {
         /// The operation.
