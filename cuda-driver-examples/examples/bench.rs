@@ -1006,7 +1006,7 @@ fn vmm_ipc_pools(r: &mut Runner, cfg: &Config, ctx: &Context, stream: &Stream) -
         let raw_desc = desc.as_raw();
         r.run(
             format!(
-                "cuMemMap + cuMemSetAccess + cuMemUnmap, {}",
+                "cuMemMap + cuMemSetAccess + cuCtxSynchronize + cuMemUnmap, {}",
                 size_name(size)
             ),
             "us/cycle",
@@ -1014,21 +1014,26 @@ fn vmm_ipc_pools(r: &mut Runner, cfg: &Config, ctx: &Context, stream: &Stream) -
             Some(1.03),
             |side| {
                 let t = match side {
+                    // What a C program that may have queued work through the mapping does:
+                    // wait for it before unmapping (cuMemUnmap does not wait).
                     Side::Raw => time_loop(count, no_end, || {
                         // SAFETY: the range and the allocation are live and `size` bytes each;
                         // the mapping is undone in the same iteration.
                         unsafe {
                             raw!(cuMemMap(ptr, size, 0, handle, 0));
                             raw!(cuMemSetAccess(ptr, size, &raw_desc, 1));
+                            raw!(cuCtxSynchronize());
                             raw!(cuMemUnmap(ptr, size));
                         }
                         Ok(())
                     })?,
-                    // Safe: AddressRange::map = bounds checks + cuCtxGetCurrent + cuMemMap +
-                    // an Arc clone; set_access = cuCtxGetCurrent + cuMemSetAccess; drop =
-                    // cuCtxGetCurrent + cuMemUnmap + an Arc decrement.
+                    // Safe: AddressRange::map = bounds checks + a claim (a mutex and a map
+                    // entry) + cuCtxGetCurrent + cuMemMap + an Arc clone; the first set_access
+                    // = cuCtxGetCurrent + cuMemSetAccess (nothing to revoke: no wait); drop =
+                    // cuCtxGetCurrent + cuCtxSynchronize + cuMemUnmap + the claim's release +
+                    // Arc clones and decrements.
                     Side::Safe => time_loop(count, no_end, || {
-                        let m = range.map::<u8>(0, phys.clone(), 0, size)?;
+                        let mut m = range.map::<u8>(0, phys.clone(), 0, size)?;
                         m.set_access(std::slice::from_ref(&desc))?;
                         drop(m);
                         Ok(())

@@ -35,7 +35,7 @@ fn map_striped<'r>(
     for (i, ctx) in contexts.iter().enumerate() {
         let props = AllocationProps::device(ctx.device());
         let phys = Arc::new(PhysicalAllocation::new(ctx, stripe, &props)?);
-        let m = range.map::<u8>(i * stripe, phys, 0, stripe)?;
+        let mut m = range.map::<u8>(i * stripe, phys, 0, stripe)?;
         m.set_access(access)?;
         maps.push(m);
     }

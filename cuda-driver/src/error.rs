@@ -432,6 +432,24 @@ pub enum Error {
         size: usize,
     },
 
+    /// A physical allocation cannot be mapped the way asked for because it is mapped
+    /// already: an exclusive mapping ([`AddressRange::map`](crate::AddressRange::map))
+    /// excludes every other mapping of its allocation, and shared mappings
+    /// ([`AddressRange::map_shared`](crate::AddressRange::map_shared)) exclude exclusive ones.
+    #[error(
+        "{what}: physical allocation {handle:#x} is mapped already; an exclusive mapping \
+         (AddressRange::map) excludes every other mapping of its allocation, and shared ones \
+         (AddressRange::map_shared) exclude an exclusive one"
+    )]
+    AllocationMapped {
+        /// The operation.
+        what: &'static str,
+        /// The raw allocation handle (`CUmemGenericAllocationHandle`).
+        handle: u64,
+        /// Whether the mapping in the way is exclusive (otherwise: shared mappings are).
+        exclusive: bool,
+    },
+
     /// Memory opened from another process is smaller than the length asked for.
     #[error("{what}: {needed} bytes asked for, but the shared allocation holds {size}")]
     SharedAllocationTooSmall {

@@ -14,8 +14,8 @@
 //! | [`ManagedBuffer`] | `cuMemAllocManaged` | `cuMemFree_v2` | `as_slice` / `as_mut_slice` after synchronising |
 //! | [`PinnedBuffer`] | `cuMemHostAlloc` | `cuMemFreeHost` | `Deref<Target = [T]>`; device view in a closure |
 //! | [`HostRegistration`] | `cuMemHostRegister_v2` | `cuMemHostUnregister` | `Deref<Target = [T]>`; device view in a closure |
-//! | [`Mapping`] | `cuMemCreate` + `cuMemMap` into an [`AddressRange`] | `cuMemUnmap` (+ `cuMemRelease`, `cuMemAddressFree`) | through copies |
-//! | [`GrowableBuffer`] | `cuMemAddressReserve`, then `cuMemCreate` + `cuMemMap` per chunk | `cuMemUnmap`, `cuMemRelease`, `cuMemAddressFree` | through copies |
+//! | [`Mapping`] | `cuMemCreate` + `cuMemMap` into an [`AddressRange`] | `cuCtxSynchronize`, then `cuMemUnmap` (+ `cuMemRelease`, `cuMemAddressFree`) | through copies |
+//! | [`GrowableBuffer`] | `cuMemAddressReserve`, then `cuMemCreate` + `cuMemMap` per chunk | `cuCtxSynchronize`, then `cuMemUnmap`, `cuMemRelease`, `cuMemAddressFree` | through copies |
 //! | [`IpcMemory`] | `cuIpcOpenMemHandle_v2` (another process's allocation) | `cuIpcCloseMemHandle` | through copies |
 //! | [`Pitched2D`] | `cuMemAllocPitch_v2` | `cuMemFree_v2` | through [`Copy2D`] / [`Copy3D`] |
 //! | [`Array`], [`MipmappedArray`] | `cuArray3DCreate_v2`, `cuMipmappedArrayCreate` | `cuArrayDestroy`, `cuMipmappedArrayDestroy` | through [`Copy2D`] / [`Copy3D`]; not linear memory |
@@ -68,6 +68,7 @@ pub use vmm::{
     MemAccessFlags, MemAllocationCompType, MemAllocationGranularityFlags, MemAllocationHandleType,
     MemAllocationType, MemCreateUsageFlags, PhysicalAllocation,
 };
+pub use vmm::{MapExclusive, MapMode, MapShared, SharedMapping};
 
 pub use crate::types::{MemAdvice, MemoryType};
 

@@ -116,7 +116,10 @@ impl Stream {
     /// # Safety
     /// `array` and `memory` stay alive until the region is unmapped
     /// ([`unmap_array`](Self::unmap_array)) and the stream has run the unmapping; kernels
-    /// and copies using the region run after the mapping in stream order.
+    /// and copies using the region run after the mapping in stream order. The bytes of
+    /// `memory` mapped here are not written through the views of a
+    /// [`Mapping`](crate::Mapping) of it meanwhile (the exclusive claims of mappings do not
+    /// cover sparse arrays).
     #[wraps(cuMemMapArrayAsync)]
     #[track_caller]
     pub unsafe fn map_array<'a, T: ArrayElement>(

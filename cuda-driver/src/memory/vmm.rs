@@ -11,7 +11,9 @@
 //! 3. [`AddressRange::map`] maps an allocation, or a part of it, into part of a range
 //!    (`cuMemMap`) and returns a [`Mapping`], which keeps both alive, unmaps on drop
 //!    (`cuMemUnmap`) and is a memory owner of the crate's model: its views copy, memset and
-//!    go to kernels like those of any other memory.
+//!    go to kernels like those of any other memory. It is the only mapping of the allocation;
+//!    [`AddressRange::map_shared`] maps one allocation any number of times, with shared
+//!    views only.
 //! 4. [`Mapping::set_access`] makes the mapping readable or writable from devices (and host
 //!    locations) (`cuMemSetAccess`). A fresh mapping is accessible from nowhere: set access
 //!    before using it.
@@ -26,6 +28,12 @@
 //! [`GrowableBuffer`] shows the pattern this enables: reserve a large range once, map chunks
 //! as the data grows, and the addresses never move.
 //!
+//! Releasing and invalidating VMM memory (unmapping, changing access) waits for all work of
+//! the context first, and a physical allocation is mapped either once exclusively or any
+//! number of times shared: the mechanisms are described once, on [`Mapping`] (sections
+//! "Release and invalidation" and "Exclusive and shared mappings"), and the code is
+//! [`once_idle`] / [`release_once_idle`] and [`Claim`] below.
+//!
 //! # Not testable on the machines this crate is tested on
 //!
 //! * Fabric handles ([`MemAllocationHandleType::FABRIC`], [`FabricHandle`]) need an NVSwitch
@@ -36,16 +44,20 @@
 //!   [`MemAllocationHandleType::WIN32_KMT`]) are refused on other systems with
 //!   [`Error::HandleTypeUnsupported`]; the crate offers no Windows export or import.
 
+use std::collections::btree_map::Entry;
+use std::collections::BTreeMap;
 use std::marker::PhantomData;
+use std::mem::ManuallyDrop;
 #[cfg(unix)]
 use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use cuda_driver_macros::wraps;
 use cuda_driver_sys as sys;
 
 use super::MemLocation;
-use crate::error::{check, Error, Result};
+use crate::error::{check, report_drop_error, report_drop_problem, Error, ErrorCode, Result};
+use crate::release::release;
 use crate::{
     init, Context, Device, DeviceAttribute, DeviceMemory, DeviceMemoryMut, DeviceRepr, DeviceSlice,
     DeviceSliceMut,
@@ -404,6 +416,157 @@ fn get_access_raw(
     Ok(MemAccessFlags::from_raw(flags as sys::CUmemAccess_flags))
 }
 
+/// The one path by which VMM memory is invalidated (see
+/// [`Mapping`](Mapping#release-and-invalidation)): with `ctx` current, waits for all of its
+/// work (`cuCtxSynchronize`), then runs `invalidate` and returns its result. When entering or waiting fails, `invalidate` does not run and the error is
+/// returned. Refuses inside a host function, as every entry does.
+#[track_caller]
+fn once_idle<R>(ctx: &Context, invalidate: impl FnOnce() -> R) -> Result<R> {
+    let _cur = ctx.enter()?;
+    check(
+        // SAFETY: no arguments; waits for the current context, which is `ctx`.
+        unsafe { sys::cuCtxSynchronize() },
+        "cuCtxSynchronize",
+    )?;
+    Ok(invalidate())
+}
+
+/// Releases VMM memory from `Drop` through [`once_idle`]: `unmap` makes the unmapping calls
+/// (reporting each failure) and says whether all succeeded; `keep` holds what the mapped
+/// memory needs until then (allocation references and their claims) and is dropped after it,
+/// then `range`'s reservation is let go (freed once no mapping is left in it). When the wait
+/// or an unmapping fails, nothing more is released: `keep` and the reservation are leaked and
+/// the leak is reported, because freeing them could let queued work reach memory that is
+/// reused. Inside a host function all of it runs on the crate's release thread.
+fn release_once_idle<K: Send + 'static>(
+    range: &Arc<RangeInner>,
+    what: &'static str,
+    unmap: impl FnOnce() -> bool + Send + 'static,
+    keep: K,
+) {
+    let range = Arc::clone(range);
+    release(move || {
+        let unmapped = match once_idle(&range.ctx, unmap) {
+            Ok(all) => all,
+            Err(e) => {
+                // At process exit the driver may be torn down already: nothing to report.
+                if e.code() != Some(ErrorCode::DEINITIALIZED) {
+                    report_drop_problem(&format_args!(
+                        "{what}: waiting for the context's work before unmapping failed ({e}); \
+                         the memory is leaked, not unmapped, because work queued through its \
+                         views may still use it"
+                    ));
+                }
+                false
+            }
+        };
+        if unmapped {
+            drop(keep);
+            drop(range);
+        } else {
+            std::mem::forget(keep);
+            std::mem::forget(range);
+        }
+    });
+}
+
+/// How a physical allocation is mapped, by raw handle (see
+/// [`Mapping`](Mapping#exclusive-and-shared-mappings)).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Claimed {
+    /// One exclusive mapping.
+    Exclusive,
+    /// This many shared mappings (at least one).
+    Shared(usize),
+}
+
+/// The claims of every mapped allocation of the process, by raw handle. An entry lives while
+/// its mappings do, and for ever after a release that failed (the memory is leaked, and stays
+/// claimed).
+static CLAIMS: Mutex<BTreeMap<sys::CUmemGenericAllocationHandle, Claimed>> =
+    Mutex::new(BTreeMap::new());
+
+fn claims() -> MutexGuard<'static, BTreeMap<sys::CUmemGenericAllocationHandle, Claimed>> {
+    // The map is consistent at every unlock (no code between lock and unlock panics).
+    CLAIMS.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// A mapping's claim on its physical allocation, released on drop.
+#[derive(Debug)]
+struct Claim {
+    handle: sys::CUmemGenericAllocationHandle,
+    exclusive: bool,
+}
+
+impl Claim {
+    /// Claims `handle` for an exclusive or a shared mapping; [`Error::AllocationMapped`] when
+    /// a mapping of it excludes that.
+    fn take(
+        what: &'static str,
+        handle: sys::CUmemGenericAllocationHandle,
+        exclusive: bool,
+    ) -> Result<Claim> {
+        match claims().entry(handle) {
+            Entry::Vacant(v) => {
+                v.insert(if exclusive {
+                    Claimed::Exclusive
+                } else {
+                    Claimed::Shared(1)
+                });
+            }
+            Entry::Occupied(mut o) => match (o.get_mut(), exclusive) {
+                (Claimed::Shared(n), false) => *n += 1,
+                (held, _) => {
+                    return Err(Error::AllocationMapped {
+                        what,
+                        handle,
+                        exclusive: *held == Claimed::Exclusive,
+                    })
+                }
+            },
+        }
+        Ok(Claim { handle, exclusive })
+    }
+
+    /// The exclusive claim of a mapping taken over with [`Mapping::from_raw`]: the claim its
+    /// [`into_raw`](Mapping::into_raw) left, or a new one (the caller of `from_raw` vouches
+    /// that no other mapping of the allocation hands out views).
+    fn adopt_exclusive(handle: sys::CUmemGenericAllocationHandle) -> Claim {
+        claims().insert(handle, Claimed::Exclusive);
+        Claim {
+            handle,
+            exclusive: true,
+        }
+    }
+
+    /// Forgets any claim left on `handle`, a handle `cuMemCreate` has just returned: new
+    /// physical memory is mapped nowhere, so an entry can only be left from an earlier
+    /// allocation of the same handle value (a mapping given up with `into_raw` and unmapped
+    /// by its caller).
+    fn forget_stale(handle: sys::CUmemGenericAllocationHandle) {
+        claims().remove(&handle);
+    }
+}
+
+impl Drop for Claim {
+    fn drop(&mut self) {
+        let mut claims = claims();
+        if let Entry::Occupied(mut o) = claims.entry(self.handle) {
+            match (o.get_mut(), self.exclusive) {
+                (Claimed::Exclusive, true) => {
+                    o.remove();
+                }
+                (Claimed::Shared(n), false) if *n > 1 => *n -= 1,
+                (Claimed::Shared(_), false) => {
+                    o.remove();
+                }
+                // Taken over by a `from_raw` whose caller vouched for it: not ours any more.
+                _ => {}
+            }
+        }
+    }
+}
+
 /// A fabric handle of a physical allocation (`CUmemFabricHandle`): 64 opaque bytes that any
 /// process of the same NVSwitch fabric can import. `Copy`, and sent as plain bytes.
 ///
@@ -445,7 +608,9 @@ impl std::fmt::Debug for FabricHandle {
 /// [`PhysicalAllocation::new`] creates memory with [`AllocationProps`], [`AddressRange::map`]
 /// maps (a part of) it into (a part of) a range as a [`Mapping`], a memory owner whose views
 /// copy, memset and go to kernels, and [`Mapping::set_access`] makes it accessible (a fresh
-/// mapping is accessible from nowhere). [`GrowableBuffer`] shows the pattern. Another process
+/// mapping is accessible from nowhere). An allocation has one such exclusive mapping at a
+/// time, or any number of shared ones ([`AddressRange::map_shared`]), which hand out shared
+/// views only. [`GrowableBuffer`] shows the pattern. Another process
 /// gets the memory through [`export_fd`](Self::export_fd) and [`import_fd`](Self::import_fd)
 /// (the fd crosses over a Unix socket with `SCM_RIGHTS`).
 ///
@@ -515,6 +680,7 @@ impl PhysicalAllocation {
             unsafe { sys::cuMemCreate(&mut handle, size, &prop, 0) },
             "cuMemCreate",
         )?;
+        Claim::forget_stale(handle);
         Ok(PhysicalAllocation {
             handle,
             size: Some(size),
@@ -741,8 +907,12 @@ impl PhysicalAllocation {
 }
 
 /// A reserved range of virtual addresses (`cuMemAddressReserve`), freed on drop
-/// (`cuMemAddressFree`). Physical memory is mapped into it with [`map`](Self::map); the
-/// mappings borrow the range, so it outlives them.
+/// (`cuMemAddressFree`) once no mapping is left in it. Physical memory is mapped into it with
+/// [`map`](Self::map) or [`map_shared`](Self::map_shared); the mappings borrow the range, so it
+/// outlives them, and the release of each mapping (after waiting for the context's work: see
+/// [`Mapping`](Mapping#release-and-invalidation)) holds the reservation until the mapping is
+/// unmapped: a release deferred out of a host function, or a mapping leaked because that wait
+/// failed, keeps the addresses reserved.
 ///
 /// ```no_run
 /// use std::sync::Arc;
@@ -763,22 +933,22 @@ impl PhysicalAllocation {
 /// ```
 #[doc(alias = "cuMemAddressReserve")]
 pub struct AddressRange {
+    inner: Arc<RangeInner>,
+}
+
+/// The reservation of an [`AddressRange`], shared with the releases of its mappings.
+struct RangeInner {
     ptr: sys::CUdeviceptr,
     size: usize,
     ctx: Context,
 }
 
-// SAFETY: a reserved range is process-wide state addressed by an integer, usable and freed
-// from any thread; freed once, in Drop.
-unsafe impl Send for AddressRange {}
-// SAFETY: as above; shared access only maps into it through the driver, which serialises.
-unsafe impl Sync for AddressRange {}
-
-impl Drop for AddressRange {
+impl Drop for RangeInner {
     fn drop(&mut self) {
         let (ptr, size) = (self.ptr, self.size);
         // SAFETY: the range was reserved by cuMemAddressReserve with this size and is owned by
-        // self; every Mapping borrows it, so none is left; freed once, here.
+        // the last holder of the Arc, here; every mapping borrows the AddressRange and its
+        // release holds this Arc until it has unmapped, so none is left; freed once, here.
         self.ctx.release("cuMemAddressFree", move || unsafe {
             sys::cuMemAddressFree(ptr, size)
         });
@@ -788,8 +958,8 @@ impl Drop for AddressRange {
 impl std::fmt::Debug for AddressRange {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("AddressRange")
-            .field("ptr", &format_args!("{:#x}", self.ptr))
-            .field("size", &self.size)
+            .field("ptr", &format_args!("{:#x}", self.inner.ptr))
+            .field("size", &self.inner.size)
             .finish()
     }
 }
@@ -822,17 +992,21 @@ impl AddressRange {
             "cuMemAddressReserve",
         )?;
         Ok(AddressRange {
-            ptr,
-            size,
-            ctx: ctx.clone(),
+            inner: Arc::new(RangeInner {
+                ptr,
+                size,
+                ctx: ctx.clone(),
+            }),
         })
     }
 
     /// Maps `bytes` bytes of `alloc`, from `alloc_offset`, at `offset` bytes into this range,
-    /// as memory of `bytes / size_of::<T>()` elements. Offsets and `bytes` are multiples of
-    /// the granularity (checked by the driver); a span outside the range, or outside the
-    /// allocation when its size is known, is [`Error::MappingRange`] before the driver is
-    /// asked.
+    /// as memory of `bytes / size_of::<T>()` elements: the only mapping of `alloc`, which
+    /// hands out mutable views. Offsets and `bytes` are multiples of the granularity (checked
+    /// by the driver); a span outside the range, or outside the allocation when its size is
+    /// known, is [`Error::MappingRange`], and an allocation mapped already (through any handle
+    /// of it) is [`Error::AllocationMapped`], before the driver is asked. To map an allocation
+    /// more than once, map it with [`map_shared`](Self::map_shared) each time.
     ///
     /// cuda.h allows mapping part of an allocation; drivers may refuse a nonzero
     /// `alloc_offset` with `CUDA_ERROR_NOT_SUPPORTED` (driver 580 on an H100 does), leaving
@@ -848,19 +1022,64 @@ impl AddressRange {
         alloc_offset: usize,
         bytes: usize,
     ) -> Result<Mapping<'_, T>> {
-        if !fits(offset, bytes, self.size) {
+        self.map_as("AddressRange::map", offset, alloc, alloc_offset, bytes)
+    }
+
+    /// As [`map`](Self::map), as one of possibly several mappings of `alloc` that hand out
+    /// shared views only ([`SharedMapping`]: [`DeviceMemory`], not [`DeviceMemoryMut`]). An
+    /// allocation mapped exclusively ([`map`](Self::map)) is [`Error::AllocationMapped`].
+    ///
+    /// A shared mapping gives no mutable view:
+    ///
+    /// ```compile_fail
+    /// # use std::sync::Arc;
+    /// # use cuda_driver::prelude::*;
+    /// # fn f(range: &cuda_driver::AddressRange, alloc: Arc<cuda_driver::PhysicalAllocation>)
+    /// # -> cuda_driver::Result<()> {
+    /// let mut alias = range.map_shared::<u32>(0, alloc, 0, 2 << 20)?;
+    /// alias.memset(0u32)?;
+    /// # Ok(()) }
+    /// ```
+    #[wraps(cuMemMap)]
+    #[track_caller]
+    pub fn map_shared<T: DeviceRepr>(
+        &self,
+        offset: usize,
+        alloc: Arc<PhysicalAllocation>,
+        alloc_offset: usize,
+        bytes: usize,
+    ) -> Result<SharedMapping<'_, T>> {
+        self.map_as(
+            "AddressRange::map_shared",
+            offset,
+            alloc,
+            alloc_offset,
+            bytes,
+        )
+    }
+
+    #[track_caller]
+    fn map_as<T: DeviceRepr, M: MapMode>(
+        &self,
+        what: &'static str,
+        offset: usize,
+        alloc: Arc<PhysicalAllocation>,
+        alloc_offset: usize,
+        bytes: usize,
+    ) -> Result<Mapping<'_, T, M>> {
+        if !fits(offset, bytes, self.inner.size) {
             return Err(Error::MappingRange {
-                what: "AddressRange::map",
+                what,
                 kind: "address range",
                 offset,
                 len: bytes,
-                size: self.size,
+                size: self.inner.size,
             });
         }
         if let Some(size) = alloc.size {
             if !fits(alloc_offset, bytes, size) {
                 return Err(Error::MappingRange {
-                    what: "AddressRange::map",
+                    what,
                     kind: "physical allocation",
                     offset: alloc_offset,
                     len: bytes,
@@ -868,31 +1087,35 @@ impl AddressRange {
                 });
             }
         }
-        let ptr = self.ptr + offset as sys::CUdeviceptr;
-        map_raw(&self.ctx, ptr, bytes, &alloc, alloc_offset)?;
+        // Released again (dropped) when the mapping fails.
+        let claim = Claim::take(what, alloc.handle, M::EXCLUSIVE)?;
+        let ptr = self.inner.ptr + offset as sys::CUdeviceptr;
+        map_raw(&self.inner.ctx, ptr, bytes, &alloc, alloc_offset)?;
         Ok(Mapping {
             ptr,
             bytes,
             len: bytes.checked_div(std::mem::size_of::<T>()).unwrap_or(0),
             range: self,
             alloc,
+            claim: Some(claim),
+            accessible: false,
             _marker: PhantomData,
         })
     }
 
     /// The first address of the range, valid while `self` lives.
     pub fn as_raw(&self) -> sys::CUdeviceptr {
-        self.ptr
+        self.inner.ptr
     }
 
     /// The size of the range in bytes.
     pub fn size(&self) -> usize {
-        self.size
+        self.inner.size
     }
 
     /// The context the range keeps alive and makes current for its calls.
     pub fn context(&self) -> &Context {
-        &self.ctx
+        &self.inner.ctx
     }
 
     /// Takes ownership of a reserved range.
@@ -902,18 +1125,29 @@ impl AddressRange {
     /// frees, with nothing mapped into it that something else unmaps later.
     pub unsafe fn from_raw(ptr: sys::CUdeviceptr, size: usize, ctx: &Context) -> AddressRange {
         AddressRange {
-            ptr,
-            size,
-            ctx: ctx.clone(),
+            inner: Arc::new(RangeInner {
+                ptr,
+                size,
+                ctx: ctx.clone(),
+            }),
         }
     }
 
-    /// Gives up ownership: the caller frees `(ptr, size)` with `cuMemAddressFree`.
-    pub fn into_raw(self) -> (sys::CUdeviceptr, usize) {
-        let this = std::mem::ManuallyDrop::new(self);
-        // SAFETY: `this` is never dropped; the context clone is dropped once, here.
-        unsafe { std::ptr::read(&this.ctx) };
-        (this.ptr, this.size)
+    /// Gives up ownership of the range if nothing else holds it; otherwise returns `self`
+    /// unchanged. A mapping's release holds the range until the mapping is unmapped: one
+    /// deferred out of a host function and not run yet, or one leaked because the wait before
+    /// unmapping failed (for ever then). The caller frees `(ptr, size)` with
+    /// `cuMemAddressFree`.
+    pub fn into_raw(self) -> std::result::Result<(sys::CUdeviceptr, usize), AddressRange> {
+        match Arc::try_unwrap(self.inner) {
+            Ok(inner) => {
+                let inner = ManuallyDrop::new(inner);
+                // SAFETY: `inner` is never dropped; the context clone is dropped once, here.
+                drop(unsafe { std::ptr::read(&inner.ctx) });
+                Ok((inner.ptr, inner.size))
+            }
+            Err(inner) => Err(AddressRange { inner }),
+        }
     }
 }
 
@@ -935,72 +1169,209 @@ fn map_raw(
     )
 }
 
+mod sealed {
+    pub trait Sealed {}
+    impl Sealed for super::MapExclusive {}
+    impl Sealed for super::MapShared {}
+}
+
+/// How a [`Mapping`] holds its physical allocation: [`MapExclusive`] (the only mapping of it,
+/// mutable views) or [`MapShared`] (one of possibly several, shared views only). Sealed.
+pub trait MapMode: sealed::Sealed + 'static {
+    /// Whether a mapping of this mode excludes every other mapping of its allocation.
+    const EXCLUSIVE: bool;
+}
+
+/// The mode of a mapping made by [`AddressRange::map`]: the only mapping of its allocation,
+/// which hands out mutable views.
+#[derive(Debug)]
+pub enum MapExclusive {}
+
+/// The mode of a mapping made by [`AddressRange::map_shared`]: one of possibly several
+/// mappings of its allocation, none of them exclusive, which hand out shared views only.
+#[derive(Debug)]
+pub enum MapShared {}
+
+impl MapMode for MapExclusive {
+    const EXCLUSIVE: bool = true;
+}
+
+impl MapMode for MapShared {
+    const EXCLUSIVE: bool = false;
+}
+
+/// A mapping that hands out shared views only ([`AddressRange::map_shared`]): an allocation may
+/// be mapped this way any number of times, but not while it is mapped exclusively.
+pub type SharedMapping<'r, T> = Mapping<'r, T, MapShared>;
+
 /// Physical memory mapped into part of an [`AddressRange`] (`cuMemMap`), unmapped on drop
 /// (`cuMemUnmap`). It borrows the range and holds the allocation, so both outlive it. A
-/// memory owner of the crate's model: through [`DeviceMemory`] and [`DeviceMemoryMut`] its
-/// views copy, memset and go to kernels.
+/// memory owner of the crate's model: through [`DeviceMemory`] (and, for the exclusive mode,
+/// [`DeviceMemoryMut`]) its views copy, memset and go to kernels.
+///
+/// The mode `M` says how it holds its allocation: [`MapExclusive`] (the default, made by
+/// [`AddressRange::map`]) is the only mapping of the allocation and hands out mutable views;
+/// [`MapShared`] ([`SharedMapping`], made by [`AddressRange::map_shared`]) hands out shared
+/// views only.
 ///
 /// A fresh mapping is accessible from no device: [`set_access`](Self::set_access) first.
-pub struct Mapping<'r, T: DeviceRepr> {
+///
+/// # Release and invalidation
+///
+/// Views of VMM memory are not stream-ordered: they may be used on any stream of the memory's
+/// context, so no one stream orders the work that uses them, and `cuMemUnmap` does not wait
+/// for it (the GPU test `dropping_a_mapping_waits_for_work_queued_through_its_views` fails
+/// without the wait). The mechanism of this memory kind, chosen once: everything that
+/// invalidates it first waits for all work of the context (`cuCtxSynchronize`, the context
+/// entered without changing the caller's stack), then makes its call. One function of the
+/// crate does that for every path:
+///
+/// * dropping a [`Mapping`] (`cuMemUnmap`; then `cuMemRelease` of its allocation reference and,
+///   once no mapping is left in it, `cuMemAddressFree` of the range);
+/// * dropping a [`GrowableBuffer`] (`cuMemUnmap` of every chunk, then the same);
+/// * changing a mapping's access ([`Mapping::set_access`], `cuMemSetAccess`, which can revoke).
+///
+/// Each takes `self` or `&mut self`, so no view is alive; the wait covers the work queued
+/// through views already gone. Inside a host function a drop is deferred to the crate's
+/// release thread, as every release is, and the range stays reserved until that unmapping has
+/// run. When the wait fails (a stream of the context is being captured, on any thread, or a
+/// sticky error), nothing is invalidated: `set_access` returns the error with the access
+/// unchanged, and a drop leaks the memory (the addresses stay mapped and reserved, the
+/// physical memory allocated and claimed) and reports it through
+/// [`drop_error_count`](crate::drop_error_count), because unmapping could let queued work reach
+/// memory that is reused. The first `set_access` of a mapping made by [`AddressRange::map`] or
+/// [`AddressRange::map_shared`] does not wait: such a mapping is accessible from nowhere
+/// before it, so the call cannot revoke anything.
+///
+/// Not covered: work queued in *another* context that uses the memory (a kernel launched in
+/// another context with a view as its argument, a peer copy queued on another context's
+/// stream that reads from it). Wait for such work before dropping the mapping or revoking
+/// its access.
+///
+/// # Exclusive and shared mappings
+///
+/// [`AddressRange::map`] makes the only mapping of its physical allocation, which hands out
+/// mutable views ([`DeviceMemoryMut`]); [`AddressRange::map_shared`] makes one of possibly
+/// several mappings of an allocation, which hand out shared views only ([`SharedMapping`]). An
+/// exclusive mapping excludes every other mapping of its allocation, shared ones exclude an
+/// exclusive one, whatever handle the allocation comes through (a retained handle is the same
+/// handle): the refusal is [`Error::AllocationMapped`], before the driver is asked. The chunks
+/// of a [`GrowableBuffer`] are claimed the same way. So no two views of the same bytes exist
+/// of which one is mutable.
+///
+/// Not covered: an allocation exported and imported again *in the same process*
+/// ([`PhysicalAllocation::import_fd`], or as external memory), which the driver may hand out
+/// under a new handle, and sparse arrays the allocation backs ([`Stream::map_array`], an
+/// `unsafe` call). Memory shared with another process is written by that process whatever
+/// this one's types say, as IPC memory is.
+///
+/// [`Stream::map_array`]: crate::Stream::map_array
+pub struct Mapping<'r, T: DeviceRepr, M: MapMode = MapExclusive> {
     ptr: sys::CUdeviceptr,
     bytes: usize,
     len: usize,
     range: &'r AddressRange,
     alloc: Arc<PhysicalAllocation>,
-    _marker: PhantomData<T>,
+    /// The claim on `alloc`; taken out only by `Drop` and `into_raw`.
+    claim: Option<Claim>,
+    /// Whether access may have been granted to anyone (so that a change may revoke it):
+    /// false for a mapping fresh from `cuMemMap` until its first `set_access`.
+    accessible: bool,
+    _marker: PhantomData<(T, M)>,
 }
 
 // SAFETY: as for DeviceBuffer: device memory addressed by an integer, T plain data; the
-// range and allocation it holds are Send + Sync.
-unsafe impl<T: DeviceRepr> Send for Mapping<'_, T> {}
+// range and allocation it holds are Send + Sync, the claim is plain data.
+unsafe impl<T: DeviceRepr, M: MapMode> Send for Mapping<'_, T, M> {}
 // SAFETY: shared access only reads through the driver.
-unsafe impl<T: DeviceRepr> Sync for Mapping<'_, T> {}
+unsafe impl<T: DeviceRepr, M: MapMode> Sync for Mapping<'_, T, M> {}
 
-impl<T: DeviceRepr> Drop for Mapping<'_, T> {
+impl<T: DeviceRepr, M: MapMode> Drop for Mapping<'_, T, M> {
     fn drop(&mut self) {
         let (ptr, bytes) = (self.ptr, self.bytes);
-        // SAFETY: `ptr..ptr + bytes` was mapped by cuMemMap in `map` (or handed over through
-        // from_raw), owned by self and unmapped once, here, before the range is freed (the
-        // range outlives the borrow). Work queued on streams finishes first: cuMemUnmap
-        // synchronises with the device.
-        self.range
-            .ctx
-            .release("cuMemUnmap", move || unsafe { sys::cuMemUnmap(ptr, bytes) });
+        let keep = (Arc::clone(&self.alloc), self.claim.take());
+        release_once_idle(
+            &self.range.inner,
+            "Mapping",
+            move || {
+                // SAFETY: `ptr..ptr + bytes` was mapped by cuMemMap in `map_as` (or handed over
+                // through from_raw), owned by the mapping and unmapped once, here, after all
+                // work of the context is done (release_once_idle), with the reservation still
+                // held.
+                let r = unsafe { sys::cuMemUnmap(ptr, bytes) };
+                report_drop_error("cuMemUnmap", r);
+                r == sys::CUDA_SUCCESS
+            },
+            keep,
+        );
     }
 }
 
-impl<T: DeviceRepr> std::fmt::Debug for Mapping<'_, T> {
+impl<T: DeviceRepr, M: MapMode> std::fmt::Debug for Mapping<'_, T, M> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Mapping")
             .field("ptr", &format_args!("{:#x}", self.ptr))
             .field("bytes", &self.bytes)
             .field("len", &self.len)
+            .field("exclusive", &M::EXCLUSIVE)
             .finish()
     }
 }
 
-impl<'r, T: DeviceRepr> Mapping<'r, T> {
-    /// Sets who may access the mapping: one entry per device (or host location), read-write
-    /// or read-only.
+impl<'r, T: DeviceRepr, M: MapMode> Mapping<'r, T, M> {
+    /// Sets who may access the mapping: one entry per device (or host location), read-write,
+    /// read-only or none.
+    ///
+    /// The change may revoke access that work queued through the mapping's views still needs,
+    /// so it first waits for all work of the range's context (`cuCtxSynchronize`; see
+    /// [Release and invalidation](Mapping#release-and-invalidation)) and returns that wait's
+    /// error, with the access unchanged, when it fails (for example while a stream of the
+    /// context is being captured). The first call on a mapping made by [`AddressRange::map`] or
+    /// [`AddressRange::map_shared`] does not wait: the mapping is accessible from nowhere
+    /// before it. `&mut self`: no view of the mapping is alive.
+    ///
+    /// ```compile_fail
+    /// # use std::sync::Arc;
+    /// # use cuda_driver::prelude::*;
+    /// # use cuda_driver::{AddressRange, MemAccessDesc, PhysicalAllocation};
+    /// # fn f(range: &AddressRange, alloc: Arc<PhysicalAllocation>) -> cuda_driver::Result<()> {
+    /// let mut mapping = range.map::<u32>(0, alloc, 0, 2 << 20)?;
+    /// let view = mapping.as_view();
+    /// mapping.set_access(&[MemAccessDesc::none(range.context().device())])?;
+    /// drop(view);
+    /// # Ok(()) }
+    /// ```
     #[wraps(cuMemSetAccess)]
+    #[doc(alias = "cuCtxSynchronize")]
     #[track_caller]
-    pub fn set_access(&self, descs: &[MemAccessDesc]) -> Result<()> {
-        set_access_raw(&self.range.ctx, self.ptr, self.bytes, descs)
+    pub fn set_access(&mut self, descs: &[MemAccessDesc]) -> Result<()> {
+        let (ctx, ptr, bytes) = (&self.range.inner.ctx, self.ptr, self.bytes);
+        if !self.accessible {
+            // Nothing to revoke: cuMemMap leaves a mapping accessible from nowhere, at fresh
+            // and at reused addresses alike (GPU tests
+            // a_mapping_is_memory_of_the_model_once_accessible and
+            // dropping_a_mapping_waits_for_work_queued_through_its_views). Even a failed call
+            // may have applied some of the entries: from now on a change may revoke.
+            self.accessible = true;
+            return set_access_raw(ctx, ptr, bytes, descs);
+        }
+        once_idle(ctx, || set_access_raw(ctx, ptr, bytes, descs))?
     }
 
     /// The access `location` has to the mapping.
     #[wraps(cuMemGetAccess)]
     #[track_caller]
     pub fn access(&self, location: MemLocation) -> Result<MemAccessFlags> {
-        get_access_raw(&self.range.ctx, self.ptr, location)
+        get_access_raw(&self.range.inner.ctx, self.ptr, location)
     }
 
     /// A new handle to the mapped allocation, retained from the mapping's address (as
-    /// [`PhysicalAllocation::retain`]).
+    /// [`PhysicalAllocation::retain`]). It is the same handle as the mapping's allocation, and
+    /// mapping it is refused as mapping that one is.
     #[wraps(cuMemRetainAllocationHandle)]
     #[track_caller]
     pub fn retain_allocation(&self) -> Result<PhysicalAllocation> {
-        PhysicalAllocation::retain(&self.range.ctx, self.ptr)
+        PhysicalAllocation::retain(&self.range.inner.ctx, self.ptr)
     }
 
     /// The allocation the mapping holds.
@@ -1022,12 +1393,15 @@ impl<'r, T: DeviceRepr> Mapping<'r, T> {
     pub fn as_raw(&self) -> sys::CUdeviceptr {
         self.ptr
     }
+}
 
-    /// Takes ownership of a mapping.
+impl<'r, T: DeviceRepr> Mapping<'r, T> {
+    /// Takes ownership of a mapping, as an exclusive one.
     ///
     /// # Safety
     /// `ptr..ptr + bytes` lies in `range`, is mapped to `alloc` by `cuMemMap` and nothing
-    /// else unmaps it.
+    /// else unmaps it; no other mapping of `alloc` hands out views while this one lives (a
+    /// claim left by [`into_raw`](Self::into_raw) is taken over).
     pub unsafe fn from_raw(
         ptr: sys::CUdeviceptr,
         bytes: usize,
@@ -1039,44 +1413,54 @@ impl<'r, T: DeviceRepr> Mapping<'r, T> {
             bytes,
             len: bytes.checked_div(std::mem::size_of::<T>()).unwrap_or(0),
             range,
+            claim: Some(Claim::adopt_exclusive(alloc.handle)),
             alloc,
+            // Its access is unknown: a change may revoke.
+            accessible: true,
             _marker: PhantomData,
         }
     }
 
-    /// Gives up ownership: the caller unmaps `(ptr, bytes)` with `cuMemUnmap`; the
-    /// allocation is returned.
+    /// Gives up ownership: the caller unmaps `(ptr, bytes)` with `cuMemUnmap`, after waiting
+    /// for the work queued through the mapping's views; the allocation is returned. It stays
+    /// claimed, so safe code cannot map it again while the raw mapping may exist;
+    /// [`from_raw`](Self::from_raw) takes the claim back (and dropping that mapping releases
+    /// it).
     pub fn into_raw(self) -> (sys::CUdeviceptr, usize, Arc<PhysicalAllocation>) {
-        let this = std::mem::ManuallyDrop::new(self);
+        let mut this = ManuallyDrop::new(self);
+        std::mem::forget(this.claim.take());
         // SAFETY: `this` is never dropped; the Arc is moved out once, here.
         let alloc = unsafe { std::ptr::read(&this.alloc) };
         (this.ptr, this.bytes, alloc)
     }
 }
 
-// SAFETY: the view covers the mapping's elements, borrowed from `self`; not stream-ordered.
-unsafe impl<T: DeviceRepr> DeviceMemory for Mapping<'_, T> {
+// SAFETY: the view covers the mapping's elements, borrowed from `self`; not stream-ordered
+// (the mapping's release waits for all work of its context first).
+unsafe impl<T: DeviceRepr, M: MapMode> DeviceMemory for Mapping<'_, T, M> {
     type Elem = T;
     #[inline]
     fn as_view(&self) -> DeviceSlice<'_, T> {
         DeviceSlice {
             ptr: self.ptr,
             len: self.len,
-            ctx: &self.range.ctx,
+            ctx: &self.range.inner.ctx,
             home: std::ptr::null_mut(),
             _marker: PhantomData,
         }
     }
 }
 
-// SAFETY: as above, borrowed exclusively.
-unsafe impl<T: DeviceRepr> DeviceMemoryMut for Mapping<'_, T> {
+// SAFETY: as above, borrowed exclusively; an exclusive mapping is the only mapping of its
+// allocation (its claim; Mapping's docs name what the claim does not see), so no other view
+// of these bytes exists.
+unsafe impl<T: DeviceRepr> DeviceMemoryMut for Mapping<'_, T, MapExclusive> {
     #[inline]
     fn as_view_mut(&mut self) -> DeviceSliceMut<'_, T> {
         DeviceSliceMut {
             ptr: self.ptr,
             len: self.len,
-            ctx: &self.range.ctx,
+            ctx: &self.range.inner.ctx,
             home: std::ptr::null_mut(),
             _marker: PhantomData,
         }
@@ -1102,12 +1486,19 @@ unsafe impl<T: DeviceRepr> DeviceMemoryMut for Mapping<'_, T> {
 /// # Ok::<(), cuda_driver::Error>(())
 /// ```
 ///
-/// Wraps `cuMemAddressReserve`, `cuMemCreate`, `cuMemMap`, `cuMemSetAccess`, `cuMemUnmap`,
-/// `cuMemRelease` and `cuMemAddressFree`.
+/// Release: its views are not stream-ordered (any stream of its context may use them), so
+/// dropping it first waits for all work of the context (`cuCtxSynchronize`), then unmaps every
+/// chunk; when that wait fails the buffer is leaked instead (see
+/// [`Mapping`](Mapping#release-and-invalidation)). Shrinking keeps the chunks mapped, so
+/// nothing else invalidates its memory. Its chunks are claimed as exclusive mappings: no other
+/// mapping of them can be made.
+///
+/// Wraps `cuMemAddressReserve`, `cuMemCreate`, `cuMemMap`, `cuMemSetAccess`,
+/// `cuCtxSynchronize`, `cuMemUnmap`, `cuMemRelease` and `cuMemAddressFree`.
 pub struct GrowableBuffer<T: DeviceRepr> {
-    // Dropped after the chunks are unmapped (Drop) and before they are released.
+    // Its reservation is held by the release of the chunks (Drop) until they are unmapped.
     range: AddressRange,
-    chunks: Vec<PhysicalAllocation>,
+    chunks: Vec<Chunk>,
     chunk_bytes: usize,
     props: AllocationProps,
     access: Vec<MemAccessDesc>,
@@ -1115,25 +1506,45 @@ pub struct GrowableBuffer<T: DeviceRepr> {
     _marker: PhantomData<T>,
 }
 
+/// A mapped chunk of a [`GrowableBuffer`]: its allocation and its exclusive claim.
+struct Chunk {
+    _alloc: PhysicalAllocation,
+    _claim: Claim,
+}
+
 impl<T: DeviceRepr> Drop for GrowableBuffer<T> {
     fn drop(&mut self) {
-        let chunk = self.chunk_bytes;
-        for i in 0..self.chunks.len() {
-            let ptr = self.range.ptr + (i * chunk) as sys::CUdeviceptr;
-            // SAFETY: chunk i is mapped at `ptr` with `chunk` bytes by `grow_mapping`, owned by
-            // self and unmapped once, here, before the range is freed (field drop) and the
-            // chunk handles are released.
-            self.range
-                .ctx
-                .release("cuMemUnmap", move || unsafe { sys::cuMemUnmap(ptr, chunk) });
+        let chunks = std::mem::take(&mut self.chunks);
+        if chunks.is_empty() {
+            // Nothing mapped: no view has covered any memory.
+            return;
         }
+        let (base, bytes, n) = (self.range.inner.ptr, self.chunk_bytes, chunks.len());
+        release_once_idle(
+            &self.range.inner,
+            "GrowableBuffer",
+            move || {
+                let mut all = true;
+                for i in 0..n {
+                    let ptr = base + (i * bytes) as sys::CUdeviceptr;
+                    // SAFETY: chunk i is mapped at `ptr` with `bytes` bytes by `grow_mapping`,
+                    // owned by the buffer and unmapped once, here, after all work of the
+                    // context is done (release_once_idle), with the reservation still held.
+                    let r = unsafe { sys::cuMemUnmap(ptr, bytes) };
+                    report_drop_error("cuMemUnmap", r);
+                    all &= r == sys::CUDA_SUCCESS;
+                }
+                all
+            },
+            chunks,
+        );
     }
 }
 
 impl<T: DeviceRepr> std::fmt::Debug for GrowableBuffer<T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("GrowableBuffer")
-            .field("ptr", &format_args!("{:#x}", self.range.ptr))
+            .field("ptr", &format_args!("{:#x}", self.range.inner.ptr))
             .field("len", &self.len)
             .field("chunks", &self.chunks.len())
             .field("chunk_bytes", &self.chunk_bytes)
@@ -1232,26 +1643,31 @@ impl<T: DeviceRepr> GrowableBuffer<T> {
 
     #[track_caller]
     fn grow_mapping(&mut self) -> Result<()> {
+        let ctx = &self.range.inner.ctx;
         let offset = self.chunks.len() * self.chunk_bytes;
-        let chunk = PhysicalAllocation::new(&self.range.ctx, self.chunk_bytes, &self.props)?;
-        let ptr = self.range.ptr + offset as sys::CUdeviceptr;
-        map_raw(&self.range.ctx, ptr, self.chunk_bytes, &chunk, 0)?;
-        if let Err(e) = set_access_raw(&self.range.ctx, ptr, self.chunk_bytes, &self.access) {
+        let alloc = PhysicalAllocation::new(ctx, self.chunk_bytes, &self.props)?;
+        let claim = Claim::take("GrowableBuffer::resize", alloc.handle, true)?;
+        let ptr = self.range.inner.ptr + offset as sys::CUdeviceptr;
+        map_raw(ctx, ptr, self.chunk_bytes, &alloc, 0)?;
+        if let Err(e) = set_access_raw(ctx, ptr, self.chunk_bytes, &self.access) {
             let bytes = self.chunk_bytes;
-            // SAFETY: mapped just above and not recorded as a chunk: unmapped once, here.
-            self.range
-                .ctx
-                .release("cuMemUnmap", move || unsafe { sys::cuMemUnmap(ptr, bytes) });
+            // SAFETY: mapped just above and not recorded as a chunk, so unmapped once, here.
+            // No work can use it: the views handed out so far cover the first `len`
+            // elements, which lie in the chunks mapped before this one.
+            ctx.release("cuMemUnmap", move || unsafe { sys::cuMemUnmap(ptr, bytes) });
             return Err(e);
         }
-        self.chunks.push(chunk);
+        self.chunks.push(Chunk {
+            _alloc: alloc,
+            _claim: claim,
+        });
         Ok(())
     }
 
     /// The largest length the buffer can grow to.
     pub fn max_len(&self) -> usize {
         self.range
-            .size
+            .size()
             .checked_div(std::mem::size_of::<T>())
             .unwrap_or(0)
     }
@@ -1275,7 +1691,7 @@ impl<T: DeviceRepr> GrowableBuffer<T> {
 
     /// The first address, which never changes.
     pub fn as_raw(&self) -> sys::CUdeviceptr {
-        self.range.ptr
+        self.range.inner.ptr
     }
 
     /// The reserved range.
@@ -1285,29 +1701,30 @@ impl<T: DeviceRepr> GrowableBuffer<T> {
 }
 
 // SAFETY: the view covers the first `len` elements, all inside mapped chunks; borrowed from
-// `self`; not stream-ordered.
+// `self`; not stream-ordered (the buffer's release waits for all work of its context first).
 unsafe impl<T: DeviceRepr> DeviceMemory for GrowableBuffer<T> {
     type Elem = T;
     #[inline]
     fn as_view(&self) -> DeviceSlice<'_, T> {
         DeviceSlice {
-            ptr: self.range.ptr,
+            ptr: self.range.inner.ptr,
             len: self.len,
-            ctx: &self.range.ctx,
+            ctx: &self.range.inner.ctx,
             home: std::ptr::null_mut(),
             _marker: PhantomData,
         }
     }
 }
 
-// SAFETY: as above, borrowed exclusively.
+// SAFETY: as above, borrowed exclusively; the chunks are claimed as exclusive mappings, so
+// no other mapping shows their bytes.
 unsafe impl<T: DeviceRepr> DeviceMemoryMut for GrowableBuffer<T> {
     #[inline]
     fn as_view_mut(&mut self) -> DeviceSliceMut<'_, T> {
         DeviceSliceMut {
-            ptr: self.range.ptr,
+            ptr: self.range.inner.ptr,
             len: self.len,
-            ctx: &self.range.ctx,
+            ctx: &self.range.inner.ctx,
             home: std::ptr::null_mut(),
             _marker: PhantomData,
         }
@@ -1408,6 +1825,50 @@ mod tests {
         let h = FabricHandle::from_bytes(b);
         assert_eq!(h.to_bytes(), b);
         assert_eq!(format!("{h:?}"), "FabricHandle(ab00000000000000..)");
+    }
+
+    #[test]
+    fn claims_exclude_what_aliasing_would_break() {
+        // A handle value no driver hands out here (the unit tests run without a GPU).
+        let h = 0xC1A1_0000_0000_0001;
+        let held = |r: Result<Claim>, exclusive: bool| match r {
+            Err(Error::AllocationMapped {
+                handle,
+                exclusive: e,
+                what: "t",
+            }) => assert_eq!((handle, e), (h, exclusive)),
+            other => panic!("{other:?}"),
+        };
+        // Shared claims coexist and exclude an exclusive one until the last goes.
+        let a = Claim::take("t", h, false).unwrap();
+        let b = Claim::take("t", h, false).unwrap();
+        held(Claim::take("t", h, true), false);
+        drop(a);
+        held(Claim::take("t", h, true), false);
+        drop(b);
+        // An exclusive claim excludes every other.
+        let x = Claim::take("t", h, true).unwrap();
+        held(Claim::take("t", h, true), true);
+        held(Claim::take("t", h, false), true);
+        // into_raw leaves it; from_raw takes it over; dropping that releases it once.
+        std::mem::forget(x);
+        held(Claim::take("t", h, false), true);
+        drop(Claim::adopt_exclusive(h));
+        // A claim left behind on a handle value that cuMemCreate hands out again is stale.
+        std::mem::forget(Claim::take("t", h, false).unwrap());
+        Claim::forget_stale(h);
+        drop(Claim::take("t", h, true).unwrap());
+        assert!(!claims().contains_key(&h));
+    }
+
+    #[test]
+    fn owners_are_send_and_sync() {
+        fn send_sync<T: Send + Sync>() {}
+        send_sync::<AddressRange>();
+        send_sync::<Mapping<'static, u32>>();
+        send_sync::<SharedMapping<'static, u32>>();
+        send_sync::<GrowableBuffer<u32>>();
+        send_sync::<PhysicalAllocation>();
     }
 
     #[test]
