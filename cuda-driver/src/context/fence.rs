@@ -19,7 +19,7 @@ use std::sync::Mutex;
 use cuda_driver_sys as sys;
 
 use super::Context;
-use crate::error::{check, report_drop_error, Result};
+use crate::error::{check, report_drop_problem, Result};
 use crate::release::SendRaw;
 
 /// The pending cross-context uses of one context's memory: events recorded on streams of
@@ -105,31 +105,44 @@ impl Context {
     }
 
     /// Waits for every cross-context use of this context's memory noted so far (see
-    /// [`fence_foreign_use`](Self::fence_foreign_use)). `false` when a wait failed: the work
-    /// may still run, and the caller must not release the memory.
+    /// [`fence_foreign_use`](Self::fence_foreign_use)). `false`, with the failure reported,
+    /// when a wait failed: the work may still run, and the caller must not release the memory.
     #[inline]
     pub(crate) fn wait_foreign_uses(&self) -> bool {
+        match self.wait_foreign_uses_checked() {
+            Ok(()) => true,
+            Err(e) => {
+                report_drop_problem(&format_args!("{e}"));
+                false
+            }
+        }
+    }
+
+    /// [`wait_foreign_uses`](Self::wait_foreign_uses), returning the failed wait's error.
+    #[inline]
+    #[track_caller]
+    pub(crate) fn wait_foreign_uses_checked(&self) -> Result<()> {
         if !self.inner.fences.any.load(Ordering::Acquire) {
-            return true;
+            return Ok(());
         }
         self.wait_foreign_uses_slow()
     }
 
     #[cold]
     #[inline(never)]
-    fn wait_foreign_uses_slow(&self) -> bool {
+    #[track_caller]
+    fn wait_foreign_uses_slow(&self) -> Result<()> {
         let mut list = self.inner.fences.lock();
         while let Some((event, ctx)) = list.pop() {
             // SAFETY: a live event of the list; the wait needs no current context.
             let r = unsafe { sys::cuEventSynchronize(SendRaw(event.0).get()) };
             if r != sys::CUDA_SUCCESS {
-                report_drop_error("cuEventSynchronize", r);
                 list.push((event, ctx));
-                return false;
+                return check(r, "cuEventSynchronize");
             }
             destroy(event, &ctx);
         }
         self.inner.fences.any.store(false, Ordering::Release);
-        true
+        Ok(())
     }
 }

@@ -417,11 +417,14 @@ fn get_access_raw(
 }
 
 /// The one path by which VMM memory is invalidated (see
-/// [`Mapping`](Mapping#release-and-invalidation)): with `ctx` current, waits for all of its
-/// work (`cuCtxSynchronize`), then runs `invalidate` and returns its result. When entering or waiting fails, `invalidate` does not run and the error is
+/// [`Mapping`](Mapping#release-and-invalidation)): waits for the work queued through its
+/// views on other contexts' streams (see `Context::fence_foreign_use`), then, with `ctx`
+/// current, for all of its own work (`cuCtxSynchronize`), then runs `invalidate` and returns its result. When entering or waiting fails, `invalidate` does not run and the error is
 /// returned. Refuses inside a host function, as every entry does.
 #[track_caller]
 fn once_idle<R>(ctx: &Context, invalidate: impl FnOnce() -> R) -> Result<R> {
+    // Work queued on other contexts' streams through the views (peer copies) first.
+    ctx.wait_foreign_uses_checked()?;
     let _cur = ctx.enter()?;
     check(
         // SAFETY: no arguments; waits for the current context, which is `ctx`.
