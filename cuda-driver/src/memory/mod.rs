@@ -11,9 +11,9 @@
 //! |---|---|---|---|
 //! | [`DeviceBuffer`] | `cuMemAlloc_v2` | `cuMemFree_v2` | through copies |
 //! | [`AsyncDeviceBuffer`] | `cuMemAllocAsync`, `cuMemAllocFromPoolAsync` ([`MemPool`]) | `cuMemFreeAsync` on its stream | through copies |
-//! | [`ManagedBuffer`] | `cuMemAllocManaged` | `cuMemFree_v2` | `as_slice` / `as_mut_slice` after synchronising |
-//! | [`PinnedBuffer`] | `cuMemHostAlloc` | `cuMemFreeHost` | `Deref<Target = [T]>`; device view in a closure |
-//! | [`HostRegistration`] | `cuMemHostRegister_v2` | `cuMemHostUnregister` | `Deref<Target = [T]>`; device view in a closure |
+//! | [`ManagedBuffer`] | `cuMemAllocManaged` | `cuMemFree_v2` | `as_slice` / `as_mut_slice` after synchronising its stream |
+//! | [`PinnedBuffer`] | `cuMemHostAlloc` | `cuMemFreeHost` | `Deref<Target = [T]>`; device view in a closure, on a stream it then waits for |
+//! | [`HostRegistration`] | `cuMemHostRegister_v2` | `cuMemHostUnregister` | `Deref<Target = [T]>`; device view in a closure (`unsafe`) |
 //! | [`Mapping`] | `cuMemCreate` + `cuMemMap` into an [`AddressRange`] | `cuMemUnmap` (+ `cuMemRelease`, `cuMemAddressFree`) | through copies |
 //! | [`GrowableBuffer`] | `cuMemAddressReserve`, then `cuMemCreate` + `cuMemMap` per chunk | `cuMemUnmap`, `cuMemRelease`, `cuMemAddressFree` | through copies |
 //! | [`IpcMemory`] | `cuIpcOpenMemHandle_v2` (another process's allocation) | `cuIpcCloseMemHandle` | through copies |
@@ -62,6 +62,7 @@ pub use stream_ordered::{
     AsyncDeviceBuffer, MemPool, MemPoolCreateUsageFlags, MemPoolProps, MemPoolRef,
     PoolPtrExportData,
 };
+pub use stream_ordered::MoveToStreamError;
 pub use view::{DeviceSlice, DeviceSliceMut, MemsetValue};
 pub use vmm::{
     AddressRange, AllocationProps, FabricHandle, GrowableBuffer, Mapping, MemAccessDesc,

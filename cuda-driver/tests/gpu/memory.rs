@@ -470,26 +470,48 @@ fn pinned_memory_flags_mapping_and_memset() {
     dev.copy_from_device(&mapped).unwrap();
     assert_eq!(dev.to_vec().unwrap(), data);
 
-    // The seed's cuMemsetD32 of 555.0f on page-locked memory, safely.
+    // The seed's cuMemsetD32 of 555.0f on page-locked memory, safely, on the legacy stream.
+    let legacy = Stream::legacy(&ctx);
     pinned
-        .with_device_view_mut(|mut v| v.memset(555.0f32.to_bits()))
+        .with_device_view_mut(&legacy, |mut v| v.memset(555.0f32.to_bits()))
         .unwrap();
     assert!(pinned.iter().all(|&x| x == 555.0));
-    // Work queued on a stream inside the closure is done when it returns.
+    // Work queued on the view's stream inside the closure is done when it returns.
     let stream = Stream::new(&ctx, StreamFlags::NON_BLOCKING).unwrap();
     pinned
-        .with_device_view_mut(|mut v| v.memset_async(0u8, &stream))
+        .with_device_view_mut(&stream, |mut v| v.memset_async(0u8, &stream))
         .unwrap();
     assert!(pinned.iter().all(|&x| x == 0.0));
+    // The view is ordered on the closure's stream: another stream is refused.
+    let e = pinned
+        .with_device_view_mut(&stream, |mut v| v.memset_async(1u8, &legacy))
+        .unwrap_err();
+    assert!(matches!(e, Error::StreamMismatch { .. }), "{e:?}");
+    assert!(pinned.iter().all(|&x| x == 0.0));
+    // The shared view reads it (a device copy), under the same rules.
+    let mut dev = DeviceBuffer::<f32>::zeroed(&ctx, 256).unwrap();
+    pinned
+        .with_device_view(&stream, |v| {
+            dev.as_view_mut().copy_from_device(&v)?;
+            Ok(())
+        })
+        .unwrap();
+    assert!(dev.to_vec().unwrap().iter().all(|&x| x == 0.0));
     let mut halves =
         PinnedBuffer::<u16>::from_slice(&ctx, &[1, 2, 3], PinnedFlags::empty()).unwrap();
     halves
-        .with_device_view_mut(|mut v| v.memset(0xCAFEu16))
+        .with_device_view_mut(&legacy, |mut v| v.memset(0xCAFEu16))
         .unwrap();
     assert_eq!(&halves[..], &[0xCAFE; 3]);
     assert!(matches!(
-        halves.with_device_view_mut(|mut v| v.memset(1u32)),
+        halves.with_device_view_mut(&legacy, |mut v| v.memset(1u32)),
         Err(Error::MemsetWidth { .. })
+    ));
+    assert_eq!(&halves[..], &[0xCAFE; 3]);
+    // The per-thread default stream names another stream on every thread: refused.
+    assert!(matches!(
+        halves.with_device_view_mut(&Stream::per_thread(&ctx), |_| Ok(())),
+        Err(Error::InvalidStream { .. })
     ));
 
     // Write-combined memory: written by the host, read by the device.
@@ -542,14 +564,20 @@ fn managed_memory_is_read_on_the_host_after_device_writes() {
     if dev.attribute(DeviceAttribute::MANAGED_MEMORY).unwrap() == 0 {
         crate::common::skip("managed memory is not supported by this device");
     }
-    // 1 KiB.
-    let mut buf = ManagedBuffer::<u32>::zeroed(&ctx, 256, AttachFlags::GLOBAL).unwrap();
+    // 1 KiB, ordered on a created stream (every device accepts it).
+    let stream = Stream::new(&ctx, StreamFlags::NON_BLOCKING).unwrap();
+    let mut buf = ManagedBuffer::<u32>::zeroed(&stream, 256, AttachFlags::GLOBAL).unwrap();
+    assert_eq!(buf.stream().as_raw(), stream.as_raw());
     assert_eq!(buf.as_slice().unwrap(), &[0; 256][..]);
     buf.memset(0xDEAD_BEEFu32).unwrap();
     assert!(buf.as_slice().unwrap().iter().all(|&x| x == 0xDEAD_BEEF));
     let data = words(256, 18);
     buf.as_mut_slice().unwrap().copy_from_slice(&data);
     assert_eq!(buf.to_vec().unwrap(), data);
+    // Work queued on its stream is seen by the host access, which waits for that stream.
+    buf.memset_async(7u32, &stream).unwrap();
+    assert!(buf.as_slice().unwrap().iter().all(|&x| x == 7));
+    buf.as_mut_slice().unwrap().copy_from_slice(&data);
 
     let info = PointerInfo::query(buf.as_raw()).unwrap();
     assert_eq!(info.device_ordinal, 0);
@@ -564,15 +592,13 @@ fn managed_memory_is_read_on_the_host_after_device_writes() {
         .unwrap()
         != 0
     {
-        let stream = Stream::new(&ctx, StreamFlags::NON_BLOCKING).unwrap();
-        buf.prefetch(MemLocation::device(dev), &stream).unwrap();
-        buf.prefetch(MemLocation::host(), &stream).unwrap();
-        stream.synchronize().unwrap();
+        buf.prefetch(MemLocation::device(dev)).unwrap();
+        buf.prefetch(MemLocation::host()).unwrap();
     }
     assert_eq!(buf.to_vec().unwrap(), data);
 
     // Allocated from host data, attached to the host.
-    let from = ManagedBuffer::from_slice(&ctx, &data, AttachFlags::HOST).unwrap();
+    let from = ManagedBuffer::from_slice(&stream, &data, AttachFlags::HOST).unwrap();
     assert_eq!(from.as_slice().unwrap(), &data[..]);
 }
 
@@ -661,7 +687,7 @@ fn every_kind_of_memory_drops_without_errors() {
     let a = pool.alloc_async::<u8>(&stream, 1000).unwrap();
     let b = DeviceBuffer::<u8>::new_async(&stream, 1000).unwrap();
     let c = PinnedBuffer::<u8>::zeroed(&ctx, 1000, PinnedFlags::empty()).unwrap();
-    let d = ManagedBuffer::<u8>::zeroed(&ctx, 1000, AttachFlags::GLOBAL).unwrap();
+    let d = ManagedBuffer::<u8>::zeroed(&stream, 1000, AttachFlags::GLOBAL).unwrap();
     drop((a, b, c, d));
     drop(pool);
     stream.synchronize().unwrap();
