@@ -11,8 +11,8 @@ use super::view::{byte_len, stream_identity};
 use super::{MemAdvice, MemLocation};
 use crate::error::{check, Error, Result};
 use crate::{
-    Context, DeviceAttribute, DeviceBuffer, DeviceMemory, DeviceMemoryMut, DeviceRepr,
-    DeviceSlice, DeviceSliceMut, Stream,
+    Context, DeviceAttribute, DeviceBuffer, DeviceMemory, DeviceMemoryMut, DeviceRepr, DeviceSlice,
+    DeviceSliceMut, Stream,
 };
 
 pub use crate::types::AttachFlags;

@@ -58,11 +58,11 @@ pub use pitched::{Pitched2D, Pitched2DView, Pitched2DViewMut};
 pub use pointer::PointerInfo;
 pub use range::{pointer_attributes, MemRangeAttribute, PointerAttributes};
 pub use sparse_map::SparseRegion;
+pub use stream_ordered::MoveToStreamError;
 pub use stream_ordered::{
     AsyncDeviceBuffer, MemPool, MemPoolCreateUsageFlags, MemPoolProps, MemPoolRef,
     PoolPtrExportData,
 };
-pub use stream_ordered::MoveToStreamError;
 pub use view::{DeviceSlice, DeviceSliceMut, MemsetValue};
 pub use vmm::{
     AddressRange, AllocationProps, FabricHandle, GrowableBuffer, Mapping, MemAccessDesc,

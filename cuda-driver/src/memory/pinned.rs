@@ -374,8 +374,9 @@ impl<T: DeviceRepr> PinnedBuffer<T> {
     ///
     /// ```no_run
     /// # use cuda_driver::prelude::*;
-    /// # fn f(host: &mut cuda_driver::PinnedBuffer<f32>) -> cuda_driver::Result<()> {
-    /// let stream = cuda_driver::Stream::legacy(host.context());
+    /// # fn f(ctx: &cuda_driver::Context, host: &mut cuda_driver::PinnedBuffer<f32>)
+    /// #     -> cuda_driver::Result<()> {
+    /// let stream = cuda_driver::Stream::legacy(ctx); // the buffer's context
     /// host.with_device_view_mut(&stream, |mut v| v.memset(555.0f32.to_bits()))?;
     /// assert!(host.iter().all(|&x| x == 555.0));
     /// # Ok(()) }

@@ -246,7 +246,11 @@ impl Stream {
     #[track_caller]
     pub fn discard_batch<T: DeviceRepr>(&self, ranges: &mut [DeviceSliceMut<'_, T>]) -> Result<()> {
         let f = newer::cuMemDiscardBatchAsync()?;
-        check_ranges("Stream::discard_batch", ranges.iter().map(|r| r.as_view()), self)?;
+        check_ranges(
+            "Stream::discard_batch",
+            ranges.iter().map(|r| r.as_view()),
+            self,
+        )?;
         let (mut p, mut n) = ranges_of(ranges.iter().map(|r| (r.as_raw(), r.bytes())));
         if p.is_empty() {
             return Ok(());
