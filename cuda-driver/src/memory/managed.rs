@@ -381,8 +381,9 @@ impl<'s, T: DeviceRepr> ManagedBuffer<'s, T> {
         // (checked at allocation), valid on the host. Every safe device operation on it was
         // queued on the buffer's stream (its views carry that stream), which is idle now, and
         // `&self` keeps this buffer's writing device operations (`&mut self`) from starting
-        // while the slice lives; without concurrent managed access the memory is attached to
-        // that idle stream alone.
+        // while the slice lives. Without concurrent managed access the memory is attached to
+        // that idle stream alone, which the cuStreamAttachMemAsync reference documents as
+        // enough for host access (no GPU test: the suite's GPUs all have concurrent access).
         Ok(unsafe { std::slice::from_raw_parts(self.as_raw() as usize as *const T, self.len()) })
     }
 
