@@ -8,7 +8,7 @@
 use std::process::ExitCode;
 
 use cuda_driver::prelude::*;
-use cuda_driver::{Context, ContextFlags, Device, DeviceBuffer, PinnedBuffer, PinnedFlags};
+use cuda_driver::{Context, ContextFlags, Device, DeviceBuffer, PinnedBuffer, PinnedFlags, Stream};
 use cuda_driver_examples::{check, run_example, Failure};
 
 fn main() -> ExitCode {
@@ -53,10 +53,13 @@ fn run() -> Result<(), Failure> {
     );
 
     // The seed's cuMemsetD32((CUdeviceptr)host_page_locked_memory, *(int*)&new_value, 1):
-    // the bits of 555.0f, written by the device through the memory's device address.
+    // the bits of 555.0f, written by the device through the memory's device address, on the
+    // default (legacy) stream, which is all the call waits for before the host reads again.
     let new_value: f32 = 555.0;
-    host_page_locked_memory
-        .with_device_view_mut(|mut device_view| device_view.memset(new_value.to_bits()))?;
+    let default_stream = Stream::legacy(&context);
+    host_page_locked_memory.with_device_view_mut(&default_stream, |mut device_view| {
+        device_view.memset(new_value.to_bits())
+    })?;
     println!(
         "host_page_locked_memory[0] = {:.6}",
         host_page_locked_memory[0]

@@ -38,9 +38,10 @@ impl Stream {
     ///
     /// Whatever the mode, synchronizing the whole context while one of its streams is being
     /// captured, on any thread, fails with `CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED` and
-    /// invalidates the capture: [`Context::synchronize`](crate::Context::synchronize) and the
-    /// host accessors of managed memory, which synchronize the context first. Capture on a
-    /// context that other threads do not synchronize meanwhile.
+    /// invalidates the capture: [`Context::synchronize`](crate::Context::synchronize). Capture
+    /// on a context that other threads do not synchronize meanwhile. (The crate's host access
+    /// to managed and page-locked memory waits for the memory's own stream only; synchronizing
+    /// the stream being captured fails the same way, and they then hand out no host access.)
     ///
     /// Kernels launched through this crate onto a captured stream are kept loaded by the graph
     /// (see the [graph module docs](crate::Graph)).

@@ -142,17 +142,19 @@ impl<'a, T: ArrayElement> ArrayRef<'a, T> {
         let (off, bytes) =
             range_1d::<T>(self.desc(), "Array::copy_1d_to_device", offset, dst.len())?;
         same_context("Array::copy_1d_to_device", self.context(), dst.context())?;
-        sync_home(dst.as_view().stream_order())?;
         if bytes == 0 {
             return Ok(());
         }
+        let home = dst.as_view().stream_order();
         let _cur = self.context().enter()?;
+        sync_home(home)?;
         check(
             // SAFETY: the range lies in the live array (checked); the view borrows `bytes`
             // bytes of live device memory exclusively.
             unsafe { sys::cuMemcpyAtoD(dst.as_raw(), self.as_raw(), off, bytes) },
             "cuMemcpyAtoD_v2",
-        )
+        )?;
+        wait_for_copy(home)
     }
 }
 
@@ -225,17 +227,19 @@ impl<'a, T: ArrayElement> ArrayRefMut<'a, T> {
         let (off, bytes) =
             range_1d::<T>(self.desc(), "Array::copy_1d_from_device", offset, src.len())?;
         same_context("Array::copy_1d_from_device", self.context(), src.context())?;
-        sync_home(src.stream_order())?;
         if bytes == 0 {
             return Ok(());
         }
+        let home = src.stream_order();
         let _cur = self.context().enter()?;
+        sync_home(home)?;
         check(
             // SAFETY: the range lies in the live array (checked, borrowed exclusively); the
             // view borrows `bytes` bytes of live device memory.
             unsafe { sys::cuMemcpyDtoA(self.as_raw(), off, src.as_raw(), bytes) },
             "cuMemcpyDtoA_v2",
-        )
+        )?;
+        wait_for_copy(home)
     }
 
     /// Copies `len` elements from `src` (a 1D array of the same context: an `&Array`, a
@@ -305,8 +309,9 @@ fn same_context(what: &'static str, a: &Context, b: &Context) -> Result<()> {
     }
 }
 
-/// The blocking array copies have no stream form for stream-ordered views: synchronise the
-/// view's stream first, so the copy sees (and is seen by) the work ordered on it.
+/// The blocking array copies have no stream form for views ordered on a stream: synchronise
+/// the view's stream first (the context current), so the copy sees the work ordered on it,
+/// and [`wait_for_copy`] after it.
 #[track_caller]
 fn sync_home(home: Option<sys::CUstream>) -> Result<()> {
     if let Some(s) = home {
@@ -314,6 +319,22 @@ fn sync_home(home: Option<sys::CUstream>) -> Result<()> {
             // SAFETY: `s` is the live stream the view's memory is ordered on (its owner
             // borrows it).
             unsafe { sys::cuStreamSynchronize(s) },
+            "cuStreamSynchronize",
+        )?;
+    }
+    Ok(())
+}
+
+/// After a blocking array copy of a view ordered on a stream: wait for the copy, which ran on
+/// the default stream, unordered with the view's stream (which may be non-blocking), so that
+/// the work later ordered on that stream (the free of stream-ordered memory, the host access
+/// of managed memory) comes after it. The context is current.
+#[track_caller]
+fn wait_for_copy(home: Option<sys::CUstream>) -> Result<()> {
+    if home.is_some() {
+        check(
+            // SAFETY: the null stream of the current context, always valid.
+            unsafe { sys::cuStreamSynchronize(ptr::null_mut()) },
             "cuStreamSynchronize",
         )?;
     }

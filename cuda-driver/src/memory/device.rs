@@ -21,6 +21,11 @@ use crate::{
 /// [`DeviceMemoryMut`] (in [`prelude`](crate::prelude)); a kernel takes its views as
 /// arguments.
 ///
+/// **Its blocking operations (those without a stream) are not ordered after work queued on
+/// [`NON_BLOCKING`](crate::StreamFlags::NON_BLOCKING) streams**: after a kernel or an
+/// `*_async` operation on such a stream, synchronise it before a blocking copy or memset (see
+/// [below](#ordering-of-the-blocking-operations)).
+///
 /// ```no_run
 /// use cuda_driver::prelude::*;
 /// use cuda_driver::{Device, DeviceBuffer};
@@ -35,16 +40,26 @@ use crate::{
 /// # Ordering of the blocking operations
 ///
 /// The operations without a stream run on the default stream (the legacy one, or the
-/// per-thread one with the `per-thread-default-stream` feature) with the driver's
+/// per-thread one with the `per-thread-default-stream` feature) and are ordered like it, in
+/// both directions: after the work already queued on the default stream and on streams
+/// created with [`StreamFlags::DEFAULT`](crate::StreamFlags::DEFAULT), and before the work
+/// queued there later; **not** after, nor before, the work of
+/// [`NON_BLOCKING`](crate::StreamFlags::NON_BLOCKING) streams (with the feature, of any
+/// stream but this thread's default stream and the legacy one). So synchronise a non-blocking stream ([`Stream::synchronize`]) before a blocking
+/// operation that must see its work, and synchronise the default stream
+/// ([`Stream::null`]`(ctx).synchronize()`) before work on a non-blocking stream that must
+/// see a blocking operation's result, or use the `*_async` forms on that stream. A
+/// blocking operation that misses such work reads or overwrites bytes a stream is still
+/// writing: a data race on device memory with unspecified results (every bit pattern is a
+/// valid `T`), not undefined behaviour on the host; the GPU test
+/// `blocking_copies_follow_blocking_streams_not_non_blocking_ones` shows the rule.
+///
+/// When they return, with the driver's
 /// [synchronisation rules](https://docs.nvidia.com/cuda/cuda-driver-api/api-sync-behavior.html):
-/// a copy to the host is done when it returns; a copy from page-locked memory too; a copy
-/// from pageable memory has read `src` but may still be travelling to the device; memsets and
-/// device-to-device copies may still be running. Later work on the default stream, and on
-/// streams created with [`StreamFlags::DEFAULT`](crate::StreamFlags::DEFAULT), is ordered
-/// after them; work on [`NON_BLOCKING`](crate::StreamFlags::NON_BLOCKING) streams is not:
-/// synchronise the default stream first ([`Stream::null`]`(ctx).synchronize()`), or use the
-/// `*_async` forms on that stream. The constructors [`zeroed`](Self::zeroed) and
-/// [`from_slice`](Self::from_slice) return only when the data is in place.
+/// a copy to the host is done; a copy from page-locked memory too; a copy from pageable
+/// memory has read `src` but may still be travelling to the device; memsets and
+/// device-to-device copies may still be running. The constructors [`zeroed`](Self::zeroed)
+/// and [`from_slice`](Self::from_slice) return only when the data is in place.
 #[wraps(CUdeviceptr)]
 pub struct DeviceBuffer<T: DeviceRepr> {
     /// Kept first and by value: a kernel argument is a pointer to this field.

@@ -1,16 +1,18 @@
 //! Managed (unified) memory: [`ManagedBuffer`] (`cuMemAllocManaged`).
 
+use std::marker::PhantomData;
 use std::ptr::NonNull;
 
 use cuda_driver_macros::wraps;
 use cuda_driver_sys as sys;
 
-use super::view::byte_len;
+use super::stream_ordered::{check_orderable, order_after, MoveToStreamError};
+use super::view::{byte_len, stream_identity};
 use super::{MemAdvice, MemLocation};
 use crate::error::{check, Error, Result};
 use crate::{
-    Context, DeviceBuffer, DeviceMemory, DeviceMemoryMut, DeviceRepr, DeviceSlice, DeviceSliceMut,
-    Stream,
+    Context, DeviceAttribute, DeviceBuffer, DeviceMemory, DeviceMemoryMut, DeviceRepr, DeviceSlice,
+    DeviceSliceMut, Stream,
 };
 
 pub use crate::types::AttachFlags;
@@ -20,44 +22,124 @@ pub use crate::types::AttachFlags;
 /// in its context, which it keeps alive. Always initialised ([`zeroed`](Self::zeroed),
 /// [`from_slice`](Self::from_slice)).
 ///
-/// **Host access synchronises first.** The device may be writing the memory (a kernel, a
-/// memset, a prefetch queued earlier) whenever the host is not waiting for it, and on devices
-/// without concurrent managed access (`CONCURRENT_MANAGED_ACCESS` = 0) the host may not touch
-/// managed memory at all while the device runs. So [`as_slice`](Self::as_slice) and
-/// [`as_mut_slice`](Self::as_mut_slice) call `cuCtxSynchronize` before handing out a
-/// reference, and the borrow they return keeps this buffer's safe device operations (which
-/// take `&mut self`) from running meanwhile. Its views accept streams of its own context only
-/// ([`Error::ContextMismatch`] otherwise), so the synchronisation covers all their work. On
-/// devices without concurrent managed access, also launch nothing else in the context while
-/// holding the reference.
+/// # Its stream
+///
+/// The buffer is ordered on a stream it borrows, as [`AsyncDeviceBuffer`] is: its views
+/// carry that stream, so every safe device operation on the memory is queued there. The
+/// operations with a stream (`memset_async`, `copy_*_async`, [`Stream::attach_mem`], the
+/// batched prefetch and discard, checked kernel launches) must use it
+/// ([`Error::StreamMismatch`] otherwise; [`Error::ContextMismatch`] for another context's
+/// streams), and the ones without a stream run on it and wait for it. Move the buffer to
+/// another stream of its context with [`move_to_stream`](Self::move_to_stream).
+///
+/// **Host access waits for that stream, and nothing else.** The device may be writing the
+/// memory (a kernel, a memset, a prefetch queued earlier) whenever the host is not waiting
+/// for it, so [`as_slice`](Self::as_slice), [`as_mut_slice`](Self::as_mut_slice) and
+/// [`to_vec`](Self::to_vec) call `cuStreamSynchronize` of the buffer's stream before handing
+/// out a reference: other streams, other threads' work in the context and their stream
+/// captures are neither waited for nor disturbed. If that wait fails, they return the error
+/// and no reference. The borrow they return keeps this buffer's safe device operations (which
+/// take `&mut self`) from starting meanwhile.
+///
+/// On devices without concurrent managed access (`CONCURRENT_MANAGED_ACCESS` = 0: older
+/// GPUs, Windows) the host may touch managed memory while the device runs only if the memory
+/// is attached to one stream that is idle (`cuStreamAttachMemAsync` with
+/// `CU_MEM_ATTACH_SINGLE`: "the Unified Memory system will allow CPU access to this memory
+/// region so long as all operations in hStream have completed, regardless of whether other
+/// streams are active"). There the buffer attaches its memory to its stream when allocated,
+/// again before each host access and when moved, and its stream must be a created stream
+/// (the driver cannot attach to the null stream): [`Error::InvalidStream`] otherwise.
+/// Everywhere the per-thread default stream is [`Error::InvalidStream`] (it names another
+/// stream on every thread).
 ///
 /// Its device operations and kernel arguments are those of its views ([`DeviceMemory`],
 /// [`DeviceMemoryMut`]).
 ///
 /// ```no_run
 /// use cuda_driver::prelude::*;
-/// use cuda_driver::{AttachFlags, Device, ManagedBuffer};
+/// use cuda_driver::{AttachFlags, Device, ManagedBuffer, Stream, StreamFlags};
 ///
 /// let ctx = Device::get(0)?.primary_context()?;
-/// let mut buf = ManagedBuffer::<u32>::zeroed(&ctx, 256, AttachFlags::GLOBAL)?;
-/// buf.memset(42u32)?; // on the device
-/// assert!(buf.as_slice()?.iter().all(|&x| x == 42)); // synchronises, then reads on the host
+/// let stream = Stream::new(&ctx, StreamFlags::NON_BLOCKING)?;
+/// let mut buf = ManagedBuffer::<u32>::zeroed(&stream, 256, AttachFlags::GLOBAL)?;
+/// buf.memset_async(42u32, &stream)?; // on the device, on the buffer's stream
+/// assert!(buf.as_slice()?.iter().all(|&x| x == 42)); // waits for `stream`, then reads
 /// # Ok::<(), cuda_driver::Error>(())
 /// ```
+///
+/// [`AsyncDeviceBuffer`]: crate::AsyncDeviceBuffer
 #[wraps(cuMemAllocManaged)]
-#[derive(Debug)]
-pub struct ManagedBuffer<T: DeviceRepr> {
-    /// A device allocation freed with `cuMemFree_v2` in its context, like a `DeviceBuffer`.
+pub struct ManagedBuffer<'s, T: DeviceRepr> {
+    /// A device allocation freed with `cuMemFree_v2` in its context (the stream's), like a
+    /// `DeviceBuffer`.
     inner: DeviceBuffer<T>,
+    /// The stream the memory's device work is queued on, and host access waits for.
+    stream: &'s Stream,
+    /// The device has no concurrent managed access: the memory is attached to `stream` alone.
+    single: bool,
+    /// The host reads and writes `T`s through `as_slice`/`as_mut_slice`: `Send`/`Sync` only
+    /// where `T` is.
+    _host: PhantomData<T>,
 }
 
-impl<T: DeviceRepr> ManagedBuffer<T> {
+impl<T: DeviceRepr> std::fmt::Debug for ManagedBuffer<'_, T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ManagedBuffer")
+            .field("ptr", &format_args!("{:#x}", self.inner.ptr))
+            .field("len", &self.inner.len)
+            .field("stream", &self.stream.as_raw())
+            .field("type", &std::any::type_name::<T>())
+            .finish()
+    }
+}
+
+/// Whether `stream` is the null or legacy default stream of its context.
+fn is_null_stream(stream: &Stream) -> bool {
+    stream_identity(stream.as_raw()) == sys::CU_STREAM_LEGACY
+}
+
+/// Whether managed memory used on `stream` must be attached to that stream alone for the
+/// host to use it while other streams run: its device has no concurrent managed access.
+/// Such memory cannot be attached to the null stream: [`Error::InvalidStream`] for it.
+#[track_caller]
+fn needs_single_attach(what: &'static str, stream: &Stream) -> Result<bool> {
+    let concurrent = stream
+        .context()
+        .device()
+        .attribute(DeviceAttribute::CONCURRENT_MANAGED_ACCESS)?;
+    if concurrent != 0 {
+        return Ok(false);
+    }
+    check_attachable(what, stream)?;
+    Ok(true)
+}
+
+/// Refuses the null stream as the one stream managed memory is attached to.
+#[track_caller]
+fn check_attachable(what: &'static str, stream: &Stream) -> Result<()> {
+    if is_null_stream(stream) {
+        return Err(Error::InvalidStream {
+            what,
+            reason: "without concurrent managed access the host may use managed memory only \
+                     while the one stream it is attached to is idle, and memory cannot be \
+                     attached to the null stream; use a created stream",
+        });
+    }
+    Ok(())
+}
+
+impl<'s, T: DeviceRepr> ManagedBuffer<'s, T> {
     /// Allocates without initialising: only for the constructors, which initialise it.
     #[track_caller]
-    fn alloc_uninit(ctx: &Context, len: usize, flags: AttachFlags) -> Result<Self> {
-        let bytes = byte_len::<T>("ManagedBuffer", len)?;
+    fn alloc_uninit(stream: &'s Stream, len: usize, flags: AttachFlags) -> Result<Self> {
+        const WHAT: &str = "ManagedBuffer";
+        let bytes = byte_len::<T>(WHAT, len)?;
+        check_orderable(WHAT, stream)?;
+        let ctx = stream.context();
         let mut ptr = 0;
+        let mut single = false;
         if bytes > 0 {
+            single = needs_single_attach(WHAT, stream)?;
             let _cur = ctx.enter()?;
             check(
                 // SAFETY: writes one CUdeviceptr; the allocation is owned by the buffer built in
@@ -70,6 +152,9 @@ impl<T: DeviceRepr> ManagedBuffer<T> {
             // SAFETY: `ptr` came from cuMemAllocManaged in `ctx` for `bytes` bytes (or is 0
             // for zero bytes), owned by nothing else; cuMemFree_v2 frees it.
             inner: unsafe { DeviceBuffer::from_raw(ptr, len, ctx) },
+            stream,
+            single,
+            _host: PhantomData,
         };
         if ptr as usize % std::mem::align_of::<T>() != 0 {
             // 256-byte aligned in practice; checked because `as_slice` relies on it.
@@ -78,59 +163,108 @@ impl<T: DeviceRepr> ManagedBuffer<T> {
                 reason: format!("{ptr:#x} is not aligned for {}", std::any::type_name::<T>()),
             });
         }
+        buf.attach_single(stream)?;
         Ok(buf)
     }
 
-    /// Allocates `len` managed elements with every byte zero (set on the device with
-    /// `cuMemsetD8`), and returns once they are.
+    /// Allocates `len` managed elements with every byte zero, set on the device on `stream`
+    /// (which the buffer is ordered on from then on), and returns once they are.
     ///
     /// Calls [`cuMemAllocManaged`](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html),
-    /// `cuMemsetD8_v2` and `cuStreamSynchronize` of the default stream.
-    #[wraps(cuMemAllocManaged)]
+    /// `cuMemsetD8Async` and `cuStreamSynchronize` of `stream` (and, on devices without
+    /// concurrent managed access, `cuStreamAttachMemAsync`).
+    #[wraps(cuMemAllocManaged, cuMemsetD8Async, cuStreamSynchronize)]
     #[track_caller]
-    pub fn zeroed(ctx: &Context, len: usize, flags: AttachFlags) -> Result<Self> {
-        let mut buf = Self::alloc_uninit(ctx, len, flags)?;
-        if buf.bytes() > 0 {
-            buf.memset(0u8)?;
-            Stream::null(ctx).synchronize()?;
-        }
+    pub fn zeroed(stream: &'s Stream, len: usize, flags: AttachFlags) -> Result<Self> {
+        let mut buf = Self::alloc_uninit(stream, len, flags)?;
+        // On the buffer's stream, which is then synchronised.
+        buf.memset(0u8)?;
         Ok(buf)
     }
 
-    /// Allocates managed memory holding a copy of `src`, and returns once the copy is done.
+    /// Allocates managed memory holding a copy of `src`, ordered on `stream`, and returns
+    /// once the copy is done.
     ///
-    /// Calls `cuMemAllocManaged`, `cuMemcpyHtoD_v2` and `cuStreamSynchronize` of the default
-    /// stream.
-    #[wraps(cuMemAllocManaged, cuMemcpyHtoD_v2, cuStreamSynchronize)]
+    /// Calls `cuMemAllocManaged`, `cuMemcpyHtoDAsync_v2` and `cuStreamSynchronize` of
+    /// `stream` (and, on devices without concurrent managed access, `cuStreamAttachMemAsync`).
+    #[wraps(cuMemAllocManaged, cuMemcpyHtoDAsync_v2, cuStreamSynchronize)]
     #[track_caller]
-    pub fn from_slice(ctx: &Context, src: &[T], flags: AttachFlags) -> Result<Self> {
-        let mut buf = Self::alloc_uninit(ctx, src.len(), flags)?;
-        if buf.bytes() > 0 {
-            buf.copy_from_host(src)?;
-            Stream::null(ctx).synchronize()?;
-        }
+    pub fn from_slice(stream: &'s Stream, src: &[T], flags: AttachFlags) -> Result<Self> {
+        let mut buf = Self::alloc_uninit(stream, src.len(), flags)?;
+        // On the buffer's stream, which is then synchronised.
+        buf.copy_from_host(src)?;
         Ok(buf)
+    }
+
+    /// On devices without concurrent managed access, queues attaching the memory to `stream`
+    /// alone (`CU_MEM_ATTACH_SINGLE`), so that the host may use it whenever that stream is
+    /// idle. Nothing elsewhere.
+    #[track_caller]
+    fn attach_single(&self, stream: &Stream) -> Result<()> {
+        if !self.single || self.as_raw() == 0 {
+            return Ok(());
+        }
+        let _cur = stream.context().enter()?;
+        check(
+            // SAFETY: the buffer is a live managed allocation; length 0 names all of it;
+            // attaching changes which streams may use it, not its contents.
+            unsafe {
+                sys::cuStreamAttachMemAsync(
+                    stream.as_raw(),
+                    self.as_raw(),
+                    0,
+                    sys::CU_MEM_ATTACH_SINGLE,
+                )
+            },
+            "cuStreamAttachMemAsync",
+        )
+    }
+
+    /// Waits until no device work queued through this buffer can run: its stream (after
+    /// attaching the memory to it again where the device needs that for host access).
+    #[track_caller]
+    fn wait_for_host_access(&self) -> Result<()> {
+        self.attach_single(self.stream)?;
+        self.stream.synchronize()
+    }
+
+    #[inline]
+    fn home(&self) -> sys::CUstream {
+        stream_identity(self.stream.as_raw())
     }
 }
 
-// SAFETY: the view covers the managed allocation, borrowed from `self`; not stream-ordered.
-unsafe impl<T: DeviceRepr> DeviceMemory for ManagedBuffer<T> {
+// SAFETY: the view covers the managed allocation, borrowed from `self`, in the stream's
+// context (the allocation's), ordered on the buffer's stream.
+unsafe impl<T: DeviceRepr> DeviceMemory for ManagedBuffer<'_, T> {
     type Elem = T;
     #[inline]
     fn as_view(&self) -> DeviceSlice<'_, T> {
-        self.inner.as_view()
+        DeviceSlice {
+            ptr: self.inner.ptr,
+            len: self.inner.len,
+            ctx: self.stream.context(),
+            home: self.home(),
+            _marker: PhantomData,
+        }
     }
 }
 
 // SAFETY: as above, borrowed exclusively; host references need `&self`/`&mut self` too.
-unsafe impl<T: DeviceRepr> DeviceMemoryMut for ManagedBuffer<T> {
+unsafe impl<T: DeviceRepr> DeviceMemoryMut for ManagedBuffer<'_, T> {
     #[inline]
     fn as_view_mut(&mut self) -> DeviceSliceMut<'_, T> {
-        self.inner.as_view_mut()
+        DeviceSliceMut {
+            ptr: self.inner.ptr,
+            len: self.inner.len,
+            ctx: self.stream.context(),
+            home: self.home(),
+            _marker: PhantomData,
+        }
     }
 }
 
-impl<T: DeviceRepr> ManagedBuffer<T> {
+impl<'s, T: DeviceRepr> ManagedBuffer<'s, T> {
     /// The managed address, valid on the host and the devices while `self` lives (0 for zero
     /// bytes).
     #[inline]
@@ -138,23 +272,43 @@ impl<T: DeviceRepr> ManagedBuffer<T> {
         self.inner.as_raw()
     }
 
-    /// The context it was allocated in.
+    /// The context it was allocated in (its stream's).
     #[inline]
     pub fn context(&self) -> &Context {
         self.inner.context()
     }
 
+    /// The stream the buffer is ordered on: its device work is queued there, and host access
+    /// waits for it.
+    #[inline]
+    pub fn stream(&self) -> &'s Stream {
+        self.stream
+    }
+
     /// Takes ownership of `len` elements at `ptr`, allocated with `cuMemAllocManaged` in
-    /// `ctx`.
+    /// the context of `stream`, ordered on `stream` from now on.
     ///
     /// # Safety
-    /// `ptr` was returned by `cuMemAllocManaged` in `ctx` for at least `len * size_of::<T>()`
-    /// bytes (or is 0 with a zero-byte length), aligned for `T`, its contents are
-    /// initialised, and nothing else frees it.
-    pub unsafe fn from_raw(ptr: sys::CUdeviceptr, len: usize, ctx: &Context) -> Self {
+    /// `ptr` was returned by `cuMemAllocManaged` in `stream`'s context for at least
+    /// `len * size_of::<T>()` bytes (or is 0 with a zero-byte length), aligned for `T`, its
+    /// contents are initialised, nothing else frees it, no work on another stream may still
+    /// use it, `stream` is not the per-thread default stream, and, on a device without
+    /// concurrent managed access, it is attached to `stream` alone
+    /// (`CU_MEM_ATTACH_SINGLE`), which must then be a created stream.
+    pub unsafe fn from_raw(ptr: sys::CUdeviceptr, len: usize, stream: &'s Stream) -> Self {
+        // Where the device cannot be asked, attach as if it had to be (harmless elsewhere).
+        let single = ptr != 0
+            && stream
+                .context()
+                .device()
+                .attribute(DeviceAttribute::CONCURRENT_MANAGED_ACCESS)
+                .map_or(true, |v| v == 0);
         ManagedBuffer {
             // SAFETY: the caller's guarantees; cuMemFree_v2 frees managed memory.
-            inner: unsafe { DeviceBuffer::from_raw(ptr, len, ctx) },
+            inner: unsafe { DeviceBuffer::from_raw(ptr, len, stream.context()) },
+            stream,
+            single,
+            _host: PhantomData,
         }
     }
 
@@ -163,10 +317,56 @@ impl<T: DeviceRepr> ManagedBuffer<T> {
         self.inner.into_raw()
     }
 
-    /// Waits for all work in the context, then reads the memory on the host.
+    /// Moves the buffer to `stream`, another stream of its context: `stream` waits for an
+    /// event recorded on the buffer's stream, so work queued on `stream` from now on runs
+    /// after everything queued on the old stream so far, and host access waits for `stream`
+    /// from now on. On devices without concurrent managed access the memory is then attached
+    /// to `stream` alone (queued on `stream`, after the wait). Moving to the stream it is on
+    /// queues nothing (but the attachment).
     ///
-    /// Calls `cuCtxSynchronize`: see the type's documentation for why.
-    #[wraps(cuCtxSynchronize)]
+    /// A stream of another context (its null stream included) is [`Error::ContextMismatch`],
+    /// the per-thread default stream [`Error::InvalidStream`]; on any failure the error gives
+    /// the buffer back ([`MoveToStreamError::buffer`]), still on its old stream.
+    #[wraps(cuEventRecord, cuStreamWaitEvent, cuStreamAttachMemAsync)]
+    #[track_caller]
+    pub fn move_to_stream<'t>(
+        self,
+        stream: &'t Stream,
+    ) -> std::result::Result<ManagedBuffer<'t, T>, MoveToStreamError<Self>> {
+        const WHAT: &str = "ManagedBuffer::move_to_stream";
+        let checked = check_orderable(WHAT, stream)
+            .and_then(|()| {
+                if self.single {
+                    check_attachable(WHAT, stream)
+                } else {
+                    Ok(())
+                }
+            })
+            .and_then(|()| order_after(WHAT, self.stream, stream))
+            // After the wait, so the attachment changes once the old stream's work is done.
+            .and_then(|()| self.attach_single(stream));
+        if let Err(error) = checked {
+            // Its work is still all on the old stream (a wait queued on `stream` harms
+            // nothing), and the memory still attached to it.
+            return Err(MoveToStreamError {
+                error,
+                buffer: self,
+            });
+        }
+        let ManagedBuffer { inner, single, .. } = self;
+        Ok(ManagedBuffer {
+            inner,
+            stream,
+            single,
+            _host: PhantomData,
+        })
+    }
+
+    /// Waits for the buffer's stream, then reads the memory on the host.
+    ///
+    /// Calls `cuStreamSynchronize` of the buffer's stream (see the type's documentation);
+    /// when that fails, its error and no slice.
+    #[wraps(cuStreamSynchronize)]
     #[track_caller]
     pub fn as_slice(&self) -> Result<&[T]> {
         if self.as_raw() == 0 {
@@ -176,17 +376,22 @@ impl<T: DeviceRepr> ManagedBuffer<T> {
                 std::slice::from_raw_parts(NonNull::dangling().as_ptr(), self.len())
             });
         }
-        self.context().synchronize()?;
+        self.wait_for_host_access()?;
         // SAFETY: `ptr` is a live managed allocation of `len` initialised, aligned elements
-        // (checked at allocation), valid on the host; the context is idle and `&self` keeps
-        // this buffer's device operations from starting while the slice lives.
+        // (checked at allocation), valid on the host. Every safe device operation on it was
+        // queued on the buffer's stream (its views carry that stream), which is idle now, and
+        // `&self` keeps this buffer's writing device operations (`&mut self`) from starting
+        // while the slice lives. Without concurrent managed access the memory is attached to
+        // that idle stream alone, which the cuStreamAttachMemAsync reference documents as
+        // enough for host access (no GPU test: the suite's GPUs all have concurrent access).
         Ok(unsafe { std::slice::from_raw_parts(self.as_raw() as usize as *const T, self.len()) })
     }
 
-    /// Waits for all work in the context, then reads and writes the memory on the host.
+    /// Waits for the buffer's stream, then reads and writes the memory on the host.
     ///
-    /// Calls `cuCtxSynchronize`: see the type's documentation for why.
-    #[wraps(cuCtxSynchronize)]
+    /// Calls `cuStreamSynchronize` of the buffer's stream (see the type's documentation);
+    /// when that fails, its error and no slice.
+    #[wraps(cuStreamSynchronize)]
     #[track_caller]
     pub fn as_mut_slice(&mut self) -> Result<&mut [T]> {
         if self.as_raw() == 0 {
@@ -195,39 +400,42 @@ impl<T: DeviceRepr> ManagedBuffer<T> {
                 std::slice::from_raw_parts_mut(NonNull::dangling().as_ptr(), self.len())
             });
         }
-        self.context().synchronize()?;
+        self.wait_for_host_access()?;
         // SAFETY: as in `as_slice`, and `&mut self` makes the access exclusive.
         Ok(unsafe { std::slice::from_raw_parts_mut(self.as_raw() as usize as *mut T, self.len()) })
     }
 
-    /// Copies the contents into a new `Vec`, after synchronising (see [`as_slice`](Self::as_slice)).
+    /// Copies the contents into a new `Vec`, after waiting for the buffer's stream (see
+    /// [`as_slice`](Self::as_slice)).
+    #[wraps(cuStreamSynchronize)]
     #[track_caller]
     pub fn to_vec(&self) -> Result<Vec<T>> {
         Ok(self.as_slice()?.to_vec())
     }
 
-    /// Queues a migration of the whole buffer to `location` (a device, or the host) on
-    /// `stream`: a performance hint, which changes no contents.
+    /// Queues a migration of the whole buffer to `location` (a device, or the host) on the
+    /// buffer's stream: a performance hint, which changes no contents.
     ///
     /// Calls `cuMemPrefetchAsync_v2` (CUDA 12.2; [`Error::Unsupported`] on older drivers).
     #[wraps(cuMemPrefetchAsync)]
     #[track_caller]
-    pub fn prefetch(&self, location: MemLocation, stream: &Stream) -> Result<()> {
+    pub fn prefetch(&self, location: MemLocation) -> Result<()> {
         let f = crate::entry_point::newer::cuMemPrefetchAsync_v2()?;
         if self.as_raw() == 0 {
             return Ok(());
         }
-        let _cur = stream.context().enter()?;
+        let _cur = self.stream.context().enter()?;
         check(
-            // SAFETY: the buffer is a live managed allocation of `bytes()` bytes; a prefetch moves
-            // pages without changing their contents; flags must be 0.
+            // SAFETY: the buffer is a live managed allocation of `bytes()` bytes; a prefetch
+            // moves pages without changing their contents; flags must be 0. Queued on the
+            // buffer's stream, so host access waits for it.
             unsafe {
                 f(
                     self.as_raw(),
                     self.bytes(),
                     location.as_raw(),
                     0,
-                    stream.as_raw(),
+                    self.stream.as_raw(),
                 )
             },
             "cuMemPrefetchAsync_v2",
@@ -276,19 +484,29 @@ mod tests {
 
     #[test]
     fn managed_checks_come_before_any_call() {
-        // SAFETY: the fake context is never used by the driver (every call below fails or
-        // returns first) and never dropped.
+        // SAFETY: the fake context and streams are never used by the driver (every call below
+        // fails or returns first) and never dropped.
         let ctx = std::mem::ManuallyDrop::new(unsafe {
             Context::from_raw(std::ptr::null_mut(), crate::Device::from_raw(0))
         });
+        // SAFETY: as above.
+        let stream = unsafe { crate::StreamRef::from_raw(0x40 as sys::CUstream, &ctx) };
         assert!(matches!(
-            ManagedBuffer::<u64>::zeroed(&ctx, usize::MAX / 4, AttachFlags::GLOBAL),
+            ManagedBuffer::<u64>::zeroed(&stream, usize::MAX / 4, AttachFlags::GLOBAL),
             Err(Error::SizeOverflow { .. })
         ));
+        // The per-thread default stream cannot order memory.
+        // SAFETY: as above.
+        let per_thread = unsafe { crate::StreamRef::from_raw(sys::CU_STREAM_PER_THREAD, &ctx) };
+        assert!(matches!(
+            ManagedBuffer::<u64>::zeroed(&per_thread, 0, AttachFlags::GLOBAL),
+            Err(Error::InvalidStream { .. })
+        ));
         let mut empty = std::mem::ManuallyDrop::new(
-            ManagedBuffer::<[u8; 3]>::zeroed(&ctx, 0, AttachFlags::GLOBAL).unwrap(),
+            ManagedBuffer::<[u8; 3]>::zeroed(&stream, 0, AttachFlags::GLOBAL).unwrap(),
         );
         assert!(empty.as_slice().unwrap().is_empty());
+        assert_eq!(empty.as_view().stream_order(), Some(0x40 as sys::CUstream));
         assert!(matches!(
             empty.memset(1u16),
             Err(Error::MemsetWidth {
@@ -296,6 +514,13 @@ mod tests {
                 size: 3,
                 ..
             })
+        ));
+        // Its views are ordered on its stream: another stream is refused before any call.
+        // SAFETY: as above.
+        let other = unsafe { crate::StreamRef::from_raw(0x80 as sys::CUstream, &ctx) };
+        assert!(matches!(
+            empty.memset_async(0u8, &other),
+            Err(Error::StreamMismatch { .. })
         ));
     }
 }

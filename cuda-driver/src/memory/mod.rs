@@ -11,12 +11,12 @@
 //! |---|---|---|---|
 //! | [`DeviceBuffer`] | `cuMemAlloc_v2` | `cuMemFree_v2` | through copies |
 //! | [`AsyncDeviceBuffer`] | `cuMemAllocAsync`, `cuMemAllocFromPoolAsync` ([`MemPool`]) | `cuMemFreeAsync` on its stream | through copies |
-//! | [`ManagedBuffer`] | `cuMemAllocManaged` | `cuMemFree_v2` | `as_slice` / `as_mut_slice` after synchronising |
-//! | [`PinnedBuffer`] | `cuMemHostAlloc` | `cuMemFreeHost` | `Deref<Target = [T]>`; device view in a closure |
-//! | [`HostRegistration`] | `cuMemHostRegister_v2` | `cuMemHostUnregister` | `Deref<Target = [T]>`; device view in a closure |
+//! | [`ManagedBuffer`] | `cuMemAllocManaged` | `cuMemFree_v2` | `as_slice` / `as_mut_slice` after synchronising its stream |
+//! | [`PinnedBuffer`] | `cuMemHostAlloc` | `cuMemFreeHost` | `Deref<Target = [T]>`; device view in a closure, on a stream it then waits for |
+//! | [`HostRegistration`] | `cuMemHostRegister_v2` | `cuMemHostUnregister` | `Deref<Target = [T]>`; device view in a closure (`unsafe`) |
 //! | [`Mapping`] | `cuMemCreate` + `cuMemMap` into an [`AddressRange`] | `cuCtxSynchronize`, then `cuMemUnmap` (+ `cuMemRelease`, `cuMemAddressFree`) | through copies |
 //! | [`GrowableBuffer`] | `cuMemAddressReserve`, then `cuMemCreate` + `cuMemMap` per chunk | `cuCtxSynchronize`, then `cuMemUnmap`, `cuMemRelease`, `cuMemAddressFree` | through copies |
-//! | [`IpcMemory`] | `cuIpcOpenMemHandle_v2` (another process's allocation) | `cuIpcCloseMemHandle` | through copies |
+//! | [`IpcMemory`] | `cuIpcOpenMemHandle_v2` (another process's allocation) | `cuCtxSynchronize`, then `cuIpcCloseMemHandle` | through copies |
 //! | [`Pitched2D`] | `cuMemAllocPitch_v2` | `cuMemFree_v2` | through [`Copy2D`] / [`Copy3D`] |
 //! | [`Array`], [`MipmappedArray`] | `cuArray3DCreate_v2`, `cuMipmappedArrayCreate` | `cuArrayDestroy`, `cuMipmappedArrayDestroy` | through [`Copy2D`] / [`Copy3D`]; not linear memory |
 
@@ -58,6 +58,7 @@ pub use pitched::{Pitched2D, Pitched2DView, Pitched2DViewMut};
 pub use pointer::PointerInfo;
 pub use range::{pointer_attributes, MemRangeAttribute, PointerAttributes};
 pub use sparse_map::SparseRegion;
+pub use stream_ordered::MoveToStreamError;
 pub use stream_ordered::{
     AsyncDeviceBuffer, MemPool, MemPoolCreateUsageFlags, MemPoolProps, MemPoolRef,
     PoolPtrExportData,

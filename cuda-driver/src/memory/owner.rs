@@ -12,7 +12,7 @@
 //! | [`Global`](crate::Global) | a module's `__device__` variable | nothing (the module) |
 //! | [`DeviceSlice`], [`DeviceSliceMut`] | borrowed | nothing |
 //!
-//! The device side of page-locked host memory ([`PinnedBuffer::device_view`](crate::PinnedBuffer::device_view))
+//! The device side of page-locked host memory ([`PinnedBuffer::with_device_view_mut`](crate::PinnedBuffer::with_device_view_mut))
 //! and of library `__managed__` variables ([`Managed::view`](crate::Managed::view)) are views
 //! too.
 

@@ -5,21 +5,25 @@
 //! copies from and to it are faster, and the `*_async` copies are truly asynchronous. With
 //! unified addressing (every 64-bit platform) it is also mapped into the device's address
 //! space: [`PinnedBuffer::with_device_view_mut`] hands out a device view of it (for memsets,
-//! copies and kernel arguments) for the span of a closure, and waits for the context before
-//! the host may touch the memory again.
+//! copies and kernel arguments) for the span of a closure, ordered on a stream the caller
+//! names, and waits for that stream, and that stream only, before the host may touch the
+//! memory again.
 
+use std::any::Any;
 use std::marker::PhantomData;
 use std::mem::size_of;
 use std::ops::{Deref, DerefMut};
+use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 use std::ptr::{self, NonNull};
 
 use cuda_driver_macros::wraps;
 use cuda_driver_sys as sys;
 
-use super::view::byte_len;
-use crate::error::{check, Error, Result};
+use super::stream_ordered::check_orderable;
+use super::view::{byte_len, stream_identity};
+use crate::error::{check, report_drop_problem, Error, Result};
 use crate::release::SendRaw;
-use crate::{Context, DeviceRepr, DeviceSlice, DeviceSliceMut};
+use crate::{Context, DeviceRepr, DeviceSlice, DeviceSliceMut, Stream};
 
 pub use crate::types::{HostRegisterFlags, PinnedFlags};
 
@@ -37,17 +41,47 @@ fn host_device_ptr(ctx: &Context, host: *mut std::ffi::c_void) -> Result<sys::CU
     Ok(dptr)
 }
 
-/// Runs `f` with a mutable device view of `len` elements of page-locked host memory at
-/// `host`, then synchronises the context: whatever `f` queued through the view (on streams
-/// of `ctx`, the only ones a view accepts) is done before the host may access the memory.
+/// What became of the work queued through a device view of page-locked memory.
+enum Waited<R> {
+    /// The view's stream has been waited for: nothing queued through the view can still run.
+    /// The closure's result, or its panic.
+    Done(std::thread::Result<Result<R>>),
+    /// Waiting for the stream failed: work queued through the view may still read or write
+    /// the memory. The wait's error, and the closure's panic if it panicked.
+    Failed(Error, Option<Box<dyn Any + Send>>),
+}
+
+/// Runs `f` with a mutable device view of `len` elements of page-locked host memory of `ctx`
+/// at `host`, ordered on `stream`, then waits for `stream`.
+///
+/// The view's stream order is `stream`: every safe operation through it either uses
+/// `stream` (the ones with a stream are checked, [`Error::StreamMismatch`] or
+/// [`Error::ContextMismatch`] otherwise) or runs on `stream` and waits for it (the ones
+/// without). So once `stream` has been waited for, nothing queued through the view can still
+/// run, without waiting for the rest of the context. Errors before `f` runs (a stream of
+/// another context, the per-thread default stream, no device address) queue nothing. A panic
+/// in `f` is caught, the stream waited for, and the panic returned in [`Waited::Done`] or
+/// [`Waited::Failed`] for the caller to resume after it has poisoned the memory if need be.
 #[track_caller]
-fn with_view_mut<T: DeviceRepr, R>(
+fn run_on_view<T: DeviceRepr, R>(
+    what: &'static str,
     ctx: &Context,
+    stream: &Stream,
     host: *mut T,
     len: usize,
     f: impl FnOnce(DeviceSliceMut<'_, T>) -> Result<R>,
-) -> Result<R> {
-    let ptr = if len * size_of::<T>() == 0 {
+) -> Result<Waited<R>> {
+    if stream.context().as_raw() != ctx.as_raw() {
+        return Err(Error::ContextMismatch {
+            what,
+            expected: ctx.as_raw() as usize,
+            found: stream.context().as_raw() as usize,
+        });
+    }
+    check_orderable(what, stream)?;
+    // The memory exists, so its size does not overflow.
+    let bytes = len * size_of::<T>();
+    let ptr = if bytes == 0 {
         0
     } else {
         host_device_ptr(ctx, host.cast())?
@@ -56,12 +90,35 @@ fn with_view_mut<T: DeviceRepr, R>(
         ptr,
         len,
         ctx,
-        home: ptr::null_mut(),
+        home: stream_identity(stream.as_raw()),
         _marker: PhantomData,
     };
-    let r = f(view);
-    ctx.synchronize()?;
-    r
+    let r = catch_unwind(AssertUnwindSafe(|| f(view)));
+    if bytes == 0 {
+        // Nothing the device could touch.
+        return Ok(Waited::Done(r));
+    }
+    Ok(match stream.synchronize() {
+        Ok(()) => Waited::Done(r),
+        Err(e) => Waited::Failed(e, r.err()),
+    })
+}
+
+/// The closure's result once nothing queued through the view can run; after a failed wait,
+/// `poison` (which must make the memory unreachable from the host), then the wait's error.
+/// A panic of the closure goes on after that.
+fn finish<R>(waited: Waited<R>, poison: impl FnOnce(&Error)) -> Result<R> {
+    match waited {
+        Waited::Done(Ok(r)) => r,
+        Waited::Done(Err(panic)) => resume_unwind(panic),
+        Waited::Failed(e, panic) => {
+            poison(&e);
+            if let Some(panic) = panic {
+                resume_unwind(panic);
+            }
+            Err(e)
+        }
+    }
 }
 
 /// Page-locked host memory holding `len` values of `T` (`cuMemHostAlloc`), freed with
@@ -73,18 +130,22 @@ fn with_view_mut<T: DeviceRepr, R>(
 /// The device sees it through [`with_device_view_mut`](Self::with_device_view_mut) (and
 /// [`device_ptr`](Self::device_ptr)). The host may read it through `Deref` at any time, so
 /// nothing in the safe API writes it from the device asynchronously: the device view lives
-/// only inside a closure, after which the context is synchronised, and the `*_async` copies
-/// into it are `unsafe`, their callers promising not to touch it until the stream is done.
+/// only inside a closure and is ordered on a stream the caller names; the closure's work is
+/// waited for on that stream (not the whole context) before the host gets the memory back,
+/// and if that wait fails the buffer is emptied and its memory leaked, never handed back to
+/// the host nor freed while the device may still use it. The `*_async` copies into it are
+/// `unsafe`, their callers promising not to touch it until the stream is done.
 ///
 /// ```no_run
 /// use cuda_driver::prelude::*;
-/// use cuda_driver::{Device, DeviceBuffer, PinnedBuffer, PinnedFlags};
+/// use cuda_driver::{Device, DeviceBuffer, PinnedBuffer, PinnedFlags, Stream};
 ///
 /// let ctx = Device::get(0)?.primary_context()?;
+/// let stream = Stream::legacy(&ctx);
 /// let mut host = PinnedBuffer::<f32>::zeroed(&ctx, 4, PinnedFlags::empty())?;
 /// host[0] = 123.0;
-/// // cuMemsetD32 through the device address, done when this returns:
-/// host.with_device_view_mut(|mut v| v.memset(555.0f32.to_bits()))?;
+/// // A memset through the device address, done when this returns:
+/// host.with_device_view_mut(&stream, |mut v| v.memset(555.0f32.to_bits()))?;
 /// assert_eq!(host[0], 555.0);
 /// let dev = DeviceBuffer::from_slice(&ctx, &host)?; // a DMA copy from page-locked memory
 /// # Ok::<(), cuda_driver::Error>(())
@@ -107,11 +168,15 @@ unsafe impl<T: DeviceRepr + Sync> Sync for PinnedBuffer<T> {}
 impl<T: DeviceRepr> Drop for PinnedBuffer<T> {
     fn drop(&mut self) {
         if self.len * size_of::<T>() == 0 {
+            // Nothing allocated, or leaked by a failed wait (see `poison`).
             return;
         }
         let p = SendRaw(self.ptr.as_ptr());
-        // SAFETY: `ptr` came from cuMemHostAlloc, is owned by self and freed once, here; the
-        // driver waits for device work still using it.
+        // SAFETY: `ptr` came from cuMemHostAlloc, is owned by self and freed once, here. No
+        // work queued through safe code can still use it: device views exist only inside
+        // `with_device_view_mut`, which returns after waiting for their stream (or poisons the
+        // buffer, which then frees nothing), and the callers of the unsafe `*_async` copies
+        // keep it valid until their stream is done.
         self.ctx.release("cuMemFreeHost", move || unsafe {
             sys::cuMemFreeHost(p.get().cast())
         });
@@ -136,8 +201,9 @@ impl<T: DeviceRepr> Deref for PinnedBuffer<T> {
     fn deref(&self) -> &[T] {
         // SAFETY: `ptr` is aligned (checked in alloc_uninit, or dangling for zero bytes) and
         // valid for `len` initialised elements (every constructor initialises them), owned by
-        // self; the device writes it only in blocking memsets or through `unsafe` APIs whose
-        // callers keep the host from reading meanwhile.
+        // self; the device writes it only through a device view, whose work is done when
+        // `with_device_view_mut` returns (or the buffer is empty), or through `unsafe` APIs
+        // whose callers keep the host from reading meanwhile.
         unsafe { std::slice::from_raw_parts(self.ptr.as_ptr(), self.len) }
     }
 }
@@ -286,37 +352,90 @@ impl<T: DeviceRepr> PinnedBuffer<T> {
     }
 
     /// Runs `f` with a mutable device view of the memory (for memsets, device copies and
-    /// kernel arguments), then waits for all work of the context, so that whatever `f`
-    /// queued through the view is done when this returns and the host may read the memory.
-    /// The view accepts streams of this buffer's context only. This is the seed's
-    /// `cuMemsetD32` on page-locked memory, made safe:
+    /// kernel arguments) ordered on `stream`, then waits for `stream`, so that whatever `f`
+    /// queued through the view is done when this returns and the host may use the memory.
+    ///
+    /// The view's stream order is `stream` (see the
+    /// [view module's stream order](crate::DeviceSlice#stream-order)): its operations with a
+    /// stream must use `stream` ([`Error::StreamMismatch`] otherwise), and the ones without a
+    /// stream run on `stream` and wait for it. So the closing wait is `cuStreamSynchronize`
+    /// of `stream` alone: other streams and other threads' work in the context, their stream
+    /// captures included, are not waited for nor disturbed. `stream` must belong to the
+    /// buffer's context ([`Error::ContextMismatch`]) and not be the per-thread default stream
+    /// ([`Error::InvalidStream`]); the legacy default stream ([`Stream::legacy`]) will do
+    /// for blocking work.
+    ///
+    /// If that wait fails (the stream is being captured, or the context has failed), the work
+    /// may still be pending: the buffer is then *poisoned*, emptied (its length becomes 0)
+    /// and its memory leaked, never handed to the host again nor freed, which is counted in
+    /// [`drop_error_count`](crate::drop_error_count) and logged; the wait's error is returned.
+    /// If `f` panics, the stream is waited for (and the buffer poisoned if that fails) before
+    /// the panic goes on. This is the seed's `cuMemsetD32` on page-locked memory, made safe:
     ///
     /// ```no_run
     /// # use cuda_driver::prelude::*;
-    /// # fn f(host: &mut cuda_driver::PinnedBuffer<f32>) -> cuda_driver::Result<()> {
-    /// host.with_device_view_mut(|mut v| v.memset(555.0f32.to_bits()))?;
+    /// # fn f(ctx: &cuda_driver::Context, host: &mut cuda_driver::PinnedBuffer<f32>)
+    /// #     -> cuda_driver::Result<()> {
+    /// let stream = cuda_driver::Stream::legacy(ctx); // the buffer's context
+    /// host.with_device_view_mut(&stream, |mut v| v.memset(555.0f32.to_bits()))?;
     /// assert!(host.iter().all(|&x| x == 555.0));
     /// # Ok(()) }
     /// ```
     ///
-    /// Calls `cuMemHostGetDevicePointer_v2` and, after `f`, `cuCtxSynchronize`.
-    #[wraps(cuCtxSynchronize, cuMemHostGetDevicePointer)]
+    /// Calls `cuMemHostGetDevicePointer_v2` and, after `f`, `cuStreamSynchronize`.
+    #[wraps(cuStreamSynchronize, cuMemHostGetDevicePointer)]
     #[track_caller]
     pub fn with_device_view_mut<R>(
         &mut self,
+        stream: &Stream,
         f: impl FnOnce(DeviceSliceMut<'_, T>) -> Result<R>,
     ) -> Result<R> {
-        with_view_mut(&self.ctx, self.ptr.as_ptr(), self.len, f)
+        let waited = run_on_view(
+            "PinnedBuffer::with_device_view_mut",
+            &self.ctx,
+            stream,
+            self.ptr.as_ptr(),
+            self.len,
+            f,
+        )?;
+        finish(waited, |e| self.poison(e))
     }
 
-    /// Runs `f` with a shared device view of the memory, then waits for all work of the
-    /// context; see [`with_device_view_mut`](Self::with_device_view_mut).
+    /// Runs `f` with a shared device view of the memory ordered on `stream`, then waits for
+    /// `stream`; see [`with_device_view_mut`](Self::with_device_view_mut), whose rules and
+    /// poisoning it shares (which is why it takes `&mut self`: a failed wait empties the
+    /// buffer).
+    #[wraps(cuStreamSynchronize, cuMemHostGetDevicePointer)]
     #[track_caller]
     pub fn with_device_view<R>(
-        &self,
+        &mut self,
+        stream: &Stream,
         f: impl FnOnce(DeviceSlice<'_, T>) -> Result<R>,
     ) -> Result<R> {
-        with_view_mut(&self.ctx, self.ptr.as_ptr(), self.len, |v| f(v.as_view()))
+        let waited = run_on_view(
+            "PinnedBuffer::with_device_view",
+            &self.ctx,
+            stream,
+            self.ptr.as_ptr(),
+            self.len,
+            |v| f(v.as_view()),
+        )?;
+        finish(waited, |e| self.poison(e))
+    }
+
+    /// After a failed wait for work queued through a device view: the memory may still be
+    /// read or written by the device, so it is leaked (never freed, never reachable from the
+    /// host again) and the buffer becomes empty.
+    #[cold]
+    fn poison(&mut self, e: &Error) {
+        report_drop_problem(&format_args!(
+            "PinnedBuffer: waiting for the work queued through its device view failed ({e}); \
+             its {} bytes at {:p} are leaked and the buffer is now empty",
+            self.bytes(),
+            self.ptr
+        ));
+        self.ptr = NonNull::dangling();
+        self.len = 0;
     }
 
     /// Takes ownership of `len` elements at `ptr`, allocated with `cuMemHostAlloc` (or
@@ -349,7 +468,9 @@ impl<T: DeviceRepr> PinnedBuffer<T> {
 ///
 /// The guard borrows the slice mutably, so nothing else touches the memory while it is
 /// registered, and dereferences to it. Copies from and to it are DMA transfers, and its
-/// `*_async` copies are truly asynchronous.
+/// `*_async` copies are truly asynchronous. Its device view
+/// ([`with_device_view_mut`](Self::with_device_view_mut)) is `unsafe`: a guard cannot keep
+/// borrowed memory from its owner after a failed wait, as [`PinnedBuffer`] keeps its own.
 ///
 /// ```no_run
 /// use cuda_driver::{Device, DeviceBuffer, HostRegisterFlags, HostRegistration};
@@ -382,6 +503,7 @@ pub struct HostRegistration<'a, T: DeviceRepr> {
 impl<T: DeviceRepr> Drop for HostRegistration<'_, T> {
     fn drop(&mut self) {
         if size_of_val(self.slice) == 0 {
+            // Nothing registered, or left registered by a failed wait (see `poison`).
             return;
         }
         let p = SendRaw(self.slice.as_mut_ptr());
@@ -471,15 +593,53 @@ impl<'a, T: DeviceRepr> HostRegistration<'a, T> {
         host_device_ptr(&self.ctx, self.slice.as_ptr().cast_mut().cast())
     }
 
-    /// Runs `f` with a mutable device view of the registered memory, then waits for all
-    /// work of the context; see [`PinnedBuffer::with_device_view_mut`].
+    /// Runs `f` with a mutable device view of the registered memory ordered on `stream`, then
+    /// waits for `stream`; see [`PinnedBuffer::with_device_view_mut`] for the view's rules.
+    ///
+    /// If that wait fails, the work queued through the view may still be pending: the
+    /// registration is then emptied (its length becomes 0; counted in
+    /// [`drop_error_count`](crate::drop_error_count) and logged) and the memory stays
+    /// registered, never unregistered (so the pending work does not fault), and the wait's
+    /// error is returned. That is all a borrowing guard can do: the slice's borrow ends with
+    /// the guard whatever the guard does, leaked or not, and the memory is the caller's again.
+    /// Hence `unsafe`; [`PinnedBuffer::with_device_view_mut`], which owns its memory and
+    /// leaks it instead, is the safe form.
+    ///
+    /// # Safety
+    /// If this returns with the registration emptied (it was not empty before), the caller
+    /// must neither read, write nor free the registered memory until it knows that the work
+    /// queued through the view has finished (for example after a later successful
+    /// [`Stream::synchronize`] of `stream`).
+    #[wraps(cuStreamSynchronize, cuMemHostGetDevicePointer)]
     #[track_caller]
-    pub fn with_device_view_mut<R>(
+    pub unsafe fn with_device_view_mut<R>(
         &mut self,
+        stream: &Stream,
         f: impl FnOnce(DeviceSliceMut<'_, T>) -> Result<R>,
     ) -> Result<R> {
         let (p, len) = (self.slice.as_mut_ptr(), self.slice.len());
-        with_view_mut(&self.ctx, p, len, f)
+        let waited = run_on_view(
+            "HostRegistration::with_device_view_mut",
+            &self.ctx,
+            stream,
+            p,
+            len,
+            f,
+        )?;
+        finish(waited, |e| self.poison(e))
+    }
+
+    /// After a failed wait for work queued through a device view: the guard lets go of the
+    /// memory without unregistering it (the device may still use it) and becomes empty.
+    #[cold]
+    fn poison(&mut self, e: &Error) {
+        report_drop_problem(&format_args!(
+            "HostRegistration: waiting for the work queued through its device view failed \
+             ({e}); its {} bytes at {:p} stay registered and the guard is now empty",
+            size_of_val(self.slice),
+            self.slice.as_ptr()
+        ));
+        self.slice = <&mut [T]>::default();
     }
 
     /// The context the memory was registered in.

@@ -148,11 +148,14 @@ impl<T: DeviceRepr> DeviceSlice<'_, T> {
         Ok((base, size))
     }
 
-    /// Prefetches the view's range of managed memory to `location` on `stream` (a hint).
+    /// Prefetches the view's range of managed memory to `location` on `stream` (a hint). For
+    /// memory ordered on a stream, `stream` must be that one
+    /// ([stream order](DeviceSlice#stream-order)).
     #[wraps(cuMemPrefetchAsync)]
     #[track_caller]
     pub fn prefetch(&self, location: MemLocation, stream: &Stream) -> Result<()> {
         let f = newer::cuMemPrefetchAsync_v2()?;
+        super::view::check_stream("DeviceSlice::prefetch", self.ctx, self.home, stream)?;
         if self.bytes() == 0 {
             return Ok(());
         }

@@ -42,12 +42,14 @@ pub use crate::types::MemPoolCreateUsageFlags;
 ///
 /// * every operation with a stream (`copy_*_async`, `memset_async`, and checked kernel
 ///   launches) on the buffer or its views must use the buffer's stream, or fails with
-///   [`Error::StreamMismatch`] before anything is queued;
+///   [`Error::StreamMismatch`] before anything is queued (and the copies and memsets also
+///   require a stream of the buffer's context, [`Error::ContextMismatch`]);
 /// * the operations without a stream run on the buffer's stream and wait for it;
-/// * to use the memory on another stream, move the buffer there first with
+/// * to use the memory on another stream of its context, move the buffer there first with
 ///   [`move_to_stream`](Self::move_to_stream): it records an event on the old stream and
 ///   makes the new one wait for it, so everything queued before on the old stream is ordered
-///   before everything queued after on the new one, the free included;
+///   before everything queued after on the new one, the free included; a stream of another
+///   context (its null stream included) is refused;
 /// * the per-thread default stream ([`Stream::per_thread`]) names a different stream on each
 ///   thread, so it cannot order memory that may be dropped on another thread: allocating on
 ///   it is [`Error::InvalidStream`].
@@ -128,18 +130,89 @@ impl<T: DeviceRepr> std::fmt::Debug for AsyncDeviceBuffer<'_, T> {
     }
 }
 
-/// Refuses the per-thread default stream for stream-ordered memory.
+/// Refuses the per-thread default stream as the stream memory is ordered on (stream-ordered,
+/// managed, and the device views of page-locked memory).
 #[track_caller]
-fn check_orderable(what: &'static str, stream: &Stream) -> Result<()> {
+pub(crate) fn check_orderable(what: &'static str, stream: &Stream) -> Result<()> {
     if stream_identity(stream.as_raw()) == sys::CU_STREAM_PER_THREAD {
         return Err(Error::InvalidStream {
             what,
             reason: "the per-thread default stream names a different stream on every thread, \
-                     so it cannot order memory that may be freed on another thread; use a \
-                     created stream or the legacy default stream",
+                     so it cannot order memory used, waited for or freed on another thread; use \
+                     a created stream or the legacy default stream",
         });
     }
     Ok(())
+}
+
+/// Orders `new` after the work queued on `old` so far (an event recorded on `old` that `new`
+/// waits for), for memory ordered on `old` that is to be ordered on `new` from now on.
+///
+/// The two streams must belong to one context ([`Error::ContextMismatch`]), checked first and
+/// whatever their handles: the null and legacy handles name a different stream in each
+/// context, so equal handles do not make one stream. Nothing is queued when they are the same
+/// stream.
+#[track_caller]
+pub(crate) fn order_after(what: &'static str, old: &Stream, new: &Stream) -> Result<()> {
+    if new.context().as_raw() != old.context().as_raw() {
+        return Err(Error::ContextMismatch {
+            what,
+            expected: old.context().as_raw() as usize,
+            found: new.context().as_raw() as usize,
+        });
+    }
+    if stream_identity(new.as_raw()) != stream_identity(old.as_raw()) {
+        let event = Event::new(old.context(), EventFlags::DISABLE_TIMING)?;
+        event.record(old)?;
+        new.wait_event(&event)?;
+    }
+    Ok(())
+}
+
+/// A refused or failed `move_to_stream` ([`AsyncDeviceBuffer::move_to_stream`],
+/// [`ManagedBuffer::move_to_stream`](crate::ManagedBuffer::move_to_stream)): why, and the
+/// buffer `B`, unchanged, still ordered on its old stream.
+///
+/// It converts into its [`Error`] (so `?` works in functions returning
+/// [`Result`](crate::Result)); that drops the buffer, which is then released as dropping it
+/// always is: on, or after, its old stream, where all its work was queued.
+pub struct MoveToStreamError<B> {
+    /// Why the buffer was not moved.
+    pub error: Error,
+    /// The buffer, still ordered on its old stream.
+    pub buffer: B,
+}
+
+impl<B: std::fmt::Debug> std::fmt::Debug for MoveToStreamError<B> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MoveToStreamError")
+            .field("error", &self.error)
+            .field("buffer", &self.buffer)
+            .finish()
+    }
+}
+
+impl<B> std::fmt::Display for MoveToStreamError<B> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} (the buffer was not moved; it stays on its stream)",
+            self.error
+        )
+    }
+}
+
+impl<B: std::fmt::Debug> std::error::Error for MoveToStreamError<B> {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        Some(&self.error)
+    }
+}
+
+impl<B> From<MoveToStreamError<B>> for Error {
+    /// The error; the buffer is dropped (released on, or after, its old stream).
+    fn from(e: MoveToStreamError<B>) -> Error {
+        e.error
+    }
 }
 
 impl<T: DeviceRepr> DeviceBuffer<T> {
@@ -211,24 +284,29 @@ impl<'s, T: DeviceRepr> AsyncDeviceBuffer<'s, T> {
     /// Moves the buffer to `stream`: records an event on the buffer's stream and makes
     /// `stream` wait for it, so that work queued on `stream` from now on (the free included)
     /// runs after everything queued on the old stream so far. From then on the buffer
-    /// belongs to `stream` (see the [stream-order rule](Self#the-stream-order-rule)). Both
-    /// streams must be of the same context. Moving to the stream it is on does nothing.
+    /// belongs to `stream` (see the [stream-order rule](Self#the-stream-order-rule)). Moving
+    /// to the stream it is on queues nothing.
+    ///
+    /// Both streams must be of the same context ([`Error::ContextMismatch`]), checked first
+    /// whatever the streams' handles: every context has its own null (legacy) stream, so the
+    /// null stream of another context is another stream. The per-thread default stream is
+    /// [`Error::InvalidStream`]. On any failure nothing has been moved: the error gives the
+    /// buffer back ([`MoveToStreamError::buffer`]), still on its old stream; converted into
+    /// an [`Error`] (`?`) it drops the buffer, freed on its old stream after its work there.
     #[wraps(cuEventCreate, cuEventRecord, cuStreamWaitEvent, cuEventDestroy_v2)]
     #[track_caller]
-    pub fn move_to_stream<'t>(self, stream: &'t Stream) -> Result<AsyncDeviceBuffer<'t, T>> {
-        check_orderable("AsyncDeviceBuffer::move_to_stream", stream)?;
-        let old = self.stream;
-        if stream_identity(stream.as_raw()) != stream_identity(old.as_raw()) {
-            if stream.context() != old.context() {
-                return Err(Error::ContextMismatch {
-                    what: "AsyncDeviceBuffer::move_to_stream",
-                    expected: old.context().as_raw() as usize,
-                    found: stream.context().as_raw() as usize,
-                });
-            }
-            let event = Event::new(old.context(), EventFlags::DISABLE_TIMING)?;
-            event.record(old)?;
-            stream.wait_event(&event)?;
+    pub fn move_to_stream<'t>(
+        self,
+        stream: &'t Stream,
+    ) -> std::result::Result<AsyncDeviceBuffer<'t, T>, MoveToStreamError<Self>> {
+        const WHAT: &str = "AsyncDeviceBuffer::move_to_stream";
+        if let Err(error) =
+            check_orderable(WHAT, stream).and_then(|()| order_after(WHAT, self.stream, stream))
+        {
+            return Err(MoveToStreamError {
+                error,
+                buffer: self,
+            });
         }
         let this = std::mem::ManuallyDrop::new(self);
         Ok(AsyncDeviceBuffer {

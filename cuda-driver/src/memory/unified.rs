@@ -201,7 +201,8 @@ impl Stream {
     }
 
     /// Prefetches the ranges of managed memory `ranges` to `location` on this stream, as one
-    /// batch (CUDA 13.0; a hint).
+    /// batch (CUDA 13.0; a hint). Ranges of memory ordered on a stream must be ordered on this
+    /// one ([`Error::StreamMismatch`](crate::Error::StreamMismatch)).
     #[wraps(cuMemPrefetchBatchAsync)]
     #[track_caller]
     pub fn prefetch_batch<T: DeviceRepr>(
@@ -210,6 +211,7 @@ impl Stream {
         location: MemLocation,
     ) -> Result<()> {
         let f = newer::cuMemPrefetchBatchAsync()?;
+        check_ranges("Stream::prefetch_batch", ranges.iter().copied(), self)?;
         let (mut p, mut n) = ranges_of(ranges.iter().map(|r| (r.as_raw(), r.bytes())));
         if p.is_empty() {
             return Ok(());
@@ -238,10 +240,17 @@ impl Stream {
     /// Discards the contents of the managed-memory ranges `ranges` in stream order (CUDA
     /// 13.0): the pages stop being migrated, and reading them afterwards gives unspecified
     /// (but defined, not uninitialised-memory UB for plain data) values until written.
+    /// Ranges of memory ordered on a stream must be ordered on this one
+    /// ([`Error::StreamMismatch`](crate::Error::StreamMismatch)).
     #[wraps(cuMemDiscardBatchAsync)]
     #[track_caller]
     pub fn discard_batch<T: DeviceRepr>(&self, ranges: &mut [DeviceSliceMut<'_, T>]) -> Result<()> {
         let f = newer::cuMemDiscardBatchAsync()?;
+        check_ranges(
+            "Stream::discard_batch",
+            ranges.iter().map(|r| r.as_view()),
+            self,
+        )?;
         let (mut p, mut n) = ranges_of(ranges.iter().map(|r| (r.as_raw(), r.bytes())));
         if p.is_empty() {
             return Ok(());
@@ -256,7 +265,7 @@ impl Stream {
 
     /// Discards the contents of `ranges` and prefetches them to `location` in one batch
     /// (CUDA 13.0), as [`discard_batch`](Self::discard_batch) then
-    /// [`prefetch_batch`](Self::prefetch_batch).
+    /// [`prefetch_batch`](Self::prefetch_batch), with their stream rule.
     #[wraps(cuMemDiscardAndPrefetchBatchAsync)]
     #[track_caller]
     pub fn discard_and_prefetch_batch<T: DeviceRepr>(
@@ -265,6 +274,11 @@ impl Stream {
         location: MemLocation,
     ) -> Result<()> {
         let f = newer::cuMemDiscardAndPrefetchBatchAsync()?;
+        check_ranges(
+            "Stream::discard_and_prefetch_batch",
+            ranges.iter().map(|r| r.as_view()),
+            self,
+        )?;
         let (mut p, mut n) = ranges_of(ranges.iter().map(|r| (r.as_raw(), r.bytes())));
         if p.is_empty() {
             return Ok(());
@@ -288,6 +302,19 @@ impl Stream {
             "cuMemDiscardAndPrefetchBatchAsync",
         )
     }
+}
+
+/// The stream-order rule for each range of a batched prefetch or discard on `stream`.
+#[track_caller]
+fn check_ranges<'v, T: DeviceRepr + 'v>(
+    what: &'static str,
+    ranges: impl Iterator<Item = DeviceSlice<'v, T>>,
+    stream: &Stream,
+) -> Result<()> {
+    for r in ranges {
+        check_stream(what, r.ctx, r.home, stream)?;
+    }
+    Ok(())
 }
 
 /// The non-empty ranges' addresses and sizes.

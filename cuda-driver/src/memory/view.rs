@@ -12,17 +12,35 @@
 //!
 //! # Stream order
 //!
-//! Views of memory that is freed in stream order ([`AsyncDeviceBuffer`]) carry their stream.
-//! An operation with an explicit stream must use that stream
-//! ([`Error::StreamMismatch`] otherwise): work queued elsewhere could still run when the
-//! memory is freed and reused. Move the buffer to another stream with
+//! Views of memory that is ordered on a stream carry their stream: memory freed in stream
+//! order ([`AsyncDeviceBuffer`]), managed memory ([`ManagedBuffer`], whose host access waits
+//! for that stream) and the device view of page-locked memory
+//! ([`PinnedBuffer::with_device_view_mut`], which waits for it when the closure ends). An
+//! operation with an explicit stream must use that stream ([`Error::StreamMismatch`]
+//! otherwise): work queued elsewhere could still run when the memory is freed and reused, or
+//! handed to the host. Move the buffer to another stream with
 //! [`AsyncDeviceBuffer::move_to_stream`] first. The operations without a stream run on the
 //! memory's own stream and wait for it. Every operation with a stream also requires the
 //! stream to belong to the view's context ([`Error::ContextMismatch`]); copies between
 //! contexts are the `*_peer` operations.
 //!
+//! **Blocking operations on memory that is not ordered on a stream** (a [`DeviceBuffer`], a
+//! VMM mapping, ...) **run on the default stream and are ordered like it: after the work of
+//! blocking streams, but not after the work of [`StreamFlags::NON_BLOCKING`] streams**:
+//! synchronise such a stream first (or use the operation's `*_async` form on that stream).
+//! (With the `per-thread-default-stream` feature, after this thread's default stream and the
+//! legacy one only.)
+//! Reading bytes such a stream is still writing is a data race on device memory, which gives
+//! unspecified values (every bit pattern is a valid [`DeviceRepr`]), not undefined behaviour
+//! on the host; the GPU test `blocking_copies_follow_blocking_streams_not_non_blocking_ones`
+//! shows the rule.
+//!
 //! [`AsyncDeviceBuffer`]: crate::AsyncDeviceBuffer
 //! [`AsyncDeviceBuffer::move_to_stream`]: crate::AsyncDeviceBuffer::move_to_stream
+//! [`ManagedBuffer`]: crate::ManagedBuffer
+//! [`PinnedBuffer::with_device_view_mut`]: crate::PinnedBuffer::with_device_view_mut
+//! [`DeviceBuffer`]: crate::DeviceBuffer
+//! [`StreamFlags::NON_BLOCKING`]: crate::StreamFlags::NON_BLOCKING
 
 use std::ffi::c_void;
 use std::marker::PhantomData;
@@ -199,6 +217,19 @@ pub(crate) fn memset_count<T, W: MemsetValue>(what: &'static str, len: usize) ->
 
 /// A shared view of device memory: `len` elements of `T` at a device address, in a context,
 /// borrowed from the memory's owner for `'a`.
+///
+/// # Stream order
+///
+/// A view of memory ordered on a stream ([`AsyncDeviceBuffer`](crate::AsyncDeviceBuffer),
+/// [`ManagedBuffer`](crate::ManagedBuffer), the device view of a
+/// [`PinnedBuffer`](crate::PinnedBuffer)) carries that stream
+/// ([`stream_order`](Self::stream_order)): its operations with a stream must use it
+/// ([`Error::StreamMismatch`]), and its operations without a stream run on it and wait for
+/// it. Every operation with a stream requires a stream of the view's context
+/// ([`Error::ContextMismatch`]). **The blocking operations of memory not ordered on a stream
+/// run on the default stream: ordered after blocking streams' work, not after
+/// [`NON_BLOCKING`](crate::StreamFlags::NON_BLOCKING) streams' work** (synchronise such a
+/// stream first, or use the `*_async` form on it).
 ///
 /// A view cannot outlive its owner:
 ///
@@ -450,6 +481,9 @@ impl<'a, T: DeviceRepr> DeviceSlice<'a, T> {
     ///
     /// Calls [`cuMemcpyDtoH_v2`](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html)
     /// (`cuMemcpyDtoHAsync_v2` and `cuStreamSynchronize` for stream-ordered memory).
+    ///
+    /// Unless the memory is ordered on a stream, not ordered after `NON_BLOCKING` streams'
+    /// work: synchronise such a stream first ([stream order](Self#stream-order)).
     #[wraps(cuMemcpyDtoH)]
     #[inline]
     #[track_caller]
@@ -461,6 +495,8 @@ impl<'a, T: DeviceRepr> DeviceSlice<'a, T> {
     }
 
     /// Copies the view into a new `Vec`; blocks until the copy is done.
+    /// Unless the memory is ordered on a stream, not ordered after `NON_BLOCKING` streams'
+    /// work: synchronise such a stream first ([stream order](Self#stream-order)).
     #[wraps(cuMemcpyDtoH)]
     #[track_caller]
     pub fn to_vec(&self) -> Result<Vec<T>> {
@@ -647,6 +683,9 @@ impl<'a, T: DeviceRepr> DeviceSliceMut<'a, T> {
     ///
     /// Calls `cuMemcpyHtoD_v2` (`cuMemcpyHtoDAsync_v2` and `cuStreamSynchronize` for
     /// stream-ordered memory).
+    ///
+    /// Unless the memory is ordered on a stream, not ordered after `NON_BLOCKING` streams'
+    /// work: synchronise such a stream first ([stream order](DeviceSlice#stream-order)).
     #[wraps(cuMemcpyHtoDAsync_v2, cuStreamSynchronize, cuMemcpyHtoD)]
     #[inline]
     #[track_caller]
@@ -708,6 +747,9 @@ impl<'a, T: DeviceRepr> DeviceSliceMut<'a, T> {
     ///
     /// Calls `cuMemcpyDtoD_v2` (`cuMemcpyDtoDAsync_v2` and `cuStreamSynchronize` for
     /// stream-ordered memory).
+    ///
+    /// Unless the memory is ordered on a stream, not ordered after `NON_BLOCKING` streams'
+    /// work: synchronise such a stream first ([stream order](DeviceSlice#stream-order)).
     #[wraps(cuMemcpyDtoDAsync_v2, cuStreamSynchronize, cuMemcpyDtoD)]
     #[inline]
     #[track_caller]
@@ -764,6 +806,9 @@ impl<'a, T: DeviceRepr> DeviceSliceMut<'a, T> {
     ///
     /// Calls `cuMemcpyPeer` (for stream-ordered memory, `cuMemcpyPeerAsync` on its stream and
     /// `cuStreamSynchronize`).
+    ///
+    /// Unless the memory is ordered on a stream, not ordered after `NON_BLOCKING` streams'
+    /// work: synchronise such a stream first ([stream order](DeviceSlice#stream-order)).
     #[wraps(cuMemcpyPeer, cuMemcpyPeerAsync)]
     #[inline]
     #[track_caller]
@@ -867,6 +912,9 @@ impl<'a, T: DeviceRepr> DeviceSliceMut<'a, T> {
     ///
     /// Calls `cuMemsetD8_v2`, `cuMemsetD16_v2` or `cuMemsetD32_v2` (their `Async` forms and
     /// `cuStreamSynchronize` for stream-ordered memory).
+    ///
+    /// Unless the memory is ordered on a stream, not ordered after `NON_BLOCKING` streams'
+    /// work: synchronise such a stream first ([stream order](DeviceSlice#stream-order)).
     #[wraps(cuMemsetD8, cuMemsetD16, cuMemsetD32)]
     #[inline]
     #[track_caller]

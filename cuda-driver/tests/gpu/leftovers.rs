@@ -163,7 +163,7 @@ fn unified_and_batched_copies_move_the_data() {
 fn batched_prefetch_and_discard_keep_managed_memory_usable() {
     let ctx = gpu_or_skip!();
     let s = Stream::new(&ctx, StreamFlags::NON_BLOCKING).unwrap();
-    let mut m = ManagedBuffer::<u32>::zeroed(&ctx, 1 << 16, AttachFlags::GLOBAL).unwrap();
+    let mut m = ManagedBuffer::<u32>::zeroed(&s, 1 << 16, AttachFlags::GLOBAL).unwrap();
     m.as_mut_slice().unwrap().fill(5);
     let dev = MemLocation::device(ctx.device());
     match s.prefetch_batch(&[m.as_view()], dev) {

@@ -126,7 +126,8 @@ fn pointer_attributes_of_device_pinned_and_managed_memory() {
     assert!(p.range_size >= pinned.bytes(), "{p:?}");
 
     // Managed memory.
-    let m = ManagedBuffer::from_slice(&ctx, &[3u32; 4096], AttachFlags::GLOBAL).unwrap();
+    let ms = Stream::new(&ctx, StreamFlags::NON_BLOCKING).unwrap();
+    let m = ManagedBuffer::from_slice(&ms, &[3u32; 4096], AttachFlags::GLOBAL).unwrap();
     let ma = m.as_view().pointer_attributes().unwrap();
     assert!(ma.is_managed);
     // The driver reports managed memory as device (or unified) memory.
@@ -163,8 +164,8 @@ fn managed_range_attributes_follow_advice_and_prefetches() {
     let ordinal = dev.as_raw();
     let n = 1 << 20; // 4 MiB of u32
     let data: Vec<u32> = crate::common::xorshift32(n, 5).collect();
-    let m = ManagedBuffer::from_slice(&ctx, &data, AttachFlags::GLOBAL).unwrap();
     let s = Stream::new(&ctx, StreamFlags::NON_BLOCKING).unwrap();
+    let m = ManagedBuffer::from_slice(&s, &data, AttachFlags::GLOBAL).unwrap();
     // The first MiB is advised and prefetched; the rest is left alone.
     let view = m.as_view();
     let part = view.slice(0..n / 4).unwrap();
@@ -355,7 +356,7 @@ fn stream_attributes_round_trip() {
     }
 
     // Managed memory attached to the stream: the host reads it once the stream is idle.
-    let mut m = ManagedBuffer::<u32>::zeroed(&ctx, 1 << 16, AttachFlags::GLOBAL).unwrap();
+    let mut m = ManagedBuffer::<u32>::zeroed(&s, 1 << 16, AttachFlags::GLOBAL).unwrap();
     s.attach_mem(&m.as_view(), AttachFlags::SINGLE).unwrap();
     m.as_view_mut().memset_async(11u32, &s).unwrap();
     s.synchronize().unwrap();

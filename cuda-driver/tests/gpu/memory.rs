@@ -3,11 +3,15 @@
 //! Every copy is checked with non-zero, position-dependent data. Managed allocations stay
 //! tiny (KBs).
 
+use std::sync::mpsc;
+use std::time::Duration;
+
 use cuda_driver::prelude::*;
 use cuda_driver::{
-    drop_error_count, AttachFlags, Context, ContextFlags, Device, DeviceAttribute, DeviceBuffer,
-    DeviceSlice, Error, ErrorCode, HostRegisterFlags, HostRegistration, ManagedBuffer, MemAdvice,
-    MemLocation, MemPool, MemoryType, PinnedBuffer, PinnedFlags, PointerInfo, Stream, StreamFlags,
+    drop_error_count, AttachFlags, CaptureMode, CaptureStatus, Context, ContextFlags, Device,
+    DeviceAttribute, DeviceBuffer, DeviceSlice, DeviceSliceMut, Error, ErrorCode,
+    HostRegisterFlags, HostRegistration, ManagedBuffer, MemAdvice, MemLocation, MemPool,
+    MemoryType, PinnedBuffer, PinnedFlags, PointerInfo, Stream, StreamFlags,
 };
 
 use crate::common::xorshift32;
@@ -470,26 +474,48 @@ fn pinned_memory_flags_mapping_and_memset() {
     dev.copy_from_device(&mapped).unwrap();
     assert_eq!(dev.to_vec().unwrap(), data);
 
-    // The seed's cuMemsetD32 of 555.0f on page-locked memory, safely.
+    // The seed's cuMemsetD32 of 555.0f on page-locked memory, safely, on the legacy stream.
+    let legacy = Stream::legacy(&ctx);
     pinned
-        .with_device_view_mut(|mut v| v.memset(555.0f32.to_bits()))
+        .with_device_view_mut(&legacy, |mut v| v.memset(555.0f32.to_bits()))
         .unwrap();
     assert!(pinned.iter().all(|&x| x == 555.0));
-    // Work queued on a stream inside the closure is done when it returns.
+    // Work queued on the view's stream inside the closure is done when it returns.
     let stream = Stream::new(&ctx, StreamFlags::NON_BLOCKING).unwrap();
     pinned
-        .with_device_view_mut(|mut v| v.memset_async(0u8, &stream))
+        .with_device_view_mut(&stream, |mut v| v.memset_async(0u8, &stream))
         .unwrap();
     assert!(pinned.iter().all(|&x| x == 0.0));
+    // The view is ordered on the closure's stream: another stream is refused.
+    let e = pinned
+        .with_device_view_mut(&stream, |mut v| v.memset_async(1u8, &legacy))
+        .unwrap_err();
+    assert!(matches!(e, Error::StreamMismatch { .. }), "{e:?}");
+    assert!(pinned.iter().all(|&x| x == 0.0));
+    // The shared view reads it (a device copy), under the same rules.
+    let mut dev = DeviceBuffer::<f32>::zeroed(&ctx, 256).unwrap();
+    pinned
+        .with_device_view(&stream, |v| {
+            dev.as_view_mut().copy_from_device(&v)?;
+            Ok(())
+        })
+        .unwrap();
+    assert!(dev.to_vec().unwrap().iter().all(|&x| x == 0.0));
     let mut halves =
         PinnedBuffer::<u16>::from_slice(&ctx, &[1, 2, 3], PinnedFlags::empty()).unwrap();
     halves
-        .with_device_view_mut(|mut v| v.memset(0xCAFEu16))
+        .with_device_view_mut(&legacy, |mut v| v.memset(0xCAFEu16))
         .unwrap();
     assert_eq!(&halves[..], &[0xCAFE; 3]);
     assert!(matches!(
-        halves.with_device_view_mut(|mut v| v.memset(1u32)),
+        halves.with_device_view_mut(&legacy, |mut v| v.memset(1u32)),
         Err(Error::MemsetWidth { .. })
+    ));
+    assert_eq!(&halves[..], &[0xCAFE; 3]);
+    // The per-thread default stream names another stream on every thread: refused.
+    assert!(matches!(
+        halves.with_device_view_mut(&Stream::per_thread(&ctx), |_| Ok(())),
+        Err(Error::InvalidStream { .. })
     ));
 
     // Write-combined memory: written by the host, read by the device.
@@ -542,14 +568,20 @@ fn managed_memory_is_read_on_the_host_after_device_writes() {
     if dev.attribute(DeviceAttribute::MANAGED_MEMORY).unwrap() == 0 {
         crate::common::skip("managed memory is not supported by this device");
     }
-    // 1 KiB.
-    let mut buf = ManagedBuffer::<u32>::zeroed(&ctx, 256, AttachFlags::GLOBAL).unwrap();
+    // 1 KiB, ordered on a created stream (every device accepts it).
+    let stream = Stream::new(&ctx, StreamFlags::NON_BLOCKING).unwrap();
+    let mut buf = ManagedBuffer::<u32>::zeroed(&stream, 256, AttachFlags::GLOBAL).unwrap();
+    assert_eq!(buf.stream().as_raw(), stream.as_raw());
     assert_eq!(buf.as_slice().unwrap(), &[0; 256][..]);
     buf.memset(0xDEAD_BEEFu32).unwrap();
     assert!(buf.as_slice().unwrap().iter().all(|&x| x == 0xDEAD_BEEF));
     let data = words(256, 18);
     buf.as_mut_slice().unwrap().copy_from_slice(&data);
     assert_eq!(buf.to_vec().unwrap(), data);
+    // Work queued on its stream is seen by the host access, which waits for that stream.
+    buf.memset_async(7u32, &stream).unwrap();
+    assert!(buf.as_slice().unwrap().iter().all(|&x| x == 7));
+    buf.as_mut_slice().unwrap().copy_from_slice(&data);
 
     let info = PointerInfo::query(buf.as_raw()).unwrap();
     assert_eq!(info.device_ordinal, 0);
@@ -564,15 +596,13 @@ fn managed_memory_is_read_on_the_host_after_device_writes() {
         .unwrap()
         != 0
     {
-        let stream = Stream::new(&ctx, StreamFlags::NON_BLOCKING).unwrap();
-        buf.prefetch(MemLocation::device(dev), &stream).unwrap();
-        buf.prefetch(MemLocation::host(), &stream).unwrap();
-        stream.synchronize().unwrap();
+        buf.prefetch(MemLocation::device(dev)).unwrap();
+        buf.prefetch(MemLocation::host()).unwrap();
     }
     assert_eq!(buf.to_vec().unwrap(), data);
 
     // Allocated from host data, attached to the host.
-    let from = ManagedBuffer::from_slice(&ctx, &data, AttachFlags::HOST).unwrap();
+    let from = ManagedBuffer::from_slice(&stream, &data, AttachFlags::HOST).unwrap();
     assert_eq!(from.as_slice().unwrap(), &data[..]);
 }
 
@@ -661,7 +691,7 @@ fn every_kind_of_memory_drops_without_errors() {
     let a = pool.alloc_async::<u8>(&stream, 1000).unwrap();
     let b = DeviceBuffer::<u8>::new_async(&stream, 1000).unwrap();
     let c = PinnedBuffer::<u8>::zeroed(&ctx, 1000, PinnedFlags::empty()).unwrap();
-    let d = ManagedBuffer::<u8>::zeroed(&ctx, 1000, AttachFlags::GLOBAL).unwrap();
+    let d = ManagedBuffer::<u8>::zeroed(&stream, 1000, AttachFlags::GLOBAL).unwrap();
     drop((a, b, c, d));
     drop(pool);
     stream.synchronize().unwrap();
@@ -717,4 +747,351 @@ fn stream_ordered_memory_cannot_be_freed_under_another_streams_work() {
         s.spawn(move || drop(moved));
     });
     a.synchronize().unwrap();
+}
+
+/// Blocks `stream` with a host function until the returned sender is dropped (or used): work
+/// queued after it stays pending until then. Dropping the sender on a panic unblocks it too,
+/// and the host function gives up after 10 s, so that a test whose expectation is wrong (a
+/// call that waits for the blocked work) fails instead of hanging.
+fn block(stream: &Stream) -> mpsc::Sender<()> {
+    let (tx, rx) = mpsc::channel::<()>();
+    stream
+        .launch_host_fn(move || {
+            let _ = rx.recv_timeout(Duration::from_secs(10));
+        })
+        .unwrap();
+    tx
+}
+
+/// Issue #23 hole 1: stream-ordered memory moved to the null (legacy) stream of another
+/// context. The null handle is the same in every context, so the move was taken for a move to
+/// the buffer's own stream and accepted without a context check: the buffer then claimed the
+/// other context, its free was queued there, unordered after the work pending on its own
+/// stream, and the pool reused the memory under that work. Now the context is checked first,
+/// whatever the handles, and the refused move gives the buffer back, intact and usable.
+#[gpu_test]
+fn stream_ordered_memory_cannot_move_to_another_contexts_null_stream() {
+    let ctx = gpu_exclusive_or_skip!();
+    let other = Context::new(ctx.device(), ContextFlags::SCHED_AUTO).unwrap();
+    let refused = |mine: &Stream, theirs: &Stream| {
+        const N: usize = 1 << 20;
+        let mut buf = DeviceBuffer::<u32>::new_async(mine, N).unwrap();
+        buf.memset_async(0x5EED_0001u32, mine).unwrap();
+        let err = buf.move_to_stream(theirs).unwrap_err();
+        assert!(
+            matches!(err.error, Error::ContextMismatch { .. }),
+            "{err:?}"
+        );
+        // The buffer comes back on its own stream, in its own context, with its contents.
+        let mut buf = err.buffer;
+        assert_eq!(buf.stream().as_raw(), mine.as_raw());
+        assert_eq!(buf.as_view().context().as_raw(), ctx.as_raw());
+        assert!(buf.to_vec().unwrap().iter().all(|&x| x == 0x5EED_0001));
+        // Still refused there, still usable here.
+        assert!(matches!(
+            buf.memset_async(3u32, theirs),
+            Err(Error::ContextMismatch { .. })
+        ));
+        buf.memset_async(2u32, mine).unwrap();
+        assert!(buf.to_vec().unwrap().iter().all(|&x| x == 2));
+        // `?` turns the refusal into its error; the buffer is freed on its own stream.
+        let via_question_mark = || -> cuda_driver::Result<()> {
+            let buf = DeviceBuffer::<u32>::new_async(mine, 16)?;
+            buf.move_to_stream(theirs)?;
+            Ok(())
+        };
+        assert!(matches!(
+            via_question_mark(),
+            Err(Error::ContextMismatch { .. })
+        ));
+        drop(buf);
+        mine.synchronize().unwrap();
+    };
+    let before = drop_error_count();
+    refused(&Stream::legacy(&ctx), &Stream::legacy(&other));
+    if !cfg!(feature = "per-thread-default-stream") {
+        // Null handles: the legacy stream of each context.
+        refused(&Stream::null(&ctx), &Stream::null(&other));
+        refused(&Stream::legacy(&ctx), &Stream::null(&other));
+    }
+    // A created stream of the other context, as before.
+    let theirs = Stream::new(&other, StreamFlags::NON_BLOCKING).unwrap();
+    refused(
+        &Stream::new(&ctx, StreamFlags::NON_BLOCKING).unwrap(),
+        &theirs,
+    );
+    assert_eq!(drop_error_count(), before);
+}
+
+/// Issue #23 hole 2, first half: the device view of page-locked memory waited for the whole
+/// context (`cuCtxSynchronize`), which fails, and invalidates the capture, while another
+/// thread captures a stream of the context. Now it waits for the view's stream only: the
+/// other thread's capture goes on and yields its graph.
+#[gpu_test]
+fn page_locked_device_view_waits_for_its_stream_not_another_threads_capture() {
+    let ctx = gpu_exclusive_or_skip!();
+    let mine = Stream::new(&ctx, StreamFlags::NON_BLOCKING).unwrap();
+    let theirs = Stream::new(&ctx, StreamFlags::NON_BLOCKING).unwrap();
+    let mut pinned = PinnedBuffer::<u32>::zeroed(&ctx, 4096, PinnedFlags::empty()).unwrap();
+    let (begun_tx, begun_rx) = mpsc::channel::<()>();
+    let (done_tx, done_rx) = mpsc::channel::<()>();
+    std::thread::scope(|scope| {
+        let capturer = scope.spawn(move || {
+            // SAFETY: the captured work uses no device memory.
+            unsafe { theirs.begin_capture(CaptureMode::RELAXED) }.unwrap();
+            theirs.launch_host_fn_repeatable(|| ()).unwrap();
+            begun_tx.send(()).unwrap();
+            let _ = done_rx.recv();
+            theirs.end_capture()
+        });
+        begun_rx.recv().unwrap();
+        let r = pinned.with_device_view_mut(&mine, |mut v| v.memset_async(9u32, &mine));
+        done_tx.send(()).unwrap();
+        let graph = capturer.join().unwrap();
+        r.unwrap();
+        assert!(pinned.iter().all(|&x| x == 9));
+        if let Err(e) = graph {
+            panic!("the other thread's capture was invalidated: {e}");
+        }
+    });
+}
+
+/// Issue #23 hole 2, second half: when the closing wait of a device view fails while the work
+/// queued through the view is pending, the buffer used to return the error and hand the
+/// memory back to the host (`Deref`) while the device could still write it. Now it is
+/// poisoned: emptied, its memory leaked (never freed, never reachable from the host), the
+/// problem counted. The wait is made to fail by beginning a capture of the view's stream
+/// inside the closure, after a memset held back behind a blocked host function.
+#[gpu_test]
+fn a_failed_wait_poisons_page_locked_memory_instead_of_handing_it_back() {
+    let ctx = gpu_exclusive_or_skip!();
+    let s = Stream::new(&ctx, StreamFlags::NON_BLOCKING).unwrap();
+    let mut pinned =
+        PinnedBuffer::<u32>::from_slice(&ctx, &[1; 4096], PinnedFlags::empty()).unwrap();
+    let before = drop_error_count();
+    let gate = block(&s);
+    let r = pinned.with_device_view_mut(&s, |mut v| {
+        v.memset_async(0xBAD0_BAD0u32, &s)?; // pending behind the blocked host function
+                                             // SAFETY: nothing is queued on `s` while it is captured; the capture ends below.
+        unsafe { s.begin_capture(CaptureMode::RELAXED) }
+    });
+    let e = r.unwrap_err();
+    crate::common::note(format!("the closing wait failed: {e}"));
+    // The memset is still pending: the buffer hands out none of the memory.
+    assert_eq!(pinned.len(), 0);
+    assert!(pinned.is_empty());
+    assert!(pinned.iter().next().is_none());
+    assert_eq!(drop_error_count(), before + 1, "the leak is counted");
+    let _ = s.end_capture(); // invalidated by the failed synchronisation
+    assert_eq!(s.capture_status().unwrap(), CaptureStatus::NONE);
+    drop(gate); // the memset runs now, into the leaked memory
+    s.synchronize().unwrap();
+    // The poisoned buffer stays usable, empty, and drops without freeing anything.
+    pinned
+        .with_device_view_mut(&s, |v| {
+            assert!(v.is_empty());
+            Ok(())
+        })
+        .unwrap();
+    drop(pinned);
+    assert_eq!(drop_error_count(), before + 1);
+}
+
+/// Hole 2 for registered memory: after a failed closing wait the guard empties itself and
+/// leaves the memory registered (the pending work must not fault), never unregistering it.
+#[gpu_test]
+fn a_failed_wait_empties_a_host_registration_and_leaves_it_registered() {
+    let ctx = gpu_exclusive_or_skip!();
+    let s = Stream::new(&ctx, StreamFlags::NON_BLOCKING).unwrap();
+    // Leaked: after the failed wait the device writes it later, and it stays registered.
+    let host: &'static mut [u32] = Box::leak(vec![1u32; 4096].into_boxed_slice());
+    let addr = host.as_ptr();
+    let mut reg = HostRegistration::new(&ctx, host, HostRegisterFlags::DEVICEMAP).unwrap();
+    // SAFETY: the wait succeeds (checked: the guard is not emptied), so nothing is pending.
+    unsafe { reg.with_device_view_mut(&s, |mut v| v.memset_async(2u32, &s)) }.unwrap();
+    assert!(reg.iter().all(|&x| x == 2));
+    let before = drop_error_count();
+    let gate = block(&s);
+    let queue_then_capture = |mut v: DeviceSliceMut<'_, u32>| {
+        v.memset_async(3u32, &s)?;
+        // SAFETY: nothing is queued on `s` while it is captured; the capture ends below.
+        unsafe { s.begin_capture(CaptureMode::RELAXED) }
+    };
+    // SAFETY: after the failure the memory is only looked up by address, never read, written
+    // or freed (it is leaked).
+    let r = unsafe { reg.with_device_view_mut(&s, queue_then_capture) };
+    assert!(r.is_err());
+    assert!(reg.is_empty(), "the guard still hands out the memory");
+    assert_eq!(drop_error_count(), before + 1);
+    let _ = s.end_capture();
+    drop(gate);
+    s.synchronize().unwrap();
+    drop(reg);
+    // Never unregistered: still page-locked memory of the context.
+    let info = PointerInfo::of_host(addr).unwrap();
+    assert_eq!(info.memory_type, MemoryType::HOST);
+    assert_eq!(info.context, Some(ctx.as_raw()));
+    assert_eq!(drop_error_count(), before + 1);
+}
+
+/// Issue #23, "host access waits for the work that uses the memory": managed memory's host
+/// access synchronised the whole context, which fails, and invalidates the capture, while
+/// another thread captures. Now it waits for the buffer's stream only.
+#[gpu_test]
+fn managed_host_access_waits_for_its_stream_not_another_threads_capture() {
+    let ctx = gpu_exclusive_or_skip!();
+    crate::common::require_attribute(
+        ctx.device(),
+        DeviceAttribute::MANAGED_MEMORY,
+        "managed memory is not supported by this device",
+    );
+    let mine = Stream::new(&ctx, StreamFlags::NON_BLOCKING).unwrap();
+    let theirs = Stream::new(&ctx, StreamFlags::NON_BLOCKING).unwrap();
+    let mut m = ManagedBuffer::<u32>::zeroed(&mine, 4096, AttachFlags::GLOBAL).unwrap();
+    let (begun_tx, begun_rx) = mpsc::channel::<()>();
+    let (done_tx, done_rx) = mpsc::channel::<()>();
+    std::thread::scope(|scope| {
+        let capturer = scope.spawn(move || {
+            // SAFETY: the captured work uses no device memory.
+            unsafe { theirs.begin_capture(CaptureMode::RELAXED) }.unwrap();
+            theirs.launch_host_fn_repeatable(|| ()).unwrap();
+            begun_tx.send(()).unwrap();
+            let _ = done_rx.recv();
+            theirs.end_capture()
+        });
+        begun_rx.recv().unwrap();
+        m.memset_async(6u32, &mine).unwrap();
+        let seen = m.to_vec();
+        let written = m.as_mut_slice().map(|h| h.fill(8));
+        done_tx.send(()).unwrap();
+        let graph = capturer.join().unwrap();
+        assert!(seen.unwrap().iter().all(|&x| x == 6));
+        written.unwrap();
+        assert!(m.as_slice().unwrap().iter().all(|&x| x == 8));
+        if let Err(e) = graph {
+            panic!("the other thread's capture was invalidated: {e}");
+        }
+    });
+}
+
+/// Managed memory's host access when its stream cannot be waited for (it is being captured,
+/// while a memset is pending on it): an error and no reference, never the memory.
+#[gpu_test]
+fn managed_host_access_is_refused_while_its_stream_cannot_be_waited_for() {
+    let ctx = gpu_exclusive_or_skip!();
+    crate::common::require_attribute(
+        ctx.device(),
+        DeviceAttribute::MANAGED_MEMORY,
+        "managed memory is not supported by this device",
+    );
+    let s = Stream::new(&ctx, StreamFlags::NON_BLOCKING).unwrap();
+    let mut m = ManagedBuffer::<u32>::zeroed(&s, 4096, AttachFlags::GLOBAL).unwrap();
+    let gate = block(&s);
+    m.memset_async(5u32, &s).unwrap(); // pending behind the blocked host function
+                                       // SAFETY: nothing is queued on `s` while it is captured; the capture ends below.
+    unsafe { s.begin_capture(CaptureMode::RELAXED) }.unwrap();
+    assert!(
+        m.as_slice().is_err(),
+        "host access while the memset is pending"
+    );
+    // Later attempts fail the same way while the (invalidated) capture lasts; should one wait
+    // instead, the memset must be done when it returns.
+    if let Ok(v) = m.to_vec() {
+        assert!(v.iter().all(|&x| x == 5));
+    }
+    if let Ok(h) = m.as_mut_slice() {
+        assert!(h.iter().all(|&x| x == 5));
+    }
+    let _ = s.end_capture();
+    drop(gate);
+    assert!(m.as_slice().unwrap().iter().all(|&x| x == 5));
+}
+
+/// Managed memory is ordered on its stream: another stream is refused until the buffer is
+/// moved there, the move orders the new stream after the old one's work, and a stream of
+/// another context (its null stream included) is refused with the buffer given back.
+#[gpu_test]
+fn managed_memory_moves_between_streams_of_its_context_only() {
+    let ctx = gpu_exclusive_or_skip!();
+    crate::common::require_attribute(
+        ctx.device(),
+        DeviceAttribute::MANAGED_MEMORY,
+        "managed memory is not supported by this device",
+    );
+    let a = Stream::new(&ctx, StreamFlags::NON_BLOCKING).unwrap();
+    let b = Stream::new(&ctx, StreamFlags::NON_BLOCKING).unwrap();
+    let mut m = ManagedBuffer::<u32>::zeroed(&a, 1 << 16, AttachFlags::GLOBAL).unwrap();
+    assert!(matches!(
+        m.memset_async(1u32, &b),
+        Err(Error::StreamMismatch { .. })
+    ));
+    let gate = block(&a);
+    m.memset_async(3u32, &a).unwrap(); // pending on `a`
+    let m = m.move_to_stream(&b).unwrap();
+    assert_eq!(m.stream().as_raw(), b.as_raw());
+    // Host access now waits for `b`, which waits for `a`'s memset: released a little later,
+    // so that a host access not ordered after it would read zeros.
+    let opener = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(200));
+        drop(gate);
+    });
+    assert!(
+        m.as_slice().unwrap().iter().all(|&x| x == 3),
+        "host access did not wait for the old stream's work"
+    );
+    opener.join().unwrap();
+
+    let other = Context::new(ctx.device(), ContextFlags::SCHED_AUTO).unwrap();
+    let theirs = Stream::legacy(&other);
+    let err = m.move_to_stream(&theirs).unwrap_err();
+    assert!(
+        matches!(err.error, Error::ContextMismatch { .. }),
+        "{err:?}"
+    );
+    let mut m = err.buffer;
+    assert_eq!(m.stream().as_raw(), b.as_raw());
+    m.memset_async(4u32, &b).unwrap();
+    assert!(m.to_vec().unwrap().iter().all(|&x| x == 4));
+}
+
+/// The rule for blocking operations (issue #23): a blocking copy of memory not ordered on a
+/// stream runs on the default stream, so it is ordered after the work of blocking streams but
+/// not after that of `NON_BLOCKING` streams, whose work it sees once the stream is
+/// synchronised.
+#[gpu_test]
+fn blocking_copies_follow_blocking_streams_not_non_blocking_ones() {
+    let ctx = gpu_exclusive_or_skip!();
+    let mut buf = DeviceBuffer::<u32>::zeroed(&ctx, 1 << 20).unwrap();
+    if !cfg!(feature = "per-thread-default-stream") {
+        // A blocking stream: the copy on the (legacy) default stream waits for its memset,
+        // held back a while so that a copy not ordered after it would read zeros.
+        let blocking = Stream::new(&ctx, StreamFlags::DEFAULT).unwrap();
+        let gate = block(&blocking);
+        buf.memset_async(7u32, &blocking).unwrap();
+        let opener = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(200));
+            drop(gate);
+        });
+        assert!(
+            buf.to_vec().unwrap().iter().all(|&x| x == 7),
+            "a blocking copy was not ordered after a blocking stream's memset"
+        );
+        opener.join().unwrap();
+    } else {
+        buf.memset(7u32).unwrap();
+    }
+    // A non-blocking stream: its memset is held back until the copy has returned, which it
+    // does without waiting (a copy that waited would see the memset once the gate gives up).
+    let non_blocking = Stream::new(&ctx, StreamFlags::NON_BLOCKING).unwrap();
+    let gate = block(&non_blocking);
+    buf.memset_async(9u32, &non_blocking).unwrap();
+    let before_sync = buf.to_vec().unwrap();
+    drop(gate);
+    assert!(
+        before_sync.iter().all(|&x| x == 7),
+        "the blocking copy waited for a non-blocking stream's work"
+    );
+    // Once that stream is synchronised, the blocking copy sees its work.
+    non_blocking.synchronize().unwrap();
+    assert!(buf.to_vec().unwrap().iter().all(|&x| x == 9));
 }
