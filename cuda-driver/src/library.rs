@@ -880,26 +880,18 @@ impl<T: DeviceRepr> Managed<T> {
     #[inline]
     pub fn view<'a>(&'a self, ctx: &'a Context) -> DeviceSlice<'a, T> {
         self.lib.note_used_in(ctx);
-        DeviceSlice {
-            ptr: self.ptr,
-            len: self.len,
-            ctx,
-            home: ptr::null_mut(),
-            _marker: PhantomData,
-        }
+        // SAFETY: the view covers memory that `self` owns or borrows (see the SAFETY comment of
+        // this impl or function), released as `from_parts` requires, borrowed for the view's life.
+        unsafe { DeviceSlice::from_parts(self.ptr, self.len, ctx, ptr::null_mut()) }
     }
 
     /// The variable as a mutable view in `ctx`; see [`view`](Self::view).
     #[inline]
     pub fn view_mut<'a>(&'a mut self, ctx: &'a Context) -> DeviceSliceMut<'a, T> {
         self.lib.note_used_in(ctx);
-        DeviceSliceMut {
-            ptr: self.ptr,
-            len: self.len,
-            ctx,
-            home: ptr::null_mut(),
-            _marker: PhantomData,
-        }
+        // SAFETY: the view covers memory that `self` owns or borrows (see the SAFETY comment of
+        // this impl or function), released as `from_parts` requires, borrowed for the view's life.
+        unsafe { DeviceSliceMut::from_parts(self.ptr, self.len, ctx, ptr::null_mut()) }
     }
 
     /// The variable as a host slice, read in place.

@@ -243,7 +243,7 @@ impl Stream {
         view: &DeviceSlice<'_, T>,
         flags: AttachFlags,
     ) -> Result<()> {
-        crate::memory::view::check_stream("Stream::attach_mem", view.ctx, view.home, self)?;
+        crate::memory::view::check_stream("Stream::attach_mem", view.context(), view.home(), self)?;
         let _cur = self.context().enter()?;
         check(
             // SAFETY: the view borrows live memory of `bytes()` bytes; attaching changes

@@ -88,7 +88,7 @@ impl Stream {
         flags: StreamWaitValueFlags,
     ) -> Result<()> {
         first::<u32>(word.len(), "Stream::wait_value_u32")?;
-        check_stream("Stream::wait_value_u32", word.ctx, word.home, self)?;
+        check_stream("Stream::wait_value_u32", word.context(), word.home(), self)?;
         check_wait_flags(self.context().device(), flags, "Stream::wait_value_u32")?;
         let _cur = self.context().enter()?;
         check(
@@ -111,7 +111,7 @@ impl Stream {
         flags: StreamWaitValueFlags,
     ) -> Result<()> {
         first::<u64>(word.len(), "Stream::wait_value_u64")?;
-        check_stream("Stream::wait_value_u64", word.ctx, word.home, self)?;
+        check_stream("Stream::wait_value_u64", word.context(), word.home(), self)?;
         let dev = self.context().device();
         require_64(dev, "Stream::wait_value_u64")?;
         check_wait_flags(dev, flags, "Stream::wait_value_u64")?;
@@ -135,7 +135,7 @@ impl Stream {
         flags: StreamWriteValueFlags,
     ) -> Result<()> {
         first::<u32>(word.len(), "Stream::write_value_u32")?;
-        check_stream("Stream::write_value_u32", word.ctx, word.home, self)?;
+        check_stream("Stream::write_value_u32", word.context(), word.home(), self)?;
         let _cur = self.context().enter()?;
         check(
             // SAFETY: the view borrows at least one live u32 mutably.
@@ -157,7 +157,7 @@ impl Stream {
         flags: StreamWriteValueFlags,
     ) -> Result<()> {
         first::<u64>(word.len(), "Stream::write_value_u64")?;
-        check_stream("Stream::write_value_u64", word.ctx, word.home, self)?;
+        check_stream("Stream::write_value_u64", word.context(), word.home(), self)?;
         require_64(self.context().device(), "Stream::write_value_u64")?;
         let _cur = self.context().enter()?;
         check(
@@ -400,7 +400,7 @@ impl<'a> MemOpBatch<'a> {
         flags: StreamWaitValueFlags,
     ) -> Result<&mut Self> {
         first::<u32>(word.len(), "MemOpBatch::wait_u32")?;
-        self.note_view(word.ctx, word.home, "MemOpBatch::wait_u32")?;
+        self.note_view(word.context(), word.home(), "MemOpBatch::wait_u32")?;
         self.wait(
             sys::CU_STREAM_MEM_OP_WAIT_VALUE_32,
             word.as_raw(),
@@ -419,7 +419,7 @@ impl<'a> MemOpBatch<'a> {
         flags: StreamWaitValueFlags,
     ) -> Result<&mut Self> {
         first::<u64>(word.len(), "MemOpBatch::wait_u64")?;
-        self.note_view(word.ctx, word.home, "MemOpBatch::wait_u64")?;
+        self.note_view(word.context(), word.home(), "MemOpBatch::wait_u64")?;
         self.needs_64 = true;
         self.wait(
             sys::CU_STREAM_MEM_OP_WAIT_VALUE_64,
@@ -439,7 +439,7 @@ impl<'a> MemOpBatch<'a> {
         flags: StreamWriteValueFlags,
     ) -> Result<&mut Self> {
         first::<u32>(word.len(), "MemOpBatch::write_u32")?;
-        self.note_view(word.ctx, word.home, "MemOpBatch::write_u32")?;
+        self.note_view(word.context(), word.home(), "MemOpBatch::write_u32")?;
         self.write(
             sys::CU_STREAM_MEM_OP_WRITE_VALUE_32,
             word.as_raw(),
@@ -458,7 +458,7 @@ impl<'a> MemOpBatch<'a> {
         flags: StreamWriteValueFlags,
     ) -> Result<&mut Self> {
         first::<u64>(word.len(), "MemOpBatch::write_u64")?;
-        self.note_view(word.ctx, word.home, "MemOpBatch::write_u64")?;
+        self.note_view(word.context(), word.home(), "MemOpBatch::write_u64")?;
         self.needs_64 = true;
         self.write(
             sys::CU_STREAM_MEM_OP_WRITE_VALUE_64,

@@ -75,12 +75,12 @@ impl TensorMap {
     #[wraps(cuTensorMapReplaceAddress)]
     #[track_caller]
     pub fn replace_address<T: DeviceRepr>(&mut self, memory: &DeviceSlice<'_, T>) -> Result<()> {
-        check_alignment(memory.ptr, 16)?;
-        let _cur = memory.ctx.enter()?;
+        check_alignment(memory.as_raw(), 16)?;
+        let _cur = memory.context().enter()?;
         check(
             // SAFETY: writes into the 64-byte-aligned map owned by self; the address is that
             // of live device memory (the map's later use is the launch's contract).
-            unsafe { sys::cuTensorMapReplaceAddress(&mut self.0, memory.ptr as *mut c_void) },
+            unsafe { sys::cuTensorMapReplaceAddress(&mut self.0, memory.as_raw() as *mut c_void) },
             "cuTensorMapReplaceAddress",
         )
     }
@@ -456,10 +456,10 @@ macro_rules! common_setters {
             memory: &DeviceSlice<'_, T>,
             map: &mut TensorMap,
         ) -> Result<()> {
-            self.check_for_encode(memory.ptr, Some(memory.bytes()))?;
-            let _cur = memory.ctx.enter()?;
+            self.check_for_encode(memory.as_raw(), Some(memory.bytes()))?;
+            let _cur = memory.context().enter()?;
             // SAFETY: the rules and the bounds were checked; the address is live memory.
-            unsafe { self.encode_unchecked_bounds_into(memory.ptr, &mut map.0) }
+            unsafe { self.encode_unchecked_bounds_into(memory.as_raw(), &mut map.0) }
         }
 
         /// Encodes the map over a raw device address, checking every rule but the bounds,

@@ -103,13 +103,13 @@ impl<'a> ResourceDesc<'a> {
     pub fn linear<T: ArrayElement>(view: DeviceSlice<'a, T>) -> Self {
         let mut raw = zeroed_resource();
         raw.resType = sys::CU_RESOURCE_TYPE_LINEAR;
-        raw.res.linear.devPtr = view.ptr;
+        raw.res.linear.devPtr = view.as_raw();
         raw.res.linear.format = T::FORMAT.as_raw();
         raw.res.linear.numChannels = T::CHANNELS;
         raw.res.linear.sizeInBytes = view.bytes();
         ResourceDesc {
             raw,
-            ctx: view.ctx,
+            ctx: view.context(),
             surface_ok: false,
         }
     }

@@ -85,12 +85,12 @@ macro_rules! device_pointer_arg {
             const PARAM_ALIGN: usize = align_of::<sys::CUdeviceptr>();
             #[inline(always)]
             fn param_ptr(&self) -> *mut c_void {
-                let p: *const sys::CUdeviceptr = &self.ptr;
+                let p: *const sys::CUdeviceptr = self.ptr_ref();
                 p.cast_mut().cast()
             }
             #[inline(always)]
             fn stream_order(&self) -> sys::CUstream {
-                self.home
+                self.home()
             }
         }
     };

@@ -486,7 +486,6 @@ launch_methods!(Kernel, "(in the stream's context, on any device)");
 mod tests {
     use super::*;
     use crate::{Context, Device, DeviceSlice, DeviceSliceMut};
-    use std::marker::PhantomData;
     use std::mem::ManuallyDrop;
 
     /// A context handle that is never given to the driver, and never dropped.
@@ -496,13 +495,9 @@ mod tests {
     }
 
     fn view(ctx: &Context, home: usize) -> DeviceSlice<'_, f32> {
-        DeviceSlice {
-            ptr: 0x1000,
-            len: 4,
-            ctx,
-            home: home as sys::CUstream,
-            _marker: PhantomData,
-        }
+        // SAFETY: the view covers memory that `self` owns or borrows (see the SAFETY comment of
+        // this impl or function), released as `from_parts` requires, borrowed for the view's life.
+        unsafe { DeviceSlice::from_parts(0x1000, 4, ctx, home as sys::CUstream) }
     }
 
     #[test]
@@ -510,13 +505,10 @@ mod tests {
         let ctx = fake_context();
         let mine = 0x5000 as sys::CUstream;
         let (ordered, plain) = (view(&ctx, 0x5000), view(&ctx, 0));
-        let mut m: DeviceSliceMut<'_, f32> = DeviceSliceMut {
-            ptr: 0x2000,
-            len: 4,
-            ctx: &ctx,
-            home: 0x6000 as sys::CUstream,
-            _marker: PhantomData,
-        };
+        // SAFETY: the view covers memory that `self` owns or borrows (see the SAFETY comment of
+        // this impl or function), released as `from_parts` requires, borrowed for the view's life.
+        let mut m: DeviceSliceMut<'_, f32> =
+            unsafe { DeviceSliceMut::from_parts(0x2000, 4, &ctx, 0x6000 as sys::CUstream) };
         let n = 4i32;
         // Scalars and views of memory without a stream: nothing to check.
         assert_eq!((&n, plain, &n).stream_mismatch(mine), None);

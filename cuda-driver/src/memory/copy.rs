@@ -570,7 +570,12 @@ impl<'a, T: DeviceRepr> Copy2D<'a, T> {
     #[inline]
     pub fn from_device(mut self, src: DeviceSlice<'a, T>, pitch: usize) -> Self {
         self.src = Some(device_op::<T>(
-            src.ptr, src.len, src.home, src.ctx, pitch, None,
+            src.as_raw(),
+            src.len(),
+            src.home(),
+            src.context(),
+            pitch,
+            None,
         ));
         self
     }
@@ -579,7 +584,12 @@ impl<'a, T: DeviceRepr> Copy2D<'a, T> {
     #[inline]
     pub fn to_device(mut self, dst: DeviceSliceMut<'a, T>, pitch: usize) -> Self {
         self.dst = Some(device_op::<T>(
-            dst.ptr, dst.len, dst.home, dst.ctx, pitch, None,
+            dst.as_raw(),
+            dst.len(),
+            dst.home(),
+            dst.context(),
+            pitch,
+            None,
         ));
         self
     }
@@ -766,10 +776,10 @@ impl<'a, T: DeviceRepr> Copy3D<'a, T> {
     #[inline]
     pub fn from_device(mut self, src: DeviceSlice<'a, T>, pitch: usize, rows: usize) -> Self {
         self.src = Some(device_op::<T>(
-            src.ptr,
-            src.len,
-            src.home,
-            src.ctx,
+            src.as_raw(),
+            src.len(),
+            src.home(),
+            src.context(),
             pitch,
             Some(rows),
         ));
@@ -781,10 +791,10 @@ impl<'a, T: DeviceRepr> Copy3D<'a, T> {
     #[inline]
     pub fn to_device(mut self, dst: DeviceSliceMut<'a, T>, pitch: usize, rows: usize) -> Self {
         self.dst = Some(device_op::<T>(
-            dst.ptr,
-            dst.len,
-            dst.home,
-            dst.ctx,
+            dst.as_raw(),
+            dst.len(),
+            dst.home(),
+            dst.context(),
             pitch,
             Some(rows),
         ));

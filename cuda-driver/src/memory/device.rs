@@ -196,13 +196,9 @@ unsafe impl<T: DeviceRepr> DeviceMemory for DeviceBuffer<T> {
     type Elem = T;
     #[inline]
     fn as_view(&self) -> DeviceSlice<'_, T> {
-        DeviceSlice {
-            ptr: self.ptr,
-            len: self.len,
-            ctx: &self.ctx,
-            home: std::ptr::null_mut(),
-            _marker: PhantomData,
-        }
+        // SAFETY: the view covers memory that `self` owns or borrows (see the SAFETY comment of
+        // this impl or function), released as `from_parts` requires, borrowed for the view's life.
+        unsafe { DeviceSlice::from_parts(self.ptr, self.len, &self.ctx, std::ptr::null_mut()) }
     }
 }
 
@@ -210,13 +206,9 @@ unsafe impl<T: DeviceRepr> DeviceMemory for DeviceBuffer<T> {
 unsafe impl<T: DeviceRepr> DeviceMemoryMut for DeviceBuffer<T> {
     #[inline]
     fn as_view_mut(&mut self) -> DeviceSliceMut<'_, T> {
-        DeviceSliceMut {
-            ptr: self.ptr,
-            len: self.len,
-            ctx: &self.ctx,
-            home: std::ptr::null_mut(),
-            _marker: PhantomData,
-        }
+        // SAFETY: the view covers memory that `self` owns or borrows (see the SAFETY comment of
+        // this impl or function), released as `from_parts` requires, borrowed for the view's life.
+        unsafe { DeviceSliceMut::from_parts(self.ptr, self.len, &self.ctx, std::ptr::null_mut()) }
     }
 }
 

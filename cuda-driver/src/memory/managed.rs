@@ -240,12 +240,15 @@ unsafe impl<T: DeviceRepr> DeviceMemory for ManagedBuffer<'_, T> {
     type Elem = T;
     #[inline]
     fn as_view(&self) -> DeviceSlice<'_, T> {
-        DeviceSlice {
-            ptr: self.inner.ptr,
-            len: self.inner.len,
-            ctx: self.stream.context(),
-            home: self.home(),
-            _marker: PhantomData,
+        // SAFETY: the view covers memory that `self` owns or borrows (see the SAFETY comment of
+        // this impl or function), released as `from_parts` requires, borrowed for the view's life.
+        unsafe {
+            DeviceSlice::from_parts(
+                self.inner.ptr,
+                self.inner.len,
+                self.stream.context(),
+                self.home(),
+            )
         }
     }
 }
@@ -254,12 +257,15 @@ unsafe impl<T: DeviceRepr> DeviceMemory for ManagedBuffer<'_, T> {
 unsafe impl<T: DeviceRepr> DeviceMemoryMut for ManagedBuffer<'_, T> {
     #[inline]
     fn as_view_mut(&mut self) -> DeviceSliceMut<'_, T> {
-        DeviceSliceMut {
-            ptr: self.inner.ptr,
-            len: self.inner.len,
-            ctx: self.stream.context(),
-            home: self.home(),
-            _marker: PhantomData,
+        // SAFETY: the view covers memory that `self` owns or borrows (see the SAFETY comment of
+        // this impl or function), released as `from_parts` requires, borrowed for the view's life.
+        unsafe {
+            DeviceSliceMut::from_parts(
+                self.inner.ptr,
+                self.inner.len,
+                self.stream.context(),
+                self.home(),
+            )
         }
     }
 }

@@ -41,13 +41,13 @@ pub unsafe trait DeviceMemory {
     /// The device address of the first element, valid while `self` lives.
     #[inline]
     fn device_ptr(&self) -> sys::CUdeviceptr {
-        self.as_view().ptr
+        self.as_view().as_raw()
     }
 
     /// Number of elements.
     #[inline]
     fn len(&self) -> usize {
-        self.as_view().len
+        self.as_view().len()
     }
 
     /// Whether the memory holds no elements.
@@ -65,7 +65,7 @@ pub unsafe trait DeviceMemory {
     /// The context of the memory.
     #[inline]
     fn context(&self) -> &Context {
-        self.as_view().ctx
+        self.as_view().context()
     }
 
     /// The elements in `range`, as a shared view; a range outside the memory is

@@ -10,7 +10,6 @@
 //! memory again.
 
 use std::any::Any;
-use std::marker::PhantomData;
 use std::mem::size_of;
 use std::ops::{Deref, DerefMut};
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
@@ -86,13 +85,10 @@ fn run_on_view<T: DeviceRepr, R>(
     } else {
         host_device_ptr(ctx, host.cast())?
     };
-    let view = DeviceSliceMut {
-        ptr,
-        len,
-        ctx,
-        home: stream_identity(stream.as_raw()),
-        _marker: PhantomData,
-    };
+    // SAFETY: the view covers memory that `self` owns or borrows (see the SAFETY comment of
+    // this impl or function), released as `from_parts` requires, borrowed for the view's life.
+    let view =
+        unsafe { DeviceSliceMut::from_parts(ptr, len, ctx, stream_identity(stream.as_raw())) };
     let r = catch_unwind(AssertUnwindSafe(|| f(view)));
     if bytes == 0 {
         // Nothing the device could touch.

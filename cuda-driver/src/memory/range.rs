@@ -155,7 +155,7 @@ impl<T: DeviceRepr> DeviceSlice<'_, T> {
     #[track_caller]
     pub fn prefetch(&self, location: MemLocation, stream: &Stream) -> Result<()> {
         let f = newer::cuMemPrefetchAsync_v2()?;
-        super::view::check_stream("DeviceSlice::prefetch", self.ctx, self.home, stream)?;
+        super::view::check_stream("DeviceSlice::prefetch", self.context(), self.home(), stream)?;
         if self.bytes() == 0 {
             return Ok(());
         }

@@ -362,13 +362,9 @@ unsafe impl<T: DeviceRepr> DeviceMemory for AsyncDeviceBuffer<'_, T> {
     type Elem = T;
     #[inline]
     fn as_view(&self) -> DeviceSlice<'_, T> {
-        DeviceSlice {
-            ptr: self.ptr,
-            len: self.len,
-            ctx: self.stream.context(),
-            home: self.home(),
-            _marker: PhantomData,
-        }
+        // SAFETY: the view covers memory that `self` owns or borrows (see the SAFETY comment of
+        // this impl or function), released as `from_parts` requires, borrowed for the view's life.
+        unsafe { DeviceSlice::from_parts(self.ptr, self.len, self.stream.context(), self.home()) }
     }
 }
 
@@ -376,12 +372,10 @@ unsafe impl<T: DeviceRepr> DeviceMemory for AsyncDeviceBuffer<'_, T> {
 unsafe impl<T: DeviceRepr> DeviceMemoryMut for AsyncDeviceBuffer<'_, T> {
     #[inline]
     fn as_view_mut(&mut self) -> DeviceSliceMut<'_, T> {
-        DeviceSliceMut {
-            ptr: self.ptr,
-            len: self.len,
-            ctx: self.stream.context(),
-            home: self.home(),
-            _marker: PhantomData,
+        // SAFETY: the view covers memory that `self` owns or borrows (see the SAFETY comment of
+        // this impl or function), released as `from_parts` requires, borrowed for the view's life.
+        unsafe {
+            DeviceSliceMut::from_parts(self.ptr, self.len, self.stream.context(), self.home())
         }
     }
 }

@@ -312,7 +312,7 @@ fn check_ranges<'v, T: DeviceRepr + 'v>(
     stream: &Stream,
 ) -> Result<()> {
     for r in ranges {
-        check_stream(what, r.ctx, r.home, stream)?;
+        check_stream(what, r.context(), r.home(), stream)?;
     }
     Ok(())
 }

@@ -245,12 +245,12 @@ pub(crate) fn memset_count<T, W: MemsetValue>(what: &'static str, len: usize) ->
 #[derive(Clone, Copy)]
 pub struct DeviceSlice<'a, T: DeviceRepr> {
     /// Kept first and by value: a kernel argument is a pointer to this field.
-    pub(crate) ptr: sys::CUdeviceptr,
-    pub(crate) len: usize,
-    pub(crate) ctx: &'a Context,
+    ptr: sys::CUdeviceptr,
+    len: usize,
+    ctx: &'a Context,
     /// The stream the memory is ordered on (freed in stream order), or null.
-    pub(crate) home: sys::CUstream,
-    pub(crate) _marker: PhantomData<&'a T>,
+    home: sys::CUstream,
+    _marker: PhantomData<&'a T>,
 }
 
 /// A mutable view of device memory, borrowed exclusively from its owner for `'a`.
@@ -269,12 +269,12 @@ pub struct DeviceSlice<'a, T: DeviceRepr> {
 /// ```
 pub struct DeviceSliceMut<'a, T: DeviceRepr> {
     /// Kept first and by value: a kernel argument is a pointer to this field.
-    pub(crate) ptr: sys::CUdeviceptr,
-    pub(crate) len: usize,
-    pub(crate) ctx: &'a Context,
+    ptr: sys::CUdeviceptr,
+    len: usize,
+    ctx: &'a Context,
     /// As in [`DeviceSlice`].
-    pub(crate) home: sys::CUstream,
-    pub(crate) _marker: PhantomData<&'a mut T>,
+    home: sys::CUstream,
+    _marker: PhantomData<&'a mut T>,
 }
 
 // SAFETY: a view is a borrowed device address (plus a borrowed Context, which is Sync and a
@@ -404,22 +404,62 @@ pub(crate) fn blocking(
 }
 
 impl<'a, T: DeviceRepr> DeviceSlice<'a, T> {
+    /// The one constructor of shared views: every memory kind builds its views here (or
+    /// through [`DeviceSliceMut::from_parts`] and [`DeviceSliceMut::as_view`]).
+    ///
+    /// # Safety
+    /// * `ptr` is valid device memory of `ctx` for reads of `len * size_of::<T>()` bytes
+    ///   (which does not overflow), aligned for `T`, and stays allocated for `'a`: the view
+    ///   borrows the memory's owner for `'a`;
+    /// * the owner releases the memory only after every piece of work that a view may queue
+    ///   has finished: `home` is null and the release waits for (or is preceded by a wait
+    ///   for) all work of `ctx` and the cross-context uses fenced in it, or `home` is the
+    ///   identity ([`stream_identity`]) of the live stream of `ctx` the memory is ordered on,
+    ///   on which it is released;
+    /// * no mutable view of these bytes is alive for `'a`, and the host writes them only
+    ///   where the owner's rules allow (the host access of managed and page-locked memory
+    ///   waits for `home` first).
+    #[inline(always)]
+    pub(crate) unsafe fn from_parts(
+        ptr: sys::CUdeviceptr,
+        len: usize,
+        ctx: &'a Context,
+        home: sys::CUstream,
+    ) -> Self {
+        DeviceSlice {
+            ptr,
+            len,
+            ctx,
+            home,
+            _marker: PhantomData,
+        }
+    }
+
     /// A view of `len` elements at `ptr`, device-accessible memory of `ctx` that this crate
     /// did not allocate (another library's, or memory the caller manages).
     ///
     /// # Safety
     /// `ptr` is valid for reads of `len * size_of::<T>()` bytes from `ctx` for `'a`, aligned
-    /// for `T`, and the host does not write that memory while the view or work queued
-    /// through it may read it.
+    /// for `T`; it stays allocated until all work queued through the view has finished; and
+    /// the host does not write that memory while the view or work queued through it may
+    /// read it.
     #[inline]
     pub unsafe fn from_raw(ptr: sys::CUdeviceptr, len: usize, ctx: &'a Context) -> Self {
-        DeviceSlice {
-            ptr,
-            len,
-            ctx,
-            home: ptr::null_mut(),
-            _marker: PhantomData,
-        }
+        // SAFETY: the caller's guarantees, which are `from_parts`' for memory not ordered on a
+        // stream.
+        unsafe { Self::from_parts(ptr, len, ctx, ptr::null_mut()) }
+    }
+
+    /// The stream the memory is ordered on (its identity), or null.
+    #[inline(always)]
+    pub(crate) fn home(&self) -> sys::CUstream {
+        self.home
+    }
+
+    /// The device address, in place: a kernel argument points at it.
+    #[inline(always)]
+    pub(crate) fn ptr_ref(&self) -> &sys::CUdeviceptr {
+        &self.ptr
     }
 
     /// The device address of the first element.
@@ -575,22 +615,55 @@ impl<'a, T: DeviceRepr> DeviceSlice<'a, T> {
 }
 
 impl<'a, T: DeviceRepr> DeviceSliceMut<'a, T> {
+    /// The one constructor of mutable views: every memory kind builds its views here.
+    ///
+    /// # Safety
+    /// As for [`DeviceSlice::from_parts`], for reads and writes, and exclusively: no other
+    /// view (shared or mutable) of these bytes is alive for `'a` (the view borrows its owner
+    /// mutably, and no other owner or handle can make a view of the same bytes: globals and
+    /// managed variables are claimed by address, VMM allocations by handle), and the host
+    /// does not access them while work queued through the view may still run.
+    #[inline(always)]
+    pub(crate) unsafe fn from_parts(
+        ptr: sys::CUdeviceptr,
+        len: usize,
+        ctx: &'a Context,
+        home: sys::CUstream,
+    ) -> Self {
+        DeviceSliceMut {
+            ptr,
+            len,
+            ctx,
+            home,
+            _marker: PhantomData,
+        }
+    }
+
     /// A mutable view of `len` elements at `ptr`, device memory of `ctx` that this crate did
     /// not allocate.
     ///
     /// # Safety
     /// `ptr` is valid for reads and writes of `len * size_of::<T>()` bytes from `ctx` for
-    /// `'a`, aligned for `T`; nothing else accesses that memory while the view lives; and
-    /// the host does not access it while work queued through the view may still run.
+    /// `'a`, aligned for `T`; it stays allocated until all work queued through the view has
+    /// finished; nothing else accesses that memory while the view lives; and the host does
+    /// not access it while work queued through the view may still run.
     #[inline]
     pub unsafe fn from_raw(ptr: sys::CUdeviceptr, len: usize, ctx: &'a Context) -> Self {
-        DeviceSliceMut {
-            ptr,
-            len,
-            ctx,
-            home: ptr::null_mut(),
-            _marker: PhantomData,
-        }
+        // SAFETY: the caller's guarantees, which are `from_parts`' for memory not ordered on a
+        // stream.
+        unsafe { Self::from_parts(ptr, len, ctx, ptr::null_mut()) }
+    }
+
+    /// The stream the memory is ordered on (its identity), or null.
+    #[inline(always)]
+    pub(crate) fn home(&self) -> sys::CUstream {
+        self.home
+    }
+
+    /// The device address, in place: a kernel argument points at it.
+    #[inline(always)]
+    pub(crate) fn ptr_ref(&self) -> &sys::CUdeviceptr {
+        &self.ptr
     }
 
     /// The device address of the first element.

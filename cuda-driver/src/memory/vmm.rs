@@ -1444,12 +1444,15 @@ unsafe impl<T: DeviceRepr, M: MapMode> DeviceMemory for Mapping<'_, T, M> {
     type Elem = T;
     #[inline]
     fn as_view(&self) -> DeviceSlice<'_, T> {
-        DeviceSlice {
-            ptr: self.ptr,
-            len: self.len,
-            ctx: &self.range.inner.ctx,
-            home: std::ptr::null_mut(),
-            _marker: PhantomData,
+        // SAFETY: the view covers memory that `self` owns or borrows (see the SAFETY comment of
+        // this impl or function), released as `from_parts` requires, borrowed for the view's life.
+        unsafe {
+            DeviceSlice::from_parts(
+                self.ptr,
+                self.len,
+                &self.range.inner.ctx,
+                std::ptr::null_mut(),
+            )
         }
     }
 }
@@ -1460,12 +1463,15 @@ unsafe impl<T: DeviceRepr, M: MapMode> DeviceMemory for Mapping<'_, T, M> {
 unsafe impl<T: DeviceRepr> DeviceMemoryMut for Mapping<'_, T, MapExclusive> {
     #[inline]
     fn as_view_mut(&mut self) -> DeviceSliceMut<'_, T> {
-        DeviceSliceMut {
-            ptr: self.ptr,
-            len: self.len,
-            ctx: &self.range.inner.ctx,
-            home: std::ptr::null_mut(),
-            _marker: PhantomData,
+        // SAFETY: the view covers memory that `self` owns or borrows (see the SAFETY comment of
+        // this impl or function), released as `from_parts` requires, borrowed for the view's life.
+        unsafe {
+            DeviceSliceMut::from_parts(
+                self.ptr,
+                self.len,
+                &self.range.inner.ctx,
+                std::ptr::null_mut(),
+            )
         }
     }
 }
@@ -1709,12 +1715,15 @@ unsafe impl<T: DeviceRepr> DeviceMemory for GrowableBuffer<T> {
     type Elem = T;
     #[inline]
     fn as_view(&self) -> DeviceSlice<'_, T> {
-        DeviceSlice {
-            ptr: self.range.inner.ptr,
-            len: self.len,
-            ctx: &self.range.inner.ctx,
-            home: std::ptr::null_mut(),
-            _marker: PhantomData,
+        // SAFETY: the view covers memory that `self` owns or borrows (see the SAFETY comment of
+        // this impl or function), released as `from_parts` requires, borrowed for the view's life.
+        unsafe {
+            DeviceSlice::from_parts(
+                self.range.inner.ptr,
+                self.len,
+                &self.range.inner.ctx,
+                std::ptr::null_mut(),
+            )
         }
     }
 }
@@ -1724,12 +1733,15 @@ unsafe impl<T: DeviceRepr> DeviceMemory for GrowableBuffer<T> {
 unsafe impl<T: DeviceRepr> DeviceMemoryMut for GrowableBuffer<T> {
     #[inline]
     fn as_view_mut(&mut self) -> DeviceSliceMut<'_, T> {
-        DeviceSliceMut {
-            ptr: self.range.inner.ptr,
-            len: self.len,
-            ctx: &self.range.inner.ctx,
-            home: std::ptr::null_mut(),
-            _marker: PhantomData,
+        // SAFETY: the view covers memory that `self` owns or borrows (see the SAFETY comment of
+        // this impl or function), released as `from_parts` requires, borrowed for the view's life.
+        unsafe {
+            DeviceSliceMut::from_parts(
+                self.range.inner.ptr,
+                self.len,
+                &self.range.inner.ctx,
+                std::ptr::null_mut(),
+            )
         }
     }
 }

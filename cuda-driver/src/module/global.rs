@@ -129,13 +129,9 @@ unsafe impl<T: DeviceRepr> DeviceMemory for Global<T> {
     type Elem = T;
     #[inline]
     fn as_view(&self) -> DeviceSlice<'_, T> {
-        DeviceSlice {
-            ptr: self.ptr,
-            len: self.len,
-            ctx: &self.ctx,
-            home: ptr::null_mut(),
-            _marker: PhantomData,
-        }
+        // SAFETY: the view covers memory that `self` owns or borrows (see the SAFETY comment of
+        // this impl or function), released as `from_parts` requires, borrowed for the view's life.
+        unsafe { DeviceSlice::from_parts(self.ptr, self.len, &self.ctx, ptr::null_mut()) }
     }
 }
 
@@ -144,13 +140,9 @@ unsafe impl<T: DeviceRepr> DeviceMemory for Global<T> {
 unsafe impl<T: DeviceRepr> DeviceMemoryMut for Global<T> {
     #[inline]
     fn as_view_mut(&mut self) -> DeviceSliceMut<'_, T> {
-        DeviceSliceMut {
-            ptr: self.ptr,
-            len: self.len,
-            ctx: &self.ctx,
-            home: ptr::null_mut(),
-            _marker: PhantomData,
-        }
+        // SAFETY: the view covers memory that `self` owns or borrows (see the SAFETY comment of
+        // this impl or function), released as `from_parts` requires, borrowed for the view's life.
+        unsafe { DeviceSliceMut::from_parts(self.ptr, self.len, &self.ctx, ptr::null_mut()) }
     }
 }
 
