@@ -85,8 +85,10 @@ fn run_on_view<T: DeviceRepr, R>(
     } else {
         host_device_ptr(ctx, host.cast())?
     };
-    // SAFETY: the view covers memory that `self` owns or borrows (see the SAFETY comment of
-    // this impl or function), released as `from_parts` requires, borrowed for the view's life.
+    // SAFETY: `len` elements of page-locked memory at `host` (its device address `ptr`), which
+    // the caller borrows mutably for the call, so no host access or other view exists; the view
+    // is ordered on `stream`, which this function synchronises before host access resumes (or
+    // poisons the owner when that fails), and the owner is not released meanwhile.
     let view =
         unsafe { DeviceSliceMut::from_parts(ptr, len, ctx, stream_identity(stream.as_raw())) };
     let r = catch_unwind(AssertUnwindSafe(|| f(view)));
