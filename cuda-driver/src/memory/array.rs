@@ -341,7 +341,7 @@ impl<T: ArrayElement> Drop for Array<T> {
         // destroyed once, here (levels and planes, which other objects own, are never an
         // `Array`, only an `ArrayRef`/`ArrayRefMut`); texture and surface objects borrowing
         // it are gone (they borrow it), and cuArrayDestroy waits for device work still using
-        // it.
+        // it (GPU test release::cu_array_destroy_waits_for_a_copy_queued_on_another_stream).
         self.ctx.release("cuArrayDestroy", move || unsafe {
             sys::cuArrayDestroy(raw.get())
         });

@@ -117,7 +117,8 @@ impl<'a, T: ArrayElement> ArrayRef<'a, T> {
         let _cur = self.context().enter()?;
         check(
             // SAFETY: as in read_1d; the caller keeps `dst` valid until the copy ran, and
-            // cuArrayDestroy waits for it.
+            // cuArrayDestroy waits for it (GPU test
+            // release::cu_array_destroy_waits_for_a_copy_queued_on_another_stream).
             unsafe {
                 sys::cuMemcpyAtoHAsync(
                     dst.as_mut_ptr().cast(),

@@ -84,7 +84,9 @@ impl<T: DeviceRepr> Drop for DeviceBuffer<T> {
         let ptr = self.ptr;
         // SAFETY: `ptr` was allocated by cuMemAlloc_v2 (or cuMemAllocManaged, for the
         // managed buffer that wraps this type) in `ctx`, is owned by self and freed once,
-        // here. cuMemFree waits for device work still using the memory.
+        // here. cuMemFree waits for device work still using the memory (GPU tests
+        // release::cu_mem_free_waits_for_work_queued_through_views_on_another_stream and
+        // release::cu_mem_free_of_managed_memory_waits_for_work_queued_on_its_stream).
         self.ctx
             .release("cuMemFree_v2", move || unsafe { sys::cuMemFree_v2(ptr) });
     }

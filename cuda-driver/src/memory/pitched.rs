@@ -52,7 +52,8 @@ impl<T: DeviceRepr> Drop for Pitched2D<T> {
     fn drop(&mut self) {
         let ptr = self.ptr;
         // SAFETY: allocated by cuMemAllocPitch_v2 in `ctx`, owned by self, freed once;
-        // cuMemFree waits for device work still using it.
+        // cuMemFree waits for device work still using it (GPU test
+        // release::cu_mem_free_of_pitched_memory_waits_for_work_queued_on_another_stream).
         self.ctx
             .release("cuMemFree_v2", move || unsafe { sys::cuMemFree_v2(ptr) });
     }
@@ -474,7 +475,8 @@ impl<'a, T: DeviceRepr> Pitched2DViewMut<'a, T> {
         let _cur = self.ctx.enter()?;
         let (p, pitch, h, s) = (self.ptr, self.pitch, self.height, stream.as_raw());
         // SAFETY: as in memset_2d; the memory is freed by cuMemFree, which waits for the
-        // stream's work.
+        // stream's work (GPU test
+        // release::cu_mem_free_of_pitched_memory_waits_for_work_queued_on_another_stream).
         let (code, call) = unsafe {
             match W::WIDTH {
                 1 => (

@@ -867,7 +867,8 @@ impl<'a, T: DeviceRepr> DeviceSliceMut<'a, T> {
         check(
             // SAFETY: both views borrow `bytes` bytes of live device memory of the stream's
             // context (lengths and streams checked); stream-ordered memory is ordered on this
-            // stream, other memory is freed by cuMemFree, which waits for the copy.
+            // stream, other memory is released only after the work of its context (see
+            // `DeviceSlice::from_parts`; GPU tests in `release`).
             unsafe { sys::cuMemcpyDtoDAsync(self.ptr, src.ptr, bytes, stream.as_raw()) },
             "cuMemcpyDtoDAsync_v2",
         )
@@ -1025,7 +1026,8 @@ impl<'a, T: DeviceRepr> DeviceSliceMut<'a, T> {
         let _cur = self.ctx.enter()?;
         check(
             // SAFETY: as in `memset`; the memory is ordered on `stream`, or freed by
-            // cuMemFree, which waits for it.
+            // released only after the work of its context (see `DeviceSlice::from_parts`;
+            // GPU tests in `release`).
             unsafe { value.memset_async(self.ptr, words, stream.as_raw()) },
             W::CALL_ASYNC,
         )

@@ -193,3 +193,42 @@ fn unloading_a_library_waits_for_work_queued_through_its_globals() {
     );
     stream.synchronize().unwrap();
 }
+
+#[gpu_test]
+fn cu_mem_free_of_managed_memory_waits_for_work_queued_on_its_stream() {
+    let ctx = gpu_exclusive_or_skip!();
+    let module = Module::load_data(&ctx, TEST_KERNELS).unwrap();
+    let stream = Stream::new(&ctx, StreamFlags::NON_BLOCKING).unwrap();
+    let words = 1 << 20;
+    let mut managed =
+        cuda_driver::ManagedBuffer::<u32>::zeroed(&stream, words, cuda_driver::AttachFlags::GLOBAL)
+            .unwrap();
+    queue_sleep(&module, &stream);
+    managed.memset_async(0xABAB_ABABu32, &stream).unwrap();
+    drop(managed);
+    assert_release_waited(&ctx, &stream, words);
+}
+
+#[gpu_test]
+fn cu_array_destroy_waits_for_a_copy_queued_on_another_stream() {
+    let ctx = gpu_exclusive_or_skip!();
+    let module = Module::load_data(&ctx, TEST_KERNELS).unwrap();
+    let stream = Stream::new(&ctx, StreamFlags::NON_BLOCKING).unwrap();
+    let (w, h) = (1024usize, 1024usize);
+    let src = DeviceBuffer::from_slice(&ctx, &vec![1.0f32; w * h]).unwrap();
+    let mut arr =
+        cuda_driver::Array::<f32>::new_2d(&ctx, w, h, cuda_driver::Array3DFlags::empty()).unwrap();
+    queue_sleep(&module, &stream);
+    cuda_driver::Copy2D::new(w, h)
+        .from_device(src.as_view(), w)
+        .to_array(&mut arr)
+        .run_async(&stream)
+        .unwrap();
+    drop(arr);
+    assert!(
+        stream.query().unwrap(),
+        "cuArrayDestroy returned while a copy into the array was still pending"
+    );
+    stream.synchronize().unwrap();
+    ctx.synchronize().unwrap();
+}
