@@ -791,7 +791,9 @@ impl<T: ArrayElement> Drop for MipmappedArray<T> {
     fn drop(&mut self) {
         let raw = crate::release::SendRaw(self.raw);
         // SAFETY: created by cuMipmappedArrayCreate in `ctx`, owned by self, destroyed once;
-        // its level arrays are borrowed from self and gone.
+        // its level arrays are borrowed from self and gone, and cuMipmappedArrayDestroy waits
+        // for device work still using them (GPU test
+        // release::cu_mipmapped_array_destroy_waits_for_a_copy_queued_on_another_stream).
         self.ctx.release("cuMipmappedArrayDestroy", move || unsafe {
             sys::cuMipmappedArrayDestroy(raw.get())
         });

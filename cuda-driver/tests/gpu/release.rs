@@ -232,3 +232,33 @@ fn cu_array_destroy_waits_for_a_copy_queued_on_another_stream() {
     stream.synchronize().unwrap();
     ctx.synchronize().unwrap();
 }
+
+#[gpu_test]
+fn cu_mipmapped_array_destroy_waits_for_a_copy_queued_on_another_stream() {
+    let ctx = gpu_exclusive_or_skip!();
+    let module = Module::load_data(&ctx, TEST_KERNELS).unwrap();
+    let stream = Stream::new(&ctx, StreamFlags::NON_BLOCKING).unwrap();
+    let side = 1024usize;
+    let src = DeviceBuffer::from_slice(&ctx, &vec![1.0f32; side * side]).unwrap();
+    let mut mip = cuda_driver::MipmappedArray::<f32>::new_2d(
+        &ctx,
+        side,
+        side,
+        2,
+        cuda_driver::Array3DFlags::empty(),
+    )
+    .unwrap();
+    queue_sleep(&module, &stream);
+    cuda_driver::Copy2D::new(side, side)
+        .from_device(src.as_view(), side)
+        .to_array(mip.level_mut(0).unwrap())
+        .run_async(&stream)
+        .unwrap();
+    drop(mip);
+    assert!(
+        stream.query().unwrap(),
+        "cuMipmappedArrayDestroy returned while a copy into a level was still pending"
+    );
+    stream.synchronize().unwrap();
+    ctx.synchronize().unwrap();
+}
