@@ -10,7 +10,8 @@ use cuda_driver_sys as sys;
 
 use crate::entry_point::newer;
 use crate::error::{check, Result};
-use crate::{Device, DeviceRepr, DeviceSlice, Stream};
+use crate::memory::view::DeviceSliceMut;
+use crate::{Device, DeviceRepr, Stream};
 
 pub use crate::types::{
     AccessProperty, AttachFlags, LaunchAttributeID, LaunchMemSyncDomain, SynchronizationPolicy,
@@ -236,14 +237,26 @@ impl Stream {
     /// the host (`HOST`): with `SINGLE`, the host may touch it once this stream is idle,
     /// even while other streams run. `view` must be managed memory (the driver refuses
     /// other memory with `CUDA_ERROR_INVALID_VALUE`).
+    ///
+    /// The view is taken exclusively: no host reference of its memory is alive meanwhile. A
+    /// [`ManagedBuffer`](crate::ManagedBuffer)'s host access waits for its stream only, which
+    /// on a device without concurrent managed access is sound only while the memory stays
+    /// attached to that stream: for views ordered on a stream, any attachment but `SINGLE`
+    /// is [`Error::InvalidArgument`](crate::Error::InvalidArgument), before the driver.
     #[wraps(cuStreamAttachMemAsync)]
     #[track_caller]
     pub fn attach_mem<T: DeviceRepr>(
         &self,
-        view: &DeviceSlice<'_, T>,
+        view: &mut DeviceSliceMut<'_, T>,
         flags: AttachFlags,
     ) -> Result<()> {
         crate::memory::view::check_stream("Stream::attach_mem", view.context(), view.home(), self)?;
+        if !view.home().is_null() && flags != AttachFlags::SINGLE {
+            return Err(crate::Error::InvalidArgument(format!(
+                "Stream::attach_mem: memory ordered on a stream (a ManagedBuffer) stays attached \
+                 to it (SINGLE), since its host access waits for that stream only; got {flags:?}"
+            )));
+        }
         let _cur = self.context().enter()?;
         check(
             // SAFETY: the view borrows live memory of `bytes()` bytes; attaching changes

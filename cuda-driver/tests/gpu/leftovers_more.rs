@@ -357,15 +357,22 @@ fn stream_attributes_round_trip() {
 
     // Managed memory attached to the stream: the host reads it once the stream is idle.
     let mut m = ManagedBuffer::<u32>::zeroed(&s, 1 << 16, AttachFlags::GLOBAL).unwrap();
-    s.attach_mem(&m.as_view(), AttachFlags::SINGLE).unwrap();
+    s.attach_mem(&mut m.as_view_mut(), AttachFlags::SINGLE)
+        .unwrap();
     m.as_view_mut().memset_async(11u32, &s).unwrap();
     s.synchronize().unwrap();
     assert!(m.as_slice().unwrap().iter().all(|&v| v == 11));
-    s.attach_mem(&m.as_view(), AttachFlags::GLOBAL).unwrap();
+    // A managed buffer's host access waits for its stream only: it stays attached to it.
+    let e = s
+        .attach_mem(&mut m.as_view_mut(), AttachFlags::GLOBAL)
+        .unwrap_err();
+    assert!(matches!(e, Error::InvalidArgument(_)), "{e:?}");
     s.synchronize().unwrap();
     // Device memory cannot be attached: an error, and the stream still works.
-    let d = DeviceBuffer::<u32>::zeroed(&ctx, 16).unwrap();
-    assert!(s.attach_mem(&d.as_view(), AttachFlags::SINGLE).is_err());
+    let mut d = DeviceBuffer::<u32>::zeroed(&ctx, 16).unwrap();
+    assert!(s
+        .attach_mem(&mut d.as_view_mut(), AttachFlags::SINGLE)
+        .is_err());
     m.as_view_mut().memset_async(12u32, &s).unwrap();
     s.synchronize().unwrap();
     assert!(m.as_slice().unwrap().iter().all(|&v| v == 12));
