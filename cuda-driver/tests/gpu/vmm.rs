@@ -404,6 +404,116 @@ fn a_mapping_is_memory_of_the_model_once_accessible() {
 }
 
 #[gpu_test]
+fn a_fresh_mapping_is_read_write_for_its_device_without_set_access() {
+    let ctx = gpu_or_skip!();
+    require_vmm(&ctx);
+    let dev = ctx.device();
+    let own = MemLocation::device(dev);
+    let props = AllocationProps::device(dev);
+    let g = props.minimum_granularity().unwrap();
+    let range = AddressRange::reserve(&ctx, 2 * g, 0).unwrap();
+    let fresh = || Arc::new(PhysicalAllocation::new(&ctx, g, &props).unwrap());
+    // The access is asserted before any work touches the memory: through a mapping accessible
+    // from nowhere, the copies below would fault the context.
+    let mut m = range.map::<u32>(0, fresh(), 0, g).unwrap();
+    assert_eq!(m.access(own).unwrap(), MemAccessFlags::READWRITE);
+    let data = pattern(85, m.len());
+    m.copy_from_host(&data).unwrap();
+    assert_eq!(m.to_vec().unwrap(), data);
+    m.slice_mut(..7).unwrap().memset(4u32).unwrap();
+    let stream = Stream::new(&ctx, StreamFlags::NON_BLOCKING).unwrap();
+    write_pattern_on(&ctx, &stream, &mut m, 86);
+    assert_eq!(m.to_vec().unwrap(), pattern(86, m.len()));
+    // A shared mapping too (of another allocation, in the second half of the range).
+    let other = fresh();
+    let s = range.map_shared::<u32>(g, other.clone(), 0, g).unwrap();
+    assert_eq!(s.access(own).unwrap(), MemAccessFlags::READWRITE);
+    let mut copy = DeviceBuffer::<u32>::new(&ctx, s.len()).unwrap();
+    copy.copy_from_device(&s).unwrap();
+    assert_eq!(copy.to_vec().unwrap(), s.to_vec().unwrap());
+    // And at a reused address: the first mapping goes, another allocation is mapped there.
+    drop(m);
+    let mut again = range.map::<u32>(0, fresh(), 0, g).unwrap();
+    assert_eq!(again.access(own).unwrap(), MemAccessFlags::READWRITE);
+    again.copy_from_host(&data).unwrap();
+    assert_eq!(again.to_vec().unwrap(), data);
+    ctx.synchronize().unwrap();
+}
+
+#[gpu_test]
+fn set_access_that_would_starve_the_mappings_own_views_is_refused() {
+    let ctx = gpu_or_skip!();
+    require_vmm(&ctx);
+    let dev = ctx.device();
+    let own = MemLocation::device(dev);
+    let props = AllocationProps::device(dev);
+    let g = props.minimum_granularity().unwrap();
+    let range = AddressRange::reserve(&ctx, g, 0).unwrap();
+    let phys = Arc::new(PhysicalAllocation::new(&ctx, g, &props).unwrap());
+    let mut m = range.map::<u32>(0, phys.clone(), 0, g).unwrap();
+    m.set_access(&[MemAccessDesc::read_write(dev)]).unwrap();
+    let data = pattern(87, m.len());
+    m.copy_from_host(&data).unwrap();
+    // An exclusive mapping hands out mutable views: its own device keeps read-write access.
+    for descs in [
+        vec![MemAccessDesc::read(dev)],
+        vec![MemAccessDesc::none(dev)],
+        vec![MemAccessDesc::read_write(dev), MemAccessDesc::read(dev)],
+    ] {
+        let e = m.set_access(&descs).unwrap_err();
+        assert!(matches!(e, Error::InvalidArgument(_)), "{descs:?}: {e:?}");
+        assert_eq!(
+            m.access(own).unwrap(),
+            MemAccessFlags::READWRITE,
+            "{descs:?}"
+        );
+    }
+    // The mapping still works, for reads and writes.
+    assert_eq!(m.to_vec().unwrap(), data);
+    m.memset(0x5A5A_5A5Au32).unwrap();
+    assert!(m.to_vec().unwrap().iter().all(|&x| x == 0x5A5A_5A5A));
+    // A shared mapping hands out shared views: read-only is enough, no access is not.
+    drop(m);
+    let mut s = range.map_shared::<u32>(0, phys, 0, g).unwrap();
+    s.set_access(&[MemAccessDesc::read_write(dev)]).unwrap();
+    let e = s.set_access(&[MemAccessDesc::none(dev)]).unwrap_err();
+    assert!(matches!(e, Error::InvalidArgument(_)), "{e:?}");
+    assert_eq!(s.access(own).unwrap(), MemAccessFlags::READWRITE);
+    s.set_access(&[MemAccessDesc::read(dev)]).unwrap();
+    assert_eq!(s.access(own).unwrap(), MemAccessFlags::READ);
+    assert!(s.to_vec().unwrap().iter().all(|&x| x == 0x5A5A_5A5A));
+    ctx.synchronize().unwrap();
+}
+
+#[gpu_test]
+fn a_growable_buffer_is_read_write_for_its_device_whatever_access_it_is_given() {
+    let ctx = gpu_or_skip!();
+    require_vmm(&ctx);
+    let dev = ctx.device();
+    let props = AllocationProps::device(dev);
+    let chunk = props.minimum_granularity().unwrap();
+    // Less than read-write for its own device would starve its views: refused up front.
+    for access in [
+        vec![MemAccessDesc::read(dev)],
+        vec![MemAccessDesc::none(dev)],
+    ] {
+        let e =
+            GrowableBuffer::<u32>::with_props(&ctx, 1 << 20, props, chunk, &access).unwrap_err();
+        assert!(matches!(e, Error::InvalidArgument(_)), "{access:?}: {e:?}");
+    }
+    // No entry for its device: read-write is granted anyway, to every chunk.
+    let mut buf = GrowableBuffer::<u32>::with_props(&ctx, 1 << 20, props, chunk, &[]).unwrap();
+    let data = pattern(88, chunk / 4 + 100);
+    buf.extend_from_host(&data).unwrap();
+    assert_eq!(buf.chunk_count(), 2);
+    assert_eq!(buf.to_vec().unwrap(), data);
+    let stream = Stream::new(&ctx, StreamFlags::NON_BLOCKING).unwrap();
+    write_pattern_on(&ctx, &stream, &mut buf, 89);
+    assert_eq!(buf.to_vec().unwrap(), pattern(89, data.len()));
+    ctx.synchronize().unwrap();
+}
+
+#[gpu_test]
 fn one_allocation_mapped_twice_shows_the_same_bytes() {
     let ctx = gpu_or_skip!();
     require_vmm(&ctx);
