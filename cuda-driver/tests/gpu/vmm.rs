@@ -86,15 +86,12 @@ fn in_child_process(role: &str, scenario: impl FnOnce(&Context)) {
     child.finish();
 }
 
-/// A mapping of one fresh allocation of `bytes` bytes at `offset` in `range`, read-write for
-/// the range's device.
+/// A mapping of one fresh allocation of `bytes` bytes at `offset` in `range` (read-write for
+/// the range's device, as every fresh mapping is).
 fn mapped<'r>(range: &'r AddressRange, offset: usize, bytes: usize) -> Mapping<'r, u32> {
     let ctx = range.context();
-    let dev = ctx.device();
-    let phys = PhysicalAllocation::new(ctx, bytes, &AllocationProps::device(dev)).unwrap();
-    let mut m = range.map::<u32>(offset, Arc::new(phys), 0, bytes).unwrap();
-    m.set_access(&[MemAccessDesc::read_write(dev)]).unwrap();
-    m
+    let phys = PhysicalAllocation::new(ctx, bytes, &AllocationProps::device(ctx.device())).unwrap();
+    range.map::<u32>(offset, Arc::new(phys), 0, bytes).unwrap()
 }
 
 #[cfg(unix)]
@@ -113,23 +110,13 @@ fn dropping_a_mapping_waits_for_work_queued_through_its_views() {
             stream.query().unwrap(),
             "dropping the mapping returned while a memset queued through its view was pending"
         );
-        // The same addresses, mapped to another allocation (accessible from nowhere until
-        // set_access, like any fresh mapping): the victim keeps its bytes.
-        let mut victim = range
-            .map::<u32>(
-                0,
-                Arc::new(PhysicalAllocation::new(ctx, g, &AllocationProps::device(dev)).unwrap()),
-                0,
-                g,
-            )
-            .unwrap();
+        // The same addresses, mapped to another allocation (read-write for the device at once,
+        // like any fresh mapping): the victim keeps its bytes.
+        let mut victim = mapped(&range, 0, g);
         assert_eq!(
             victim.access(MemLocation::device(dev)).unwrap(),
-            MemAccessFlags::NONE
+            MemAccessFlags::READWRITE
         );
-        victim
-            .set_access(&[MemAccessDesc::read_write(dev)])
-            .unwrap();
         let data = pattern(81, victim.len());
         victim.copy_from_host(&data).unwrap();
         stream.synchronize().unwrap();
@@ -182,21 +169,28 @@ fn revoking_access_waits_for_pending_work() {
         let range = AddressRange::reserve(ctx, g, 0).unwrap();
         let stream = Stream::new(ctx, StreamFlags::NON_BLOCKING).unwrap();
         let mut m = mapped(&range, 0, g);
+        let mut copy = DeviceBuffer::<u32>::new(ctx, m.len()).unwrap();
         let _sleep = hold_stream(ctx, &stream, 500);
+        // Pending behind the sleep: a write through the exclusive mapping's view, then a copy
+        // from the mapping once it is shared.
         m.memset_async(0x0BAD_F00Du32, &stream).unwrap();
-        // Read-only from now on: a write still queued would fault.
-        m.set_access(&[MemAccessDesc::read(dev)]).unwrap();
+        let mut shared = m.into_shared();
+        copy.copy_from_device_async(&shared, &stream).unwrap();
+        // Read-only for the device from now on (what a shared mapping may ask): the write
+        // still queued would fault.
+        shared.set_access(&[MemAccessDesc::read(dev)]).unwrap();
         assert!(
             stream.query().unwrap(),
-            "set_access returned while a memset queued through the mapping's view was pending"
+            "set_access returned while work queued through the mapping's views was pending"
         );
         assert_eq!(
-            m.access(MemLocation::device(dev)).unwrap(),
+            shared.access(MemLocation::device(dev)).unwrap(),
             MemAccessFlags::READ
         );
         stream.synchronize().unwrap();
         ctx.synchronize().unwrap();
-        assert!(m.to_vec().unwrap().iter().all(|&x| x == 0x0BAD_F00D));
+        assert!(copy.to_vec().unwrap().iter().all(|&x| x == 0x0BAD_F00D));
+        assert!(shared.to_vec().unwrap().iter().all(|&x| x == 0x0BAD_F00D));
     });
 }
 
@@ -211,7 +205,6 @@ fn an_exclusive_mapping_is_the_only_mapping_of_its_allocation() {
     let a = AddressRange::reserve(&ctx, g, 0).unwrap();
     let b = AddressRange::reserve(&ctx, g, 0).unwrap();
     let mut m = a.map::<u32>(0, phys.clone(), 0, g).unwrap();
-    m.set_access(&[MemAccessDesc::read_write(dev)]).unwrap();
     let data = pattern(83, m.len());
     m.copy_from_host(&data).unwrap();
     // No second mapping of the allocation, exclusive or shared, whatever handle it comes
@@ -236,10 +229,8 @@ fn an_exclusive_mapping_is_the_only_mapping_of_its_allocation() {
     drop(mapped(&b, 0, g));
     // Once the exclusive mapping is gone, shared mappings alias the bytes ...
     drop(m);
-    let mut s1 = a.map_shared::<u32>(0, phys.clone(), 0, g).unwrap();
-    let mut s2 = b.map_shared::<u32>(0, retained.clone(), 0, g).unwrap();
-    s1.set_access(&[MemAccessDesc::read_write(dev)]).unwrap();
-    s2.set_access(&[MemAccessDesc::read_write(dev)]).unwrap();
+    let s1 = a.map_shared::<u32>(0, phys.clone(), 0, g).unwrap();
+    let s2 = b.map_shared::<u32>(0, retained.clone(), 0, g).unwrap();
     assert_eq!(s1.to_vec().unwrap(), data);
     assert_eq!(s2.to_vec().unwrap(), data);
     // ... and exclude an exclusive one while they live.
@@ -258,9 +249,26 @@ fn an_exclusive_mapping_is_the_only_mapping_of_its_allocation() {
     drop(s1);
     assert!(c.map::<u32>(0, phys.clone(), 0, g).is_err(), "one is left");
     drop(s2);
-    let mut m = c.map::<u32>(0, phys, 0, g).unwrap();
-    m.set_access(&[MemAccessDesc::read_write(dev)]).unwrap();
+    let m = c.map::<u32>(0, phys, 0, g).unwrap();
     assert_eq!(m.to_vec().unwrap(), data);
+    // An exclusive mapping made shared lets shared mappings join it, and excludes an
+    // exclusive one until all are gone.
+    let s1 = m.into_shared();
+    let s2 = a.map_shared::<u32>(0, retained.clone(), 0, g).unwrap();
+    assert_eq!(s2.to_vec().unwrap(), data);
+    let e = b.map::<u32>(0, retained.clone(), 0, g).unwrap_err();
+    assert!(
+        matches!(
+            e,
+            Error::AllocationMapped {
+                exclusive: false,
+                ..
+            }
+        ),
+        "{e:?}"
+    );
+    drop((s1, s2));
+    drop(b.map::<u32>(0, retained, 0, g).unwrap());
     // A growable buffer's chunks are claimed as exclusive mappings too.
     let mut buf = GrowableBuffer::<u32>::new(&ctx, 1024).unwrap();
     buf.extend_from_host(&[1, 2, 3]).unwrap();
@@ -283,8 +291,11 @@ fn a_mapping_whose_wait_fails_is_leaked_not_unmapped() {
     let s = Stream::new(&ctx, StreamFlags::NON_BLOCKING).unwrap();
     let range = AddressRange::reserve(&ctx, g, 0).unwrap();
     let phys = Arc::new(PhysicalAllocation::new(&ctx, g, &props).unwrap());
-    let mut m = range.map::<u32>(0, phys.clone(), 0, g).unwrap();
-    m.set_access(&[MemAccessDesc::read_write(dev)]).unwrap();
+    // Shared, so that read-only for the device is a change set_access may make.
+    let mut m = range
+        .map::<u32>(0, phys.clone(), 0, g)
+        .unwrap()
+        .into_shared();
     let addr = m.as_raw();
     // During a capture of a stream of the context the wait is refused
     // (graph::synchronizing_during_a_global_capture_invalidates_it): the access stays.
@@ -309,9 +320,9 @@ fn a_mapping_whose_wait_fails_is_leaked_not_unmapped() {
     assert_eq!(still.as_raw(), phys.as_raw());
     let other = AddressRange::reserve(&ctx, g, 0).unwrap();
     assert!(matches!(
-        other.map_shared::<u32>(0, phys.clone(), 0, g),
+        other.map::<u32>(0, phys.clone(), 0, g),
         Err(Error::AllocationMapped {
-            exclusive: true,
+            exclusive: false,
             ..
         })
     ));
@@ -345,7 +356,7 @@ fn granularities_are_powers_of_two_and_recommended_is_a_multiple() {
 }
 
 #[gpu_test]
-fn a_mapping_is_memory_of_the_model_once_accessible() {
+fn a_mapping_is_memory_of_the_model() {
     let ctx = gpu_or_skip!();
     require_vmm(&ctx);
     let dev = ctx.device();
@@ -360,9 +371,10 @@ fn a_mapping_is_memory_of_the_model_once_accessible() {
     let mut m = range.map::<u32>(g, phys.clone(), 0, g).unwrap();
     assert_eq!(m.as_raw(), range.as_raw() + g as u64);
     assert_eq!(m.len(), g / 4);
+    // Read-write for the device from the start; setting what it has is allowed (and waits).
     assert_eq!(
         m.access(MemLocation::device(dev)).unwrap(),
-        MemAccessFlags::NONE
+        MemAccessFlags::READWRITE
     );
     m.set_access(&[MemAccessDesc::read_write(dev)]).unwrap();
     assert_eq!(
@@ -527,15 +539,12 @@ fn one_allocation_mapped_twice_shows_the_same_bytes() {
     let data = pattern(21, 2 * g / 4);
     {
         let mut only = a.map::<u32>(0, phys.clone(), 0, 2 * g).unwrap();
-        only.set_access(&[MemAccessDesc::read_write(dev)]).unwrap();
         only.copy_from_host(&data).unwrap();
     }
     // Two shared mappings at two addresses show the same bytes.
-    let mut whole = a.map_shared::<u32>(0, phys.clone(), 0, 2 * g).unwrap();
+    let whole = a.map_shared::<u32>(0, phys.clone(), 0, 2 * g).unwrap();
     let mut again = b.map_shared::<u32>(0, phys.clone(), 0, 2 * g).unwrap();
     assert_ne!(whole.as_raw(), again.as_raw());
-    whole.set_access(&[MemAccessDesc::read_write(dev)]).unwrap();
-    again.set_access(&[MemAccessDesc::read_write(dev)]).unwrap();
     assert_eq!(whole.to_vec().unwrap(), data);
     assert_eq!(again.to_vec().unwrap(), data);
     let half = whole.len() / 2;
@@ -565,21 +574,18 @@ fn part_of_an_allocation_maps_or_is_refused_cleanly() {
     let data = pattern(22, 2 * g / 4);
     {
         let mut only = whole_range.map::<u32>(0, phys.clone(), 0, 2 * g).unwrap();
-        only.set_access(&[MemAccessDesc::read_write(dev)]).unwrap();
         only.copy_from_host(&data).unwrap();
     }
     // Mapped twice from here on: shared mappings.
-    let mut whole = whole_range
+    let whole = whole_range
         .map_shared::<u32>(0, phys.clone(), 0, 2 * g)
         .unwrap();
-    whole.set_access(&[MemAccessDesc::read_write(dev)]).unwrap();
     // cuda.h allows mapping part of an allocation; drivers may refuse it (driver 580 on an
     // H100 answers CUDA_ERROR_NOT_SUPPORTED for an offset). Either the bytes at the offset
     // show through, or the refusal is the driver's error and nothing is left mapped.
     let upper_range = AddressRange::reserve(&ctx, g, 0).unwrap();
     match upper_range.map_shared::<u32>(0, phys.clone(), g, g) {
-        Ok(mut upper) => {
-            upper.set_access(&[MemAccessDesc::read_write(dev)]).unwrap();
+        Ok(upper) => {
             assert_eq!(upper.to_vec().unwrap(), data[whole.len() / 2..]);
         }
         Err(e) => {
@@ -590,7 +596,6 @@ fn part_of_an_allocation_maps_or_is_refused_cleanly() {
     // The range is still free for a whole mapping of another allocation.
     let other = Arc::new(PhysicalAllocation::new(&ctx, g, &props).unwrap());
     let mut m = upper_range.map::<u32>(0, other, 0, g).unwrap();
-    m.set_access(&[MemAccessDesc::read_write(dev)]).unwrap();
     m.memset(9u32).unwrap();
     assert!(m.to_vec().unwrap().iter().all(|&x| x == 9));
     assert_eq!(whole.to_vec().unwrap(), data);
@@ -705,7 +710,6 @@ fn an_exported_fd_imports_as_the_same_memory() {
     let r1 = AddressRange::reserve(&ctx, g, 0).unwrap();
     {
         let mut m1 = r1.map::<u32>(0, phys.clone(), 0, g).unwrap();
-        m1.set_access(&[MemAccessDesc::read_write(dev)]).unwrap();
         m1.copy_from_host(&pattern(41, m1.len())).unwrap();
     }
     let m1 = r1.map_shared::<u32>(0, phys.clone(), 0, g).unwrap();
@@ -726,8 +730,7 @@ fn an_exported_fd_imports_as_the_same_memory() {
         }
     ));
     let r2 = AddressRange::reserve(&ctx, g, 0).unwrap();
-    let mut m2 = r2.map_shared::<u32>(0, Arc::new(imported), 0, g).unwrap();
-    m2.set_access(&[MemAccessDesc::read_write(dev)]).unwrap();
+    let m2 = r2.map_shared::<u32>(0, Arc::new(imported), 0, g).unwrap();
     assert_eq!(m2.to_vec().unwrap(), pattern(41, m1.len()));
 
     // An allocation without the handle type does not export.
@@ -840,7 +843,6 @@ fn host_and_host_numa_memory_map_for_the_device() {
         }
         let range = AddressRange::reserve(&ctx, g, 0).unwrap();
         let mut m = range.map::<u32>(0, phys, 0, g).unwrap();
-        m.set_access(&[MemAccessDesc::read_write(dev)]).unwrap();
         let stream = Stream::new(&ctx, StreamFlags::NON_BLOCKING).unwrap();
         write_pattern_on(&ctx, &stream, &mut m, 51);
         assert_eq!(m.to_vec().unwrap(), pattern(51, m.len()));
@@ -894,8 +896,8 @@ fn a_thousand_map_cycles_leak_nothing() {
     let cycle = || {
         let range = AddressRange::reserve(&ctx, size, 0).unwrap();
         let phys = Arc::new(PhysicalAllocation::new(&ctx, size, &props).unwrap());
-        let mut m = range.map::<u8>(0, phys, 0, size).unwrap();
-        m.set_access(&[MemAccessDesc::read_write(dev)]).unwrap();
+        // Mapped read-write for the device, then unmapped.
+        drop(range.map::<u8>(0, phys, 0, size).unwrap());
     };
     cycle();
     ctx.synchronize().unwrap();
