@@ -437,8 +437,7 @@ fn a_fresh_mapping_is_read_write_for_its_device_without_set_access() {
     write_pattern_on(&ctx, &stream, &mut m, 86);
     assert_eq!(m.to_vec().unwrap(), pattern(86, m.len()));
     // A shared mapping too (of another allocation, in the second half of the range).
-    let other = fresh();
-    let s = range.map_shared::<u32>(g, other.clone(), 0, g).unwrap();
+    let s = range.map_shared::<u32>(g, fresh(), 0, g).unwrap();
     assert_eq!(s.access(own).unwrap(), MemAccessFlags::READWRITE);
     let mut copy = DeviceBuffer::<u32>::new(&ctx, s.len()).unwrap();
     copy.copy_from_device(&s).unwrap();
