@@ -1002,8 +1002,7 @@ fn vmm_ipc_pools(r: &mut Runner, cfg: &Config, ctx: &Context, stream: &Stream) -
         let phys = Arc::new(PhysicalAllocation::new(ctx, size, &props)?);
         let range = AddressRange::reserve(ctx, size, 0)?;
         let (ptr, handle) = (range.as_raw(), phys.as_raw());
-        let desc = MemAccessDesc::read_write(dev);
-        let raw_desc = desc.as_raw();
+        let raw_desc = MemAccessDesc::read_write(dev).as_raw();
         r.run(
             format!(
                 "cuMemMap + cuMemSetAccess + cuCtxSynchronize + cuMemUnmap, {}",
@@ -1028,14 +1027,12 @@ fn vmm_ipc_pools(r: &mut Runner, cfg: &Config, ctx: &Context, stream: &Stream) -
                         Ok(())
                     })?,
                     // Safe: AddressRange::map = bounds checks + a claim (a mutex and a map
-                    // entry) + cuCtxGetCurrent + cuMemMap + an Arc clone; the first set_access
-                    // = cuCtxGetCurrent + cuMemSetAccess (nothing to revoke: no wait); drop =
+                    // entry) + cuCtxGetCurrent + cuMemMap + cuMemSetAccess (read-write for the
+                    // range's device, which the mapping's views need) + an Arc clone; drop =
                     // cuCtxGetCurrent + cuCtxSynchronize + cuMemUnmap + the claim's release +
                     // Arc clones and decrements.
                     Side::Safe => time_loop(count, no_end, || {
-                        let mut m = range.map::<u8>(0, phys.clone(), 0, size)?;
-                        m.set_access(std::slice::from_ref(&desc))?;
-                        drop(m);
+                        drop(range.map::<u8>(0, phys.clone(), 0, size)?);
                         Ok(())
                     })?,
                 };

@@ -27,7 +27,7 @@ mod unix {
 
     use cuda_driver::prelude::*;
     use cuda_driver::{
-        AddressRange, AllocationProps, Device, DeviceAttribute, LaunchConfig, MemAccessDesc,
+        AddressRange, AllocationProps, Device, DeviceAttribute, LaunchConfig,
         MemAllocationHandleType, Module, PhysicalAllocation, Stream, StreamFlags,
     };
     use cuda_driver_examples::ipc::{connect_to_parent, spawn_self, Peer};
@@ -56,8 +56,8 @@ mod unix {
         let size = props.recommended_granularity()?;
         let phys = Arc::new(PhysicalAllocation::new(&ctx, size, &props)?);
         let range = AddressRange::reserve(&ctx, size, 0)?;
+        // Read-write for `dev` as soon as it is mapped (cuMemMap + cuMemSetAccess).
         let mut mem = range.map::<u32>(0, phys.clone(), 0, size)?;
-        mem.set_access(&[MemAccessDesc::read_write(dev)])?;
         let data: Vec<u32> = (0..mem.len() as u32).collect();
         mem.copy_from_host(&data)?;
         ctx.synchronize()?;
@@ -97,7 +97,6 @@ mod unix {
         drop(fd);
         let range = AddressRange::reserve(&ctx, size, 0)?;
         let mut mem = range.map::<u32>(0, Arc::new(phys), 0, size)?;
-        mem.set_access(&[MemAccessDesc::read_write(dev)])?;
         let seen = mem.to_vec()?;
         check!(
             seen.iter().enumerate().all(|(i, &x)| x == i as u32),

@@ -1,8 +1,9 @@
 //! The CUDA sample vectorAddMMAP with the safe API: three vectors whose physical memory is
 //! striped over every device that can reach device 0's memory (cuMemCreate on each), mapped
 //! contiguously into one reserved address range per vector (cuMemAddressReserve, cuMemMap),
-//! readable and writable from all those devices (cuMemSetAccess); VecAdd runs on device 0 and
-//! every element is verified. With one GPU the stripe is one allocation.
+//! readable and writable from all those devices (cuMemSetAccess: `map` grants device 0, the
+//! ranges' device, and `set_access` the others); VecAdd runs on device 0 and every element is
+//! verified. With one GPU the stripe is one allocation.
 //!
 //! Run: `cargo run -p cuda-driver-examples --example vector_add_mmap`
 
@@ -35,8 +36,11 @@ fn map_striped<'r>(
     for (i, ctx) in contexts.iter().enumerate() {
         let props = AllocationProps::device(ctx.device());
         let phys = Arc::new(PhysicalAllocation::new(ctx, stripe, &props)?);
+        // Read-write for the range's device (device 0) as soon as it is mapped.
         let mut m = range.map::<u8>(i * stripe, phys, 0, stripe)?;
-        m.set_access(access)?;
+        if !access.is_empty() {
+            m.set_access(access)?;
+        }
         maps.push(m);
     }
     Ok(maps)
@@ -67,7 +71,9 @@ fn run() -> Result<(), Failure> {
         .map(|d| d.primary_context())
         .collect::<Result<Vec<_>, _>>()?;
     let ctx = &contexts[0];
-    let access: Vec<MemAccessDesc> = devices
+    // Device 0 has read-write access to every mapping from the start; the others are granted
+    // it.
+    let access: Vec<MemAccessDesc> = devices[1..]
         .iter()
         .map(|&d| MemAccessDesc::read_write(d))
         .collect();

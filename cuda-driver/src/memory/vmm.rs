@@ -14,9 +14,11 @@
 //!    go to kernels like those of any other memory. It is the only mapping of the allocation;
 //!    [`AddressRange::map_shared`] maps one allocation any number of times, with shared
 //!    views only.
-//! 4. [`Mapping::set_access`] makes the mapping readable or writable from devices (and host
-//!    locations) (`cuMemSetAccess`). A fresh mapping is accessible from nowhere: set access
-//!    before using it.
+//! 4. A mapping is read-write for its own device (the device of the range's context, whose
+//!    streams use its views) as soon as `map` returns: it sets that access (`cuMemSetAccess`)
+//!    right after `cuMemMap`. [`Mapping::set_access`] makes it readable or writable from other
+//!    devices and host locations; it never gives the own device less than the mapping's views
+//!    need (see [`Mapping`](Mapping#access)).
 //!
 //! Sizes and offsets are multiples of the allocation granularity
 //! ([`AllocationProps::minimum_granularity`], [`AllocationProps::recommended_granularity`]).
@@ -29,10 +31,11 @@
 //! as the data grows, and the addresses never move.
 //!
 //! Releasing and invalidating VMM memory (unmapping, changing access) waits for all work of
-//! the context first, and a physical allocation is mapped either once exclusively or any
-//! number of times shared: the mechanisms are described once, on [`Mapping`] (sections
-//! "Release and invalidation" and "Exclusive and shared mappings"), and the code is
-//! [`once_idle`] / [`release_once_idle`] and [`Claim`] below.
+//! the context first, a physical allocation is mapped either once exclusively or any number of
+//! times shared, and a mapping is accessible to its own device for as long as it hands out
+//! views: the mechanisms are described once, on [`Mapping`] (sections "Access", "Release and
+//! invalidation" and "Exclusive and shared mappings"), and the code is [`map_accessible`],
+//! [`check_own_access`], [`once_idle`] / [`release_once_idle`] and [`Claim`] below.
 //!
 //! # Not testable on the machines this crate is tested on
 //!
@@ -381,21 +384,53 @@ impl std::fmt::Debug for MemAccessDesc {
     }
 }
 
-/// `cuMemSetAccess` on `bytes` at `ptr`, with `ctx` current.
+/// `cuMemSetAccess` on `bytes` at `ptr`, in the current context.
 #[track_caller]
-fn set_access_raw(
-    ctx: &Context,
+fn set_access_in_current(
     ptr: sys::CUdeviceptr,
     bytes: usize,
     descs: &[MemAccessDesc],
 ) -> Result<()> {
-    let _cur = ctx.enter()?;
     check(
         // SAFETY: MemAccessDesc is repr(transparent) over CUmemAccessDesc, so `descs` is an
         // array of `descs.len()` CUmemAccessDesc; the driver validates the range.
         unsafe { sys::cuMemSetAccess(ptr, bytes, descs.as_ptr().cast(), descs.len()) },
         "cuMemSetAccess",
     )
+}
+
+/// Refuses an access list that gives `own` (the device of the memory's context, whose streams
+/// use its views) less than those views need: read-write for mutable views (`exclusive`), read
+/// or read-write for shared ones. Entries for other devices and host locations are free: they
+/// reach the memory only through `unsafe` launches or peer copies, which the release path
+/// waits for (see [`Mapping`](Mapping#access)).
+#[track_caller]
+fn check_own_access(
+    what: &'static str,
+    own: MemLocation,
+    exclusive: bool,
+    descs: &[MemAccessDesc],
+) -> Result<()> {
+    let bad = descs.iter().find(|d| {
+        let flags = d.flags();
+        d.location() == own
+            && flags != MemAccessFlags::READWRITE
+            && (exclusive || flags != MemAccessFlags::READ)
+    });
+    match bad {
+        None => Ok(()),
+        Some(d) => Err(Error::InvalidArgument(format!(
+            "{what}: {:?} for the memory's own device ({own:?}) is less than its views need: \
+             {}; entries for other devices and host locations are free",
+            d.flags(),
+            if exclusive {
+                "mutable views need READWRITE (read-only memory hands out shared views only: \
+                 see Mapping::into_shared)"
+            } else {
+                "shared views need READ or READWRITE"
+            }
+        ))),
+    }
 }
 
 /// `cuMemGetAccess` of `location` at `ptr`.
@@ -419,8 +454,9 @@ fn get_access_raw(
 /// The one path by which VMM memory is invalidated (see
 /// [`Mapping`](Mapping#release-and-invalidation)): waits for the work queued through its
 /// views on other contexts' streams (see `Context::fence_foreign_use`), then, with `ctx`
-/// current, for all of its own work (`cuCtxSynchronize`), then runs `invalidate` and returns its result. When entering or waiting fails, `invalidate` does not run and the error is
-/// returned. Refuses inside a host function, as every entry does.
+/// current, for all of its own work (`cuCtxSynchronize`), then runs `invalidate`, still with
+/// `ctx` current, and returns its result. When entering or waiting fails, `invalidate` does
+/// not run and the error is returned. Refuses inside a host function, as every entry does.
 #[track_caller]
 fn once_idle<R>(ctx: &Context, invalidate: impl FnOnce() -> R) -> Result<R> {
     // Work queued on other contexts' streams through the views (peer copies) first.
@@ -542,6 +578,26 @@ impl Claim {
         }
     }
 
+    /// Turns an exclusive claim into a shared one (its mapping became shared,
+    /// [`Mapping::into_shared`]): the entry then counts one shared mapping, so further shared
+    /// claims may join it and an exclusive one is refused until all are gone.
+    fn share(&mut self) {
+        if !self.exclusive {
+            return;
+        }
+        match claims().entry(self.handle) {
+            Entry::Occupied(mut o) => match o.get_mut() {
+                held @ Claimed::Exclusive => *held = Claimed::Shared(1),
+                // Only after `unsafe` take-overs (`from_raw`) of one allocation.
+                Claimed::Shared(n) => *n += 1,
+            },
+            Entry::Vacant(v) => {
+                v.insert(Claimed::Shared(1));
+            }
+        }
+        self.exclusive = false;
+    }
+
     /// Forgets any claim left on `handle`, a handle `cuMemCreate` has just returned: new
     /// physical memory is mapped nowhere, so an entry can only be left from an earlier
     /// allocation of the same handle value (a mapping given up with `into_raw` and unmapped
@@ -610,12 +666,12 @@ impl std::fmt::Debug for FabricHandle {
 /// Virtual memory management in steps: [`AddressRange::reserve`] reserves addresses,
 /// [`PhysicalAllocation::new`] creates memory with [`AllocationProps`], [`AddressRange::map`]
 /// maps (a part of) it into (a part of) a range as a [`Mapping`], a memory owner whose views
-/// copy, memset and go to kernels, and [`Mapping::set_access`] makes it accessible (a fresh
-/// mapping is accessible from nowhere). An allocation has one such exclusive mapping at a
-/// time, or any number of shared ones ([`AddressRange::map_shared`]), which hand out shared
-/// views only. [`GrowableBuffer`] shows the pattern. Another process
-/// gets the memory through [`export_fd`](Self::export_fd) and [`import_fd`](Self::import_fd)
-/// (the fd crosses over a Unix socket with `SCM_RIGHTS`).
+/// copy, memset and go to kernels, read-write for the device of the range's context from the
+/// start, and [`Mapping::set_access`] makes it accessible to other devices. An allocation has
+/// one such exclusive mapping at a time, or any number of shared ones
+/// ([`AddressRange::map_shared`]), which hand out shared views only. [`GrowableBuffer`] shows
+/// the pattern. Another process gets the memory through [`export_fd`](Self::export_fd) and
+/// [`import_fd`](Self::import_fd) (the fd crosses over a Unix socket with `SCM_RIGHTS`).
 ///
 /// # Not testable on these machines
 ///
@@ -920,7 +976,9 @@ impl PhysicalAllocation {
 /// ```no_run
 /// use std::sync::Arc;
 /// use cuda_driver::prelude::*;
-/// use cuda_driver::{AddressRange, AllocationProps, Device, MemAccessDesc, PhysicalAllocation};
+/// use cuda_driver::{
+///     AddressRange, AllocationProps, Device, MemAccessFlags, MemLocation, PhysicalAllocation,
+/// };
 ///
 /// let dev = Device::get(0)?;
 /// let ctx = dev.primary_context()?;
@@ -929,8 +987,8 @@ impl PhysicalAllocation {
 /// let range = AddressRange::reserve(&ctx, 4 * size, 0)?;
 /// let phys = Arc::new(PhysicalAllocation::new(&ctx, size, &props)?);
 /// let mut mapping = range.map::<u32>(size, phys, 0, size)?; // into the second quarter
-/// mapping.set_access(&[MemAccessDesc::read_write(dev)])?;
-/// mapping.memset(7u32)?;
+/// mapping.memset(7u32)?; // read-write for `dev` from the start
+/// assert_eq!(mapping.access(MemLocation::device(dev))?, MemAccessFlags::READWRITE);
 /// assert!(mapping.to_vec()?.iter().all(|&x| x == 7));
 /// # Ok::<(), cuda_driver::Error>(())
 /// ```
@@ -1015,8 +1073,12 @@ impl AddressRange {
     /// `alloc_offset` with `CUDA_ERROR_NOT_SUPPORTED` (driver 580 on an H100 does), leaving
     /// the range free. Mapping whole allocations works everywhere.
     ///
-    /// The mapping is accessible from nowhere until [`Mapping::set_access`].
+    /// The mapping is read-write for the device of the range's context as soon as this returns
+    /// (`cuMemSetAccess` right after `cuMemMap`; when that fails, the span is unmapped again
+    /// and the error returned, the allocation not claimed); [`Mapping::set_access`] grants
+    /// access to other devices and host locations (see [`Mapping`](Mapping#access)).
     #[wraps(cuMemMap)]
+    #[doc(alias = "cuMemSetAccess")]
     #[track_caller]
     pub fn map<T: DeviceRepr>(
         &self,
@@ -1031,6 +1093,8 @@ impl AddressRange {
     /// As [`map`](Self::map), as one of possibly several mappings of `alloc` that hand out
     /// shared views only ([`SharedMapping`]: [`DeviceMemory`], not [`DeviceMemoryMut`]). An
     /// allocation mapped exclusively ([`map`](Self::map)) is [`Error::AllocationMapped`].
+    /// Read-write for the device of the range's context as soon as this returns, as
+    /// [`map`](Self::map) is; [`Mapping::set_access`] may make it read-only for that device.
     ///
     /// A shared mapping gives no mutable view:
     ///
@@ -1044,6 +1108,7 @@ impl AddressRange {
     /// # Ok(()) }
     /// ```
     #[wraps(cuMemMap)]
+    #[doc(alias = "cuMemSetAccess")]
     #[track_caller]
     pub fn map_shared<T: DeviceRepr>(
         &self,
@@ -1092,8 +1157,19 @@ impl AddressRange {
         }
         // Released again (dropped) when the mapping fails.
         let claim = Claim::take(what, alloc.handle, M::EXCLUSIVE)?;
+        let ctx = &self.inner.ctx;
         let ptr = self.inner.ptr + offset as sys::CUdeviceptr;
-        map_raw(&self.inner.ctx, ptr, bytes, &alloc, alloc_offset)?;
+        // Read-write for the own device, whatever the mode: what both modes' views need.
+        let own = MemAccessDesc::read_write(ctx.device());
+        map_accessible(
+            what,
+            ctx,
+            ptr,
+            bytes,
+            &alloc,
+            alloc_offset,
+            std::slice::from_ref(&own),
+        )?;
         Ok(Mapping {
             ptr,
             bytes,
@@ -1101,7 +1177,6 @@ impl AddressRange {
             range: self,
             alloc,
             claim: Some(claim),
-            accessible: false,
             _marker: PhantomData,
         })
     }
@@ -1154,14 +1229,21 @@ impl AddressRange {
     }
 }
 
-/// `cuMemMap` of `bytes` of `alloc` at `alloc_offset` to `ptr`.
+/// `cuMemMap` of `bytes` of `alloc` at `alloc_offset` to `ptr`, then `cuMemSetAccess` of that
+/// span with `access`, in `ctx`: when this returns `Ok`, views of the span can be used (the
+/// caller's `access` gives `ctx`'s device what they need; see [`check_own_access`]). When
+/// setting the access fails, the span is unmapped again and the error returned: no view covers
+/// it yet, so no work can use it, and nothing needs waiting for. Should that unmapping fail
+/// too, the failure is reported and the span stays mapped where no view reaches it.
 #[track_caller]
-fn map_raw(
+fn map_accessible(
+    what: &'static str,
     ctx: &Context,
     ptr: sys::CUdeviceptr,
     bytes: usize,
     alloc: &PhysicalAllocation,
     alloc_offset: usize,
+    access: &[MemAccessDesc],
 ) -> Result<()> {
     let _cur = ctx.enter()?;
     check(
@@ -1169,7 +1251,21 @@ fn map_raw(
         // its size), which unmaps it before freeing the range; the handle is alive.
         unsafe { sys::cuMemMap(ptr, bytes, alloc_offset, alloc.handle, 0) },
         "cuMemMap",
-    )
+    )?;
+    let set = set_access_in_current(ptr, bytes, access);
+    if set.is_err() {
+        // SAFETY: mapped just above and not handed to any owner, so unmapped once, here; no
+        // view covers the span (the caller builds its owner only on success), so no queued
+        // work can use it.
+        let unmapped = check(unsafe { sys::cuMemUnmap(ptr, bytes) }, "cuMemUnmap");
+        if let Err(e) = unmapped {
+            report_drop_problem(&format_args!(
+                "{what}: undoing a mapping whose access could not be set failed ({e}); the span \
+                 stays mapped, reachable by no view"
+            ));
+        }
+    }
+    set
 }
 
 mod sealed {
@@ -1217,7 +1313,23 @@ pub type SharedMapping<'r, T> = Mapping<'r, T, MapShared>;
 /// [`MapShared`] ([`SharedMapping`], made by [`AddressRange::map_shared`]) hands out shared
 /// views only.
 ///
-/// A fresh mapping is accessible from no device: [`set_access`](Self::set_access) first.
+/// # Access
+///
+/// A mapping is read-write for its *own device*, the device of its range's context, whose
+/// streams use its views, from the moment [`AddressRange::map`] or [`AddressRange::map_shared`]
+/// returns: they set that access (`cuMemSetAccess`) right after `cuMemMap`, and unmap again
+/// when it cannot be set. So its views work at once (the GPU test
+/// `a_fresh_mapping_is_read_write_for_its_device_without_set_access`).
+///
+/// [`set_access`](Self::set_access) grants, changes or revokes access for other devices and
+/// host locations freely: other devices reach the memory only through `unsafe` launches or peer
+/// copies, which the change waits for (see below). For the own device it never gives less than
+/// the mapping's views need: read-write for an exclusive mapping (mutable views), read-only or
+/// read-write for a shared one. An entry that gives less is [`Error::InvalidArgument`], before
+/// the driver is asked, the access unchanged (the GPU test
+/// `set_access_that_would_starve_the_mappings_own_views_is_refused`). To make memory read-only
+/// for its own device, turn the exclusive mapping into a shared one first
+/// ([`into_shared`](Mapping::into_shared)).
 ///
 /// # Release and invalidation
 ///
@@ -1242,14 +1354,12 @@ pub type SharedMapping<'r, T> = Mapping<'r, T, MapShared>;
 /// unchanged, and a drop leaks the memory (the addresses stay mapped and reserved, the
 /// physical memory allocated and claimed) and reports it through
 /// [`drop_error_count`](crate::drop_error_count), because unmapping could let queued work reach
-/// memory that is reused. The first `set_access` of a mapping made by [`AddressRange::map`] or
-/// [`AddressRange::map_shared`] does not wait: such a mapping is accessible from nowhere
-/// before it, so the call cannot revoke anything.
+/// memory that is reused.
 ///
-/// Not covered: work queued in *another* context that uses the memory (a kernel launched in
-/// another context with a view as its argument, a peer copy queued on another context's
-/// stream that reads from it). Wait for such work before dropping the mapping or revoking
-/// its access.
+/// Work queued in *another* context through the views, by a peer copy on that context's
+/// stream, is fenced when it is queued and waited for before the context's own work. Not
+/// covered: a kernel launched in another context with a view as its argument (an `unsafe`
+/// launch); wait for such work before dropping the mapping or changing its access.
 ///
 /// # Exclusive and shared mappings
 ///
@@ -1275,11 +1385,8 @@ pub struct Mapping<'r, T: DeviceRepr, M: MapMode = MapExclusive> {
     len: usize,
     range: &'r AddressRange,
     alloc: Arc<PhysicalAllocation>,
-    /// The claim on `alloc`; taken out only by `Drop` and `into_raw`.
+    /// The claim on `alloc`; taken out only by `Drop`, `into_raw` and `into_shared`.
     claim: Option<Claim>,
-    /// Whether access may have been granted to anyone (so that a change may revoke it):
-    /// false for a mapping fresh from `cuMemMap` until its first `set_access`.
-    accessible: bool,
     _marker: PhantomData<(T, M)>,
 }
 
@@ -1323,15 +1430,19 @@ impl<T: DeviceRepr, M: MapMode> std::fmt::Debug for Mapping<'_, T, M> {
 
 impl<'r, T: DeviceRepr, M: MapMode> Mapping<'r, T, M> {
     /// Sets who may access the mapping: one entry per device (or host location), read-write,
-    /// read-only or none.
+    /// read-only or none. Locations without an entry keep their access.
+    ///
+    /// The mapping's own device (the device of the range's context) keeps what the mapping's
+    /// views need (see [Access](Mapping#access)): an entry for it that gives an exclusive
+    /// mapping less than read-write, or a shared mapping less than read-only, is
+    /// [`Error::InvalidArgument`], before the driver is asked, the access unchanged. Entries
+    /// for other devices and host locations are free.
     ///
     /// The change may revoke access that work queued through the mapping's views still needs,
     /// so it first waits for all work of the range's context (`cuCtxSynchronize`; see
     /// [Release and invalidation](Mapping#release-and-invalidation)) and returns that wait's
     /// error, with the access unchanged, when it fails (for example while a stream of the
-    /// context is being captured). The first call on a mapping made by [`AddressRange::map`] or
-    /// [`AddressRange::map_shared`] does not wait: the mapping is accessible from nowhere
-    /// before it. `&mut self`: no view of the mapping is alive.
+    /// context is being captured). `&mut self`: no view of the mapping is alive.
     ///
     /// ```compile_fail
     /// # use std::sync::Arc;
@@ -1340,7 +1451,7 @@ impl<'r, T: DeviceRepr, M: MapMode> Mapping<'r, T, M> {
     /// # fn f(range: &AddressRange, alloc: Arc<PhysicalAllocation>) -> cuda_driver::Result<()> {
     /// let mut mapping = range.map::<u32>(0, alloc, 0, 2 << 20)?;
     /// let view = mapping.as_view();
-    /// mapping.set_access(&[MemAccessDesc::none(range.context().device())])?;
+    /// mapping.set_access(&[MemAccessDesc::read_write(range.context().device())])?;
     /// drop(view);
     /// # Ok(()) }
     /// ```
@@ -1349,16 +1460,14 @@ impl<'r, T: DeviceRepr, M: MapMode> Mapping<'r, T, M> {
     #[track_caller]
     pub fn set_access(&mut self, descs: &[MemAccessDesc]) -> Result<()> {
         let (ctx, ptr, bytes) = (&self.range.inner.ctx, self.ptr, self.bytes);
-        if !self.accessible {
-            // Nothing to revoke: cuMemMap leaves a mapping accessible from nowhere, at fresh
-            // and at reused addresses alike (GPU tests
-            // a_mapping_is_memory_of_the_model_once_accessible and
-            // dropping_a_mapping_waits_for_work_queued_through_its_views). Even a failed call
-            // may have applied some of the entries: from now on a change may revoke.
-            self.accessible = true;
-            return set_access_raw(ctx, ptr, bytes, descs);
-        }
-        once_idle(ctx, || set_access_raw(ctx, ptr, bytes, descs))?
+        check_own_access(
+            "Mapping::set_access",
+            MemLocation::device(ctx.device()),
+            M::EXCLUSIVE,
+            descs,
+        )?;
+        // once_idle runs the change with `ctx` current.
+        once_idle(ctx, || set_access_in_current(ptr, bytes, descs))?
     }
 
     /// The access `location` has to the mapping.
@@ -1403,8 +1512,9 @@ impl<'r, T: DeviceRepr> Mapping<'r, T> {
     ///
     /// # Safety
     /// `ptr..ptr + bytes` lies in `range`, is mapped to `alloc` by `cuMemMap` and nothing
-    /// else unmaps it; no other mapping of `alloc` hands out views while this one lives (a
-    /// claim left by [`into_raw`](Self::into_raw) is taken over).
+    /// else unmaps it; it is read-write for the device of `range`'s context (its views are
+    /// used as they are: see [Access](Mapping#access)); no other mapping of `alloc` hands out
+    /// views while this one lives (a claim left by [`into_raw`](Self::into_raw) is taken over).
     pub unsafe fn from_raw(
         ptr: sys::CUdeviceptr,
         bytes: usize,
@@ -1418,8 +1528,6 @@ impl<'r, T: DeviceRepr> Mapping<'r, T> {
             range,
             claim: Some(Claim::adopt_exclusive(alloc.handle)),
             alloc,
-            // Its access is unknown: a change may revoke.
-            accessible: true,
             _marker: PhantomData,
         }
     }
@@ -1436,10 +1544,58 @@ impl<'r, T: DeviceRepr> Mapping<'r, T> {
         let alloc = unsafe { std::ptr::read(&this.alloc) };
         (this.ptr, this.bytes, alloc)
     }
+
+    /// Turns the mapping into a shared one: the same addresses, allocation and access, with
+    /// shared views only from now on. Its exclusive claim becomes a shared one, so the
+    /// allocation may then be mapped again with [`AddressRange::map_shared`], and
+    /// [`set_access`](Mapping::set_access) may make the memory read-only for its own device
+    /// (see [Access](Mapping#access)). No driver call and no wait: nothing is unmapped and no
+    /// access changes here (work queued through its mutable views may still run; a later
+    /// `set_access` or the drop waits for it).
+    ///
+    /// ```no_run
+    /// use std::sync::Arc;
+    /// use cuda_driver::prelude::*;
+    /// use cuda_driver::{AddressRange, AllocationProps, Device, MemAccessDesc, PhysicalAllocation};
+    ///
+    /// let dev = Device::get(0)?;
+    /// let ctx = dev.primary_context()?;
+    /// let props = AllocationProps::device(dev);
+    /// let size = props.minimum_granularity()?;
+    /// let range = AddressRange::reserve(&ctx, size, 0)?;
+    /// let phys = Arc::new(PhysicalAllocation::new(&ctx, size, &props)?);
+    /// let mut table = range.map::<u32>(0, phys, 0, size)?;
+    /// table.copy_from_host(&vec![1; table.len()])?;
+    /// // Written once, read-only from now on.
+    /// let mut table = table.into_shared();
+    /// table.set_access(&[MemAccessDesc::read(dev)])?;
+    /// assert!(table.to_vec()?.iter().all(|&x| x == 1));
+    /// # Ok::<(), cuda_driver::Error>(())
+    /// ```
+    pub fn into_shared(self) -> SharedMapping<'r, T> {
+        let mut this = ManuallyDrop::new(self);
+        let mut claim = this.claim.take();
+        if let Some(claim) = &mut claim {
+            claim.share();
+        }
+        // SAFETY: `this` is never dropped; the Arc is moved out once, here.
+        let alloc = unsafe { std::ptr::read(&this.alloc) };
+        Mapping {
+            ptr: this.ptr,
+            bytes: this.bytes,
+            len: this.len,
+            range: this.range,
+            alloc,
+            claim,
+            _marker: PhantomData,
+        }
+    }
 }
 
-// SAFETY: the view covers the mapping's elements, borrowed from `self`; not stream-ordered
-// (the mapping's release waits for all work of its context first).
+// SAFETY: the view covers the mapping's elements, borrowed from `self`, readable by the
+// context's device (read-write from `map_as`, never less through `set_access`:
+// `check_own_access`); not stream-ordered (the mapping's release waits for all work of its
+// context first).
 unsafe impl<T: DeviceRepr, M: MapMode> DeviceMemory for Mapping<'_, T, M> {
     type Elem = T;
     #[inline]
@@ -1457,9 +1613,10 @@ unsafe impl<T: DeviceRepr, M: MapMode> DeviceMemory for Mapping<'_, T, M> {
     }
 }
 
-// SAFETY: as above, borrowed exclusively; an exclusive mapping is the only mapping of its
-// allocation (its claim; Mapping's docs name what the claim does not see), so no other view
-// of these bytes exists.
+// SAFETY: as above, borrowed exclusively and writable by the context's device (an exclusive
+// mapping's `set_access` keeps READWRITE for it); an exclusive mapping is the only mapping of
+// its allocation (its claim; Mapping's docs name what the claim does not see), so no other
+// view of these bytes exists.
 unsafe impl<T: DeviceRepr> DeviceMemoryMut for Mapping<'_, T, MapExclusive> {
     #[inline]
     fn as_view_mut(&mut self) -> DeviceSliceMut<'_, T> {
@@ -1494,6 +1651,11 @@ unsafe impl<T: DeviceRepr> DeviceMemoryMut for Mapping<'_, T, MapExclusive> {
 /// assert_eq!(buf.len(), 1000 + (1 << 20));
 /// # Ok::<(), cuda_driver::Error>(())
 /// ```
+///
+/// Access: every chunk is read-write for the device of the buffer's context before the call
+/// that maps it returns (`cuMemSetAccess` right after `cuMemMap`, the chunk unmapped again
+/// when that fails), so its views work at once; the access is never changed afterwards (see
+/// [`with_props`](Self::with_props) for the entries of other devices).
 ///
 /// Release: its views are not stream-ordered (any stream of its context may use them), so
 /// dropping it first waits for all work of the context (`cuCtxSynchronize`), then unmaps every
@@ -1581,6 +1743,11 @@ impl<T: DeviceRepr> GrowableBuffer<T> {
     /// An empty buffer that can grow to `max_len` elements, in physical chunks of
     /// `chunk_bytes` bytes (a multiple of the granularity) created with `props`, each
     /// accessible as `access` says once mapped.
+    ///
+    /// The buffer hands out mutable views, so the device of `ctx` always gets read-write
+    /// access: added when `access` has no entry for it, and an entry that gives it less is
+    /// [`Error::InvalidArgument`]. Entries for other devices and host locations are free.
+    #[doc(alias = "cuMemSetAccess")]
     #[track_caller]
     pub fn with_props(
         ctx: &Context,
@@ -1595,6 +1762,13 @@ impl<T: DeviceRepr> GrowableBuffer<T> {
                 "GrowableBuffer: chunk_bytes is 0".into(),
             ));
         }
+        let own = MemLocation::device(ctx.device());
+        check_own_access("GrowableBuffer::with_props", own, true, access)?;
+        let mut all_access = Vec::with_capacity(access.len() + 1);
+        if !access.iter().any(|d| d.location() == own) {
+            all_access.push(MemAccessDesc::read_write(ctx.device()));
+        }
+        all_access.extend_from_slice(access);
         let reserve = round_up(bytes.max(1), chunk_bytes).ok_or(Error::SizeOverflow {
             what: "GrowableBuffer::with_props",
             count: max_len,
@@ -1606,7 +1780,7 @@ impl<T: DeviceRepr> GrowableBuffer<T> {
             chunks: Vec::new(),
             chunk_bytes,
             props,
-            access: access.to_vec(),
+            access: all_access,
             len: 0,
             _marker: PhantomData,
         })
@@ -1650,22 +1824,19 @@ impl<T: DeviceRepr> GrowableBuffer<T> {
         r
     }
 
+    /// Maps one more chunk, accessible as `self.access` says (read-write for the own device,
+    /// see [`with_props`](Self::with_props)). On failure nothing is recorded: the views
+    /// handed out so far cover the first `len` elements, which lie in the chunks mapped
+    /// before this one, so no view covers the span this tried.
     #[track_caller]
     fn grow_mapping(&mut self) -> Result<()> {
+        const WHAT: &str = "GrowableBuffer::resize";
         let ctx = &self.range.inner.ctx;
         let offset = self.chunks.len() * self.chunk_bytes;
         let alloc = PhysicalAllocation::new(ctx, self.chunk_bytes, &self.props)?;
-        let claim = Claim::take("GrowableBuffer::resize", alloc.handle, true)?;
+        let claim = Claim::take(WHAT, alloc.handle, true)?;
         let ptr = self.range.inner.ptr + offset as sys::CUdeviceptr;
-        map_raw(ctx, ptr, self.chunk_bytes, &alloc, 0)?;
-        if let Err(e) = set_access_raw(ctx, ptr, self.chunk_bytes, &self.access) {
-            let bytes = self.chunk_bytes;
-            // SAFETY: mapped just above and not recorded as a chunk, so unmapped once, here.
-            // No work can use it: the views handed out so far cover the first `len`
-            // elements, which lie in the chunks mapped before this one.
-            ctx.release("cuMemUnmap", move || unsafe { sys::cuMemUnmap(ptr, bytes) });
-            return Err(e);
-        }
+        map_accessible(WHAT, ctx, ptr, self.chunk_bytes, &alloc, 0, &self.access)?;
         self.chunks.push(Chunk {
             _alloc: alloc,
             _claim: claim,
@@ -1709,8 +1880,10 @@ impl<T: DeviceRepr> GrowableBuffer<T> {
     }
 }
 
-// SAFETY: the view covers the first `len` elements, all inside mapped chunks; borrowed from
-// `self`; not stream-ordered (the buffer's release waits for all work of its context first).
+// SAFETY: the view covers the first `len` elements, all inside mapped chunks, each read-write
+// for the context's device from `grow_mapping` on (`with_props` makes sure of the entry, and
+// nothing changes it); borrowed from `self`; not stream-ordered (the buffer's release waits
+// for all work of its context first).
 unsafe impl<T: DeviceRepr> DeviceMemory for GrowableBuffer<T> {
     type Elem = T;
     #[inline]
@@ -1874,6 +2047,79 @@ mod tests {
         Claim::forget_stale(h);
         drop(Claim::take("t", h, true).unwrap());
         assert!(!claims().contains_key(&h));
+    }
+
+    #[test]
+    fn shared_claims_join_a_claim_made_shared() {
+        // A handle value no driver hands out here, not the one of the test above.
+        let h = 0xC1A1_0000_0000_0002;
+        let mut x = Claim::take("t", h, true).unwrap();
+        assert!(Claim::take("t", h, false).is_err());
+        x.share();
+        x.share(); // once shared, stays one shared claim
+        assert_eq!(claims().get(&h), Some(&Claimed::Shared(1)));
+        let y = Claim::take("t", h, false).unwrap();
+        assert!(matches!(
+            Claim::take("t", h, true),
+            Err(Error::AllocationMapped {
+                exclusive: false,
+                ..
+            })
+        ));
+        drop(x);
+        assert_eq!(claims().get(&h), Some(&Claimed::Shared(1)));
+        drop(y);
+        assert!(!claims().contains_key(&h));
+        drop(Claim::take("t", h, true).unwrap());
+        assert!(!claims().contains_key(&h));
+    }
+
+    #[test]
+    fn own_device_access_is_what_the_views_need() {
+        let (d0, d1) = (Device::from_raw(0), Device::from_raw(1));
+        let own = MemLocation::device(d0);
+        let check =
+            |exclusive: bool, descs: &[MemAccessDesc]| check_own_access("t", own, exclusive, descs);
+        let refused = |r: Result<()>| match r {
+            Err(Error::InvalidArgument(m)) => {
+                assert!(m.starts_with("t: ") && m.contains("own device"), "{m}")
+            }
+            other => panic!("{other:?}"),
+        };
+        let host_rw = MemAccessDesc::new(MemLocation::host(), MemAccessFlags::READWRITE);
+        let host_none = MemAccessDesc::new(MemLocation::host(), MemAccessFlags::NONE);
+        for exclusive in [true, false] {
+            // Nothing for the own device, or read-write for it: fine; others are free.
+            check(exclusive, &[]).unwrap();
+            check(exclusive, &[MemAccessDesc::read_write(d0)]).unwrap();
+            check(
+                exclusive,
+                &[
+                    MemAccessDesc::none(d1),
+                    host_none,
+                    MemAccessDesc::read_write(d0),
+                ],
+            )
+            .unwrap();
+            check(exclusive, &[MemAccessDesc::read(d1), host_rw]).unwrap();
+            // No access is never enough, nor an unknown flag.
+            refused(check(exclusive, &[MemAccessDesc::none(d0)]));
+            refused(check(
+                exclusive,
+                &[MemAccessDesc::new(own, MemAccessFlags::from_raw(0x40))],
+            ));
+        }
+        // Read-only: enough for shared views, not for mutable ones; any bad entry refuses.
+        check(false, &[MemAccessDesc::read(d0)]).unwrap();
+        refused(check(true, &[MemAccessDesc::read(d0)]));
+        refused(check(
+            true,
+            &[MemAccessDesc::read_write(d0), MemAccessDesc::read(d0)],
+        ));
+        refused(check(
+            false,
+            &[MemAccessDesc::read(d0), MemAccessDesc::none(d0)],
+        ));
     }
 
     #[test]

@@ -708,7 +708,6 @@ fn address_reservations_honour_alignment_and_a_free_address_hint() {
     // The range is usable there.
     let phys = Arc::new(PhysicalAllocation::new(&ctx, 2 * g, &props).unwrap());
     let mut m = r.map::<u32>(0, phys, 0, 2 * g).unwrap();
-    m.set_access(&[MemAccessDesc::read_write(dev)]).unwrap();
     let s = Stream::new(&ctx, StreamFlags::NON_BLOCKING).unwrap();
     write_pattern_on(&ctx, &s, &mut m, 61);
     assert_eq!(m.to_vec().unwrap(), pattern(61, m.len()));
@@ -835,7 +834,6 @@ fn host_copy(addr: u64, buf: &mut [u32], write: bool) -> std::io::Result<()> {
 fn a_thousand_fd_export_import_cycles_leak_nothing() {
     let ctx = gpu_exclusive_or_skip!();
     let props = crate::vmm::fd_exportable_props(&ctx);
-    let dev = ctx.device();
     let size = props.minimum_granularity().unwrap();
     let cycle = |i: u32| {
         let phys = PhysicalAllocation::new(&ctx, size, &props).unwrap();
@@ -845,16 +843,15 @@ fn a_thousand_fd_export_import_cycles_leak_nothing() {
             .with_known_size(size);
         drop(fd);
         let range = AddressRange::reserve(&ctx, size, 0).unwrap();
+        // Read-write for the device as soon as it is mapped.
         let mut m = range.map::<u32>(0, Arc::new(imported), 0, size).unwrap();
-        m.set_access(&[MemAccessDesc::read_write(dev)]).unwrap();
         if i % 250 == 0 {
             // The import is the exported memory. (The exclusive mapping goes first: in this
             // process the import may be the same handle, which it keeps claimed.)
             m.memset(i).unwrap();
             drop(m);
             let r2 = AddressRange::reserve(&ctx, size, 0).unwrap();
-            let mut m2 = r2.map_shared::<u32>(0, Arc::new(phys), 0, size).unwrap();
-            m2.set_access(&[MemAccessDesc::read_write(dev)]).unwrap();
+            let m2 = r2.map_shared::<u32>(0, Arc::new(phys), 0, size).unwrap();
             assert!(m2.to_vec().unwrap().iter().all(|&v| v == i));
         }
     };

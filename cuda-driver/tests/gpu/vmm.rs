@@ -86,15 +86,12 @@ fn in_child_process(role: &str, scenario: impl FnOnce(&Context)) {
     child.finish();
 }
 
-/// A mapping of one fresh allocation of `bytes` bytes at `offset` in `range`, read-write for
-/// the range's device.
+/// A mapping of one fresh allocation of `bytes` bytes at `offset` in `range` (read-write for
+/// the range's device, as every fresh mapping is).
 fn mapped<'r>(range: &'r AddressRange, offset: usize, bytes: usize) -> Mapping<'r, u32> {
     let ctx = range.context();
-    let dev = ctx.device();
-    let phys = PhysicalAllocation::new(ctx, bytes, &AllocationProps::device(dev)).unwrap();
-    let mut m = range.map::<u32>(offset, Arc::new(phys), 0, bytes).unwrap();
-    m.set_access(&[MemAccessDesc::read_write(dev)]).unwrap();
-    m
+    let phys = PhysicalAllocation::new(ctx, bytes, &AllocationProps::device(ctx.device())).unwrap();
+    range.map::<u32>(offset, Arc::new(phys), 0, bytes).unwrap()
 }
 
 #[cfg(unix)]
@@ -113,23 +110,13 @@ fn dropping_a_mapping_waits_for_work_queued_through_its_views() {
             stream.query().unwrap(),
             "dropping the mapping returned while a memset queued through its view was pending"
         );
-        // The same addresses, mapped to another allocation (accessible from nowhere until
-        // set_access, like any fresh mapping): the victim keeps its bytes.
-        let mut victim = range
-            .map::<u32>(
-                0,
-                Arc::new(PhysicalAllocation::new(ctx, g, &AllocationProps::device(dev)).unwrap()),
-                0,
-                g,
-            )
-            .unwrap();
+        // The same addresses, mapped to another allocation (read-write for the device at once,
+        // like any fresh mapping): the victim keeps its bytes.
+        let mut victim = mapped(&range, 0, g);
         assert_eq!(
             victim.access(MemLocation::device(dev)).unwrap(),
-            MemAccessFlags::NONE
+            MemAccessFlags::READWRITE
         );
-        victim
-            .set_access(&[MemAccessDesc::read_write(dev)])
-            .unwrap();
         let data = pattern(81, victim.len());
         victim.copy_from_host(&data).unwrap();
         stream.synchronize().unwrap();
@@ -182,21 +169,28 @@ fn revoking_access_waits_for_pending_work() {
         let range = AddressRange::reserve(ctx, g, 0).unwrap();
         let stream = Stream::new(ctx, StreamFlags::NON_BLOCKING).unwrap();
         let mut m = mapped(&range, 0, g);
+        let mut copy = DeviceBuffer::<u32>::new(ctx, m.len()).unwrap();
         let _sleep = hold_stream(ctx, &stream, 500);
+        // Pending behind the sleep: a write through the exclusive mapping's view, then a copy
+        // from the mapping once it is shared.
         m.memset_async(0x0BAD_F00Du32, &stream).unwrap();
-        // Read-only from now on: a write still queued would fault.
-        m.set_access(&[MemAccessDesc::read(dev)]).unwrap();
+        let mut shared = m.into_shared();
+        copy.copy_from_device_async(&shared, &stream).unwrap();
+        // Read-only for the device from now on (what a shared mapping may ask): the write
+        // still queued would fault.
+        shared.set_access(&[MemAccessDesc::read(dev)]).unwrap();
         assert!(
             stream.query().unwrap(),
-            "set_access returned while a memset queued through the mapping's view was pending"
+            "set_access returned while work queued through the mapping's views was pending"
         );
         assert_eq!(
-            m.access(MemLocation::device(dev)).unwrap(),
+            shared.access(MemLocation::device(dev)).unwrap(),
             MemAccessFlags::READ
         );
         stream.synchronize().unwrap();
         ctx.synchronize().unwrap();
-        assert!(m.to_vec().unwrap().iter().all(|&x| x == 0x0BAD_F00D));
+        assert!(copy.to_vec().unwrap().iter().all(|&x| x == 0x0BAD_F00D));
+        assert!(shared.to_vec().unwrap().iter().all(|&x| x == 0x0BAD_F00D));
     });
 }
 
@@ -211,7 +205,6 @@ fn an_exclusive_mapping_is_the_only_mapping_of_its_allocation() {
     let a = AddressRange::reserve(&ctx, g, 0).unwrap();
     let b = AddressRange::reserve(&ctx, g, 0).unwrap();
     let mut m = a.map::<u32>(0, phys.clone(), 0, g).unwrap();
-    m.set_access(&[MemAccessDesc::read_write(dev)]).unwrap();
     let data = pattern(83, m.len());
     m.copy_from_host(&data).unwrap();
     // No second mapping of the allocation, exclusive or shared, whatever handle it comes
@@ -236,10 +229,8 @@ fn an_exclusive_mapping_is_the_only_mapping_of_its_allocation() {
     drop(mapped(&b, 0, g));
     // Once the exclusive mapping is gone, shared mappings alias the bytes ...
     drop(m);
-    let mut s1 = a.map_shared::<u32>(0, phys.clone(), 0, g).unwrap();
-    let mut s2 = b.map_shared::<u32>(0, retained.clone(), 0, g).unwrap();
-    s1.set_access(&[MemAccessDesc::read_write(dev)]).unwrap();
-    s2.set_access(&[MemAccessDesc::read_write(dev)]).unwrap();
+    let s1 = a.map_shared::<u32>(0, phys.clone(), 0, g).unwrap();
+    let s2 = b.map_shared::<u32>(0, retained.clone(), 0, g).unwrap();
     assert_eq!(s1.to_vec().unwrap(), data);
     assert_eq!(s2.to_vec().unwrap(), data);
     // ... and exclude an exclusive one while they live.
@@ -258,9 +249,26 @@ fn an_exclusive_mapping_is_the_only_mapping_of_its_allocation() {
     drop(s1);
     assert!(c.map::<u32>(0, phys.clone(), 0, g).is_err(), "one is left");
     drop(s2);
-    let mut m = c.map::<u32>(0, phys, 0, g).unwrap();
-    m.set_access(&[MemAccessDesc::read_write(dev)]).unwrap();
+    let m = c.map::<u32>(0, phys, 0, g).unwrap();
     assert_eq!(m.to_vec().unwrap(), data);
+    // An exclusive mapping made shared lets shared mappings join it, and excludes an
+    // exclusive one until all are gone.
+    let s1 = m.into_shared();
+    let s2 = a.map_shared::<u32>(0, retained.clone(), 0, g).unwrap();
+    assert_eq!(s2.to_vec().unwrap(), data);
+    let e = b.map::<u32>(0, retained.clone(), 0, g).unwrap_err();
+    assert!(
+        matches!(
+            e,
+            Error::AllocationMapped {
+                exclusive: false,
+                ..
+            }
+        ),
+        "{e:?}"
+    );
+    drop((s1, s2));
+    drop(b.map::<u32>(0, retained, 0, g).unwrap());
     // A growable buffer's chunks are claimed as exclusive mappings too.
     let mut buf = GrowableBuffer::<u32>::new(&ctx, 1024).unwrap();
     buf.extend_from_host(&[1, 2, 3]).unwrap();
@@ -283,8 +291,11 @@ fn a_mapping_whose_wait_fails_is_leaked_not_unmapped() {
     let s = Stream::new(&ctx, StreamFlags::NON_BLOCKING).unwrap();
     let range = AddressRange::reserve(&ctx, g, 0).unwrap();
     let phys = Arc::new(PhysicalAllocation::new(&ctx, g, &props).unwrap());
-    let mut m = range.map::<u32>(0, phys.clone(), 0, g).unwrap();
-    m.set_access(&[MemAccessDesc::read_write(dev)]).unwrap();
+    // Shared, so that read-only for the device is a change set_access may make.
+    let mut m = range
+        .map::<u32>(0, phys.clone(), 0, g)
+        .unwrap()
+        .into_shared();
     let addr = m.as_raw();
     // During a capture of a stream of the context the wait is refused
     // (graph::synchronizing_during_a_global_capture_invalidates_it): the access stays.
@@ -309,9 +320,9 @@ fn a_mapping_whose_wait_fails_is_leaked_not_unmapped() {
     assert_eq!(still.as_raw(), phys.as_raw());
     let other = AddressRange::reserve(&ctx, g, 0).unwrap();
     assert!(matches!(
-        other.map_shared::<u32>(0, phys.clone(), 0, g),
+        other.map::<u32>(0, phys.clone(), 0, g),
         Err(Error::AllocationMapped {
-            exclusive: true,
+            exclusive: false,
             ..
         })
     ));
@@ -345,7 +356,7 @@ fn granularities_are_powers_of_two_and_recommended_is_a_multiple() {
 }
 
 #[gpu_test]
-fn a_mapping_is_memory_of_the_model_once_accessible() {
+fn a_mapping_is_memory_of_the_model() {
     let ctx = gpu_or_skip!();
     require_vmm(&ctx);
     let dev = ctx.device();
@@ -360,9 +371,10 @@ fn a_mapping_is_memory_of_the_model_once_accessible() {
     let mut m = range.map::<u32>(g, phys.clone(), 0, g).unwrap();
     assert_eq!(m.as_raw(), range.as_raw() + g as u64);
     assert_eq!(m.len(), g / 4);
+    // Read-write for the device from the start; setting what it has is allowed (and waits).
     assert_eq!(
         m.access(MemLocation::device(dev)).unwrap(),
-        MemAccessFlags::NONE
+        MemAccessFlags::READWRITE
     );
     m.set_access(&[MemAccessDesc::read_write(dev)]).unwrap();
     assert_eq!(
@@ -404,6 +416,115 @@ fn a_mapping_is_memory_of_the_model_once_accessible() {
 }
 
 #[gpu_test]
+fn a_fresh_mapping_is_read_write_for_its_device_without_set_access() {
+    let ctx = gpu_or_skip!();
+    require_vmm(&ctx);
+    let dev = ctx.device();
+    let own = MemLocation::device(dev);
+    let props = AllocationProps::device(dev);
+    let g = props.minimum_granularity().unwrap();
+    let range = AddressRange::reserve(&ctx, 2 * g, 0).unwrap();
+    let fresh = || Arc::new(PhysicalAllocation::new(&ctx, g, &props).unwrap());
+    // The access is asserted before any work touches the memory: through a mapping accessible
+    // from nowhere, the copies below would fault the context.
+    let mut m = range.map::<u32>(0, fresh(), 0, g).unwrap();
+    assert_eq!(m.access(own).unwrap(), MemAccessFlags::READWRITE);
+    let data = pattern(85, m.len());
+    m.copy_from_host(&data).unwrap();
+    assert_eq!(m.to_vec().unwrap(), data);
+    m.slice_mut(..7).unwrap().memset(4u32).unwrap();
+    let stream = Stream::new(&ctx, StreamFlags::NON_BLOCKING).unwrap();
+    write_pattern_on(&ctx, &stream, &mut m, 86);
+    assert_eq!(m.to_vec().unwrap(), pattern(86, m.len()));
+    // A shared mapping too (of another allocation, in the second half of the range).
+    let s = range.map_shared::<u32>(g, fresh(), 0, g).unwrap();
+    assert_eq!(s.access(own).unwrap(), MemAccessFlags::READWRITE);
+    let mut copy = DeviceBuffer::<u32>::new(&ctx, s.len()).unwrap();
+    copy.copy_from_device(&s).unwrap();
+    assert_eq!(copy.to_vec().unwrap(), s.to_vec().unwrap());
+    // And at a reused address: the first mapping goes, another allocation is mapped there.
+    drop(m);
+    let mut again = range.map::<u32>(0, fresh(), 0, g).unwrap();
+    assert_eq!(again.access(own).unwrap(), MemAccessFlags::READWRITE);
+    again.copy_from_host(&data).unwrap();
+    assert_eq!(again.to_vec().unwrap(), data);
+    ctx.synchronize().unwrap();
+}
+
+#[gpu_test]
+fn set_access_that_would_starve_the_mappings_own_views_is_refused() {
+    let ctx = gpu_or_skip!();
+    require_vmm(&ctx);
+    let dev = ctx.device();
+    let own = MemLocation::device(dev);
+    let props = AllocationProps::device(dev);
+    let g = props.minimum_granularity().unwrap();
+    let range = AddressRange::reserve(&ctx, g, 0).unwrap();
+    let phys = Arc::new(PhysicalAllocation::new(&ctx, g, &props).unwrap());
+    let mut m = range.map::<u32>(0, phys.clone(), 0, g).unwrap();
+    m.set_access(&[MemAccessDesc::read_write(dev)]).unwrap();
+    let data = pattern(87, m.len());
+    m.copy_from_host(&data).unwrap();
+    // An exclusive mapping hands out mutable views: its own device keeps read-write access.
+    for descs in [
+        vec![MemAccessDesc::read(dev)],
+        vec![MemAccessDesc::none(dev)],
+        vec![MemAccessDesc::read_write(dev), MemAccessDesc::read(dev)],
+    ] {
+        let e = m.set_access(&descs).unwrap_err();
+        assert!(matches!(e, Error::InvalidArgument(_)), "{descs:?}: {e:?}");
+        assert_eq!(
+            m.access(own).unwrap(),
+            MemAccessFlags::READWRITE,
+            "{descs:?}"
+        );
+    }
+    // The mapping still works, for reads and writes.
+    assert_eq!(m.to_vec().unwrap(), data);
+    m.memset(0x5A5A_5A5Au32).unwrap();
+    assert!(m.to_vec().unwrap().iter().all(|&x| x == 0x5A5A_5A5A));
+    // A shared mapping hands out shared views: read-only is enough, no access is not.
+    drop(m);
+    let mut s = range.map_shared::<u32>(0, phys, 0, g).unwrap();
+    s.set_access(&[MemAccessDesc::read_write(dev)]).unwrap();
+    let e = s.set_access(&[MemAccessDesc::none(dev)]).unwrap_err();
+    assert!(matches!(e, Error::InvalidArgument(_)), "{e:?}");
+    assert_eq!(s.access(own).unwrap(), MemAccessFlags::READWRITE);
+    s.set_access(&[MemAccessDesc::read(dev)]).unwrap();
+    assert_eq!(s.access(own).unwrap(), MemAccessFlags::READ);
+    assert!(s.to_vec().unwrap().iter().all(|&x| x == 0x5A5A_5A5A));
+    ctx.synchronize().unwrap();
+}
+
+#[gpu_test]
+fn a_growable_buffer_is_read_write_for_its_device_whatever_access_it_is_given() {
+    let ctx = gpu_or_skip!();
+    require_vmm(&ctx);
+    let dev = ctx.device();
+    let props = AllocationProps::device(dev);
+    let chunk = props.minimum_granularity().unwrap();
+    // Less than read-write for its own device would starve its views: refused up front.
+    for access in [
+        vec![MemAccessDesc::read(dev)],
+        vec![MemAccessDesc::none(dev)],
+    ] {
+        let e =
+            GrowableBuffer::<u32>::with_props(&ctx, 1 << 20, props, chunk, &access).unwrap_err();
+        assert!(matches!(e, Error::InvalidArgument(_)), "{access:?}: {e:?}");
+    }
+    // No entry for its device: read-write is granted anyway, to every chunk.
+    let mut buf = GrowableBuffer::<u32>::with_props(&ctx, 1 << 20, props, chunk, &[]).unwrap();
+    let data = pattern(88, chunk / 4 + 100);
+    buf.extend_from_host(&data).unwrap();
+    assert_eq!(buf.chunk_count(), 2);
+    assert_eq!(buf.to_vec().unwrap(), data);
+    let stream = Stream::new(&ctx, StreamFlags::NON_BLOCKING).unwrap();
+    write_pattern_on(&ctx, &stream, &mut buf, 89);
+    assert_eq!(buf.to_vec().unwrap(), pattern(89, data.len()));
+    ctx.synchronize().unwrap();
+}
+
+#[gpu_test]
 fn one_allocation_mapped_twice_shows_the_same_bytes() {
     let ctx = gpu_or_skip!();
     require_vmm(&ctx);
@@ -417,15 +538,12 @@ fn one_allocation_mapped_twice_shows_the_same_bytes() {
     let data = pattern(21, 2 * g / 4);
     {
         let mut only = a.map::<u32>(0, phys.clone(), 0, 2 * g).unwrap();
-        only.set_access(&[MemAccessDesc::read_write(dev)]).unwrap();
         only.copy_from_host(&data).unwrap();
     }
     // Two shared mappings at two addresses show the same bytes.
-    let mut whole = a.map_shared::<u32>(0, phys.clone(), 0, 2 * g).unwrap();
+    let whole = a.map_shared::<u32>(0, phys.clone(), 0, 2 * g).unwrap();
     let mut again = b.map_shared::<u32>(0, phys.clone(), 0, 2 * g).unwrap();
     assert_ne!(whole.as_raw(), again.as_raw());
-    whole.set_access(&[MemAccessDesc::read_write(dev)]).unwrap();
-    again.set_access(&[MemAccessDesc::read_write(dev)]).unwrap();
     assert_eq!(whole.to_vec().unwrap(), data);
     assert_eq!(again.to_vec().unwrap(), data);
     let half = whole.len() / 2;
@@ -455,21 +573,18 @@ fn part_of_an_allocation_maps_or_is_refused_cleanly() {
     let data = pattern(22, 2 * g / 4);
     {
         let mut only = whole_range.map::<u32>(0, phys.clone(), 0, 2 * g).unwrap();
-        only.set_access(&[MemAccessDesc::read_write(dev)]).unwrap();
         only.copy_from_host(&data).unwrap();
     }
     // Mapped twice from here on: shared mappings.
-    let mut whole = whole_range
+    let whole = whole_range
         .map_shared::<u32>(0, phys.clone(), 0, 2 * g)
         .unwrap();
-    whole.set_access(&[MemAccessDesc::read_write(dev)]).unwrap();
     // cuda.h allows mapping part of an allocation; drivers may refuse it (driver 580 on an
     // H100 answers CUDA_ERROR_NOT_SUPPORTED for an offset). Either the bytes at the offset
     // show through, or the refusal is the driver's error and nothing is left mapped.
     let upper_range = AddressRange::reserve(&ctx, g, 0).unwrap();
     match upper_range.map_shared::<u32>(0, phys.clone(), g, g) {
-        Ok(mut upper) => {
-            upper.set_access(&[MemAccessDesc::read_write(dev)]).unwrap();
+        Ok(upper) => {
             assert_eq!(upper.to_vec().unwrap(), data[whole.len() / 2..]);
         }
         Err(e) => {
@@ -480,7 +595,6 @@ fn part_of_an_allocation_maps_or_is_refused_cleanly() {
     // The range is still free for a whole mapping of another allocation.
     let other = Arc::new(PhysicalAllocation::new(&ctx, g, &props).unwrap());
     let mut m = upper_range.map::<u32>(0, other, 0, g).unwrap();
-    m.set_access(&[MemAccessDesc::read_write(dev)]).unwrap();
     m.memset(9u32).unwrap();
     assert!(m.to_vec().unwrap().iter().all(|&x| x == 9));
     assert_eq!(whole.to_vec().unwrap(), data);
@@ -595,7 +709,6 @@ fn an_exported_fd_imports_as_the_same_memory() {
     let r1 = AddressRange::reserve(&ctx, g, 0).unwrap();
     {
         let mut m1 = r1.map::<u32>(0, phys.clone(), 0, g).unwrap();
-        m1.set_access(&[MemAccessDesc::read_write(dev)]).unwrap();
         m1.copy_from_host(&pattern(41, m1.len())).unwrap();
     }
     let m1 = r1.map_shared::<u32>(0, phys.clone(), 0, g).unwrap();
@@ -616,8 +729,7 @@ fn an_exported_fd_imports_as_the_same_memory() {
         }
     ));
     let r2 = AddressRange::reserve(&ctx, g, 0).unwrap();
-    let mut m2 = r2.map_shared::<u32>(0, Arc::new(imported), 0, g).unwrap();
-    m2.set_access(&[MemAccessDesc::read_write(dev)]).unwrap();
+    let m2 = r2.map_shared::<u32>(0, Arc::new(imported), 0, g).unwrap();
     assert_eq!(m2.to_vec().unwrap(), pattern(41, m1.len()));
 
     // An allocation without the handle type does not export.
@@ -730,7 +842,6 @@ fn host_and_host_numa_memory_map_for_the_device() {
         }
         let range = AddressRange::reserve(&ctx, g, 0).unwrap();
         let mut m = range.map::<u32>(0, phys, 0, g).unwrap();
-        m.set_access(&[MemAccessDesc::read_write(dev)]).unwrap();
         let stream = Stream::new(&ctx, StreamFlags::NON_BLOCKING).unwrap();
         write_pattern_on(&ctx, &stream, &mut m, 51);
         assert_eq!(m.to_vec().unwrap(), pattern(51, m.len()));
@@ -784,8 +895,8 @@ fn a_thousand_map_cycles_leak_nothing() {
     let cycle = || {
         let range = AddressRange::reserve(&ctx, size, 0).unwrap();
         let phys = Arc::new(PhysicalAllocation::new(&ctx, size, &props).unwrap());
-        let mut m = range.map::<u8>(0, phys, 0, size).unwrap();
-        m.set_access(&[MemAccessDesc::read_write(dev)]).unwrap();
+        // Mapped read-write for the device, then unmapped.
+        drop(range.map::<u8>(0, phys, 0, size).unwrap());
     };
     cycle();
     ctx.synchronize().unwrap();
