@@ -9,12 +9,28 @@
 #[allow(dead_code, unused_macros, non_camel_case_types)]
 mod hostile {
     // Macros that check nothing or stand for something else.
-    macro_rules! assert { ($($t:tt)*) => {}; }
-    macro_rules! assert_eq { ($($t:tt)*) => {}; }
-    macro_rules! panic { ($($t:tt)*) => {}; }
-    macro_rules! compile_error { ($($t:tt)*) => {}; }
-    macro_rules! concat { ($($t:tt)*) => { "" }; }
-    macro_rules! stringify { ($($t:tt)*) => { "" }; }
+    macro_rules! assert {
+        ($($t:tt)*) => {};
+    }
+    macro_rules! assert_eq {
+        ($($t:tt)*) => {};
+    }
+    macro_rules! panic {
+        ($($t:tt)*) => {};
+    }
+    macro_rules! compile_error {
+        ($($t:tt)*) => {};
+    }
+    macro_rules! concat {
+        ($($t:tt)*) => {
+            ""
+        };
+    }
+    macro_rules! stringify {
+        ($($t:tt)*) => {
+            ""
+        };
+    }
     // Modules, types, values and traits under the names of std's.
     pub mod core {}
     pub mod std {}
