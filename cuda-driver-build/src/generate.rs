@@ -873,4 +873,122 @@ mod tests {
             "{src}"
         );
     }
+
+    /// The paths of generated source that a user's scope could change, where the source is
+    /// `include!`d: a macro called by a path that does not start with `::` (`assert!`,
+    /// `concat!`), or such a path that starts with a name of std's prelude, `core`, `std` or
+    /// a primitive type (`Ok`, `Clone`, `core::mem::size_of`, `str`). Comments and string
+    /// literals are skipped.
+    fn relative_paths(src: &str) -> Vec<String> {
+        #[rustfmt::skip]
+        const PRELUDE: &[&str] = &[
+            "core", "std", "alloc", "Option", "Some", "None", "Result", "Ok", "Err", "Vec",
+            "String", "Box", "ToString", "ToOwned", "Clone", "Copy", "Send", "Sync", "Sized",
+            "Unpin", "Drop", "Fn", "FnMut", "FnOnce", "Default", "Into", "From", "TryInto",
+            "TryFrom", "AsRef", "AsMut", "Iterator", "IntoIterator", "Extend", "PartialEq",
+            "Eq", "PartialOrd", "Ord", "drop", "size_of", "align_of",
+            "bool", "char", "str", "u8", "u16", "u32", "u64", "u128", "usize", "i8", "i16",
+            "i32", "i64", "i128", "isize", "f32", "f64",
+        ];
+        // Tokens: identifiers, `::`, and single other characters.
+        let mut tokens: Vec<String> = Vec::new();
+        let b = src.as_bytes();
+        let mut i = 0;
+        while i < b.len() {
+            let c = b[i];
+            if src[i..].starts_with("//") {
+                i += src[i..].find('\n').unwrap_or(src.len() - i);
+            } else if c == b'"' {
+                i += 1;
+                while i < b.len() && b[i] != b'"' {
+                    i += if b[i] == b'\\' { 2 } else { 1 };
+                }
+                tokens.push("\"..\"".into());
+                i += 1;
+            } else if c == b'\'' {
+                // A lifetime (`'_`, `'static`): skipped with its name.
+                i += 1;
+                while i < b.len() && (b[i].is_ascii_alphanumeric() || b[i] == b'_') {
+                    i += 1;
+                }
+            } else if c.is_ascii_alphabetic() || c == b'_' {
+                let start = i;
+                while i < b.len() && (b[i].is_ascii_alphanumeric() || b[i] == b'_') {
+                    i += 1;
+                }
+                tokens.push(src[start..i].into());
+            } else if src[i..].starts_with("::") {
+                tokens.push("::".into());
+                i += 2;
+            } else {
+                if !c.is_ascii_whitespace() {
+                    tokens.push((c as char).into());
+                }
+                i += 1;
+            }
+        }
+        let ident = |t: &str| t.starts_with(|c: char| c == '_' || c.is_ascii_alphabetic());
+        let mut found = Vec::new();
+        for (i, t) in tokens.iter().enumerate() {
+            // The last segment of a path: `name` in `a::b::name`.
+            if !ident(t) || tokens.get(i + 1).is_some_and(|n| n == "::") {
+                continue;
+            }
+            let mut start = i;
+            while start >= 2 && tokens[start - 1] == "::" && ident(&tokens[start - 2]) {
+                start -= 2;
+            }
+            let absolute = start >= 1 && tokens[start - 1] == "::";
+            let is_macro = tokens.get(i + 1).is_some_and(|n| n == "!")
+                && tokens.get(i + 2).is_none_or(|n| n != "=");
+            if !absolute && (is_macro || PRELUDE.contains(&tokens[start].as_str())) {
+                found.push(tokens[start..=i].concat());
+            }
+        }
+        found
+    }
+
+    #[test]
+    fn the_checker_finds_relative_paths() {
+        let src = "/// `Ok` in docs, `assert!` in a comment\n\
+                   const X: &'static str = \"assert!(Ok)\";\n\
+                   fn f<'a>() -> Result<(), ()> { assert!(a != b); core::mem::drop(1); \
+                   ::core::assert!(true); Ok(()) }\n\
+                   #[derive(Clone)] struct S(::core::primitive::u32, u8);";
+        assert_eq!(
+            relative_paths(src),
+            [
+                "str",
+                "Result",
+                "assert",
+                "core::mem::drop",
+                "Ok",
+                "Clone",
+                "u8"
+            ]
+        );
+    }
+
+    /// Generated source is `include!`d in the user's module, whose names it must not pick up:
+    /// every path in it is absolute (`::core::assert!`, `::core::result::Result::Ok`).
+    #[test]
+    fn generated_source_names_everything_by_its_full_path() {
+        let mut g = Generator::new();
+        g.signature("VecAdd", "const float* A, const float* B, float* C, int N");
+        let untyped =
+            ".visible .entry raw(.param .u64 p, .param .f32 x, .param .align 8 .b8 s[16])\n{\n}\n";
+        for (ptx, file) in [
+            (VEC_ADD, Some(Path::new("/x/vec_add.ptx"))),
+            (VEC_ADD, None),
+            (CPP, Some(Path::new("/x/cpp.ptx"))),
+            (untyped, Some(Path::new("/x/raw.ptx"))),
+            (".visible .entry empty()\n{\n}\n", None),
+        ] {
+            let src = g.generate(ptx, file).unwrap();
+            assert_eq!(relative_paths(&src), Vec::<String>::new(), "{src}");
+        }
+        // The checks are there, by their full paths.
+        let src = g.generate(CPP, None).unwrap();
+        assert!(src.contains("::core::assert!("), "{src}");
+    }
 }
