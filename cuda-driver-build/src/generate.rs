@@ -19,7 +19,7 @@ pub const MAX_PARAMS: usize = 12;
 /// let ptx = ".visible .entry _Z5scaleIfEvPT_S0_i(.param .u64 a, .param .f32 b, .param .u32 c)\n{\n}\n";
 /// let src = cuda_driver_build::Generator::new().generate(ptx, None).unwrap();
 /// assert!(src.contains("pub struct ScaleF32"));
-/// assert!(src.contains("p0: ::cuda_driver::DeviceSliceMut<'_, f32>"));
+/// assert!(src.contains("p0: ::cuda_driver::DeviceSliceMut<'_, ::core::primitive::f32>"));
 /// ```
 #[derive(Clone, Debug, Default)]
 pub struct Generator {
@@ -407,6 +407,22 @@ fn ptx_param(sig: &str, i: usize, p: &PtxParam) -> Result<TypedParam, Error> {
     })
 }
 
+/// A Rust type of the generated source by its absolute path: a primitive type through
+/// `::core::primitive` (a user's module may define its own `f32`), the others as they are
+/// (`::cuda_driver::Float4`).
+fn absolute(rust: &str) -> String {
+    const PRIMITIVES: &[&str] = &[
+        "bool", "char", "str", "u8", "u16", "u32", "u64", "u128", "usize", "i8", "i16", "i32",
+        "i64", "i128", "isize", "f32", "f64",
+    ];
+    if PRIMITIVES.contains(&rust) {
+        format!("::core::primitive::{rust}")
+    } else {
+        debug_assert!(rust.starts_with("::"), "{rust} is not an absolute path");
+        rust.to_string()
+    }
+}
+
 fn is_ident(s: &str) -> bool {
     s.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
         && s.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
@@ -442,7 +458,8 @@ fn render(kernels: &[TypedKernel], ptx_file: Option<&Path>) -> String {
         let _ = writeln!(
             s,
             "/// The PTX these launchers were generated from{}, NUL-terminated.\n\
-             pub const PTX: &str = concat!(include_str!({:?}), \"\\0\");\n",
+             pub const PTX: &::core::primitive::str = \
+             ::core::concat!(::core::include_str!({:?}), \"\\0\");\n",
             from.as_deref()
                 .map(|f| format!(" (`{f}`)"))
                 .unwrap_or_default(),
@@ -464,7 +481,7 @@ fn render(kernels: &[TypedKernel], ptx_file: Option<&Path>) -> String {
     let _ = writeln!(
         s,
         "/// Every kernel of the PTX, looked up in one module.\n\
-         #[derive(Clone)]\n\
+         #[derive(::core::clone::Clone)]\n\
          pub struct Kernels {{\n    \
              /// The module the kernels were looked up in.\n    \
              pub module: ::cuda_driver::Module,"
@@ -485,7 +502,7 @@ fn render(kernels: &[TypedKernel], ptx_file: Option<&Path>) -> String {
              /// Looks every kernel up in `module` (`cuModuleGetFunction`).\n    \
              #[track_caller]\n    \
              pub fn new(module: &::cuda_driver::Module) -> ::cuda_driver::Result<Kernels> {{\n        \
-                 Ok(Kernels {{"
+                 ::core::result::Result::Ok(Kernels {{"
     );
     for k in kernels {
         let _ = writeln!(
@@ -497,7 +514,7 @@ fn render(kernels: &[TypedKernel], ptx_file: Option<&Path>) -> String {
     }
     let _ = writeln!(
         s,
-        "            module: module.clone(),\n        \
+        "            module: ::core::clone::Clone::clone(module),\n        \
                  }})\n    \
              }}"
     );
@@ -521,13 +538,13 @@ fn render_kernel(s: &mut String, k: &TypedKernel) {
     let _ = writeln!(
         s,
         "/// The kernel `{sig}` (PTX entry `{entry}`), with a typed [`launch`]({n}::launch).\n\
-         #[derive(Clone)]\n\
+         #[derive(::core::clone::Clone)]\n\
          pub struct {n} {{\n    \
              function: ::cuda_driver::Function,\n\
          }}\n\n\
          impl {n} {{\n    \
              /// The PTX entry name, which `cuModuleGetFunction` looks up.\n    \
-             pub const ENTRY: &'static str = {entry:?};\n\n    \
+             pub const ENTRY: &'static ::core::primitive::str = {entry:?};\n\n    \
              /// Looks the kernel up in `module` (`cuModuleGetFunction`).\n    \
              #[track_caller]\n    \
              pub fn new(module: &::cuda_driver::Module) -> ::cuda_driver::Result<{n}> {{\n        \
@@ -557,7 +574,7 @@ fn render_kernel(s: &mut String, k: &TypedKernel) {
         let name = &p.name;
         let (ty, pass, doc) = match &p.rust {
             ParamType::Value { rust, .. } => (
-                rust.to_string(),
+                absolute(rust),
                 format!("&{name}"),
                 format!("`{}`, by value", p.cpp),
             ),
@@ -566,7 +583,7 @@ fn render_kernel(s: &mut String, k: &TypedKernel) {
                 generics.push(format!("{t}: ::cuda_driver::DeviceRepr"));
                 asserts.push(format!(
                     "        const {{\n            \
-                         assert!(\n                \
+                         ::core::assert!(\n                \
                              ::core::mem::size_of::<{t}>() == {size} && ::core::mem::align_of::<{t}>() == {align},\n                \
                              \"{kname}: `{name}` must have the size ({size}) and alignment ({align}) of the C++ `{cpp}`\"\n            \
                          )\n        \
@@ -593,7 +610,7 @@ fn render_kernel(s: &mut String, k: &TypedKernel) {
                 elem, cpp, mutable, ..
             } => {
                 let e = match elem {
-                    Some(e) => e.to_string(),
+                    Some(e) => absolute(e),
                     None => {
                         let t = format!("T{i}");
                         generics.push(format!("{t}: ::cuda_driver::DeviceRepr"));
@@ -620,7 +637,7 @@ fn render_kernel(s: &mut String, k: &TypedKernel) {
                 generics.push(format!("{t}: ::cuda_driver::KernelArg"));
                 asserts.push(format!(
                     "        const {{\n            \
-                         assert!(\n                \
+                         ::core::assert!(\n                \
                              <{t} as ::cuda_driver::KernelArg>::PARAM_SIZE == 8,\n                \
                              \"{kname}: `{name}` is pointer-sized: pass a view or a `&u64`\"\n            \
                          )\n        \
@@ -759,14 +776,14 @@ mod tests {
         assert_eq!(names, ["a", "b", "c", "n"]);
         let src = g.generate(VEC_ADD, None).unwrap();
         assert!(
-            src.contains("a: ::cuda_driver::DeviceSlice<'_, f32>"),
+            src.contains("a: ::cuda_driver::DeviceSlice<'_, ::core::primitive::f32>"),
             "{src}"
         );
         assert!(
-            src.contains("c: ::cuda_driver::DeviceSliceMut<'_, f32>"),
+            src.contains("c: ::cuda_driver::DeviceSliceMut<'_, ::core::primitive::f32>"),
             "{src}"
         );
-        assert!(src.contains("n: i32"), "{src}");
+        assert!(src.contains("n: ::core::primitive::i32"), "{src}");
         assert!(src.contains("(a, b, c, &n)"), "{src}");
         // A stale annotation is an error naming the kernel.
         let mut g = Generator::new();
@@ -872,5 +889,127 @@ mod tests {
             src.contains("pub fn load(ctx: &::cuda_driver::Context)"),
             "{src}"
         );
+    }
+
+    /// The paths of generated source that a user's scope could change, where the source is
+    /// `include!`d: a macro called by a path that does not start with `::` (`assert!`,
+    /// `concat!`), or such a path that starts with a name of std's prelude, `core`, `std` or
+    /// a primitive type (`Ok`, `Clone`, `core::mem::size_of`, `str`). Comments and string
+    /// literals are skipped.
+    fn relative_paths(src: &str) -> Vec<String> {
+        #[rustfmt::skip]
+        const PRELUDE: &[&str] = &[
+            "core", "std", "alloc", "Option", "Some", "None", "Result", "Ok", "Err", "Vec",
+            "String", "Box", "ToString", "ToOwned", "Clone", "Copy", "Send", "Sync", "Sized",
+            "Unpin", "Drop", "Fn", "FnMut", "FnOnce", "Default", "Into", "From", "TryInto",
+            "TryFrom", "AsRef", "AsMut", "Iterator", "IntoIterator", "Extend", "PartialEq",
+            "Eq", "PartialOrd", "Ord", "drop", "size_of", "align_of",
+            "bool", "char", "str", "u8", "u16", "u32", "u64", "u128", "usize", "i8", "i16",
+            "i32", "i64", "i128", "isize", "f32", "f64",
+        ];
+        // Tokens: identifiers, `::`, and single other characters.
+        let mut tokens: Vec<String> = Vec::new();
+        let b = src.as_bytes();
+        let mut i = 0;
+        while i < b.len() {
+            let c = b[i];
+            if src[i..].starts_with("//") {
+                i += src[i..].find('\n').unwrap_or(src.len() - i);
+            } else if c == b'"' {
+                i += 1;
+                while i < b.len() && b[i] != b'"' {
+                    i += if b[i] == b'\\' { 2 } else { 1 };
+                }
+                tokens.push("\"..\"".into());
+                i += 1;
+            } else if c == b'\'' {
+                // A lifetime (`'_`, `'static`): skipped with its name.
+                i += 1;
+                while i < b.len() && (b[i].is_ascii_alphanumeric() || b[i] == b'_') {
+                    i += 1;
+                }
+            } else if c.is_ascii_alphabetic() || c == b'_' {
+                let start = i;
+                while i < b.len() && (b[i].is_ascii_alphanumeric() || b[i] == b'_') {
+                    i += 1;
+                }
+                tokens.push(src[start..i].into());
+            } else if src[i..].starts_with("::") {
+                tokens.push("::".into());
+                i += 2;
+            } else {
+                if !c.is_ascii_whitespace() {
+                    tokens.push((c as char).into());
+                }
+                i += 1;
+            }
+        }
+        let ident = |t: &str| t.starts_with(|c: char| c == '_' || c.is_ascii_alphabetic());
+        let mut found = Vec::new();
+        for (i, t) in tokens.iter().enumerate() {
+            // The last segment of a path: `name` in `a::b::name`.
+            if !ident(t) || tokens.get(i + 1).is_some_and(|n| n == "::") {
+                continue;
+            }
+            let mut start = i;
+            while start >= 2 && tokens[start - 1] == "::" && ident(&tokens[start - 2]) {
+                start -= 2;
+            }
+            let absolute = start >= 1 && tokens[start - 1] == "::";
+            let is_macro = tokens.get(i + 1).is_some_and(|n| n == "!")
+                && tokens.get(i + 2).is_none_or(|n| n != "=");
+            if !absolute && (is_macro || PRELUDE.contains(&tokens[start].as_str())) {
+                found.push(tokens[start..=i].concat());
+            }
+        }
+        found
+    }
+
+    #[test]
+    fn the_checker_finds_relative_paths() {
+        let src = "/// `Ok` in docs, `assert!` in a comment\n\
+                   const X: &'static str = \"assert!(Ok)\";\n\
+                   fn f<'a>() -> Result<(), ()> { assert!(a != b); core::mem::drop(1); \
+                   ::core::assert!(true); Ok(()) }\n\
+                   #[derive(Clone)] struct S(::core::primitive::u32, u8);";
+        assert_eq!(
+            relative_paths(src),
+            [
+                "str",
+                "Result",
+                "assert",
+                "core::mem::drop",
+                "Ok",
+                "Clone",
+                "u8"
+            ]
+        );
+    }
+
+    /// Generated source is `include!`d in the user's module, whose names it must not pick up:
+    /// every path in it is absolute (`::core::assert!`, `::core::result::Result::Ok`).
+    #[test]
+    fn generated_source_names_everything_by_its_full_path() {
+        let mut annotated = Generator::new();
+        annotated.signature("VecAdd", "const float* A, const float* B, float* C, int N");
+        let plain = Generator::new();
+        let untyped =
+            ".visible .entry raw(.param .u64 p, .param .f32 x, .param .align 8 .b8 s[16])\n{\n}\n";
+        for (g, ptx, file) in [
+            (&annotated, VEC_ADD, Some(Path::new("/x/vec_add.ptx"))),
+            (&annotated, VEC_ADD, None),
+            (&plain, VEC_ADD, None),
+            (&plain, CPP, Some(Path::new("/x/cpp.ptx"))),
+            (&plain, untyped, Some(Path::new("/x/raw.ptx"))),
+            (&plain, ".visible .entry empty()\n{\n}\n", None),
+        ] {
+            let src = g.generate(ptx, file).unwrap();
+            assert_eq!(relative_paths(&src), Vec::<String>::new(), "{src}");
+        }
+        // The checks are there, by their full paths.
+        for ptx in [CPP, untyped] {
+            let src = plain.generate(ptx, None).unwrap();
+            assert!(src.contains("::core::assert!("), "{src}");
+        }
     }
 }

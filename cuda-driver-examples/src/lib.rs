@@ -239,12 +239,11 @@ pub fn run_example(run: impl FnOnce() -> Result<(), Failure>) -> ExitCode {
 macro_rules! check {
     ($cond:expr, $($msg:tt)+) => {
         if !$cond {
-            return Err(format!(
+            return ::core::result::Result::Err(::core::convert::Into::into(::std::format!(
                 "check failed: {}: {}",
-                stringify!($cond),
-                format_args!($($msg)+)
-            )
-            .into());
+                ::core::stringify!($cond),
+                ::core::format_args!($($msg)+)
+            )));
         }
     };
 }
@@ -292,7 +291,12 @@ pub fn check_cuda_driver(code: CUresult, op: &str, file: &str, line: u32) -> boo
 #[macro_export]
 macro_rules! check_driver {
     ($op:expr) => {
-        if !$crate::check_cuda_driver($op, stringify!($op), file!(), line!()) {
+        if !$crate::check_cuda_driver(
+            $op,
+            ::core::stringify!($op),
+            ::core::file!(),
+            ::core::line!(),
+        ) {
             ::std::process::exit(1);
         }
     };
@@ -304,12 +308,12 @@ macro_rules! check_driver {
 macro_rules! ensure {
     ($cond:expr, $($msg:tt)+) => {
         if !$cond {
-            eprintln!(
+            ::std::eprintln!(
                 "{}:{}  check failed: {}: {}",
-                file!(),
-                line!(),
-                stringify!($cond),
-                format_args!($($msg)+)
+                ::core::file!(),
+                ::core::line!(),
+                ::core::stringify!($cond),
+                ::core::format_args!($($msg)+)
             );
             ::std::process::exit(1);
         }

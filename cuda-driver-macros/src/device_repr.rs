@@ -70,13 +70,16 @@ pub fn expand(input: &DeriveInput) -> syn::Result<TokenStream> {
         "`{name}` has padding, whose bytes are uninitialised: add explicit fields for it \
          (#[derive(DeviceRepr)])"
     );
+    // Every path is absolute (`::core::assert!`, not `assert!`): the expansion is resolved in
+    // the user's scope, where a `macro_rules! assert` that checks nothing would otherwise
+    // turn the padding check off.
     Ok(quote! {
         const _: () = {
             fn assert_device_repr<T: ::cuda_driver::DeviceRepr>() {}
             fn assert_fields() {
                 #(#field_checks)*
             }
-            assert!(
+            ::core::assert!(
                 ::core::mem::size_of::<#name>() == 0 #(+ ::core::mem::size_of::<#tys>())*,
                 #message
             );
@@ -90,6 +93,86 @@ pub fn expand(input: &DeriveInput) -> syn::Result<TokenStream> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proc_macro2::{Spacing, TokenTree};
+
+    /// The paths of `tokens` that a user's scope could change: a macro called by a path that
+    /// does not start with `::` (`assert!`), or such a path that starts with a name of std's
+    /// prelude, `core` or `std` (`Option`, `core::mem::size_of`).
+    fn unqualified_paths(tokens: TokenStream) -> Vec<String> {
+        #[rustfmt::skip]
+        const PRELUDE: &[&str] = &[
+            "core", "std", "alloc", "Option", "Some", "None", "Result", "Ok", "Err", "Vec",
+            "String", "Box", "ToString", "ToOwned", "Clone", "Copy", "Send", "Sync", "Sized",
+            "Unpin", "Drop", "Fn", "FnMut", "FnOnce", "Default", "Into", "From", "TryInto",
+            "TryFrom", "AsRef", "AsMut", "Iterator", "IntoIterator", "Extend", "PartialEq",
+            "Eq", "PartialOrd", "Ord", "drop", "size_of", "align_of",
+        ];
+        fn walk(tokens: TokenStream, found: &mut Vec<String>) {
+            let t: Vec<TokenTree> = tokens.into_iter().collect();
+            let punct = |j: usize, c: char, s: Spacing| match t.get(j) {
+                Some(TokenTree::Punct(p)) => p.as_char() == c && p.spacing() == s,
+                _ => false,
+            };
+            // `::` ending just before `j`.
+            let colons = |j: usize| {
+                j >= 2 && punct(j - 2, ':', Spacing::Joint) && punct(j - 1, ':', Spacing::Alone)
+            };
+            for (i, tree) in t.iter().enumerate() {
+                match tree {
+                    TokenTree::Group(g) => walk(g.stream(), found),
+                    // The last segment of a path: `name` in `a::b::name`.
+                    TokenTree::Ident(_) if !colons(i + 3) => {
+                        let mut start = i;
+                        while colons(start)
+                            && start >= 3
+                            && matches!(t[start - 3], TokenTree::Ident(_))
+                        {
+                            start -= 3;
+                        }
+                        let is_macro = punct(i + 1, '!', Spacing::Alone);
+                        let first = t[start].to_string();
+                        if !colons(start) && (is_macro || PRELUDE.contains(&first.as_str())) {
+                            found.push(t[start..=i].iter().map(ToString::to_string).collect());
+                        }
+                    }
+                    _ => {}
+                }
+            }
+        }
+        let mut found = Vec::new();
+        walk(tokens, &mut found);
+        found
+    }
+
+    #[test]
+    fn the_checker_finds_bare_paths() {
+        let found = unqualified_paths(quote! {
+            const _: () = { assert!(x); ::core::assert!(y); };
+            fn f() -> Option<u8> { core::mem::drop(1); ::core::option::Option::Some(1) }
+            impl ::core::clone::Clone for X {}
+            let _ = a != b;
+        });
+        assert_eq!(found, ["assert", "Option", "core::mem::drop"]);
+    }
+
+    #[test]
+    fn the_expansion_names_everything_by_its_full_path() {
+        for src in [
+            quote! {
+                #[repr(C)]
+                struct P { a: f32, b: [u32; 3], c: u64 }
+            },
+            quote! {
+                #[repr(transparent)]
+                struct H(u64);
+            },
+        ] {
+            let out = expand(&syn::parse2(src).unwrap()).unwrap();
+            let text = out.to_string();
+            assert_eq!(unqualified_paths(out), Vec::<String>::new(), "{text}");
+            assert!(text.contains(":: core :: assert !"), "{text}");
+        }
+    }
 
     fn expand_str(src: TokenStream) -> Result<String, String> {
         expand(&syn::parse2(src).unwrap())

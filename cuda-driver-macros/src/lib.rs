@@ -55,6 +55,10 @@ pub fn wraps(attr: TokenStream, item: TokenStream) -> TokenStream {
 /// `DeviceRepr`, and without padding (the size of the struct is the sum of its fields'). Anything
 /// else is a compile error: an enum or a union, another representation, a `bool` field, padding.
 /// Its examples are on the trait, `cuda_driver::DeviceRepr`.
+///
+/// The expansion names everything by its full path (`::core::assert!`,
+/// `::core::mem::size_of`, `::cuda_driver::DeviceRepr`), so nothing the deriving scope defines
+/// (its own `assert!`, a module named `core`, no prelude) changes what the checks do.
 #[proc_macro_derive(DeviceRepr)]
 pub fn derive_device_repr(input: TokenStream) -> TokenStream {
     let input = syn::parse_macro_input!(input as syn::DeriveInput);

@@ -217,6 +217,10 @@ pub use green::{
     DevResource, DevResourceDesc, DevResourceType, DevSmResourceSplitFlags, GreenContext,
     GreenCtxCreateFlags,
 };
+/// The entry points of the fuzz targets in `fuzz/`: not part of the API.
+#[cfg(feature = "__fuzz")]
+#[doc(hidden)]
+pub use image::fuzz as __fuzz;
 pub use image::ModuleImage;
 pub use interop::{
     ExternalBuffer, ExternalMemory, ExternalMemoryFlags, ExternalMemoryHandleType,

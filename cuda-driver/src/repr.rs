@@ -47,6 +47,24 @@
 /// struct Params { n: u32, x: f64 }
 /// ```
 ///
+/// The check is the derive's own, whatever the deriving scope defines: its expansion names
+/// everything by its full path (`::core::assert!`), so neither a user's `assert!` that checks
+/// nothing nor a scope without the prelude lets padding through (the error is the failed
+/// check's, E0080):
+///
+/// ```compile_fail,E0080
+/// #[no_implicit_prelude]
+/// mod hostile {
+///     macro_rules! assert { ($($t:tt)*) => {}; }
+///     pub mod core {}
+///     pub struct Option;
+///
+///     #[repr(C)]
+///     #[derive(::core::clone::Clone, ::core::marker::Copy, ::cuda_driver::DeviceRepr)]
+///     pub struct Params { pub n: u32, pub x: f64 }
+/// }
+/// ```
+///
 /// `bool` is not `DeviceRepr`, nor is a struct with a `bool` field:
 ///
 /// ```compile_fail

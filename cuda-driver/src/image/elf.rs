@@ -306,7 +306,7 @@ pub(crate) fn nv_info_param_count(d: &[u8]) -> Option<u32> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::testing::{cubin, elf_with_section, nv_info, Record};
+    use super::super::testing::{cubin, elf_with_section, nv_info, or_few_under_miri, Record};
     use super::*;
     use proptest::prelude::*;
 
@@ -405,6 +405,8 @@ mod tests {
     }
 
     proptest! {
+        #![proptest_config(or_few_under_miri(ProptestConfig::default()))]
+
         #[test]
         fn random_bytes_never_panic(mut b in proptest::collection::vec(any::<u8>(), 0..512)) {
             if b.len() >= 6 {

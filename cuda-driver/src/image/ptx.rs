@@ -255,6 +255,7 @@ fn param_list(mut s: &str) -> Option<u32> {
 
 #[cfg(test)]
 mod tests {
+    use super::super::testing::or_few_under_miri;
     use super::super::CountsBuilder;
     use super::*;
     use proptest::prelude::*;
@@ -432,6 +433,8 @@ mod tests {
     }
 
     proptest! {
+        #![proptest_config(or_few_under_miri(ProptestConfig::default()))]
+
         #[test]
         fn any_text_parses_without_panicking(s in "\\PC{0,200}") {
             let _ = counts(&s);
@@ -442,10 +445,9 @@ mod tests {
         #[test]
         fn generated_lists_count_their_parameters(
             n in 0usize..40,
-            types in proptest::collection::vec(prop_oneof![
-                Just(".u32"), Just(".u64 .ptr .global .align 8"), Just(".align 16 .b8"),
-                Just(".f64"),
-            ], 40),
+            types in proptest::collection::vec(proptest::sample::select(&[
+                ".u32", ".u64 .ptr .global .align 8", ".align 16 .b8", ".f64",
+            ][..]), 40),
         ) {
             let list: Vec<String> = (0..n)
                 .map(|i| format!(".param {} k_param_{i}", types[i]))

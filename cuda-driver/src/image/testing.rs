@@ -1,6 +1,25 @@
-//! Builders of synthetic images for the tests: cubins with `.nv.info` sections, fatbins.
+//! Builders of synthetic images for the tests: cubins with `.nv.info` sections, fatbins; and
+//! the property tests' configuration for the crate's pure-Rust parts, which CI also runs
+//! under Miri.
+
+use proptest::test_runner::Config;
 
 use super::fatbin::MAGIC;
+
+/// `native` as it is, or a handful of cases under Miri (which interprets every step, some
+/// thousand times slower), without failure files there (Miri isolates the program from the
+/// file system).
+pub(crate) fn or_few_under_miri(native: Config) -> Config {
+    if cfg!(miri) {
+        Config {
+            cases: 4,
+            failure_persistence: None,
+            ..native
+        }
+    } else {
+        native
+    }
+}
 
 /// One `.nv.info` attribute.
 pub(crate) enum Record {

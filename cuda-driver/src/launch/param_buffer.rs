@@ -267,6 +267,7 @@ fn align_up(offset: usize, align: usize) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::image::testing::or_few_under_miri;
     use crate::*;
     use proptest::prelude::*;
     use std::mem::offset_of;
@@ -475,30 +476,40 @@ mod tests {
         }
     }
 
+    /// A variant and its value, from one draw of bits (one strategy rather than a
+    /// `prop_oneof!` of 18, which Miri takes seconds to draw each value from).
     fn value() -> impl Strategy<Value = Value> {
-        prop_oneof![
-            any::<i8>().prop_map(Value::I8),
-            any::<u16>().prop_map(Value::U16),
-            any::<i32>().prop_map(Value::I32),
-            any::<u32>().prop_map(Value::U32),
-            any::<i64>().prop_map(Value::I64),
-            (-1e6f32..1e6).prop_map(Value::F32),
-            (-1e6f64..1e6).prop_map(Value::F64),
-            (any::<i8>(), any::<i8>()).prop_map(|(x, y)| Value::Char2(x, y)),
-            (-100i16..100).prop_map(Value::Short4),
-            any::<i32>().prop_map(Value::Int2),
-            any::<i32>().prop_map(Value::Int3),
-            (-1000i32..1000).prop_map(Value::Int4),
-            (-1e6f32..1e6).prop_map(Value::Float2),
-            (-1e6f32..1e6).prop_map(Value::Float3),
-            (-1e6f32..1e6).prop_map(Value::Float4),
-            (-1e6f64..1e6).prop_map(Value::Double2),
-            any::<i64>().prop_map(Value::Longlong2),
-            any::<u8>().prop_map(Value::Array3),
-        ]
+        (0u8..18, any::<u64>()).prop_map(|(kind, bits)| {
+            // In -1e6..1e6, and smaller ranges for the variants that add or negate.
+            let f = (bits % 2_000_000) as f32 - 1e6;
+            let d = (bits % 2_000_000_000) as f64 / 1e3 - 1e6;
+            let (x, y) = (bits as i8, (bits >> 8) as i8);
+            match kind {
+                0 => Value::I8(x),
+                1 => Value::U16(bits as u16),
+                2 => Value::I32(bits as i32),
+                3 => Value::U32(bits as u32),
+                4 => Value::I64(bits as i64),
+                5 => Value::F32(f),
+                6 => Value::F64(d),
+                7 => Value::Char2(x, y),
+                8 => Value::Short4((bits % 200) as i16 - 100),
+                9 => Value::Int2(bits as i32),
+                10 => Value::Int3(bits as i32),
+                11 => Value::Int4((bits % 2000) as i32 - 1000),
+                12 => Value::Float2(f),
+                13 => Value::Float3(f),
+                14 => Value::Float4(f),
+                15 => Value::Double2(d),
+                16 => Value::Longlong2(bits as i64),
+                _ => Value::Array3(bits as u8),
+            }
+        })
     }
 
     proptest! {
+        #![proptest_config(or_few_under_miri(ProptestConfig::default()))]
+
         /// Offsets and the total size are those of the C struct layout algorithm over the
         /// (size, align) pairs of the pushed types, and each value's bytes are at its offset.
         #[test]
