@@ -37,14 +37,14 @@ mod current;
 mod fence;
 
 pub(crate) use current::{AnyCurrent, Current};
-mod more;
+mod create;
 mod primary;
 
 use crate::release::{release, SendRaw};
 use crate::{init, Device};
 
 pub use crate::types::{CacheConfig, ContextFlags, Limit, SharedMemConfig};
-pub use more::{ContextCreateParams, ExecAffinityType};
+pub use create::{ContextCreateParams, ExecAffinityType};
 
 /// A CUDA context (`CUcontext`), primary or created. Cloning is cheap and shares it.
 ///
@@ -80,7 +80,7 @@ impl Drop for Inner {
             let raw = raw.get();
             let green = green.get();
             if !green.is_null() {
-                more::destroy_green(green);
+                create::destroy_green(green);
             } else if primary {
                 // SAFETY: this Inner held exactly one retain of the device's primary context,
                 // taken in Context::retain_primary; it is released once, here.

@@ -4,7 +4,6 @@
 //!
 //! See [`Graph`] for what graphs keep alive, and what they cannot.
 
-mod capture;
 mod exec;
 mod memory;
 mod more_nodes;
@@ -29,6 +28,8 @@ pub use crate::types::{
     GraphConditionalNodeType, GraphDebugDotFlags, GraphDependencyType, GraphExecUpdateResult,
     GraphInstantiateFlags, GraphNodeType,
 };
+mod capture;
+
 pub use capture::{exchange_thread_capture_mode, CaptureInfo, CaptureMode, CaptureStatus};
 pub use exec::{GraphExec, GraphExecFlags, InstantiateOptions};
 pub use memory::GraphMemAttribute;

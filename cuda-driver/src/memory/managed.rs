@@ -6,7 +6,7 @@ use std::ptr::NonNull;
 use cuda_driver_macros::wraps;
 use cuda_driver_sys as sys;
 
-use super::stream_ordered::{check_orderable, order_after, MoveToStreamError};
+use super::pool::{check_orderable, order_after, MoveToStreamError};
 use super::view::{byte_len, stream_identity};
 use super::{MemAdvice, MemLocation};
 use crate::error::{check, Error, Result};

@@ -25,7 +25,7 @@ use cuda_driver_sys as sys;
 
 use crate::Device;
 
-mod array;
+pub(crate) mod array;
 mod array_1d;
 pub(crate) mod copy;
 mod device;
@@ -34,11 +34,7 @@ mod managed;
 mod owner;
 mod pinned;
 mod pitched;
-mod pointer;
-mod pool_location;
-mod range;
-mod sparse_map;
-mod stream_ordered;
+pub(crate) mod pool;
 mod unified;
 pub(crate) mod view;
 mod vmm;
@@ -55,15 +51,14 @@ pub use managed::{AttachFlags, ManagedBuffer};
 pub use owner::{DeviceMemory, DeviceMemoryMut};
 pub use pinned::{HostRegisterFlags, HostRegistration, PinnedBuffer, PinnedFlags};
 pub use pitched::{Pitched2D, Pitched2DView, Pitched2DViewMut};
-pub use pointer::PointerInfo;
-pub use range::{pointer_attributes, MemRangeAttribute, PointerAttributes};
-pub use sparse_map::SparseRegion;
-pub use stream_ordered::MoveToStreamError;
-pub use stream_ordered::{
+pub use pool::MoveToStreamError;
+pub use pool::{
     AsyncDeviceBuffer, MemPool, MemPoolCreateUsageFlags, MemPoolProps, MemPoolRef,
     PoolPtrExportData,
 };
+pub use unified::{pointer_attributes, MemRangeAttribute, PointerAttributes, PointerInfo};
 pub use view::{DeviceSlice, DeviceSliceMut, MemsetValue};
+pub use vmm::SparseRegion;
 pub use vmm::{
     AddressRange, AllocationProps, FabricHandle, GrowableBuffer, Mapping, MemAccessDesc,
     MemAccessFlags, MemAllocationCompType, MemAllocationGranularityFlags, MemAllocationHandleType,

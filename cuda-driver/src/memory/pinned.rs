@@ -18,7 +18,7 @@ use std::ptr::{self, NonNull};
 use cuda_driver_macros::wraps;
 use cuda_driver_sys as sys;
 
-use super::stream_ordered::check_orderable;
+use super::pool::check_orderable;
 use super::view::{byte_len, stream_identity};
 use crate::error::{check, report_drop_problem, Error, Result};
 use crate::release::SendRaw;

@@ -5,9 +5,9 @@ use std::ffi::c_void;
 use cuda_driver_macros::wraps;
 use cuda_driver_sys as sys;
 
-use super::MemoryType;
 use crate::error::{check, Result};
 use crate::init;
+use crate::memory::MemoryType;
 
 /// What the driver knows about an address in the unified address space: the kind of memory,
 /// the device it was allocated against and its context.

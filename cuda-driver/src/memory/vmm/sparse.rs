@@ -5,9 +5,9 @@
 use cuda_driver_macros::wraps;
 use cuda_driver_sys as sys;
 
-use super::array::{ArrayElement, ArrayRef};
 use super::PhysicalAllocation;
 use crate::error::{check, Error, Result};
+use crate::memory::array::{ArrayElement, ArrayRef};
 use crate::Stream;
 
 /// The part of a sparse array a mapping covers (`CUarraySparseSubresourceType`).

@@ -5,11 +5,17 @@
 use cuda_driver_macros::wraps;
 use cuda_driver_sys as sys;
 
-use super::view::{blocking, check_len, check_stream, common_home};
-use super::{DeviceSlice, DeviceSliceMut, MemLocation};
 use crate::entry_point::newer;
 use crate::error::{check, Result};
+use crate::memory::view::{blocking, check_len, check_stream, common_home};
+use crate::memory::{DeviceSlice, DeviceSliceMut, MemLocation};
 use crate::{DeviceRepr, Stream};
+
+mod pointer;
+mod range;
+
+pub use pointer::PointerInfo;
+pub use range::{pointer_attributes, MemRangeAttribute, PointerAttributes};
 
 impl<T: DeviceRepr> DeviceSliceMut<'_, T> {
     /// Copies `src` into the view by unified address: the driver tells device, managed and

@@ -17,10 +17,10 @@ use cuda_driver_sys as sys;
 #[cfg(unix)]
 use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 
-use super::view::{byte_len, stream_identity};
-use super::vmm::check_handle_types;
-use super::MemLocation;
 use crate::error::{check, report_drop_error, Error, Result};
+use crate::memory::view::{byte_len, stream_identity};
+use crate::memory::vmm::check_handle_types;
+use crate::memory::MemLocation;
 use crate::release::{release, SendRaw};
 use crate::types::{MemAccessFlags, MemAllocationHandleType, MemAllocationType};
 use crate::{
@@ -29,6 +29,8 @@ use crate::{
 };
 
 pub use crate::types::MemPoolCreateUsageFlags;
+
+mod location;
 
 /// Device memory allocated in stream order on a stream it borrows, and freed in stream order
 /// on that stream when dropped.
@@ -639,7 +641,7 @@ impl MemPool {
         let props = sys::CUmemPoolProps {
             allocType: sys::CU_MEM_ALLOCATION_TYPE_PINNED,
             handleTypes: sys::CU_MEM_HANDLE_TYPE_NONE,
-            location: super::MemLocation::device(device).as_raw(),
+            location: crate::memory::MemLocation::device(device).as_raw(),
             ..Default::default()
         };
         let mut raw = ptr::null_mut();

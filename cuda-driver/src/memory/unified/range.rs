@@ -7,9 +7,9 @@ use std::ffi::c_void;
 use cuda_driver_macros::wraps;
 use cuda_driver_sys as sys;
 
-use super::{DeviceSlice, MemAdvice, MemLocation, PinnedBuffer};
 use crate::entry_point::newer;
 use crate::error::{check, Result};
+use crate::memory::{DeviceSlice, MemAdvice, MemLocation, PinnedBuffer};
 use crate::{DeviceRepr, Stream};
 
 pub use crate::types::MemRangeAttribute;
@@ -155,7 +155,12 @@ impl<T: DeviceRepr> DeviceSlice<'_, T> {
     #[track_caller]
     pub fn prefetch(&self, location: MemLocation, stream: &Stream) -> Result<()> {
         let f = newer::cuMemPrefetchAsync_v2()?;
-        super::view::check_stream("DeviceSlice::prefetch", self.context(), self.home(), stream)?;
+        crate::memory::view::check_stream(
+            "DeviceSlice::prefetch",
+            self.context(),
+            self.home(),
+            stream,
+        )?;
         if self.bytes() == 0 {
             return Ok(());
         }

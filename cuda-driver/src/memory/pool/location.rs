@@ -7,9 +7,10 @@ use std::ptr;
 use cuda_driver_macros::wraps;
 use cuda_driver_sys as sys;
 
-use super::{MemLocation, MemPool, MemPoolRef};
+use super::{MemPool, MemPoolRef};
 use crate::entry_point::newer;
 use crate::error::{check, Result};
+use crate::memory::MemLocation;
 use crate::types::MemAllocationType;
 use crate::Device;
 

@@ -58,8 +58,8 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use cuda_driver_macros::wraps;
 use cuda_driver_sys as sys;
 
-use super::MemLocation;
 use crate::error::{check, report_drop_error, report_drop_problem, Error, ErrorCode, Result};
+use crate::memory::MemLocation;
 use crate::release::release;
 use crate::{
     init, Context, Device, DeviceAttribute, DeviceMemory, DeviceMemoryMut, DeviceRepr, DeviceSlice,
@@ -1268,6 +1268,10 @@ fn map_accessible(
     set
 }
 
+mod sparse;
+
+pub use sparse::SparseRegion;
+
 mod sealed {
     pub trait Sealed {}
     impl Sealed for super::MapExclusive {}
@@ -1756,7 +1760,7 @@ impl<T: DeviceRepr> GrowableBuffer<T> {
         chunk_bytes: usize,
         access: &[MemAccessDesc],
     ) -> Result<Self> {
-        let bytes = super::view::byte_len::<T>("GrowableBuffer::with_props", max_len)?;
+        let bytes = crate::memory::view::byte_len::<T>("GrowableBuffer::with_props", max_len)?;
         if chunk_bytes == 0 {
             return Err(Error::InvalidArgument(
                 "GrowableBuffer: chunk_bytes is 0".into(),
