@@ -145,6 +145,7 @@ mod coredump;
 mod count;
 mod cstr;
 mod device;
+mod device_info;
 pub mod entry_point;
 mod error;
 mod event;
@@ -168,6 +169,8 @@ mod profiler;
 mod release;
 mod repr;
 mod stream;
+mod stream_attr;
+mod stream_memop;
 mod surface;
 mod tensor_map;
 mod texture;
@@ -191,11 +194,11 @@ pub use coredump::{
     CoredumpSettings, CoredumpValue,
 };
 pub use cuda_driver_macros::DeviceRepr;
-pub use device::{
+pub use device::{Device, DeviceAttribute};
+pub use device_info::{
     flush_gpudirect_rdma_writes, AtomicOperation, AtomicOperationCapability, DeviceP2PAttribute,
     FlushGPUDirectRDMAWritesScope, FlushGPUDirectRDMAWritesTarget,
 };
-pub use device::{Device, DeviceAttribute};
 pub use entry_point::ProcAddressFlags;
 pub use error::{drop_error_count, Error, ErrorCode, ProcAddressStatus, Result};
 pub use event::{Event, EventFlags};
@@ -240,8 +243,10 @@ pub use profiler::ProfilerRange;
 pub use release::wait_for_deferred_releases;
 pub use repr::DeviceRepr;
 pub use stream::{host_fn_panic_count, Stream, StreamFlags, StreamRef};
-pub use stream::{AccessPolicyWindow, AccessProperty, LaunchMemSyncDomain, SynchronizationPolicy};
-pub use stream::{
+pub use stream_attr::{
+    AccessPolicyWindow, AccessProperty, LaunchMemSyncDomain, SynchronizationPolicy,
+};
+pub use stream_memop::{
     MemOpBatch, StreamMemoryBarrierFlags, StreamWaitValueFlags, StreamWriteValueFlags,
     MAX_BATCH_MEM_OPS,
 };

@@ -19,12 +19,7 @@ use crate::{Context, ErrorCode};
 
 pub use crate::types::StreamFlags;
 
-mod attr;
 mod host_fn;
-mod memop;
-
-pub use attr::*;
-pub use memop::*;
 
 /// A stream (`CUstream`) created in a context, destroyed on drop: work queued on it runs in
 /// order. It keeps its context alive and can be used from any thread (`Send + Sync`).

@@ -10,10 +10,6 @@ use crate::init;
 
 pub use crate::types::DeviceAttribute;
 
-mod info;
-
-pub use info::*;
-
 /// A CUDA device (`CUdevice`).
 ///
 /// A `Device` is a plain handle: copying it is free and it owns nothing. Work happens in a
