@@ -13,6 +13,7 @@ use super::{
     ChildGraphNode, EventRecordNode, EventWaitNode, Graph, GraphNode, HostNode, KernelNode,
     MemcpyNode, MemsetNode,
 };
+use crate::entry_point::newer;
 use crate::error::{check, report_drop_error, Error, Result};
 use crate::launch::{KernelArgs, LaunchConfig};
 use crate::memory::{DeviceSlice, DeviceSliceMut};
@@ -533,3 +534,26 @@ impl GraphExec {
 // `NodeKernel::key` is used above through `f.key()`.
 #[allow(unused_imports)]
 use NodeKernel as _;
+
+impl GraphExec {
+    /// Sets a node's parameters in this exec only from a raw `CUgraphNodeParams` (CUDA
+    /// 12.2).
+    ///
+    /// # Safety
+    /// As for [`GraphNode::set_params_raw`]; `node` belongs to the graph the exec was made
+    /// from.
+    #[wraps(cuGraphExecNodeSetParams)]
+    #[track_caller]
+    pub unsafe fn set_node_params_raw(
+        &mut self,
+        node: GraphNode<'_>,
+        params: &mut sys::CUgraphNodeParams,
+    ) -> Result<()> {
+        let f = newer::cuGraphExecNodeSetParams()?;
+        check(
+            // SAFETY: the caller's guarantees.
+            unsafe { f(self.as_raw(), node.as_raw(), params) },
+            "cuGraphExecNodeSetParams",
+        )
+    }
+}

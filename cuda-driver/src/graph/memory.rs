@@ -1,10 +1,22 @@
-//! Graph memory: the device's pool for memory allocated by graphs.
+//! Graph memory: memory allocation and free nodes, the allocations they make, and the device's
+//! pool for memory allocated by graphs.
 
+#[allow(unused_imports)]
+use super::nodes::*;
+use crate::error::check;
+use crate::error::Error;
+use crate::error::Result;
+use crate::graph::ptr_or_null;
+use crate::graph::raw_deps;
+use crate::graph::Graph;
+use crate::graph::GraphNode;
+use crate::memory::DeviceSliceMut;
+use crate::repr::DeviceRepr;
+use crate::Context;
+use crate::Device;
 use cuda_driver_macros::wraps;
 use cuda_driver_sys as sys;
-
-use crate::error::{check, Result};
-use crate::Device;
+use std::ptr;
 
 pub use crate::types::GraphMemAttribute;
 
@@ -60,5 +72,166 @@ impl Device {
             unsafe { sys::cuDeviceGraphMemTrim(self.as_raw()) },
             "cuDeviceGraphMemTrim",
         )
+    }
+}
+
+/// Memory allocated by a graph's memory allocation node ([`Graph::add_mem_alloc`]).
+///
+/// CUDA's rules for it: the address is fixed when the node is created and valid, in every
+/// launch, from the allocation node until the memory is freed: by a memory free node of the
+/// same graph ([`Graph::add_mem_free`], which consumes this value, so the memory is freed in
+/// the graph exactly once), or else outside the graph after a launch (`cuMemFreeAsync` /
+/// `cuMemFree`, see [`free_after_launch`](Self::free_after_launch)), or automatically before
+/// the next launch of an exec instantiated with
+/// [`GraphInstantiateFlags::AUTO_FREE_ON_LAUNCH`](crate::GraphInstantiateFlags). An exec
+/// whose graph allocates memory that it does not free cannot be launched again until that
+/// memory is freed (the driver refuses the launch).
+#[doc(alias = "CUDA_MEM_ALLOC_NODE_PARAMS")]
+#[derive(Debug)]
+#[must_use = "free the allocation in the graph (Graph::add_mem_free) or after a launch"]
+pub struct GraphAllocation {
+    ptr: sys::CUdeviceptr,
+    bytes: usize,
+    graph: sys::CUgraph,
+}
+
+impl GraphAllocation {
+    /// The device address (valid while the graph's execution has it allocated).
+    pub fn as_raw(&self) -> sys::CUdeviceptr {
+        self.ptr
+    }
+
+    /// The size in bytes.
+    pub fn bytes(&self) -> usize {
+        self.bytes
+    }
+
+    /// A view of the allocation as `len` elements of `T`, for nodes that use it.
+    ///
+    /// # Safety
+    /// The view is used only by nodes of the allocating graph ordered after the allocation
+    /// node and before its free node, and `len * size_of::<T>()` is at most
+    /// [`bytes`](Self::bytes).
+    pub unsafe fn view_mut<'a, T: DeviceRepr>(
+        &self,
+        len: usize,
+        ctx: &'a Context,
+    ) -> DeviceSliceMut<'a, T> {
+        // SAFETY: the caller's guarantees.
+        unsafe { DeviceSliceMut::from_raw(self.ptr, len, ctx) }
+    }
+
+    /// Frees the allocation outside the graph, in stream order on `stream`, after a launch
+    /// that allocated it.
+    ///
+    /// # Safety
+    /// An execution of the graph that allocated the memory was launched and is ordered
+    /// before `stream`'s next work, no later work uses the memory, and it is freed once.
+    #[wraps(cuMemFreeAsync)]
+    #[track_caller]
+    pub unsafe fn free_after_launch(self, stream: &crate::Stream) -> Result<()> {
+        let _cur = stream.context().enter()?;
+        check(
+            // SAFETY: the caller's guarantees.
+            unsafe { sys::cuMemFreeAsync(self.ptr, stream.as_raw()) },
+            "cuMemFreeAsync",
+        )
+    }
+}
+
+impl Graph {
+    /// Adds a node allocating `bytes` of device memory on `device` in the graph's memory
+    /// pool; see [`GraphAllocation`] for who frees it.
+    #[wraps(cuGraphAddMemAllocNode)]
+    #[track_caller]
+    pub fn add_mem_alloc(
+        &self,
+        deps: &[GraphNode<'_>],
+        device: Device,
+        bytes: usize,
+    ) -> Result<(MemAllocNode<'_>, GraphAllocation)> {
+        let d = raw_deps(self, deps)?;
+        crate::init()?;
+        // SAFETY: an all-zero CUDA_MEM_ALLOC_NODE_PARAMS is valid (no access descriptors).
+        let mut p: sys::CUDA_MEM_ALLOC_NODE_PARAMS = unsafe { std::mem::zeroed() };
+        p.poolProps.allocType = sys::CU_MEM_ALLOCATION_TYPE_PINNED;
+        p.poolProps.location.type_ = sys::CU_MEM_LOCATION_TYPE_DEVICE;
+        p.poolProps.location.id = device.as_raw();
+        p.bytesize = bytes;
+        let mut raw = ptr::null_mut();
+        check(
+            // SAFETY: the graph is live; `p` is valid and receives the address.
+            unsafe {
+                sys::cuGraphAddMemAllocNode(&mut raw, self.raw, ptr_or_null(&d), d.len(), &mut p)
+            },
+            "cuGraphAddMemAllocNode",
+        )?;
+        Ok((
+            MemAllocNode(GraphNode { raw, graph: self }),
+            GraphAllocation {
+                ptr: p.dptr,
+                bytes,
+                graph: self.raw,
+            },
+        ))
+    }
+
+    /// Adds a node freeing `alloc`, memory allocated by this graph
+    /// ([`Error::GraphMismatch`] otherwise).
+    #[wraps(cuGraphAddMemFreeNode)]
+    #[track_caller]
+    pub fn add_mem_free(
+        &self,
+        deps: &[GraphNode<'_>],
+        alloc: GraphAllocation,
+    ) -> Result<MemFreeNode<'_>> {
+        if alloc.graph != self.raw {
+            return Err(Error::GraphMismatch {
+                what: "memory free node",
+                expected: alloc.graph as usize,
+                found: self.raw as usize,
+            });
+        }
+        let d = raw_deps(self, deps)?;
+        let mut raw = ptr::null_mut();
+        check(
+            // SAFETY: the graph is live; the address was allocated by its allocation node.
+            unsafe {
+                sys::cuGraphAddMemFreeNode(&mut raw, self.raw, ptr_or_null(&d), d.len(), alloc.ptr)
+            },
+            "cuGraphAddMemFreeNode",
+        )?;
+        Ok(MemFreeNode(GraphNode { raw, graph: self }))
+    }
+}
+
+impl<'g> MemAllocNode<'g> {
+    /// The address and size the node allocates.
+    #[wraps(cuGraphMemAllocNodeGetParams)]
+    #[track_caller]
+    pub fn allocation(&self) -> Result<(sys::CUdeviceptr, usize)> {
+        // SAFETY: all-zero is a valid struct to be written.
+        let mut p: sys::CUDA_MEM_ALLOC_NODE_PARAMS = unsafe { std::mem::zeroed() };
+        check(
+            // SAFETY: a live allocation node; writes the struct.
+            unsafe { sys::cuGraphMemAllocNodeGetParams(self.0.raw, &mut p) },
+            "cuGraphMemAllocNodeGetParams",
+        )?;
+        Ok((p.dptr, p.bytesize))
+    }
+}
+
+impl<'g> MemFreeNode<'g> {
+    /// The address the node frees.
+    #[wraps(cuGraphMemFreeNodeGetParams)]
+    #[track_caller]
+    pub fn address(&self) -> Result<sys::CUdeviceptr> {
+        let mut p = 0;
+        check(
+            // SAFETY: a live free node; writes one address.
+            unsafe { sys::cuGraphMemFreeNodeGetParams(self.0.raw, &mut p) },
+            "cuGraphMemFreeNodeGetParams",
+        )?;
+        Ok(p)
     }
 }

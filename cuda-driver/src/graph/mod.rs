@@ -6,8 +6,8 @@
 
 mod exec;
 mod memory;
-mod more_nodes;
 mod nodes;
+mod user_object;
 
 use std::cell::RefCell;
 use std::ffi::CString;
@@ -32,13 +32,13 @@ mod capture;
 
 pub use capture::{exchange_thread_capture_mode, CaptureInfo, CaptureMode, CaptureStatus};
 pub use exec::{GraphExec, GraphExecFlags, InstantiateOptions};
-pub use memory::GraphMemAttribute;
-pub use more_nodes::UserObject;
+pub use memory::{GraphAllocation, GraphMemAttribute};
 pub use nodes::{
     BatchMemOp, BatchMemOpNode, ChildGraphNode, ConditionalHandle, ConditionalNode,
-    EventRecordNode, EventWaitNode, ExtSemSignalNode, ExtSemWaitNode, GraphAllocation, HostNode,
-    KernelNode, MemAllocNode, MemFreeNode, MemcpyNode, MemsetNode, MemsetParams,
+    EventRecordNode, EventWaitNode, ExtSemSignalNode, ExtSemWaitNode, HostNode, KernelNode,
+    MemAllocNode, MemFreeNode, MemcpyNode, MemsetNode, MemsetParams,
 };
+pub use user_object::UserObject;
 
 #[allow(unused_imports)]
 use crate::{Event, Function, Kernel, Stream};
