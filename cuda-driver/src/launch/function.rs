@@ -1,12 +1,20 @@
-//! A [`Function`]'s attributes (`cuFuncGetAttribute`, `cuFuncSetAttribute`,
-//! `cuFuncSetCacheConfig`: Execution Control in the CUDA Driver API reference).
+//! Execution Control of a [`Function`] (the functions of that group of the CUDA Driver API
+//! reference that take a `CUfunction`): its attributes and cache configuration
+//! (`cuFuncGetAttribute`, `cuFuncSetAttribute`, `cuFuncSetCacheConfig`), name and parameters
+//! (`cuFuncGetName`, `cuFuncGetParamInfo`), module (`cuFuncGetModule`) and lazy-loading state
+//! (`cuFuncIsLoaded`, `cuFuncLoad`).
+
+use std::ptr;
 
 use cuda_driver_macros::wraps;
 use cuda_driver_sys as sys;
 
 use crate::context::CacheConfig;
+use crate::entry_point::newer;
 use crate::error::{check, Result};
 use crate::module::{Function, FunctionAttribute};
+use crate::params::{KernelParams, ParamInfo};
+use crate::types::FunctionLoadingState;
 
 impl Function {
     /// An attribute of the kernel (registers, static shared memory, maximum block size, ...).
@@ -68,5 +76,65 @@ impl Function {
     #[track_caller]
     pub fn static_shared_bytes(&self) -> Result<usize> {
         Ok(self.attribute(FunctionAttribute::SHARED_SIZE_BYTES)? as usize)
+    }
+}
+
+impl Function {
+    /// The kernel's name: the name it was looked up by, or the driver's (`cuFuncGetName`,
+    /// CUDA 12.3), cached.
+    #[wraps(cuFuncGetName)]
+    pub fn name(&self) -> &str {
+        self.kernel_name()
+    }
+
+    /// The kernel's parameters (offset and size of each), read from the driver on first use
+    /// and cached; `None` when the driver cannot report them (older than CUDA 12.4).
+    ///
+    /// The driver reports one parameter per call and has no parameter count, so the count is
+    /// read from the image when the module is loaded from bytes or a file, and the driver is
+    /// asked for exactly that many. For a function whose count is unknown (from
+    /// [`from_raw`](Self::from_raw), [`Module::from_raw`](crate::Module::from_raw),
+    /// [`Module::load_data_unchecked`](crate::Module::load_data_unchecked), a compressed
+    /// fatbin) the driver is asked until it answers `CUDA_ERROR_INVALID_VALUE`: once, but
+    /// tools such as compute-sanitizer report that answer as an API error.
+    #[wraps(cuFuncGetParamInfo)]
+    #[track_caller]
+    pub fn params(&self) -> Result<Option<&[ParamInfo]>> {
+        KernelParams::params(self)
+    }
+    /// The raw module this function belongs to (owned by whoever loaded it).
+    #[wraps(cuFuncGetModule)]
+    #[track_caller]
+    pub fn module_raw(&self) -> Result<sys::CUmodule> {
+        let mut m = ptr::null_mut();
+        check(
+            // SAFETY: the function is alive while `self` is; writes one CUmodule.
+            unsafe { sys::cuFuncGetModule(&mut m, self.as_raw()) },
+            "cuFuncGetModule",
+        )?;
+        Ok(m)
+    }
+
+    /// Whether the function is loaded on the device yet (with lazy loading,
+    /// `CUDA_MODULE_LOADING=LAZY`, functions load at first use); CUDA 12.4.
+    #[wraps(cuFuncIsLoaded)]
+    #[track_caller]
+    pub fn loading_state(&self) -> Result<FunctionLoadingState> {
+        let f = newer::cuFuncIsLoaded()?;
+        let _cur = self.context().enter()?;
+        let mut s = 0;
+        // SAFETY: the function is alive; writes one CUfunctionLoadingState.
+        check(unsafe { f(&mut s, self.as_raw()) }, "cuFuncIsLoaded")?;
+        Ok(FunctionLoadingState(s))
+    }
+
+    /// Loads a lazily loaded function now; CUDA 12.4.
+    #[wraps(cuFuncLoad)]
+    #[track_caller]
+    pub fn load(&self) -> Result<()> {
+        let f = newer::cuFuncLoad()?;
+        let _cur = self.context().enter()?;
+        // SAFETY: the function is alive.
+        check(unsafe { f(self.as_raw()) }, "cuFuncLoad")
     }
 }

@@ -14,7 +14,7 @@ use super::{Keep, ModuleInner};
 use crate::context::Context;
 use crate::entry_point::newer;
 use crate::error::{check, Result};
-use crate::params::{KernelParams, ParamCache, ParamInfo};
+use crate::params::{KernelParams, ParamCache};
 pub use crate::types::FunctionAttribute;
 
 /// Who keeps a [`Function`]'s code loaded.
@@ -101,29 +101,6 @@ impl Function {
             FunctionOwner::Module(m) => &m.ctx,
             FunctionOwner::Kept(_, ctx) | FunctionOwner::Borrowed(ctx) => ctx,
         }
-    }
-
-    /// The kernel's name: the name it was looked up by, or the driver's (`cuFuncGetName`,
-    /// CUDA 12.3), cached.
-    #[wraps(cuFuncGetName)]
-    pub fn name(&self) -> &str {
-        self.kernel_name()
-    }
-
-    /// The kernel's parameters (offset and size of each), read from the driver on first use
-    /// and cached; `None` when the driver cannot report them (older than CUDA 12.4).
-    ///
-    /// The driver reports one parameter per call and has no parameter count, so the count is
-    /// read from the image when the module is loaded from bytes or a file, and the driver is
-    /// asked for exactly that many. For a function whose count is unknown (from
-    /// [`from_raw`](Self::from_raw), [`Module::from_raw`](crate::Module::from_raw),
-    /// [`Module::load_data_unchecked`](crate::Module::load_data_unchecked), a compressed
-    /// fatbin) the driver is asked until it answers `CUDA_ERROR_INVALID_VALUE`: once, but
-    /// tools such as compute-sanitizer report that answer as an API error.
-    #[wraps(cuFuncGetParamInfo)]
-    #[track_caller]
-    pub fn params(&self) -> Result<Option<&[ParamInfo]>> {
-        KernelParams::params(self)
     }
 }
 

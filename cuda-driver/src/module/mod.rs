@@ -23,7 +23,6 @@
 //! # Ok::<(), cuda_driver::Error>(())
 //! ```
 
-mod exec_state;
 mod function;
 mod global;
 mod linker;
@@ -40,14 +39,16 @@ use cuda_driver_sys as sys;
 
 use crate::context::Context;
 use crate::cstr::{path_to_c_string, with_c_str};
+use crate::entry_point::newer;
 use crate::error::{check, Error, Result};
 use crate::image::{Image, ImageKind, ModuleImage, ParamCounts};
+use crate::init::init;
 use crate::jit::{check_jit, check_lookup, JitCall, JitOptions, LiveJit};
 use crate::params::ParamCache;
 use crate::release::SendRaw;
 use crate::repr::DeviceRepr;
 
-pub use exec_state::{module_loading_mode, FunctionLoadingState, ModuleLoadingMode};
+pub use crate::types::{FunctionLoadingState, ModuleLoadingMode};
 pub(crate) use function::FunctionOwner;
 pub use function::{Function, FunctionAttribute};
 pub use global::Global;
@@ -422,4 +423,60 @@ impl Module {
         self.inner.globals_used.store(true, Ordering::Relaxed);
         Ok(global)
     }
+}
+
+impl Module {
+    /// The number of functions (kernels) in the module; CUDA 12.4.
+    #[wraps(cuModuleGetFunctionCount)]
+    #[track_caller]
+    pub fn function_count(&self) -> Result<usize> {
+        let f = newer::cuModuleGetFunctionCount()?;
+        let _cur = self.inner.ctx.enter()?;
+        let mut n = 0;
+        check(
+            // SAFETY: the module is alive; writes one unsigned int.
+            unsafe { f(&mut n, self.inner.raw) },
+            "cuModuleGetFunctionCount",
+        )?;
+        Ok(n as usize)
+    }
+
+    /// Every function of the module, each keeping the module loaded; CUDA 12.4.
+    #[wraps(cuModuleEnumerateFunctions)]
+    #[track_caller]
+    pub fn functions(&self) -> Result<Vec<Function>> {
+        let n = self.function_count()?;
+        let f = newer::cuModuleEnumerateFunctions()?;
+        let _cur = self.inner.ctx.enter()?;
+        let mut raw = vec![ptr::null_mut(); n];
+        check(
+            // SAFETY: `raw` has room for `n` handles; the module is alive.
+            unsafe { f(raw.as_mut_ptr(), n as u32, self.inner.raw) },
+            "cuModuleEnumerateFunctions",
+        )?;
+        Ok(raw
+            .into_iter()
+            .map(|r| {
+                Function::new(
+                    r,
+                    FunctionOwner::Module(self.inner.clone()),
+                    ParamCache::unnamed(None),
+                )
+            })
+            .collect())
+    }
+}
+
+/// Whether this process loads modules eagerly or lazily (`CUDA_MODULE_LOADING`).
+#[wraps(cuModuleGetLoadingMode)]
+#[track_caller]
+pub fn module_loading_mode() -> Result<ModuleLoadingMode> {
+    init()?;
+    let mut m = 0;
+    check(
+        // SAFETY: writes one CUmoduleLoadingMode.
+        unsafe { sys::cuModuleGetLoadingMode(&mut m) },
+        "cuModuleGetLoadingMode",
+    )?;
+    Ok(ModuleLoadingMode(m))
 }
