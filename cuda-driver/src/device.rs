@@ -159,17 +159,4 @@ impl Device {
             self.attribute(DeviceAttribute::COMPUTE_CAPABILITY_MINOR)?,
         ))
     }
-
-    /// Whether contexts on this device can access memory of `peer` directly.
-    #[wraps(cuDeviceCanAccessPeer)]
-    #[track_caller]
-    pub fn can_access_peer(self, peer: Device) -> Result<bool> {
-        let mut v = 0;
-        check(
-            // SAFETY: writes one int to a valid pointer.
-            unsafe { sys::cuDeviceCanAccessPeer(&mut v, self.0, peer.0) },
-            "cuDeviceCanAccessPeer",
-        )?;
-        Ok(v != 0)
-    }
 }

@@ -84,22 +84,6 @@ impl Device {
         Ok(w)
     }
 
-    /// A peer attribute from this device to `peer` (performance rank, access, atomics).
-    #[wraps(cuDeviceGetP2PAttribute)]
-    #[track_caller]
-    pub fn p2p_attribute(self, attr: DeviceP2PAttribute, peer: Device) -> Result<i32> {
-        init()?;
-        let mut v = 0;
-        check(
-            // SAFETY: writes one int.
-            unsafe {
-                sys::cuDeviceGetP2PAttribute(&mut v, attr.as_raw(), self.as_raw(), peer.as_raw())
-            },
-            "cuDeviceGetP2PAttribute",
-        )?;
-        Ok(v)
-    }
-
     /// Which of `ops` the device can perform atomically on host memory; CUDA 13.0. An empty
     /// `ops` is an empty list, without asking the driver.
     #[wraps(cuDeviceGetHostAtomicCapabilities)]

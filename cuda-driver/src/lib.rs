@@ -163,6 +163,7 @@ mod logs;
 mod memory;
 mod module;
 mod params;
+mod peer;
 #[cfg(feature = "bytemuck")]
 mod pod;
 mod profiler;

@@ -405,30 +405,6 @@ impl Context {
         )?;
         Ok((free, total))
     }
-
-    /// Lets this context access memory of `peer` (another device's context) directly.
-    #[wraps(cuCtxEnablePeerAccess)]
-    #[track_caller]
-    pub fn enable_peer_access(&self, peer: &Context) -> Result<()> {
-        let _cur = self.enter()?;
-        check(
-            // SAFETY: `peer` is alive; flags must be 0.
-            unsafe { sys::cuCtxEnablePeerAccess(peer.as_raw(), 0) },
-            "cuCtxEnablePeerAccess",
-        )
-    }
-
-    /// Revokes access enabled by [`enable_peer_access`](Self::enable_peer_access).
-    #[wraps(cuCtxDisablePeerAccess)]
-    #[track_caller]
-    pub fn disable_peer_access(&self, peer: &Context) -> Result<()> {
-        let _cur = self.enter()?;
-        check(
-            // SAFETY: `peer` is alive.
-            unsafe { sys::cuCtxDisablePeerAccess(peer.as_raw()) },
-            "cuCtxDisablePeerAccess",
-        )
-    }
 }
 
 /// A context pushed on the calling thread's stack by [`Context::push`]; pops it on drop.

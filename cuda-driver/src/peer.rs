@@ -1,0 +1,70 @@
+//! Peer Context Memory Access: whether one device can reach another's memory, the link's
+//! attributes, and enabling a context's access to a peer context's memory. Peer copies are
+//! written once on the views (`memory/view.rs`); cross-context uses are fenced (see
+//! `docs/SOUNDNESS.md`).
+
+use cuda_driver_macros::wraps;
+use cuda_driver_sys as sys;
+
+use crate::context::Context;
+use crate::device::Device;
+use crate::device_info::DeviceP2PAttribute;
+use crate::error::{check, Result};
+use crate::init::init;
+
+impl Context {
+    /// Lets this context access memory of `peer` (another device's context) directly.
+    #[wraps(cuCtxEnablePeerAccess)]
+    #[track_caller]
+    pub fn enable_peer_access(&self, peer: &Context) -> Result<()> {
+        let _cur = self.enter()?;
+        check(
+            // SAFETY: `peer` is alive; flags must be 0.
+            unsafe { sys::cuCtxEnablePeerAccess(peer.as_raw(), 0) },
+            "cuCtxEnablePeerAccess",
+        )
+    }
+
+    /// Revokes access enabled by [`enable_peer_access`](Self::enable_peer_access).
+    #[wraps(cuCtxDisablePeerAccess)]
+    #[track_caller]
+    pub fn disable_peer_access(&self, peer: &Context) -> Result<()> {
+        let _cur = self.enter()?;
+        check(
+            // SAFETY: `peer` is alive.
+            unsafe { sys::cuCtxDisablePeerAccess(peer.as_raw()) },
+            "cuCtxDisablePeerAccess",
+        )
+    }
+}
+
+impl Device {
+    /// Whether contexts on this device can access memory of `peer` directly.
+    #[wraps(cuDeviceCanAccessPeer)]
+    #[track_caller]
+    pub fn can_access_peer(self, peer: Device) -> Result<bool> {
+        let mut v = 0;
+        check(
+            // SAFETY: writes one int to a valid pointer.
+            unsafe { sys::cuDeviceCanAccessPeer(&mut v, self.as_raw(), peer.as_raw()) },
+            "cuDeviceCanAccessPeer",
+        )?;
+        Ok(v != 0)
+    }
+
+    /// A peer attribute from this device to `peer` (performance rank, access, atomics).
+    #[wraps(cuDeviceGetP2PAttribute)]
+    #[track_caller]
+    pub fn p2p_attribute(self, attr: DeviceP2PAttribute, peer: Device) -> Result<i32> {
+        init()?;
+        let mut v = 0;
+        check(
+            // SAFETY: writes one int.
+            unsafe {
+                sys::cuDeviceGetP2PAttribute(&mut v, attr.as_raw(), self.as_raw(), peer.as_raw())
+            },
+            "cuDeviceGetP2PAttribute",
+        )?;
+        Ok(v)
+    }
+}
