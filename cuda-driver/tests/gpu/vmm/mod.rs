@@ -307,7 +307,7 @@ fn a_mapping_whose_wait_fails_is_leaked_not_unmapped() {
         .into_shared();
     let addr = m.as_raw();
     // During a capture of a stream of the context the wait is refused
-    // (graph::synchronizing_during_a_global_capture_invalidates_it): the access stays.
+    // (stream::capture::synchronizing_during_a_global_capture_invalidates_it): the access stays.
     // SAFETY: nothing is captured.
     unsafe { s.begin_capture(CaptureMode::GLOBAL).unwrap() };
     let e = m.set_access(&[MemAccessDesc::read(dev)]).unwrap_err();
