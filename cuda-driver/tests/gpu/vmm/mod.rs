@@ -979,7 +979,7 @@ fn allocation_usage_flags_read_back() {
     };
     // Driver 580 does not report the usage in the allocation's properties (they read back
     // without it); what the flag is for, backing a sparse array, is tested with
-    // texture_more's sparse mapping.
+    // vmm::array::sparse_arrays_map_tiles_of_physical_memory.
     let got = phys.properties().unwrap();
     if !got.usage().contains(MemCreateUsageFlags::TILE_POOL) {
         note(format!("usage flags are not reported back: {got:?}"));
