@@ -1,7 +1,7 @@
 // xtask-nvcc: -rdc=true
-// Kernels that set graph conditional handles (cuda-driver/tests/gpu/graph.rs). They call
-// cudaGraphSetConditional, which the device runtime library implements: the PTX is linked
-// with libcudadevrt.a (cuLinkAddFile, CU_JIT_INPUT_LIBRARY) before it loads.
+// Kernels that set graph conditional handles (cuda-driver/tests/gpu/graph/conditional.rs).
+// They call cudaGraphSetConditional, which the device runtime library implements: the PTX is
+// linked with libcudadevrt.a (cuLinkAddFile, CU_JIT_INPUT_LIBRARY) before it loads.
 #include <cuda_device_runtime_api.h>
 
 // The body of a while-conditional loop: thread 0 adds 1 to *counter and keeps the loop

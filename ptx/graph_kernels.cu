@@ -1,4 +1,4 @@
-// Kernels for the graph tests (cuda-driver/tests/gpu/graph.rs), the `graphs` example and the
+// Kernels for the graph tests (cuda-driver/tests/gpu/graph/), the `graphs` example and the
 // graph rows of the benchmark.
 
 // x[i] = x[i] * a + b for i < n.

@@ -1,5 +1,5 @@
 // Kernels of the virtual memory, IPC and memory pool tests and examples (cuda-driver's GPU
-// tests vmm.rs, ipc.rs, mem_pool.rs, multi_gpu.rs, and the examples vector_add_mmap,
+// tests vmm/, memory/ipc.rs, pool.rs, peer.rs, and the examples vector_add_mmap,
 // mem_map_ipc_drv, simple_ipc and stream_ordered_allocation).
 
 // out[i] = pattern(seed, i) for i < n: a position-dependent, seed-dependent word that a

@@ -156,8 +156,6 @@ mod init;
 mod interop;
 mod jit;
 mod launch;
-#[cfg(test)]
-mod layers;
 mod library;
 mod logs;
 mod memory;

@@ -8,9 +8,12 @@ mod bindgen;
 mod bundle;
 mod coverage;
 mod dynload;
+mod homes;
 mod imports;
 mod kernels;
+mod layers;
 mod ptx_copies;
+mod scan;
 mod util;
 
 use std::process::ExitCode;
@@ -27,6 +30,13 @@ tasks:
                                  copy those a package's tests embed into it (cuda-driver/tests/ptx)
   check-imports [--release] [--list]
                                  check that cuda-driver binaries import no cu* symbol newer than CUDA 12.0
+  check-layers [--deny-root-imports] [--graph]
+                                 check that cuda-driver/src's top-level modules form no cycle and
+                                 lower layers import no higher ones; list imports through the
+                                 crate root (failing on them with --deny-root-imports)
+  check-homes [--list] [--warn-only]
+                                 check that each #[wraps(cuX)] in cuda-driver/src stands in the
+                                 home of cuX's group of the reference (--list: the table)
   bench-report [--check] [FILE.json] [--out DIR]
                                  write DIR/bench.md, bench.svg and bench-sizes.svg (default docs/,
                                  FILE default docs/bench.json, copied there) from bench --json
@@ -46,6 +56,8 @@ fn main() -> ExitCode {
         "bindgen" => bindgen::run(rest),
         "build-kernels" => kernels::run(rest),
         "check-imports" => imports::run(rest),
+        "check-layers" => layers::run(rest),
+        "check-homes" => homes::run(rest),
         "bench-report" => bench_report::run(rest),
         "gpu-bundle" => bundle::run(rest),
         "coverage" => coverage::run(rest),

@@ -133,7 +133,7 @@ fn panicking_logger_child() {
             let thrown = THROWN.load(Ordering::SeqCst);
             let logs = logger_panic_count();
             let fwd = LogForwarder::register().unwrap();
-            crate::diagnostics::provoke_driver_errors(&ctx);
+            crate::logs::provoke_driver_errors(&ctx);
             // The driver calls the callback from inside the failing calls; the dump tells
             // whether it logged anything at all.
             let mut pos = start;

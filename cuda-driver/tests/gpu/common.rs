@@ -3,12 +3,19 @@
 use std::ops::Deref;
 use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 
-use cuda_driver::{Context, Device, DeviceAttribute};
+use cuda_driver::prelude::*;
+use cuda_driver::{
+    Context, Device, DeviceAttribute, DeviceBuffer, Error, LaunchConfig, Stream, StreamFlags,
+};
 pub use cuda_driver_test_harness::{note, skip, skip_needs_gpus};
 
 /// The kernels of `ptx/test_kernels.cu`, compiled by `cargo xtask build-kernels`.
 #[allow(dead_code)]
 pub const TEST_KERNELS: &str = include_str!("../ptx/test_kernels.ptx");
+
+/// The kernels of `ptx/tex_kernels.cu` (textures, surfaces, arrays).
+#[allow(dead_code)]
+pub const TEX_KERNELS: &str = include_str!("../ptx/tex_kernels.ptx");
 
 /// `n` position-dependent pseudo-random words (xorshift32), different per `seed` and never
 /// zero: the source of the tests' data (each module maps them to the values it needs).
@@ -107,4 +114,55 @@ pub fn require_attribute(dev: Device, attr: DeviceAttribute, reason: impl std::f
     if dev.attribute(attr).unwrap() == 0 {
         skip(reason);
     }
+}
+
+/// Whether `r` says the driver is too old for the call.
+#[allow(dead_code)]
+pub fn unsupported(r: &Error) -> bool {
+    matches!(r, Error::Unsupported { .. })
+}
+
+/// The value of `r`; skips the test when `r` says the driver is too old for the call.
+#[allow(dead_code)]
+#[track_caller]
+pub fn or_skip<T>(r: Result<T, Error>, what: &str) -> T {
+    match r {
+        Err(e @ Error::Unsupported { .. }) => skip(format!("{what}: {e}")),
+        r => r.unwrap(),
+    }
+}
+
+/// A non-blocking stream of `ctx`.
+#[allow(dead_code)]
+pub fn stream(ctx: &Context) -> Stream {
+    Stream::new(ctx, StreamFlags::NON_BLOCKING).unwrap()
+}
+
+/// A small copy that must work: the context is still usable.
+#[allow(dead_code)]
+pub fn still_usable(ctx: &Context) {
+    let b = DeviceBuffer::from_slice(ctx, &[1u32, 2, 3]).unwrap();
+    assert_eq!(b.to_vec().unwrap(), [1, 2, 3]);
+}
+
+/// A 2D grid of 16 x 16 blocks covering `w` x `h` threads.
+#[allow(dead_code)]
+pub fn grid2(w: usize, h: usize) -> LaunchConfig {
+    LaunchConfig::new(((w as u32).div_ceil(16), (h as u32).div_ceil(16)), (16, 16))
+}
+
+/// `n` floats from [`xorshift32`], multiples of 0.5 below 32768 (exact in `f32`).
+#[allow(dead_code)]
+pub fn floats_by_halves(n: usize, seed: u32) -> Vec<f32> {
+    xorshift32(n, seed)
+        .map(|x| (x % 65_536) as f32 * 0.5)
+        .collect()
+}
+
+/// `n` floats from [`xorshift32`], multiples of 0.25 below 16384.
+#[allow(dead_code)]
+pub fn floats_by_quarters(n: usize, seed: u32) -> Vec<f32> {
+    xorshift32(n, seed)
+        .map(|x| (x % 65_536) as f32 * 0.25)
+        .collect()
 }

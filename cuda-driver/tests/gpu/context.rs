@@ -1,4 +1,7 @@
-//! GPU tests: context.
+//! GPU tests: contexts and primary contexts (Context Management, Primary Context Management):
+//! the context stack, creation with parameters and flags, ids and devices, limits, cache
+//! configuration and L2, context events, execution affinity, contexts used from worker
+//! threads, raw-handle round trips.
 //!
 //! Tests that change the primary context's global state restore it; tests that need their
 //! own limits or cache configuration use a created context, so tests running in parallel on
@@ -6,8 +9,12 @@
 
 use cuda_driver::prelude::*;
 use cuda_driver::{
-    drop_error_count, sys, CacheConfig, Context, ContextFlags, Device, DeviceBuffer, Limit,
+    drop_error_count, sys, CacheConfig, Context, ContextCreateParams, ContextFlags, Device,
+    DeviceAttribute, DeviceBuffer, Error, ErrorCode, Event, EventFlags, ExecAffinityType,
+    LaunchConfig, Limit, Module, Stream, StreamFlags,
 };
+
+use crate::common::{note, skip, TEST_KERNELS};
 
 fn current() -> Option<sys::CUcontext> {
     Context::current_raw().unwrap()
@@ -345,4 +352,253 @@ fn stream_calls_run_in_the_streams_context_whatever_is_current() {
     }
     drop((sa, ma, mb));
     assert_eq!(drop_error_count(), before, "no release failed");
+}
+
+#[gpu_test]
+fn create_with_params_flags_ids_and_devices() {
+    let ctx = gpu_or_skip!();
+    let dev = ctx.device();
+    let before = Context::current_raw().unwrap();
+    let c = match Context::with_params(dev, ContextFlags::SCHED_AUTO, &ContextCreateParams::new()) {
+        Err(e @ Error::Unsupported { .. }) => {
+            crate::common::skip(format!("the driver is too old for this call: {e}"))
+        }
+        r => r.unwrap(),
+    };
+    // Floating: the caller's stack is unchanged.
+    assert_eq!(Context::current_raw().unwrap(), before);
+    assert!(!c.is_current().unwrap());
+    assert_ne!(c.id().unwrap(), ctx.id().unwrap());
+    assert_eq!(c.query_device().unwrap(), dev);
+    if let Ok(d) = c.query_device_direct() {
+        assert_eq!(d, dev);
+    }
+    c.set_flags(ContextFlags::SCHED_BLOCKING_SYNC).unwrap();
+    assert!(c
+        .flags()
+        .unwrap()
+        .contains(ContextFlags::SCHED_BLOCKING_SYNC));
+    // Bad flags: an error, and the context still works.
+    assert!(c.set_flags(ContextFlags::from_raw(0x4000_0000)).is_err());
+    let b = DeviceBuffer::from_slice(&c, &[7u8; 4]).unwrap();
+    assert_eq!(b.to_vec().unwrap(), [7; 4]);
+    if let Ok(()) = c.synchronize_direct() {}
+    assert!(c.api_version().unwrap() >= 3020);
+}
+
+#[gpu_test]
+fn limits_l2_and_affinity() {
+    let ctx = gpu_or_skip!();
+    let c = Context::new(ctx.device(), ContextFlags::SCHED_AUTO).unwrap();
+    for (l, v) in [
+        (Limit::STACK_SIZE, 4096usize),
+        (Limit::PRINTF_FIFO_SIZE, 2 << 20),
+        (Limit::MALLOC_HEAP_SIZE, 16 << 20),
+    ] {
+        c.set_limit(l, v).unwrap();
+        assert!(c.limit(l).unwrap() >= v, "{l:?}");
+    }
+    for l in [
+        Limit::DEV_RUNTIME_SYNC_DEPTH,
+        Limit::DEV_RUNTIME_PENDING_LAUNCH_COUNT,
+        Limit::MAX_L2_FETCH_GRANULARITY,
+        Limit::PERSISTING_L2_CACHE_SIZE,
+    ] {
+        let _ = c.limit(l);
+    }
+    c.reset_persisting_l2_cache().unwrap();
+    let sms = ctx
+        .device()
+        .attribute(cuda_driver::DeviceAttribute::MULTIPROCESSOR_COUNT)
+        .unwrap();
+    assert_eq!(c.exec_affinity_sm_count().unwrap() as i32, sms);
+    let _ = ctx
+        .device()
+        .supports_exec_affinity(ExecAffinityType::SM_COUNT)
+        .unwrap();
+    let (least, greatest) = c.stream_priority_range().unwrap();
+    assert!(greatest <= least);
+}
+
+#[gpu_test]
+fn context_record_and_wait_event() {
+    let ctx = gpu_or_skip!();
+    let e = Event::new(&ctx, EventFlags::DEFAULT).unwrap();
+    let s = Stream::new(&ctx, StreamFlags::NON_BLOCKING).unwrap();
+    let mut b = DeviceBuffer::<u32>::zeroed(&ctx, 1 << 20).unwrap();
+    b.memset_async(5u32, &s).unwrap();
+    match ctx.record_event(&e) {
+        Err(e @ Error::Unsupported { .. }) => {
+            crate::common::skip(format!("the driver is too old for this call: {e}"))
+        }
+        r => r.unwrap(),
+    }
+    ctx.wait_event(&e).unwrap();
+    e.synchronize().unwrap();
+    assert!(s.query().unwrap());
+    assert_eq!(b.to_vec().unwrap()[12345], 5);
+}
+
+/// NVIDIA's threadMigration, safely: contexts created here, used by worker threads.
+#[gpu_test]
+fn contexts_migrate_to_worker_threads() {
+    let ctx = gpu_or_skip!();
+    let ctxs: Vec<Context> = (0..2)
+        .map(|_| Context::new(ctx.device(), ContextFlags::SCHED_AUTO).unwrap())
+        .collect();
+    let handles: Vec<_> = ctxs
+        .into_iter()
+        .enumerate()
+        .map(|(i, c)| {
+            std::thread::spawn(move || {
+                let b = DeviceBuffer::from_slice(&c, &[i as u32; 64]).unwrap();
+                b.to_vec().unwrap()
+            })
+        })
+        .collect();
+    for (i, h) in handles.into_iter().enumerate() {
+        assert_eq!(h.join().unwrap(), vec![i as u32; 64]);
+    }
+}
+
+#[gpu_test]
+fn every_settable_limit_reads_back_and_is_restored() {
+    // Device-wide L2 set-aside: nothing else runs meanwhile.
+    let ctx = gpu_exclusive_or_skip!();
+    let dev = ctx.device();
+    let c = Context::new(dev, ContextFlags::SCHED_AUTO).unwrap();
+    let mut limits = vec![
+        (Limit::STACK_SIZE, 8192usize),
+        (Limit::PRINTF_FIFO_SIZE, 4 << 20),
+        (Limit::MALLOC_HEAP_SIZE, 32 << 20),
+        (Limit::DEV_RUNTIME_SYNC_DEPTH, 4),
+        (Limit::DEV_RUNTIME_PENDING_LAUNCH_COUNT, 4096),
+        (Limit::MAX_L2_FETCH_GRANULARITY, 64),
+    ];
+    let persist_max = dev
+        .attribute(DeviceAttribute::MAX_PERSISTING_L2_CACHE_SIZE)
+        .unwrap() as usize;
+    if persist_max > 0 {
+        limits.push((Limit::PERSISTING_L2_CACHE_SIZE, persist_max.min(4 << 20)));
+    } else {
+        note("no persisting L2 cache on this device");
+    }
+    let mut set = 0;
+    for (limit, value) in limits {
+        let before = match c.limit(limit) {
+            Err(e) if e.code() == Some(ErrorCode::UNSUPPORTED_LIMIT) => {
+                note(format!("{limit:?}: not supported here ({e})"));
+                continue;
+            }
+            r => r.unwrap(),
+        };
+        match c.set_limit(limit, value) {
+            Err(e)
+                if matches!(
+                    e.code(),
+                    Some(ErrorCode::UNSUPPORTED_LIMIT | ErrorCode::NOT_SUPPORTED)
+                ) =>
+            {
+                note(format!("{limit:?}: not settable here ({e})"));
+                continue;
+            }
+            r => r.unwrap(),
+        }
+        set += 1;
+        let got = c.limit(limit).unwrap();
+        match limit {
+            // Rounded up by the driver.
+            Limit::STACK_SIZE
+            | Limit::PRINTF_FIFO_SIZE
+            | Limit::MALLOC_HEAP_SIZE
+            | Limit::DEV_RUNTIME_PENDING_LAUNCH_COUNT => {
+                assert!(
+                    got >= value && got <= 2 * value,
+                    "{limit:?}: {got} for {value}"
+                )
+            }
+            Limit::PERSISTING_L2_CACHE_SIZE => {
+                assert!(got > 0 && got <= persist_max, "{limit:?}: {got}")
+            }
+            _ => assert_eq!(got, value, "{limit:?}"),
+        }
+        c.set_limit(limit, before).unwrap();
+        let back = c.limit(limit).unwrap();
+        if limit == Limit::PERSISTING_L2_CACHE_SIZE {
+            // The driver keeps the set-aside in its own granularity.
+            assert!(back <= persist_max, "{limit:?} restored: {back}");
+        } else if limit == Limit::STACK_SIZE {
+            assert!(back <= got, "{limit:?} restored: {back}");
+        } else {
+            assert_eq!(back, before, "{limit:?} restored");
+        }
+    }
+    assert!(set >= 4, "only {set} limits were settable");
+    c.reset_persisting_l2_cache().unwrap();
+    // A limit the driver does not know: an error, and the context works.
+    assert!(c.set_limit(Limit::from_raw(0x7777), 1).is_err());
+    let b = DeviceBuffer::from_slice(&c, &[2u32; 8]).unwrap();
+    assert_eq!(b.to_vec().unwrap(), [2; 8]);
+}
+
+#[gpu_test]
+fn a_context_with_an_sm_count_affinity_uses_that_many() {
+    let ctx = gpu_or_skip!();
+    let dev = ctx.device();
+    let sms = dev
+        .attribute(DeviceAttribute::MULTIPROCESSOR_COUNT)
+        .unwrap() as u32;
+    let want = (sms / 2).max(1);
+    if !dev
+        .supports_exec_affinity(ExecAffinityType::SM_COUNT)
+        .unwrap()
+    {
+        // Without MPS the driver refuses the affinity: an error, and nothing else changes.
+        crate::common::note("SM-count execution affinity is not supported here (it needs MPS)");
+        let before = Context::current_raw().unwrap();
+        let r = Context::with_params(
+            dev,
+            ContextFlags::SCHED_AUTO,
+            &ContextCreateParams::new().sm_count(want),
+        );
+        assert!(r.is_err(), "an unsupported affinity was accepted");
+        assert_eq!(Context::current_raw().unwrap(), before);
+        let b = DeviceBuffer::from_slice(&ctx, &[5u32; 8]).unwrap();
+        assert_eq!(b.to_vec().unwrap(), [5; 8]);
+        return;
+    }
+    let c = match Context::with_params(
+        dev,
+        ContextFlags::SCHED_AUTO,
+        &ContextCreateParams::new().sm_count(want),
+    ) {
+        Err(e @ Error::Unsupported { .. }) => skip(format!("cuCtxCreate_v4: {e}")),
+        r => r.unwrap(),
+    };
+    let got = c.exec_affinity_sm_count().unwrap();
+    assert!(
+        got >= want && got <= sms,
+        "asked {want} of {sms}, got {got}"
+    );
+    assert!(
+        got < sms,
+        "the affinity did not limit the SMs: {got} of {sms}"
+    );
+    // The context runs kernels.
+    let m = Module::load_data(&c, TEST_KERNELS).unwrap();
+    let f = m.function("fill_u32").unwrap();
+    let s = Stream::new(&c, StreamFlags::NON_BLOCKING).unwrap();
+    let mut out = DeviceBuffer::<u32>::zeroed(&c, 1000).unwrap();
+    let (v, n) = (6u32, 1000i32);
+    // SAFETY: fill_u32(unsigned*, unsigned, int) writes out[i] for i < n = out's length.
+    unsafe {
+        f.launch(
+            &s,
+            &LaunchConfig::for_num_elems(1000).unwrap(),
+            (out.as_view_mut(), &v, &n),
+        )
+    }
+    .unwrap();
+    s.synchronize().unwrap();
+    assert!(out.to_vec().unwrap().iter().all(|&x| x == 6));
 }

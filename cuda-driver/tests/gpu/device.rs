@@ -1,6 +1,10 @@
-//! GPU tests: device.
+//! GPU tests: devices (Device Management): count and ordinals, identity, PCI bus ids, LUID
+//! and NUMA ids, atomic capabilities.
 
-use cuda_driver::{Device, DeviceAttribute, Error};
+use cuda_driver::prelude::*;
+use cuda_driver::{Device, DeviceAttribute, DeviceBuffer, Error};
+
+use crate::common::note;
 
 /// Whether `id` reads like `"0000:19:00.0"`: domain, bus and device in hex, then a function.
 fn is_pci_bus_id(id: &str) -> bool {
@@ -99,4 +103,47 @@ fn atomic_capabilities_of_no_operations_are_an_empty_list() {
         .host_atomic_capabilities(&[AtomicOperation::INTEGER_ADD])
         .unwrap();
     assert_eq!(one.len(), 1);
+}
+
+#[gpu_test]
+fn devices_by_pci_bus_id_luid_and_numa_ids() {
+    let ctx = gpu_or_skip!();
+    let dev = ctx.device();
+    let id = dev.pci_bus_id().unwrap();
+    assert_eq!(Device::by_pci_bus_id(&id).unwrap(), dev, "{id}");
+    // The bus id is case-insensitive hex.
+    assert_eq!(
+        Device::by_pci_bus_id(&id.to_ascii_lowercase()).unwrap(),
+        dev
+    );
+    for d in Device::all().unwrap() {
+        assert_eq!(Device::by_pci_bus_id(&d.pci_bus_id().unwrap()).unwrap(), d);
+    }
+    // Bad ids: errors, and the context is usable.
+    assert!(Device::by_pci_bus_id("not a bus id").is_err());
+    assert!(Device::by_pci_bus_id("ffff:ff:1f.7").is_err());
+    assert!(matches!(
+        Device::by_pci_bus_id("0000:01:00.0\0x"),
+        Err(Error::InvalidString { .. })
+    ));
+    // The LUID is Windows-only: on Linux the driver refuses it.
+    if cfg!(target_os = "linux") {
+        match dev.luid() {
+            Err(e) => note(format!("luid on Linux: {e}")),
+            Ok(l) => panic!("a LUID on Linux: {l:?}"),
+        }
+    } else {
+        dev.luid().unwrap();
+    }
+    // NUMA ids agree with the attributes (-1: none).
+    let numa = dev.attribute(DeviceAttribute::NUMA_ID).unwrap();
+    assert_eq!(dev.numa_id().unwrap(), (numa >= 0).then_some(numa as u32));
+    let host = dev.attribute(DeviceAttribute::HOST_NUMA_ID).unwrap();
+    assert_eq!(
+        dev.host_numa_id().unwrap(),
+        (host >= 0).then_some(host as u32)
+    );
+    note(format!("NUMA id {numa}, host NUMA id {host}"));
+    let b = DeviceBuffer::from_slice(&ctx, &[5u32; 4]).unwrap();
+    assert_eq!(b.to_vec().unwrap(), [5; 4]);
 }

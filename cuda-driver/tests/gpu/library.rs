@@ -1,4 +1,5 @@
-//! GPU tests: context-independent libraries and kernels.
+//! GPU tests: context-independent libraries and kernels (Library Management), and the JIT
+//! errors of lazily compiled libraries.
 
 use cuda_driver::prelude::*;
 use cuda_driver::{
@@ -7,8 +8,10 @@ use cuda_driver::{
 };
 
 use crate::common::TEST_KERNELS;
+use crate::module::BAD_PTX;
 
-const LIBRARY: &str = include_str!("../ptx/library.ptx");
+pub(crate) const LIBRARY: &str = include_str!("../ptx/library.ptx");
+
 const LIBRARY_NUL: &str = concat!(include_str!("../ptx/library.ptx"), "\0");
 
 /// Launches `myKernel(out, n)` on `ctx` (n >= 256, so every managed_data element is
@@ -303,4 +306,43 @@ fn malformed_ptx_library_is_a_jit_error() {
     }
     let library = Library::load_data(LIBRARY).unwrap();
     run_my_kernel(&library.kernel("myKernel").unwrap(), &ctx, 256);
+}
+
+/// The first error of loading `BAD_PTX` as a library and using it in `ctx`, lazily.
+fn lazy_library_error(ctx: &Context) -> Error {
+    let lib = match Library::load_data(BAD_PTX) {
+        Err(e) => return e,
+        Ok(lib) => lib,
+    };
+    lib.kernel("broken")
+        .and_then(|k| k.function(ctx))
+        .and_then(|_| lib.module(ctx))
+        .and_then(|_| lib.load_into(ctx))
+        .expect_err("broken PTX must fail somewhere")
+}
+
+#[gpu_test]
+fn library_jit_errors_carry_the_log_eagerly_and_lazily() {
+    let ctx = gpu_or_skip!();
+    match Library::load_data_eager(BAD_PTX, &ctx) {
+        Err(Error::Jit { call, log, .. }) => {
+            assert!(
+                call == "cuLibraryLoadData" || call == "cuLibraryGetModule",
+                "{call}"
+            );
+            assert!(
+                log.to_lowercase().contains("error"),
+                "the log reports an error:\n{log}"
+            );
+        }
+        other => panic!("expected Error::Jit at an eager load, got {other:?}"),
+    }
+    match lazy_library_error(&ctx) {
+        Error::Jit { log, .. } => assert!(!log.is_empty(), "the JIT explains the error"),
+        e => panic!("expected Error::Jit with the log, got {e:?}"),
+    }
+    // Good code loads eagerly, and the context still works.
+    let lib = Library::load_data_eager(LIBRARY, &ctx).unwrap();
+    assert!(lib.error_log().is_empty(), "{}", lib.error_log());
+    assert_eq!(lib.kernel("myKernel").unwrap().name(), "myKernel");
 }

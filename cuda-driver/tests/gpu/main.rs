@@ -1,4 +1,6 @@
-//! GPU tests of cuda-driver: one binary, one module per area.
+//! GPU tests of cuda-driver: one binary, one module per group of the CUDA Driver API reference
+//! (laid out as `cuda-driver/src` is: `memory::copy`, `graph::exec`, `stream::capture`, ...),
+//! and the cross-cutting `release`, `callback`, `child` and `common`.
 //!
 //! Tests are marked `#[gpu_test]` (not `#[test]`) and run by cuda-driver-test-harness
 //! (`harness = false`), which prints what libtest prints. Each test asks [`common::gpu`] for
@@ -14,36 +16,39 @@ extern crate cuda_driver_test_harness;
 #[macro_use]
 mod common;
 
+// Cross-cutting: panics at the FFI boundary, the child-process helper, the release
+// mechanism's driver behaviours.
 mod callback;
 mod child;
+mod release;
+
+// One module per group of the CUDA Driver API reference, as cuda-driver/src is laid out.
+#[cfg(unix)]
+mod checkpoint;
 mod context;
-mod context_more;
+mod coredump;
 mod device;
-mod diagnostics;
 mod entry_point;
+mod event;
 mod graph;
-mod graph_more;
 mod green;
 #[cfg(unix)]
 mod interop;
-#[cfg(unix)]
-mod ipc;
 mod launch;
-mod launch_checks;
-mod leftovers;
-mod leftovers_more;
 mod library;
-mod loading;
-mod mem_pool;
+mod logs;
 mod memory;
 mod module;
-mod multi_gpu;
+mod occupancy;
+mod peer;
+mod pool;
 mod profiler;
-mod release;
 mod stream;
 mod stream_memop;
+mod surface;
+mod tensor_map;
 mod texture;
-mod texture_more;
+mod unified;
 mod vmm;
 
 fn main() -> std::process::ExitCode {

@@ -1,19 +1,24 @@
-//! GPU tests: modules (load from PTX, file and with options; logs; functions; globals) and the
-//! JIT linker.
+//! GPU tests: modules (Module Management): loading from PTX, files, fat binaries and with
+//! options, info and error logs, functions and globals (and exclusive handles to them), the
+//! JIT linker; what the safe loaders refuse (images the driver would read out of bounds or
+//! follow pointers in); the raw-handle round trips of Module, Function, Library, Kernel and
+//! Linker.
 
 use cuda_driver::prelude::*;
 use cuda_driver::{
-    CacheConfig, Context, DeviceAttribute, DeviceBuffer, Error, ErrorCode, FunctionAttribute,
-    JitInputType, JitOptions, LaunchConfig, Library, Linker, Module, Stream, StreamFlags,
+    Context, DeviceBuffer, DeviceSliceMut, Error, ErrorCode, Function, JitInputType, JitOptions,
+    Kernel, LaunchConfig, Library, LibraryOptions, Linker, Module, Stream, StreamFlags,
 };
 
 use crate::common::{xorshift32, TEST_KERNELS};
+use crate::library::LIBRARY;
 
-const LINK_MAIN: &str = include_str!("../ptx/link_main.ptx");
-const LINK_HELPER: &str = include_str!("../ptx/link_helper.ptx");
+pub(crate) const LINK_MAIN: &str = include_str!("../ptx/link_main.ptx");
+
+pub(crate) const LINK_HELPER: &str = include_str!("../ptx/link_helper.ptx");
 
 /// Broken PTX: a valid header, then an instruction that does not exist.
-const BAD_PTX: &str = ".version 7.0\n.target sm_75\n.address_size 64\n\
+pub(crate) const BAD_PTX: &str = ".version 7.0\n.target sm_75\n.address_size 64\n\
     .visible .entry broken(.param .u64 p)\n{\n    frobnicate.u32 %r1, 42;\n    ret;\n}\n";
 
 /// Non-zero, position-dependent floats, different per `seed`.
@@ -210,50 +215,6 @@ fn globals_are_read_and_written() {
 }
 
 #[gpu_test]
-fn function_attributes() {
-    let ctx = gpu_or_skip!();
-    let dev = ctx.device();
-    let module = Module::load_data(&ctx, TEST_KERNELS).unwrap();
-    let f = module.function("use_dyn_shared").unwrap();
-    assert_eq!(f.name(), "use_dyn_shared");
-    let max_threads = f.max_threads_per_block().unwrap();
-    assert!((64..=1024).contains(&max_threads), "{max_threads}");
-    assert!(f.num_registers().unwrap() > 0);
-    assert_eq!(f.static_shared_bytes().unwrap(), 0);
-    let ptx_version = f.attribute(FunctionAttribute::PTX_VERSION).unwrap();
-    assert!(
-        ptx_version >= 75,
-        "compiled for compute_75 or later: {ptx_version}"
-    );
-
-    // Opt in to more dynamic shared memory than the default 48 KiB where the device has it.
-    let optin = dev
-        .attribute(DeviceAttribute::MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)
-        .unwrap();
-    let want = optin.min(64 * 1024);
-    f.set_attribute(FunctionAttribute::MAX_DYNAMIC_SHARED_SIZE_BYTES, want)
-        .unwrap();
-    assert_eq!(
-        f.attribute(FunctionAttribute::MAX_DYNAMIC_SHARED_SIZE_BYTES)
-            .unwrap(),
-        want
-    );
-    f.set_cache_config(CacheConfig::PREFER_SHARED).unwrap();
-
-    // use_dyn_shared with all of that memory: out[t] = n - 1 - t.
-    let stream = Stream::new(&ctx, StreamFlags::NON_BLOCKING).unwrap();
-    let n = 512usize;
-    let mut out = DeviceBuffer::from_slice(&ctx, &vec![-1.0f32; n]).unwrap();
-    let cfg = LaunchConfig::new(1, n as u32).with_shared_mem(want as u32);
-    // SAFETY: use_dyn_shared(float* out, int n) with one block of n threads and at least
-    // n * 4 bytes of dynamic shared memory writes out[0..n).
-    unsafe { f.launch(&stream, &cfg, (out.as_view_mut(), &(n as i32))) }.unwrap();
-    stream.synchronize().unwrap();
-    let expected: Vec<f32> = (0..n).map(|t| (n - 1 - t) as f32).collect();
-    assert_eq!(out.to_vec().unwrap(), expected);
-}
-
-#[gpu_test]
 fn functions_keep_their_module_loaded() {
     let ctx = gpu_or_skip!();
     let f = {
@@ -382,4 +343,263 @@ fn linker_adds_files() {
         // SAFETY: as in the linker test above.
         unsafe { f.launch(stream, cfg, (out.as_view_mut(), input.as_view(), &s, &n)) }.unwrap();
     });
+}
+
+/// `__fatBinC_Wrapper_t { int magic; int version; const unsigned long long* data; void* filename_or_fatbins; }`
+/// pointing at `data`: the driver would follow the pointer.
+fn fatbin_wrapper(data: u64) -> Vec<u8> {
+    let mut b = 0x4662_43B1u32.to_le_bytes().to_vec();
+    b.extend_from_slice(&1u32.to_le_bytes());
+    b.extend_from_slice(&data.to_le_bytes());
+    b.extend_from_slice(&0u64.to_le_bytes());
+    b
+}
+
+fn is_malformed(r: Result<impl std::fmt::Debug, Error>, kind: &str) {
+    match r {
+        Err(Error::MalformedImage { kind: k, reason }) => {
+            assert_eq!(k, kind, "{reason}");
+            assert!(!reason.is_empty());
+        }
+        other => panic!("expected MalformedImage({kind}), got {other:?}"),
+    }
+}
+
+#[gpu_test]
+fn images_with_pointers_or_out_of_bounds_headers_are_refused() {
+    let ctx = gpu_or_skip!();
+    // Pointers into nowhere: the driver would crash following them (SIGSEGV before the fix).
+    for data in [0x10u64, 0xdead_beef_0000, u64::MAX - 7] {
+        let wrapper = fatbin_wrapper(data);
+        is_malformed(Module::load_data(&ctx, &wrapper), "fat-binary wrapper");
+        is_malformed(Library::load_data(&wrapper), "fat-binary wrapper");
+        is_malformed(
+            Module::load_fat_binary(&ctx, &wrapper),
+            "fat-binary wrapper",
+        );
+        is_malformed(
+            Library::load_static(
+                Box::leak(wrapper.into_boxed_slice()),
+                &JitOptions::new(),
+                &LibraryOptions::new().binary_is_preserved(true),
+            ),
+            "fat-binary wrapper",
+        );
+    }
+    let mut old = 0x1EE5_5A01u32.to_le_bytes().to_vec();
+    old.extend_from_slice(&[0x41; 60]);
+    is_malformed(Module::load_data(&ctx, &old), "fat binary");
+    is_malformed(Library::load_data(&old), "fat binary");
+
+    // A fatbin whose size points past the end.
+    let mut fat = 0xBA55_ED50u32.to_le_bytes().to_vec();
+    fat.extend_from_slice(&1u16.to_le_bytes());
+    fat.extend_from_slice(&16u16.to_le_bytes());
+    fat.extend_from_slice(&(1u64 << 20).to_le_bytes());
+    is_malformed(Module::load_data(&ctx, &fat), "fatbin");
+    is_malformed(Module::load_fat_binary(&ctx, &fat), "fatbin");
+    is_malformed(Library::load_data(&fat), "fatbin");
+
+    // An ELF header whose section table lies past the end.
+    let mut elf = vec![0u8; 64];
+    elf[..4].copy_from_slice(b"\x7fELF");
+    elf[4] = 2;
+    elf[5] = 1;
+    elf[0x34..0x36].copy_from_slice(&64u16.to_le_bytes());
+    elf[0x28..0x30].copy_from_slice(&0x10_0000u64.to_le_bytes());
+    elf[0x3A..0x3C].copy_from_slice(&64u16.to_le_bytes());
+    elf[0x3C..0x3E].copy_from_slice(&3u16.to_le_bytes());
+    is_malformed(Module::load_data(&ctx, &elf), "ELF");
+    is_malformed(Library::load_data(&elf), "ELF");
+    let mut linker = Linker::new(&ctx, &JitOptions::new()).unwrap();
+    is_malformed(linker.add_data(JitInputType::CUBIN, &elf, "x.cubin"), "ELF");
+    is_malformed(
+        linker.add_data(JitInputType::FATBINARY, &fatbin_wrapper(0x10), "x.fatbin"),
+        "fat-binary wrapper",
+    );
+
+    // Text with a NUL inside, or not UTF-8.
+    is_malformed(Module::load_data(&ctx, b".version 8.0\0junk"), "PTX");
+    is_malformed(Library::load_data(b"\xff\xfe\x00\x01"), "PTX");
+
+    // A file is read and checked too (cuModuleLoad would have followed the pointer).
+    let path = std::env::temp_dir().join(format!(
+        "cuda-driver-wrapper-{}-{:?}.fatbin",
+        std::process::id(),
+        std::thread::current().id()
+    ));
+    std::fs::write(&path, fatbin_wrapper(0x10)).unwrap();
+    let by_module = Module::load_file(&ctx, &path);
+    let by_library = Library::load_file(&path, &JitOptions::new(), &LibraryOptions::new());
+    std::fs::remove_file(&path).unwrap();
+    is_malformed(by_module, "fat-binary wrapper");
+    is_malformed(by_library, "fat-binary wrapper");
+
+    // The context still works.
+    let m = Module::load_data(&ctx, TEST_KERNELS).unwrap();
+    assert!(!m.function("saxpy").unwrap().as_raw().is_null());
+}
+
+#[gpu_test]
+fn a_header_only_cubin_loads_or_fails_without_crashing() {
+    let ctx = gpu_or_skip!();
+    // A valid little-endian ELF64 header with no sections and no segments: in bounds, so the
+    // crate hands it to the driver, which has no code to find in it. Whatever the driver makes
+    // of it (an error at load, or lazily at first use), nothing crashes and no kernel is found.
+    let mut elf = vec![0u8; 64];
+    elf[..4].copy_from_slice(b"\x7fELF");
+    elf[4] = 2;
+    elf[5] = 1;
+    elf[6] = 1;
+    elf[0x12..0x14].copy_from_slice(&190u16.to_le_bytes()); // EM_CUDA
+    elf[0x34..0x36].copy_from_slice(&64u16.to_le_bytes());
+    if let Ok(m) = Module::load_data(&ctx, &elf) {
+        assert!(m.function("anything").is_err());
+    }
+    match Library::load_data_eager(&elf, &ctx) {
+        Ok(lib) => assert!(lib.kernel("anything").is_err()),
+        Err(e) => assert!(e.code().is_some(), "a driver error: {e}"),
+    }
+    if let Ok(lib) = Library::load_data(&elf) {
+        assert!(lib
+            .kernel("anything")
+            .and_then(|k| k.function(&ctx))
+            .is_err());
+    }
+    // The context still works.
+    let m = Module::load_data(&ctx, TEST_KERNELS).unwrap();
+    assert!(!m.function("saxpy").unwrap().as_raw().is_null());
+}
+
+#[gpu_test]
+fn a_second_handle_to_a_global_or_managed_variable_is_refused() {
+    let ctx = gpu_or_skip!();
+    let module = Module::load_data(&ctx, TEST_KERNELS).unwrap();
+    let mut counter = module.global::<i32>("dev_counter").unwrap();
+    match module.global::<i32>("dev_counter") {
+        Err(Error::AlreadyBorrowed { kind, name }) => {
+            assert_eq!((kind, name.as_str()), ("global", "dev_counter"))
+        }
+        other => panic!("expected AlreadyBorrowed, got {other:?}"),
+    }
+    // Through a clone of the module and as another type: the same memory.
+    let clone = module.clone();
+    assert!(matches!(
+        clone.global::<[i32; 1]>("dev_counter"),
+        Err(Error::AlreadyBorrowed { .. })
+    ));
+    // Other variables are free; the first handle still works; dropping it frees the name.
+    let table = module.global::<f32>("const_table").unwrap();
+    counter.copy_from_host(&[7]).unwrap();
+    assert_eq!(counter.to_vec().unwrap(), [7]);
+    drop(counter);
+    assert_eq!(
+        module
+            .global::<i32>("dev_counter")
+            .unwrap()
+            .to_vec()
+            .unwrap(),
+        [7]
+    );
+    drop(table);
+
+    // A library's global in a context and the same variable through its module there.
+    let library = Library::load_data(TEST_KERNELS).unwrap();
+    let g = library.global::<i32>("dev_counter", &ctx).unwrap();
+    let lib_module = library.module(&ctx).unwrap();
+    assert!(matches!(
+        lib_module.global::<i32>("dev_counter"),
+        Err(Error::AlreadyBorrowed { .. })
+    ));
+    assert!(matches!(
+        library.global::<i32>("dev_counter", &ctx),
+        Err(Error::AlreadyBorrowed { .. })
+    ));
+    drop(g);
+    let via_module = lib_module.global::<i32>("dev_counter").unwrap();
+    drop(via_module);
+
+    // Managed variables: one address in every context, one handle at a time.
+    let library = Library::load_data(LIBRARY).unwrap();
+    library.load_into(&ctx).unwrap();
+    let data = library.managed::<f32>("managed_data").unwrap();
+    match library.managed::<[f32; 256]>("managed_data") {
+        Err(Error::AlreadyBorrowed { kind, name }) => {
+            assert_eq!((kind, name.as_str()), ("managed variable", "managed_data"))
+        }
+        other => panic!("expected AlreadyBorrowed, got {other:?}"),
+    }
+    let address = data.as_raw();
+    drop(data);
+    assert_eq!(
+        library
+            .managed::<[f32; 256]>("managed_data")
+            .unwrap()
+            .as_raw(),
+        address
+    );
+}
+
+/// fill_u32(out, v, n) through `launch` on a fresh buffer; checks every element.
+fn check_fill_with(ctx: &Context, launch: impl FnOnce(&Stream, DeviceSliceMut<'_, u32>, u32, i32)) {
+    let stream = Stream::new(ctx, StreamFlags::NON_BLOCKING).unwrap();
+    let mut out = DeviceBuffer::<u32>::from_slice(ctx, &[1; 256]).unwrap();
+    launch(&stream, out.as_view_mut(), 0xC0FFEE, 256);
+    stream.synchronize().unwrap();
+    assert_eq!(out.to_vec().unwrap(), vec![0xC0FFEE; 256]);
+}
+
+#[gpu_test]
+fn raw_handles_round_trip() {
+    let ctx = gpu_or_skip!();
+    let cfg = LaunchConfig::new(1, 256);
+
+    // Module: into_raw gives up ownership; from_raw takes it back (and unloads on drop).
+    let raw = Module::load_data(&ctx, TEST_KERNELS).unwrap().into_raw();
+    // SAFETY: a live module of ctx, which nothing else unloads.
+    let module = unsafe { Module::from_raw(raw, &ctx) };
+    assert_eq!(module.as_raw(), raw);
+    // Function: into_raw, then from_raw while the module stays loaded.
+    let f_raw = module.function("fill_u32").unwrap().into_raw();
+    // SAFETY: a function of `module`, loaded while `f` lives.
+    let f = unsafe { Function::from_raw(f_raw, &ctx) };
+    assert_eq!(f.as_raw(), f_raw);
+    check_fill_with(&ctx, |s, out, v, n| {
+        // SAFETY: fill_u32(unsigned* out, unsigned v, int n) writes out[0..n).
+        unsafe { f.launch(s, &cfg, (out, &v, &n)) }.unwrap();
+    });
+
+    // Library and Kernel.
+    let lib_raw = Library::load_data(TEST_KERNELS).unwrap().into_raw();
+    // SAFETY: a live library, which nothing else unloads.
+    let library = unsafe { Library::from_raw(lib_raw) };
+    assert_eq!(library.as_raw(), lib_raw);
+    let k_raw = library.kernel("fill_u32").unwrap().into_raw();
+    // SAFETY: a kernel of `library`.
+    let k = unsafe { Kernel::from_raw(k_raw, &library) };
+    assert_eq!((k.as_raw(), k.library().as_raw()), (k_raw, lib_raw));
+    drop(library); // the kernel keeps it loaded
+    check_fill_with(&ctx, |s, out, v, n| {
+        // SAFETY: as above.
+        unsafe { k.launch(s, &cfg, (out, &v, &n)) }.unwrap();
+    });
+    if k.params().unwrap().is_some() {
+        // A library from a raw handle has no counts: the list is probed, with the same result.
+        assert_eq!(k.params().unwrap().unwrap().len(), 3);
+        assert_eq!(k.name(), "fill_u32");
+    }
+
+    // Linker: into_raw and back; the link still completes.
+    let mut linker = Linker::new(&ctx, &JitOptions::new()).unwrap();
+    linker
+        .add_data(JitInputType::PTX, LINK_MAIN, "link_main.ptx")
+        .unwrap();
+    let state = linker.into_raw();
+    // SAFETY: a live link state of ctx; its option buffers were leaked by into_raw.
+    let mut linker = unsafe { Linker::from_raw(state, &ctx) };
+    assert_eq!(linker.as_raw(), state);
+    linker
+        .add_data(JitInputType::PTX, LINK_HELPER, "link_helper.ptx")
+        .unwrap();
+    assert!(linker.complete().unwrap().starts_with(b"\x7fELF"));
 }

@@ -4,16 +4,11 @@
 use cuda_driver::prelude::*;
 use cuda_driver::{
     Context, ContextFlags, DeviceBuffer, Error, LaunchAttributes, LaunchConfig, Library, Module,
-    ParamBuffer, Stream, StreamFlags,
+    ParamBuffer,
 };
 
-use crate::common::TEST_KERNELS;
-
-const PARAM_BUFFER: &str = include_str!("../ptx/param_buffer.ptx");
-
-fn stream(ctx: &Context) -> Stream {
-    Stream::new(ctx, StreamFlags::NON_BLOCKING).unwrap()
-}
+use crate::common::{stream, TEST_KERNELS};
+use crate::launch::PARAM_BUFFER;
 
 #[gpu_test]
 fn stream_ordered_arguments_launch_only_on_their_stream() {
@@ -161,103 +156,4 @@ fn a_function_launches_only_on_streams_of_its_context() {
     s.synchronize().unwrap();
     assert_eq!(out.to_vec().unwrap(), vec![9; 32]);
     drop((s, out));
-}
-
-/// Every PTX file the tests load, by name.
-const ALL_PTX: &[(&str, &str)] = &[
-    ("bench", include_str!("../ptx/bench.ptx")),
-    ("cluster", include_str!("../ptx/cluster.ptx")),
-    ("graph_kernels", include_str!("../ptx/graph_kernels.ptx")),
-    ("green", include_str!("../ptx/green.ptx")),
-    ("library", include_str!("../ptx/library.ptx")),
-    ("param_buffer", PARAM_BUFFER),
-    ("streams", include_str!("../ptx/streams.ptx")),
-    ("test_kernels", TEST_KERNELS),
-    ("tex_kernels", include_str!("../ptx/tex_kernels.ptx")),
-    ("tma_kernels", include_str!("../ptx/tma_kernels.ptx")),
-    ("vector_add", include_str!("../ptx/vector_add.ptx")),
-    ("vmm_kernels", include_str!("../ptx/vmm_kernels.ptx")),
-];
-
-#[gpu_test]
-fn parameter_layouts_read_from_ptx_are_the_drivers() {
-    let ctx = gpu_or_skip!();
-    let (major, _) = ctx.device().compute_capability().unwrap();
-    let mut compared = 0;
-    for &(file, ptx) in ALL_PTX {
-        if file == "tma_kernels" && major < 9 {
-            continue;
-        }
-        // The checked load reads the layouts from the PTX; the unchecked one knows nothing,
-        // so its functions ask the driver (cuFuncGetParamInfo).
-        let checked = Module::load_data(&ctx, ptx).unwrap();
-        let text = std::ffi::CString::new(ptx).unwrap();
-        // SAFETY: NUL-terminated PTX text, alive for the call.
-        let probed = unsafe { Module::load_data_unchecked(&ctx, text.as_ptr().cast()) }.unwrap();
-        let functions = match probed.functions() {
-            Err(Error::Unsupported { .. }) => {
-                crate::common::skip("cuModuleEnumerateFunctions needs CUDA 12.4")
-            }
-            f => f.unwrap(),
-        };
-        assert!(!functions.is_empty(), "{file}");
-        for f in functions {
-            let name = f.name().to_owned();
-            let from_driver = f.params().unwrap().expect("the driver reports parameters");
-            let from_ptx = checked.function(&name).unwrap();
-            assert_eq!(
-                from_ptx.params().unwrap().expect("read from the PTX"),
-                from_driver,
-                "{file}: {name}"
-            );
-            compared += 1;
-        }
-    }
-    crate::common::note(format!("{compared} kernels' parameter layouts compared"));
-}
-
-#[gpu_test]
-fn stream_memory_operations_on_stream_ordered_memory_stay_on_its_stream() {
-    use cuda_driver::{MemOpBatch, StreamWaitValueFlags, StreamWriteValueFlags};
-    let ctx = gpu_or_skip!();
-    let (home, other) = (stream(&ctx), stream(&ctx));
-    let mut word = DeviceBuffer::<u32>::new_async(&home, 1).unwrap();
-    word.memset_async(0u32, &home).unwrap();
-    // On another stream: refused before the driver, for single operations and batches.
-    let e = other
-        .write_value_u32(&mut word.as_view_mut(), 7, StreamWriteValueFlags::empty())
-        .unwrap_err();
-    assert!(matches!(e, Error::StreamMismatch { .. }), "{e:?}");
-    let e = other
-        .wait_value_u32(&word.as_view(), 0, StreamWaitValueFlags::GEQ)
-        .unwrap_err();
-    assert!(matches!(e, Error::StreamMismatch { .. }), "{e:?}");
-    {
-        let mut v = word.as_view_mut();
-        let mut batch = MemOpBatch::new();
-        batch
-            .write_u32(&mut v, 9, StreamWriteValueFlags::empty())
-            .unwrap();
-        let e = other.batch_mem_ops(&mut batch).unwrap_err();
-        assert!(matches!(e, Error::StreamMismatch { .. }), "{e:?}");
-        // On its own stream the check lets it through (whether the driver takes memory
-        // operations on pool memory is its own matter: driver 580 answers
-        // CUDA_ERROR_INVALID_VALUE).
-        let r = home.batch_mem_ops(&mut batch);
-        assert!(!matches!(r, Err(Error::StreamMismatch { .. })), "{r:?}");
-    }
-    let r = home.write_value_u32(&mut word.as_view_mut(), 5, StreamWriteValueFlags::empty());
-    assert!(!matches!(r, Err(Error::StreamMismatch { .. })), "{r:?}");
-    home.synchronize().unwrap();
-    // A view of another context's memory is refused too.
-    let other_ctx = Context::new(ctx.device(), ContextFlags::empty()).unwrap();
-    let mut foreign = DeviceBuffer::<u32>::zeroed(&other_ctx, 1).unwrap();
-    let e = home
-        .write_value_u32(
-            &mut foreign.as_view_mut(),
-            1,
-            StreamWriteValueFlags::empty(),
-        )
-        .unwrap_err();
-    assert!(matches!(e, Error::ContextMismatch { .. }), "{e:?}");
 }

@@ -1,20 +1,14 @@
-//! GPU tests across processes: legacy IPC of memory and events, virtual memory shared as a
-//! file descriptor, a memory pool and its allocations exported to another process; bad IPC
-//! handles; the IPC leak test. Each multi-process test re-executes this binary as a child
-//! (see child.rs): the child writes through the imported memory, the parent verifies.
-
-use std::os::fd::AsFd;
-use std::sync::Arc;
+//! GPU tests across processes: legacy IPC of memory and events, bad IPC handles, the IPC
+//! leak test. Each multi-process test re-executes this binary as a child (see child.rs): the
+//! child writes through the imported memory, the parent verifies.
 
 use cuda_driver::prelude::*;
 use cuda_driver::{
-    AddressRange, DeviceAttribute, DeviceBuffer, Error, Event, EventFlags, IpcEventHandle,
-    IpcMemFlags, IpcMemHandle, MemAccessDesc, MemAllocationHandleType, MemPool, MemPoolProps,
-    PhysicalAllocation, PoolPtrExportData, Stream, StreamFlags,
+    DeviceBuffer, Error, Event, EventFlags, IpcEventHandle, IpcMemFlags, IpcMemHandle, Stream,
+    StreamFlags,
 };
 
 use crate::child::{child_role, open_fds, pattern, spawn_child};
-use crate::common::skip;
 use crate::vmm::write_pattern_on;
 
 const N: usize = 1 << 20;
@@ -114,115 +108,6 @@ fn legacy_ipc_memory_and_events_across_processes() {
     assert_eq!(buf.to_vec().unwrap(), pattern(63, N));
     let r = chan.send(b"seen");
     child.check(r, "release the child");
-    child.finish();
-}
-
-#[gpu_test]
-fn virtual_memory_shared_as_a_file_descriptor() {
-    if let Some(mut chan) = child_role("vmm_fd") {
-        let ctx = gpu_or_skip!();
-        let dev = ctx.device();
-        let size = chan.recv_u64().unwrap() as usize;
-        let fd = chan.recv_fd().unwrap();
-        let phys = PhysicalAllocation::import_fd(&ctx, fd.as_fd())
-            .unwrap()
-            .with_known_size(size);
-        drop(fd);
-        let range = AddressRange::reserve(&ctx, size, 0).unwrap();
-        let mut m = range.map::<u32>(0, Arc::new(phys), 0, size).unwrap();
-        m.set_access(&[MemAccessDesc::read_write(dev)]).unwrap();
-        assert_eq!(
-            m.to_vec().unwrap(),
-            pattern(71, m.len()),
-            "the parent's data"
-        );
-        let stream = Stream::new(&ctx, StreamFlags::NON_BLOCKING).unwrap();
-        write_pattern_on(&ctx, &stream, &mut m, 72);
-        chan.send(b"written").unwrap();
-        assert_eq!(chan.recv().unwrap(), b"bye");
-        return;
-    }
-    let ctx = gpu_or_skip!();
-    let props = crate::vmm::fd_exportable_props(&ctx);
-    let dev = ctx.device();
-    let size = props.minimum_granularity().unwrap() * 2;
-    let phys = Arc::new(PhysicalAllocation::new(&ctx, size, &props).unwrap());
-    let range = AddressRange::reserve(&ctx, size, 0).unwrap();
-    let mut m = range.map::<u32>(0, phys.clone(), 0, size).unwrap();
-    m.set_access(&[MemAccessDesc::read_write(dev)]).unwrap();
-    m.copy_from_host(&pattern(71, m.len())).unwrap();
-    ctx.synchronize().unwrap();
-    let fd = phys.export_fd().unwrap();
-    let (mut child, mut chan) = spawn_child("vmm_fd");
-    let r = chan.send_u64(size as u64);
-    child.check(r, "send the size");
-    let r = chan.send_fd(fd.as_fd());
-    child.check(r, "send the fd");
-    drop(fd);
-    let r = chan.recv();
-    assert_eq!(child.check(r, "wait for the child"), b"written");
-    assert_eq!(m.to_vec().unwrap(), pattern(72, m.len()));
-    let r = chan.send(b"bye");
-    child.check(r, "release the child");
-    child.finish();
-}
-
-#[gpu_test]
-fn a_pool_and_its_allocations_shared_with_another_process() {
-    if let Some(mut chan) = child_role("pool_fd") {
-        let ctx = gpu_or_skip!();
-        let n = chan.recv_u64().unwrap() as usize;
-        let data = PoolPtrExportData::from_bytes(chan.recv_64().unwrap());
-        let fd = chan.recv_fd().unwrap();
-        let pool = MemPool::import_fd(ctx.device(), fd.as_fd()).unwrap();
-        drop(fd);
-        // SAFETY: the parent exported an allocation of n u32 whose allocation completed
-        // (it synchronised first) and frees it only after this buffer is dropped (it waits
-        // for "written", sent after the drop).
-        let mut buf = unsafe { pool.import_pointer::<u32>(&ctx, &data, n) }.unwrap();
-        assert_eq!(buf.to_vec().unwrap(), pattern(81, n), "the parent's data");
-        let stream = Stream::new(&ctx, StreamFlags::NON_BLOCKING).unwrap();
-        write_pattern_on(&ctx, &stream, &mut buf, 82);
-        drop(buf);
-        chan.send(b"written").unwrap();
-        return;
-    }
-    let ctx = gpu_or_skip!();
-    let dev = ctx.device();
-    if dev
-        .attribute(DeviceAttribute::MEMORY_POOLS_SUPPORTED)
-        .unwrap()
-        == 0
-        || dev
-            .attribute(DeviceAttribute::HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED)
-            .unwrap()
-            == 0
-    {
-        skip("no memory pools or no POSIX fd handles on this device");
-    }
-    let props =
-        MemPoolProps::device(dev).with_handle_types(MemAllocationHandleType::POSIX_FILE_DESCRIPTOR);
-    let pool = MemPool::with_props(dev, &props).unwrap();
-    let stream = Stream::new(&ctx, StreamFlags::NON_BLOCKING).unwrap();
-    let mut buf = pool.alloc_async::<u32>(&stream, N).unwrap();
-    buf.copy_from_host(&pattern(81, N)).unwrap();
-    stream.synchronize().unwrap();
-    // The pool is shared first: cuMemPoolExportPointer exports allocations of an already
-    // shared pool.
-    let fd = pool.export_fd().unwrap();
-    let data = buf.export_pointer().unwrap();
-    let (mut child, mut chan) = spawn_child("pool_fd");
-    let r = chan.send_u64(N as u64);
-    child.check(r, "send the length");
-    let r = chan.send(&data.to_bytes());
-    child.check(r, "send the pointer's export data");
-    let r = chan.send_fd(fd.as_fd());
-    child.check(r, "send the pool's fd");
-    let r = chan.recv();
-    assert_eq!(child.check(r, "wait for the child"), b"written");
-    assert_eq!(buf.to_vec().unwrap(), pattern(82, N));
-    drop(buf);
-    stream.synchronize().unwrap();
     child.finish();
 }
 

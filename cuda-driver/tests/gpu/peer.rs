@@ -1,6 +1,7 @@
-//! GPU tests on two devices (an `nvidia-h200-x2`): physical memory of GPU 1 written by a
-//! kernel on GPU 0, a pool of GPU 0 used from GPU 1, IPC memory of GPU 1 opened by a process
-//! working on GPU 0. On one GPU they skip with a printed reason.
+//! GPU tests on two devices (an `nvidia-h200-x2`): memory of one GPU used by another
+//! (physical memory of GPU 1 written by a kernel on GPU 0, a pool of GPU 0 used from GPU 1,
+//! IPC memory of GPU 1 opened by a process working on GPU 0). On one GPU they skip with a
+//! printed reason.
 
 use std::sync::Arc;
 

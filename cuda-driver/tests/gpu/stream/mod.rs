@@ -1,17 +1,24 @@
-//! GPU tests: stream and event.
+//! GPU tests: streams (Stream Management): creation with flags and priorities, ids, queries
+//! and synchronisation, waits on events, the default streams, attributes; host functions and
+//! callbacks (panics contained, CUDA calls refused, drops deferred). Stream capture:
+//! `capture`.
 //!
 //! Work that must still be pending when a test looks is held back by a host function
 //! blocked on a channel, not by timing.
 
-use cuda_driver::prelude::*;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc;
-use std::sync::Arc;
+use std::sync::{mpsc, Arc};
 
+use cuda_driver::prelude::*;
 use cuda_driver::{
-    drop_error_count, host_fn_panic_count, sys, wait_for_deferred_releases, DeviceBuffer, Error,
-    Event, EventFlags, Stream, StreamFlags,
+    drop_error_count, host_fn_panic_count, sys, wait_for_deferred_releases, AccessPolicyWindow,
+    AccessProperty, AttachFlags, CaptureMode, DeviceAttribute, DeviceBuffer, Error, Event,
+    EventFlags, LaunchMemSyncDomain, ManagedBuffer, Stream, StreamFlags, SynchronizationPolicy,
 };
+
+use crate::common::note;
+
+mod capture;
 
 /// Queues a host function that blocks `stream` until the returned sender sends (or drops).
 fn block(stream: &Stream) -> mpsc::Sender<()> {
@@ -104,25 +111,6 @@ fn default_stream_handles() {
     assert_eq!(Stream::per_thread(&ctx).as_raw(), sys::CU_STREAM_PER_THREAD);
     drop((legacy, per_thread, null));
     Stream::legacy(&ctx).synchronize().unwrap();
-}
-
-#[gpu_test]
-fn events_record_synchronize_query_and_time() {
-    let ctx = gpu_or_skip!();
-    let s = Stream::new(&ctx, StreamFlags::NON_BLOCKING).unwrap();
-    let start = Event::new(&ctx, EventFlags::DEFAULT).unwrap();
-    let end = Event::new(&ctx, EventFlags::BLOCKING_SYNC).unwrap();
-    start.record(&s).unwrap();
-    let mut buf = DeviceBuffer::<u8>::new(&ctx, 1 << 20).unwrap();
-    buf.memset_async(7u8, &s).unwrap();
-    end.record(&s).unwrap();
-    end.synchronize().unwrap();
-    assert!(end.query().unwrap());
-    assert!(start.query().unwrap());
-    let ms = start.elapsed_ms(&end).unwrap();
-    assert!(ms >= 0.0 && ms.is_finite(), "{ms}");
-    assert_eq!(start.context(), &*ctx);
-    assert!(buf.to_vec().unwrap().iter().all(|&b| b == 7));
 }
 
 #[gpu_test]
@@ -326,4 +314,158 @@ fn waiting_for_deferred_releases_returns_the_memory_dropped_in_a_host_function()
             "round {round}: the deferred free has not run ({used} bytes used, {empty} before)"
         );
     }
+}
+
+#[gpu_test]
+fn add_callback_runs_after_earlier_work_and_refuses_capture() {
+    let ctx = gpu_exclusive_or_skip!();
+    let s = Stream::new(&ctx, StreamFlags::NON_BLOCKING).unwrap();
+    let mut buf = DeviceBuffer::<u32>::zeroed(&ctx, 1024).unwrap();
+    buf.as_view_mut().memset_async(7u32, &s).unwrap();
+    let (tx, rx) = mpsc::channel();
+    s.add_callback(move |status| tx.send(status.is_ok()).unwrap())
+        .unwrap();
+    assert!(rx.recv().unwrap());
+    s.synchronize().unwrap();
+    assert!(buf.to_vec().unwrap().iter().all(|&v| v == 7));
+    // Refused while capturing; the capture stays valid.
+    // SAFETY: nothing captured uses memory.
+    let g = unsafe {
+        s.capture(CaptureMode::THREAD_LOCAL, |st| {
+            assert!(matches!(
+                st.add_callback(|_| ()),
+                Err(Error::HostFnNotReplayable { .. })
+            ));
+            Ok(())
+        })
+    }
+    .unwrap();
+    drop(g);
+}
+
+#[gpu_test]
+fn stream_attributes_round_trip() {
+    let ctx = gpu_or_skip!();
+    let dev = ctx.device();
+    let s = Stream::new(&ctx, StreamFlags::NON_BLOCKING).unwrap();
+
+    // Priority.
+    let (least, greatest) = ctx.stream_priority_range().unwrap();
+    s.set_priority_attribute(greatest).unwrap();
+    assert_eq!(s.priority_attribute().unwrap(), greatest);
+    s.set_priority_attribute(least).unwrap();
+    assert_eq!(s.priority_attribute().unwrap(), least);
+
+    // Memory synchronisation domain (Hopper and later).
+    let (major, _) = dev.compute_capability().unwrap();
+    if major >= 9 {
+        let before = s.mem_sync_domain().unwrap();
+        assert_eq!(before, LaunchMemSyncDomain::DEFAULT);
+        s.set_mem_sync_domain(LaunchMemSyncDomain::REMOTE).unwrap();
+        assert_eq!(s.mem_sync_domain().unwrap(), LaunchMemSyncDomain::REMOTE);
+        s.set_mem_sync_domain(before).unwrap();
+        assert_eq!(s.mem_sync_domain().unwrap(), before);
+    } else {
+        note("memory sync domains need compute capability 9.0");
+    }
+
+    // The access-policy window.
+    let max = dev
+        .attribute(DeviceAttribute::MAX_ACCESS_POLICY_WINDOW_SIZE)
+        .unwrap() as usize;
+    if max == 0 {
+        note("the device has no L2 access-policy window");
+    } else {
+        let bytes = max.min(1 << 20);
+        let mut buf = DeviceBuffer::<u8>::zeroed(&ctx, bytes).unwrap();
+        let w = AccessPolicyWindow {
+            base: buf.as_raw(),
+            num_bytes: bytes,
+            hit_ratio: 0.5,
+            hit_prop: AccessProperty::PERSISTING,
+            miss_prop: AccessProperty::STREAMING,
+        };
+        s.set_access_policy_window(w).unwrap();
+        assert_eq!(s.access_policy_window().unwrap(), w);
+        // Work on the stream runs under the window.
+        buf.as_view_mut().memset_async(4u8, &s).unwrap();
+        s.synchronize().unwrap();
+        assert!(buf.to_vec().unwrap().iter().all(|&v| v == 4));
+        // A window larger than the device allows: an error, the window is unchanged.
+        let too_big = AccessPolicyWindow {
+            num_bytes: max + 1,
+            ..w
+        };
+        assert!(s.set_access_policy_window(too_big).is_err());
+        assert_eq!(s.access_policy_window().unwrap(), w);
+        // Reset to no window.
+        let none = AccessPolicyWindow {
+            base: 0,
+            num_bytes: 0,
+            hit_ratio: 0.0,
+            hit_prop: AccessProperty::NORMAL,
+            miss_prop: AccessProperty::NORMAL,
+        };
+        s.set_access_policy_window(none).unwrap();
+        assert_eq!(s.access_policy_window().unwrap().num_bytes, 0);
+    }
+
+    // Managed memory attached to the stream: the host reads it once the stream is idle.
+    let mut m = ManagedBuffer::<u32>::zeroed(&s, 1 << 16, AttachFlags::GLOBAL).unwrap();
+    s.attach_mem(&mut m.as_view_mut(), AttachFlags::SINGLE)
+        .unwrap();
+    m.as_view_mut().memset_async(11u32, &s).unwrap();
+    s.synchronize().unwrap();
+    assert!(m.as_slice().unwrap().iter().all(|&v| v == 11));
+    // A managed buffer's host access waits for its stream only: it stays attached to it.
+    let e = s
+        .attach_mem(&mut m.as_view_mut(), AttachFlags::GLOBAL)
+        .unwrap_err();
+    assert!(matches!(e, Error::InvalidArgument(_)), "{e:?}");
+    s.synchronize().unwrap();
+    // Device memory cannot be attached: an error, and the stream still works.
+    let mut d = DeviceBuffer::<u32>::zeroed(&ctx, 16).unwrap();
+    assert!(s
+        .attach_mem(&mut d.as_view_mut(), AttachFlags::SINGLE)
+        .is_err());
+    m.as_view_mut().memset_async(12u32, &s).unwrap();
+    s.synchronize().unwrap();
+    assert!(m.as_slice().unwrap().iter().all(|&v| v == 12));
+}
+
+#[gpu_test]
+fn stream_queries_and_attributes() {
+    let ctx = gpu_or_skip!();
+    let (_, greatest) = ctx.stream_priority_range().unwrap();
+    let s = Stream::with_priority(&ctx, StreamFlags::NON_BLOCKING, greatest).unwrap();
+    let t = Stream::new(&ctx, StreamFlags::NON_BLOCKING).unwrap();
+    assert_ne!(s.id().unwrap(), t.id().unwrap());
+    assert_eq!(s.query_context().unwrap(), ctx.as_raw());
+    if let Ok(d) = s.device() {
+        assert_eq!(d, ctx.device());
+    }
+    assert_eq!(s.priority_attribute().unwrap(), greatest);
+    s.set_synchronization_policy(SynchronizationPolicy::BLOCKING_SYNC)
+        .unwrap();
+    assert_eq!(
+        s.synchronization_policy().unwrap(),
+        SynchronizationPolicy::BLOCKING_SYNC
+    );
+    t.copy_attributes_from(&s).unwrap();
+    assert_eq!(
+        t.synchronization_policy().unwrap(),
+        SynchronizationPolicy::BLOCKING_SYNC
+    );
+    let w = s.access_policy_window().unwrap();
+    assert_eq!(w.num_bytes, 0);
+    // Bad input: a window larger than the device allows.
+    let max = ctx
+        .device()
+        .attribute(DeviceAttribute::MAX_ACCESS_POLICY_WINDOW_SIZE)
+        .unwrap();
+    let mut bad = w;
+    bad.num_bytes = max as usize * 4 + 4096;
+    bad.hit_ratio = 1.0;
+    assert!(s.set_access_policy_window(bad).is_err());
+    s.synchronize().unwrap();
 }

@@ -1,22 +1,22 @@
-//! Graphs, the APIs that `graph.rs` leaves out: per-node updates of executable graphs (memset,
-//! host, child graph, event record and wait nodes, enabling), graph-side node setters seen by
-//! fresh instantiations, instantiation with parameters and uploads, capture dependency updates,
-//! edge data, library kernels as nodes, if/else and switch conditional nodes, and the typed
-//! refusal of a per-node update naming a node of another graph.
+//! GPU tests: executable graphs: instantiation with parameters and uploads, whole-graph
+//! updates (and the typed refusal of another topology), per-node updates of kernel, memset,
+//! memcpy, host, child graph, event record and wait nodes, enabling and disabling nodes, the
+//! refusal of a node of another graph, and what an exec keeps alive or leaks rather than
+//! frees.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
 use cuda_driver::prelude::*;
-use cuda_driver::types::{GraphCondAssignFlags, GraphInstantiateResult};
+use cuda_driver::types::GraphInstantiateResult;
 use cuda_driver::{
-    sys, CaptureMode, Context, DeviceBuffer, EdgeData, Error, ErrorCode, Event, EventFlags, Graph,
-    GraphConditionalNodeType, GraphDependencyType, GraphExec, GraphInstantiateFlags, GraphNodeType,
-    GraphRef, InstantiateOptions, LaunchConfig, Library, MemsetParams, Stream,
+    CaptureMode, DeviceBuffer, Error, Event, EventFlags, Graph, GraphExec, GraphInstantiateFlags,
+    InstantiateOptions, LaunchConfig, MemsetParams, Stream,
 };
 
-use crate::graph::{conditional_kernels, kernels, stream, GRAPH_KERNELS};
+use crate::common::stream;
+use crate::graph::kernels;
 
 /// A host function that blocks a stream until the gate is opened (or 10 s have passed), so
 /// that work queued behind it is provably held back. Dropping the gate opens it, so a failing
@@ -59,17 +59,6 @@ fn held_back(exec: &GraphExec, s: &Stream, gate: &Gate) -> bool {
     gate.open();
     s.synchronize().unwrap();
     pending
-}
-
-/// Skips the test when the driver is older than `major.minor` (what `feature` needs).
-fn require_driver(major: u32, minor: u32, feature: &str) {
-    let v = cuda_driver::driver_version().unwrap();
-    if v < (major, minor) {
-        crate::common::skip(format!(
-            "{feature} needs CUDA {major}.{minor}, the driver is {}.{}",
-            v.0, v.1
-        ));
-    }
 }
 
 #[gpu_test]
@@ -404,83 +393,6 @@ fn disabled_nodes_do_nothing_until_enabled_again() {
 }
 
 #[gpu_test]
-fn graph_node_setters_change_fresh_execs_and_leave_old_ones_alone() {
-    let ctx = gpu_or_skip!();
-    let s = stream(&ctx);
-    let m = kernels(&ctx);
-    let inc = m.function("inc").unwrap();
-    let n = 512usize;
-    let ni = n as i32;
-    let half = (n / 2) as i32;
-    let cfg = LaunchConfig::for_num_elems(n).unwrap();
-    let mut a = DeviceBuffer::<i32>::zeroed(&ctx, n).unwrap();
-    let mut b = DeviceBuffer::<i32>::zeroed(&ctx, n).unwrap();
-    let mut b2 = DeviceBuffer::<i32>::zeroed(&ctx, n).unwrap();
-    let (old, new) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicUsize::new(0)));
-    let g = Graph::new().unwrap();
-    // a = 1; a += 1; b = a; host.
-    // SAFETY: a, b, b2 outlive the graph and its execs; inc(int*, int) stays within n.
-    let (ms, k, cp) = unsafe {
-        let ms = g.add_memset(&[], &a.as_view_mut(), 1u32).unwrap();
-        let k = g
-            .add_kernel(&[*ms], &inc, &cfg, (a.as_view_mut(), &ni))
-            .unwrap();
-        let cp = g.add_memcpy(&[*k], &b.as_view_mut(), &a.as_view()).unwrap();
-        (ms, k, cp)
-    };
-    let o = old.clone();
-    let host = g
-        .add_host(&[*cp], move || {
-            o.fetch_add(1, Ordering::SeqCst);
-        })
-        .unwrap();
-    let exec_old = g.instantiate(GraphInstantiateFlags::empty()).unwrap();
-
-    // a = 10; a[..n/2] += 1; b2 = a; the other closure.
-    // SAFETY: as above.
-    unsafe {
-        ms.set_params(MemsetParams::fill(&a.as_view_mut(), 10u32).unwrap())
-            .unwrap();
-        k.set(&inc, &cfg, (a.as_view_mut(), &half)).unwrap();
-        cp.set(&b2.as_view_mut(), &a.as_view()).unwrap();
-    }
-    let k2 = new.clone();
-    host.set(move || {
-        k2.fetch_add(1, Ordering::SeqCst);
-    })
-    .unwrap();
-    assert_eq!(ms.params().unwrap().value, 10);
-    assert_eq!(cp.params_raw().unwrap().dstDevice, b2.as_view().as_raw());
-    let exec_new = g.instantiate(GraphInstantiateFlags::empty()).unwrap();
-
-    exec_old.launch(&s).unwrap();
-    s.synchronize().unwrap();
-    assert_eq!(a.to_vec().unwrap(), vec![2; n]);
-    assert_eq!(b.to_vec().unwrap(), vec![2; n]);
-    assert_eq!(
-        b2.to_vec().unwrap(),
-        vec![0; n],
-        "the old exec copied to b2"
-    );
-    assert_eq!(
-        (old.load(Ordering::SeqCst), new.load(Ordering::SeqCst)),
-        (1, 0)
-    );
-
-    exec_new.launch(&s).unwrap();
-    s.synchronize().unwrap();
-    let mut expected = vec![11; n / 2];
-    expected.resize(n, 10);
-    assert_eq!(a.to_vec().unwrap(), expected);
-    assert_eq!(b.to_vec().unwrap(), vec![2; n], "the new exec copied to b");
-    assert_eq!(b2.to_vec().unwrap(), expected);
-    assert_eq!(
-        (old.load(Ordering::SeqCst), new.load(Ordering::SeqCst)),
-        (1, 1)
-    );
-}
-
-#[gpu_test]
 fn instantiate_with_upload_and_explicit_upload_then_launch() {
     let ctx = gpu_or_skip!();
     let s = stream(&ctx);
@@ -552,301 +464,6 @@ fn instantiate_with_upload_and_explicit_upload_then_launch() {
 }
 
 #[gpu_test]
-fn capture_dependency_updates_decide_what_the_next_captured_node_follows() {
-    // Captures: no other test may synchronize the context meanwhile.
-    let ctx = gpu_exclusive_or_skip!();
-    let s = stream(&ctx);
-    let m = kernels(&ctx);
-    let inc = m.function("inc").unwrap();
-    let n = 1024usize;
-    let ni = n as i32;
-    let cfg = LaunchConfig::for_num_elems(n).unwrap();
-    let mut x = DeviceBuffer::<i32>::zeroed(&ctx, n).unwrap();
-    let mut y = DeviceBuffer::<i32>::zeroed(&ctx, n).unwrap();
-
-    // SAFETY: x and y outlive the captured graph and its exec.
-    unsafe { s.begin_capture(CaptureMode::THREAD_LOCAL).unwrap() };
-    let captured = (|| -> cuda_driver::Result<_> {
-        // A: x += 1.
-        // SAFETY: inc(int*, int) gets n elements of x.
-        unsafe { inc.launch(&s, &cfg, (x.as_view_mut(), &ni))? };
-        let info = s.capture_info()?;
-        let mut counts = vec![info.dependency_count];
-        // SAFETY: the graph being captured into, alive until the capture ends (after `cg` is
-        // dropped); only this thread uses it meanwhile.
-        let cg = unsafe { GraphRef::from_raw(info.graph) };
-        // M, added by hand: y = 7. The next captured node follows M only, not A.
-        // SAFETY: y outlives the graph and its exec.
-        let set_y = unsafe { cg.add_memset(&[], &y.as_view_mut(), 7u32)? };
-        s.update_capture_dependencies(&[*set_y], true)?;
-        counts.push(s.capture_info()?.dependency_count);
-        // C: y += 1, after M.
-        // SAFETY: inc(int*, int) gets n elements of y.
-        unsafe { inc.launch(&s, &cfg, (y.as_view_mut(), &ni))? };
-        // E, an empty node added to the set: D follows C and E.
-        let extra = cg.add_empty(&[])?;
-        s.update_capture_dependencies(&[extra], false)?;
-        counts.push(s.capture_info()?.dependency_count);
-        // D: y += 1.
-        // SAFETY: as for C.
-        unsafe { inc.launch(&s, &cfg, (y.as_view_mut(), &ni))? };
-        Ok((set_y.as_raw(), extra.as_raw(), counts))
-    })();
-    // Ended before anything may panic, so that the stream never stays capturing.
-    let g = s.end_capture().unwrap();
-    let (set_y, extra, counts) = captured.unwrap();
-    // After A: {A}; replaced: {M}; added to after C: {C, E}.
-    assert_eq!(counts, vec![1, 1, 2]);
-
-    assert_eq!(g.node_count().unwrap(), 5);
-    let mut kernels: Vec<_> = g
-        .nodes()
-        .unwrap()
-        .into_iter()
-        .filter(|k| k.node_type().unwrap() == GraphNodeType::KERNEL)
-        .map(|k| {
-            let mut deps: Vec<_> = k
-                .dependencies()
-                .unwrap()
-                .iter()
-                .map(|d| d.as_raw())
-                .collect();
-            deps.sort();
-            (deps, k.as_raw())
-        })
-        .collect();
-    kernels.sort_by_key(|(deps, _)| deps.len());
-    assert_eq!(kernels.len(), 3);
-    // A follows nothing; C follows M alone; D follows C and E.
-    assert!(kernels[0].0.is_empty());
-    assert_eq!(kernels[1].0, vec![set_y]);
-    let mut d_deps = vec![kernels[1].1, extra];
-    d_deps.sort();
-    assert_eq!(kernels[2].0, d_deps);
-
-    let exec = g.instantiate(GraphInstantiateFlags::empty()).unwrap();
-    for round in 1..=2 {
-        exec.launch(&s).unwrap();
-        s.synchronize().unwrap();
-        assert_eq!(x.to_vec().unwrap(), vec![round; n]);
-        assert_eq!(y.to_vec().unwrap(), vec![9; n]);
-    }
-}
-
-#[gpu_test]
-fn edge_data_is_added_queried_and_removed() {
-    let ctx = gpu_or_skip!();
-    let s = stream(&ctx);
-    let m = kernels(&ctx);
-    let inc = m.function("inc").unwrap();
-    let n = 256usize;
-    let ni = n as i32;
-    let cfg = LaunchConfig::for_num_elems(n).unwrap();
-    let mut x = DeviceBuffer::<i32>::zeroed(&ctx, n).unwrap();
-    let mut y = DeviceBuffer::<i32>::zeroed(&ctx, n).unwrap();
-    let g = Graph::new().unwrap();
-    let a = g.add_empty(&[]).unwrap();
-    let b = g.add_empty(&[]).unwrap();
-    // SAFETY: x and y outlive the graph and its exec; inc(int*, int) gets n elements.
-    let (k1, k2) = unsafe {
-        (
-            g.add_kernel(&[], &inc, &cfg, (x.as_view_mut(), &ni))
-                .unwrap(),
-            g.add_kernel(&[], &inc, &cfg, (y.as_view_mut(), &ni))
-                .unwrap(),
-        )
-    };
-    let plain = EdgeData::default();
-    assert_eq!(plain.kind, GraphDependencyType::DEFAULT);
-    // A programmatic edge out of k1's launch-order port.
-    let programmatic = EdgeData {
-        from_port: sys::CU_GRAPH_KERNEL_NODE_PORT_LAUNCH_ORDER as u8,
-        to_port: 0,
-        kind: GraphDependencyType::PROGRAMMATIC,
-    };
-    match g.add_dependencies_with_data(&[(a, b, plain), (*k1, *k2, programmatic)]) {
-        Err(e @ Error::Unsupported { .. }) => {
-            crate::common::skip(format!("edge data needs CUDA 12.3: {e}"))
-        }
-        r => r.unwrap(),
-    }
-    let edges = g.edges_with_data().unwrap();
-    assert_eq!(edges.len(), 2, "{edges:?}");
-    assert!(edges.contains(&(a, b, plain)), "{edges:?}");
-    assert_eq!(b.dependencies().unwrap(), vec![a]);
-    // Driver 580 keeps a programmatic edge between kernels that do not synchronize on the
-    // grid dependency as a default one; where it keeps the data, a query without edge data
-    // would lose it, and is refused.
-    if edges.contains(&(*k1, *k2, programmatic)) {
-        match g.edges() {
-            Err(e) => assert_eq!(e.code(), Some(ErrorCode::LOSSY_QUERY), "{e}"),
-            Ok(v) => panic!("a lossy edge query succeeded: {v:?}"),
-        }
-    } else {
-        assert!(edges.contains(&(*k1, *k2, plain)), "{edges:?}");
-        crate::common::note("the programmatic edge was stored as a default one");
-    }
-
-    // The graph runs (programmatic launches need compute capability 9.0).
-    if ctx.device().compute_capability().unwrap() >= (9, 0) {
-        let exec = g.instantiate(GraphInstantiateFlags::empty()).unwrap();
-        exec.launch(&s).unwrap();
-        s.synchronize().unwrap();
-        assert_eq!(x.to_vec().unwrap(), vec![1; n]);
-        assert_eq!(y.to_vec().unwrap(), vec![1; n]);
-    } else {
-        crate::common::note("programmatic edges not launched below compute capability 9.0");
-    }
-
-    let stored = edges
-        .iter()
-        .find(|e| e.0 == *k1 && e.1 == *k2)
-        .expect("the kernels' edge")
-        .2;
-    g.remove_dependencies_with_data(&[(*k1, *k2, stored)])
-        .unwrap();
-    assert_eq!(g.edges_with_data().unwrap(), vec![(a, b, plain)]);
-    // Only default edges left: the plain query works again.
-    assert_eq!(g.edges().unwrap(), vec![(a, b)]);
-    g.remove_dependencies_with_data(&[(a, b, plain)]).unwrap();
-    assert!(g.edges_with_data().unwrap().is_empty());
-    assert_eq!(g.root_nodes().unwrap().len(), 4);
-}
-
-#[gpu_test]
-fn library_kernel_nodes_run_and_keep_their_library_loaded() {
-    let ctx = gpu_or_skip!();
-    let s = stream(&ctx);
-    let n = 2000usize;
-    let ni = n as i32;
-    let cfg = LaunchConfig::for_num_elems(n).unwrap();
-    let mut x = DeviceBuffer::<i32>::from_slice(&ctx, &vec![40; n]).unwrap();
-    let g = Graph::new().unwrap();
-    let node = {
-        let library = Library::load_data(GRAPH_KERNELS).unwrap();
-        let inc = library.kernel("inc").unwrap();
-        // Wrong argument sizes are refused before the driver.
-        // SAFETY: refused before any node is made.
-        let r = unsafe { g.add_library_kernel(&[], &inc, &ctx, &cfg, (x.as_view_mut(), &1u64)) };
-        assert!(
-            matches!(r, Err(Error::ArgumentSize { index: 1, .. })),
-            "{r:?}"
-        );
-        // SAFETY: x outlives the graph and its exec; inc(int*, int) gets n elements.
-        unsafe {
-            g.add_library_kernel(&[], &inc, &ctx, &cfg, (x.as_view_mut(), &ni))
-                .unwrap()
-        }
-        // The library and its kernel are dropped here: the graph keeps them loaded.
-    };
-    assert_eq!(node.node_type().unwrap(), GraphNodeType::KERNEL);
-    assert_eq!(node.launch_config().unwrap().grid, cfg.grid);
-    assert_eq!(g.node_count().unwrap(), 1);
-    let exec = g.instantiate(GraphInstantiateFlags::empty()).unwrap();
-    drop(g);
-    exec.launch(&s).unwrap();
-    exec.launch(&s).unwrap();
-    s.synchronize().unwrap();
-    assert_eq!(x.to_vec().unwrap(), vec![42; n]);
-}
-
-/// A graph: a kernel sets `handle` of a conditional node of `kind` with `bodies` bodies,
-/// body `i` adding 1 to `hits[i]`. Launched once per value of `values` (the setter updated in
-/// the exec each time); after each launch `hits` must equal what `expect(value)` chose.
-fn run_conditional(
-    ctx: &Context,
-    kind: GraphConditionalNodeType,
-    bodies: usize,
-    values: &[u32],
-    expect: impl Fn(u32) -> Option<usize>,
-) {
-    let s = stream(ctx);
-    let cm = conditional_kernels(ctx);
-    let set = cm.function("set_condition").unwrap();
-    let m = kernels(ctx);
-    let inc = m.function("inc").unwrap();
-    let one = LaunchConfig::new(1u32, 32u32);
-    let mut hits: Vec<_> = (0..bodies)
-        .map(|_| DeviceBuffer::<i32>::zeroed(ctx, 1).unwrap())
-        .collect();
-    let g = Graph::new().unwrap();
-    let handle = match g.conditional_handle(ctx, 0, GraphCondAssignFlags::DEFAULT) {
-        Err(e @ Error::Unsupported { .. }) => {
-            crate::common::skip(format!("conditional nodes need CUDA 12.3: {e}"))
-        }
-        h => h.unwrap(),
-    };
-    // SAFETY: set_condition(handle, unsigned) touches no memory.
-    let setter = unsafe { g.add_kernel(&[], &set, &one, (handle, &values[0])).unwrap() };
-    let node = g
-        .add_conditional(&[*setter], ctx, handle, kind, bodies as u32)
-        .unwrap();
-    assert_eq!(node.node_type().unwrap(), GraphNodeType::CONDITIONAL);
-    assert_eq!(node.body_count(), bodies);
-    for (i, h) in hits.iter_mut().enumerate() {
-        let body = node.body(i).unwrap();
-        // SAFETY: h outlives the graph and its exec; inc(int*, int) gets 1 element.
-        unsafe {
-            body.add_kernel(&[], &inc, &one, (h.as_view_mut(), &1i32))
-                .unwrap()
-        };
-    }
-    assert!(node.body(bodies).is_err());
-    let mut exec = g.instantiate(GraphInstantiateFlags::empty()).unwrap();
-    let mut expected = vec![0i32; bodies];
-    for &value in values {
-        // SAFETY: as for the node.
-        unsafe {
-            exec.set_kernel_node(setter, &set, &one, (handle, &value))
-                .unwrap()
-        };
-        exec.launch(&s).unwrap();
-        s.synchronize().unwrap();
-        if let Some(i) = expect(value) {
-            expected[i] += 1;
-        }
-        let got: Vec<i32> = hits.iter().map(|h| h.to_vec().unwrap()[0]).collect();
-        assert_eq!(got, expected, "after the launch with condition {value}");
-    }
-}
-
-#[gpu_test]
-fn if_else_conditional_runs_the_body_the_kernel_chose() {
-    let ctx = gpu_or_skip!();
-    require_driver(12, 8, "an if node with an else body");
-    // Body 0 when the condition is non-zero, body 1 (else) when it is zero.
-    run_conditional(
-        &ctx,
-        GraphConditionalNodeType::IF,
-        2,
-        &[1, 0, 7, 0, 0, u32::MAX],
-        |v| Some(if v != 0 { 0 } else { 1 }),
-    );
-}
-
-#[gpu_test]
-fn if_conditional_without_else_runs_nothing_on_zero() {
-    let ctx = gpu_or_skip!();
-    run_conditional(&ctx, GraphConditionalNodeType::IF, 1, &[0, 3, 0, 1], |v| {
-        (v != 0).then_some(0)
-    });
-}
-
-#[gpu_test]
-fn switch_conditional_runs_the_body_of_the_condition() {
-    let ctx = gpu_or_skip!();
-    require_driver(12, 8, "switch nodes");
-    // Body n for condition n; no body for a condition past the last.
-    run_conditional(
-        &ctx,
-        GraphConditionalNodeType::SWITCH,
-        4,
-        &[2, 0, 3, 1, 2, 4, 100],
-        |v| (v < 4).then_some(v as usize),
-    );
-}
-
-#[gpu_test]
 fn exec_updates_naming_a_node_of_another_graph_are_refused() {
     let ctx = gpu_or_skip!();
     let s = stream(&ctx);
@@ -902,4 +519,165 @@ fn exec_updates_naming_a_node_of_another_graph_are_refused() {
     assert_eq!(calls.load(Ordering::SeqCst), 2);
     assert_eq!(stray.load(Ordering::SeqCst), 0);
     assert_eq!(a.to_vec().unwrap(), vec![0; n]);
+}
+
+#[gpu_test]
+fn exec_update_changes_kernel_arguments() {
+    let ctx = gpu_or_skip!();
+    let s = stream(&ctx);
+    let m = kernels(&ctx);
+    let axpb = m.function("axpb").unwrap();
+    let n = 512usize;
+    let ni = n as i32;
+    let mut x = DeviceBuffer::<f32>::from_slice(&ctx, &vec![1.0; n]).unwrap();
+    let cfg = LaunchConfig::for_num_elems(n).unwrap();
+    let g = Graph::new().unwrap();
+    // SAFETY: x outlives the graph and exec; axpb(float*, float, float, int).
+    let node = unsafe {
+        g.add_kernel(&[], &axpb, &cfg, (x.as_view_mut(), &2.0f32, &0.0f32, &ni))
+            .unwrap()
+    };
+    let mut exec = g.instantiate(GraphInstantiateFlags::empty()).unwrap();
+    exec.launch(&s).unwrap();
+    s.synchronize().unwrap();
+    assert_eq!(x.to_vec().unwrap(), vec![2.0; n]);
+    // Per-node update: x = x * 1 + 5.
+    // SAFETY: as above.
+    unsafe {
+        exec.set_kernel_node(node, &axpb, &cfg, (x.as_view_mut(), &1.0f32, &5.0f32, &ni))
+            .unwrap()
+    };
+    exec.launch(&s).unwrap();
+    s.synchronize().unwrap();
+    assert_eq!(x.to_vec().unwrap(), vec![7.0; n]);
+    // Wrong argument sizes are refused before the driver.
+    // SAFETY: refused before any call.
+    let r = unsafe {
+        exec.set_kernel_node(node, &axpb, &cfg, (x.as_view_mut(), &1.0f64, &5.0f32, &ni))
+    };
+    assert!(
+        matches!(r, Err(Error::ArgumentSize { index: 1, .. })),
+        "{r:?}"
+    );
+    // Whole-graph update from a graph of the same topology: x = x * 0 + 1.
+    let g2 = Graph::new().unwrap();
+    // SAFETY: as above.
+    unsafe {
+        g2.add_kernel(&[], &axpb, &cfg, (x.as_view_mut(), &0.0f32, &1.0f32, &ni))
+            .unwrap()
+    };
+    exec.update(&g2).unwrap();
+    exec.launch(&s).unwrap();
+    s.synchronize().unwrap();
+    assert_eq!(x.to_vec().unwrap(), vec![1.0; n]);
+    // Disabled, the node does nothing.
+    exec.set_node_enabled(*node, false).unwrap();
+    assert!(!exec.node_enabled(*node).unwrap());
+    exec.launch(&s).unwrap();
+    s.synchronize().unwrap();
+    assert_eq!(x.to_vec().unwrap(), vec![1.0; n]);
+    assert_eq!(exec.flags().unwrap(), GraphInstantiateFlags::empty());
+}
+
+#[gpu_test]
+fn update_with_another_topology_is_a_typed_error() {
+    let ctx = gpu_or_skip!();
+    let s = stream(&ctx);
+    let g = Graph::new().unwrap();
+    g.add_empty(&[]).unwrap();
+    let mut exec = g.instantiate(GraphInstantiateFlags::empty()).unwrap();
+    let g2 = Graph::new().unwrap();
+    let a = g2.add_empty(&[]).unwrap();
+    g2.add_empty(&[a]).unwrap();
+    match exec.update(&g2) {
+        Err(Error::GraphUpdate { reason, .. }) => {
+            assert_eq!(
+                reason,
+                cuda_driver::GraphExecUpdateResult::ERROR_TOPOLOGY_CHANGED
+            )
+        }
+        other => panic!("{other:?}"),
+    }
+    // The exec still works.
+    exec.launch(&s).unwrap();
+    s.synchronize().unwrap();
+}
+
+#[gpu_test]
+fn exec_keeps_its_module_loaded() {
+    let ctx = gpu_exclusive_or_skip!();
+    let s = stream(&ctx);
+    let n = 256usize;
+    let ni = n as i32;
+    let mut x = DeviceBuffer::<i32>::zeroed(&ctx, n).unwrap();
+    let exec = {
+        let m = kernels(&ctx);
+        let inc = m.function("inc").unwrap();
+        let g = Graph::new().unwrap();
+        let cfg = LaunchConfig::for_num_elems(n).unwrap();
+        // SAFETY: x outlives the exec.
+        unsafe {
+            g.add_kernel(&[], &inc, &cfg, (x.as_view_mut(), &ni))
+                .unwrap()
+        };
+        g.instantiate(GraphInstantiateFlags::empty()).unwrap()
+        // m, inc and g are dropped here: the exec keeps the module loaded.
+    };
+    exec.launch(&s).unwrap();
+    exec.launch(&s).unwrap();
+    s.synchronize().unwrap();
+    assert_eq!(x.to_vec().unwrap(), vec![2; n]);
+    // A captured launch keeps its module loaded too.
+    let exec2 = {
+        let m = kernels(&ctx);
+        let inc = m.function("inc").unwrap();
+        let cfg = LaunchConfig::for_num_elems(n).unwrap();
+        // SAFETY: x outlives the graph and its exec.
+        let g = unsafe {
+            s.capture(CaptureMode::RELAXED, |s| {
+                inc.launch(s, &cfg, (x.as_view_mut(), &ni))
+            })
+            .unwrap()
+        };
+        g.instantiate(GraphInstantiateFlags::empty()).unwrap()
+    };
+    exec2.launch(&s).unwrap();
+    s.synchronize().unwrap();
+    assert_eq!(x.to_vec().unwrap(), vec![3; n]);
+}
+
+#[gpu_test]
+fn an_exec_that_cannot_wait_for_its_launches_leaks_its_closures_rather_than_freeing_them() {
+    let ctx = gpu_exclusive_or_skip!();
+    let s = stream(&ctx);
+    let g = Graph::new().unwrap();
+    let node = g.add_host(&[], || ()).unwrap();
+    let exec_with = |witness: &Arc<AtomicUsize>| {
+        let mut exec = g.instantiate(GraphInstantiateFlags::empty()).unwrap();
+        let w = witness.clone();
+        exec.set_host_node(node, move || {
+            w.fetch_add(1, Ordering::SeqCst);
+        })
+        .unwrap();
+        exec.launch(&s).unwrap();
+        s.synchronize().unwrap();
+        assert_eq!(witness.load(Ordering::SeqCst), 1);
+        exec
+    };
+    // Another stream of the context is being captured: the exec's drop cannot synchronize
+    // the context, so the closure it keeps must not be freed.
+    let witness = Arc::new(AtomicUsize::new(0));
+    let exec = exec_with(&witness);
+    let other = stream(&ctx);
+    // SAFETY: nothing is captured.
+    unsafe { other.begin_capture(CaptureMode::THREAD_LOCAL).unwrap() };
+    let errors = cuda_driver::drop_error_count();
+    drop(exec);
+    assert!(cuda_driver::drop_error_count() > errors);
+    assert_eq!(Arc::strong_count(&witness), 2, "the closure was freed");
+    drop(other.end_capture());
+    // Otherwise a dropped exec frees what it kept.
+    let witness = Arc::new(AtomicUsize::new(0));
+    drop(exec_with(&witness));
+    assert_eq!(Arc::strong_count(&witness), 1);
 }

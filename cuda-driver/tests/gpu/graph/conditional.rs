@@ -1,0 +1,220 @@
+//! GPU tests: conditional graph nodes: while, if, if/else and switch bodies chosen by a kernel,
+//! and the refusal of a conditional handle of another graph.
+
+use cuda_driver::prelude::*;
+use cuda_driver::types::GraphCondAssignFlags;
+use cuda_driver::{
+    Context, DeviceBuffer, Error, Graph, GraphConditionalNodeType, GraphInstantiateFlags,
+    GraphNodeType, JitInputType, JitOptions, LaunchConfig, Linker, Module,
+};
+
+use crate::common::stream;
+use crate::graph::kernels;
+
+const GRAPH_CONDITIONAL: &str = include_str!("../../ptx/graph_conditional.ptx");
+
+/// libcudadevrt.a, which implements cudaGraphSetConditional: from CUDA_PATH, or the pinned
+/// wheels in the repository's .venv.
+fn cudadevrt() -> std::path::PathBuf {
+    let mut candidates = Vec::new();
+    for var in ["CUDA_PATH", "CUDA_HOME"] {
+        if let Ok(p) = std::env::var(var) {
+            candidates.push(std::path::Path::new(&p).join("lib64/libcudadevrt.a"));
+            candidates.push(std::path::Path::new(&p).join("lib/libcudadevrt.a"));
+        }
+    }
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    if let Ok(rd) = std::fs::read_dir(root.join(".venv/lib")) {
+        for py in rd.flatten() {
+            candidates.push(
+                py.path()
+                    .join("site-packages/nvidia/cu13/lib/libcudadevrt.a"),
+            );
+        }
+    }
+    candidates
+        .into_iter()
+        .find(|p| p.is_file())
+        .expect("libcudadevrt.a not found (set CUDA_PATH or install the pinned wheels into .venv)")
+}
+
+fn conditional_kernels(ctx: &Context) -> Module {
+    let mut linker = Linker::new(ctx, &JitOptions::new()).unwrap();
+    linker
+        .add_data(
+            JitInputType::PTX,
+            GRAPH_CONDITIONAL,
+            "graph_conditional.ptx",
+        )
+        .unwrap();
+    linker.add_file(JitInputType::LIBRARY, cudadevrt()).unwrap();
+    let cubin = linker.complete().unwrap();
+    Module::load_data(ctx, &cubin[..]).unwrap()
+}
+
+/// Skips the test when the driver is older than `major.minor` (what `feature` needs).
+fn require_driver(major: u32, minor: u32, feature: &str) {
+    let v = cuda_driver::driver_version().unwrap();
+    if v < (major, minor) {
+        crate::common::skip(format!(
+            "{feature} needs CUDA {major}.{minor}, the driver is {}.{}",
+            v.0, v.1
+        ));
+    }
+}
+
+/// A graph: a kernel sets `handle` of a conditional node of `kind` with `bodies` bodies,
+/// body `i` adding 1 to `hits[i]`. Launched once per value of `values` (the setter updated in
+/// the exec each time); after each launch `hits` must equal what `expect(value)` chose.
+fn run_conditional(
+    ctx: &Context,
+    kind: GraphConditionalNodeType,
+    bodies: usize,
+    values: &[u32],
+    expect: impl Fn(u32) -> Option<usize>,
+) {
+    let s = stream(ctx);
+    let cm = conditional_kernels(ctx);
+    let set = cm.function("set_condition").unwrap();
+    let m = kernels(ctx);
+    let inc = m.function("inc").unwrap();
+    let one = LaunchConfig::new(1u32, 32u32);
+    let mut hits: Vec<_> = (0..bodies)
+        .map(|_| DeviceBuffer::<i32>::zeroed(ctx, 1).unwrap())
+        .collect();
+    let g = Graph::new().unwrap();
+    let handle = match g.conditional_handle(ctx, 0, GraphCondAssignFlags::DEFAULT) {
+        Err(e @ Error::Unsupported { .. }) => {
+            crate::common::skip(format!("conditional nodes need CUDA 12.3: {e}"))
+        }
+        h => h.unwrap(),
+    };
+    // SAFETY: set_condition(handle, unsigned) touches no memory.
+    let setter = unsafe { g.add_kernel(&[], &set, &one, (handle, &values[0])).unwrap() };
+    let node = g
+        .add_conditional(&[*setter], ctx, handle, kind, bodies as u32)
+        .unwrap();
+    assert_eq!(node.node_type().unwrap(), GraphNodeType::CONDITIONAL);
+    assert_eq!(node.body_count(), bodies);
+    for (i, h) in hits.iter_mut().enumerate() {
+        let body = node.body(i).unwrap();
+        // SAFETY: h outlives the graph and its exec; inc(int*, int) gets 1 element.
+        unsafe {
+            body.add_kernel(&[], &inc, &one, (h.as_view_mut(), &1i32))
+                .unwrap()
+        };
+    }
+    assert!(node.body(bodies).is_err());
+    let mut exec = g.instantiate(GraphInstantiateFlags::empty()).unwrap();
+    let mut expected = vec![0i32; bodies];
+    for &value in values {
+        // SAFETY: as for the node.
+        unsafe {
+            exec.set_kernel_node(setter, &set, &one, (handle, &value))
+                .unwrap()
+        };
+        exec.launch(&s).unwrap();
+        s.synchronize().unwrap();
+        if let Some(i) = expect(value) {
+            expected[i] += 1;
+        }
+        let got: Vec<i32> = hits.iter().map(|h| h.to_vec().unwrap()[0]).collect();
+        assert_eq!(got, expected, "after the launch with condition {value}");
+    }
+}
+
+#[gpu_test]
+fn if_else_conditional_runs_the_body_the_kernel_chose() {
+    let ctx = gpu_or_skip!();
+    require_driver(12, 8, "an if node with an else body");
+    // Body 0 when the condition is non-zero, body 1 (else) when it is zero.
+    run_conditional(
+        &ctx,
+        GraphConditionalNodeType::IF,
+        2,
+        &[1, 0, 7, 0, 0, u32::MAX],
+        |v| Some(if v != 0 { 0 } else { 1 }),
+    );
+}
+
+#[gpu_test]
+fn if_conditional_without_else_runs_nothing_on_zero() {
+    let ctx = gpu_or_skip!();
+    run_conditional(&ctx, GraphConditionalNodeType::IF, 1, &[0, 3, 0, 1], |v| {
+        (v != 0).then_some(0)
+    });
+}
+
+#[gpu_test]
+fn switch_conditional_runs_the_body_of_the_condition() {
+    let ctx = gpu_or_skip!();
+    require_driver(12, 8, "switch nodes");
+    // Body n for condition n; no body for a condition past the last.
+    run_conditional(
+        &ctx,
+        GraphConditionalNodeType::SWITCH,
+        4,
+        &[2, 0, 3, 1, 2, 4, 100],
+        |v| (v < 4).then_some(v as usize),
+    );
+}
+
+#[gpu_test]
+fn while_conditional_loops_n_times() {
+    let ctx = gpu_or_skip!();
+    let s = stream(&ctx);
+    let m = conditional_kernels(&ctx);
+    let step = m.function("loop_step").unwrap();
+    let mut counter = DeviceBuffer::<i32>::zeroed(&ctx, 1).unwrap();
+    let limit = 37i32;
+    let g = Graph::new().unwrap();
+    let handle = match g.conditional_handle(&ctx, 1, GraphCondAssignFlags::DEFAULT) {
+        Err(Error::Unsupported { .. }) => crate::common::skip("conditional nodes need CUDA 12.3"),
+        h => h.unwrap(),
+    };
+    let node = g
+        .add_conditional(&[], &ctx, handle, GraphConditionalNodeType::WHILE, 1)
+        .unwrap();
+    assert_eq!(node.body_count(), 1);
+    let body = node.body(0).unwrap();
+    let cfg = LaunchConfig::new(1u32, 32u32);
+    // SAFETY: counter outlives the graph and exec; loop_step(int*, int, handle).
+    unsafe {
+        body.add_kernel(&[], &step, &cfg, (counter.as_view_mut(), &limit, handle))
+            .unwrap()
+    };
+    drop(body);
+    assert!(node.body(1).is_err());
+    let exec = g.instantiate(GraphInstantiateFlags::empty()).unwrap();
+    exec.launch(&s).unwrap();
+    s.synchronize().unwrap();
+    assert_eq!(counter.to_vec().unwrap(), vec![limit]);
+    // The default (1) applies again at the next launch: one more iteration.
+    exec.launch(&s).unwrap();
+    s.synchronize().unwrap();
+    assert_eq!(counter.to_vec().unwrap(), vec![limit + 1]);
+}
+
+#[gpu_test]
+fn conditional_handle_of_another_graph_is_refused() {
+    let ctx = gpu_or_skip!();
+    let g1 = Graph::new().unwrap();
+    let g2 = Graph::new().unwrap();
+    let h = match g1.conditional_handle(&ctx, 0, GraphCondAssignFlags::empty()) {
+        Err(e @ Error::Unsupported { .. }) => {
+            crate::common::skip(format!("conditional nodes need CUDA 12.3: {e}"))
+        }
+        h => h.unwrap(),
+    };
+    match g2.add_conditional(&[], &ctx, h, GraphConditionalNodeType::IF, 1) {
+        Err(Error::GraphMismatch {
+            expected, found, ..
+        }) => {
+            assert_eq!(expected, g1.as_raw() as usize);
+            assert_eq!(found, g2.as_raw() as usize);
+        }
+        other => panic!("{other:?}"),
+    }
+    // g2 is still usable.
+    g2.add_empty(&[]).unwrap();
+}
