@@ -66,7 +66,7 @@ fn get(attr: CoredumpSettings, ctx: Option<&Context>) -> Result<CoredumpValue> {
         let mut size = size_of::<u8>();
         check(
             // SAFETY: the boolean settings are one C bool (one byte), written to `v` (GPU test
-            // diagnostics::coredump_settings_round_trip_globally_and_per_context).
+            // coredump::coredump_settings_round_trip_globally_and_per_context).
             unsafe { f(attr.as_raw(), (&mut v as *mut u8).cast(), &mut size) },
             call,
         )?;

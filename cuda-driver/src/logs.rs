@@ -151,7 +151,7 @@ impl LogPosition {
         check(
             // SAFETY: `buf` holds `size` bytes (at least 2); the driver writes at most that,
             // NUL-terminated, and stores the length written (without the NUL) in `size`
-            // (GPU test diagnostics::dumping_the_driver_log_with_absurd_sizes_is_safe).
+            // (GPU test logs::dumping_the_driver_log_with_absurd_sizes_is_safe).
             unsafe { f(&mut self.0, buf.as_mut_ptr().cast(), &mut size, 0) },
             "cuLogsDumpToMemory",
         )?;

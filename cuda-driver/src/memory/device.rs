@@ -52,7 +52,7 @@ use crate::{
 /// blocking operation that misses such work reads or overwrites bytes a stream is still
 /// writing: a data race on device memory with unspecified results (every bit pattern is a
 /// valid `T`), not undefined behaviour on the host; the GPU test
-/// `blocking_copies_follow_blocking_streams_not_non_blocking_ones` shows the rule.
+/// `memory::copy::blocking_copies_follow_blocking_streams_not_non_blocking_ones` shows the rule.
 ///
 /// When they return, with the driver's
 /// [synchronisation rules](https://docs.nvidia.com/cuda/cuda-driver-api/api-sync-behavior.html):

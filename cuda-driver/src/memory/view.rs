@@ -32,7 +32,7 @@
 //! legacy one only.)
 //! Reading bytes such a stream is still writing is a data race on device memory, which gives
 //! unspecified values (every bit pattern is a valid [`DeviceRepr`]), not undefined behaviour
-//! on the host; the GPU test `blocking_copies_follow_blocking_streams_not_non_blocking_ones`
+//! on the host; the GPU test `memory::copy::blocking_copies_follow_blocking_streams_not_non_blocking_ones`
 //! shows the rule.
 //!
 //! [`AsyncDeviceBuffer`]: crate::AsyncDeviceBuffer
