@@ -108,6 +108,7 @@
 mod build;
 mod error;
 mod generate;
+pub mod isa;
 pub mod nvcc;
 pub mod ptx;
 pub mod types;
