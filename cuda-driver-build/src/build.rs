@@ -228,7 +228,8 @@ impl Build {
                                         flags.join(" "),
                                         c.display(),
                                         cu.display()
-                                    ),
+                                    )
+                                    .into(),
                                     committed: c,
                                     searched: searched.clone(),
                                     oldest_driver: self.oldest_driver,

@@ -89,7 +89,7 @@ pub enum Error {
         /// Where nvcc was looked for.
         searched: String,
         /// The nvcc command that writes it.
-        command: String,
+        command: Box<str>,
         /// The build's [`oldest_driver`](crate::Build::oldest_driver).
         oldest_driver: (u32, u32),
     },
