@@ -11,6 +11,7 @@ mod dynload;
 mod imports;
 mod kernels;
 mod ptx_copies;
+mod readme;
 mod util;
 
 use std::process::ExitCode;
@@ -34,6 +35,9 @@ tasks:
                                  per group of the Driver API reference, the cuda.h functions a
                                  safe wrapper in cuda-driver/src calls
   gpu-bundle [--out DIR]         build the GPU tests and examples into target/gpu-bundle with run.sh
+  check-readme                   after `cargo package`: build and run the README's programs from
+                                 the packages, as a new crate would, and compare the output the
+                                 README quotes with runs
 ";
 
 fn main() -> ExitCode {
@@ -49,6 +53,7 @@ fn main() -> ExitCode {
         "bench-report" => bench_report::run(rest),
         "gpu-bundle" => bundle::run(rest),
         "coverage" => coverage::run(rest),
+        "check-readme" => readme::run(rest),
         "-h" | "--help" | "help" => {
             print!("{USAGE}");
             Ok(())
