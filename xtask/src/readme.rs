@@ -43,14 +43,7 @@ pub fn run(args: &[String]) -> Result<(), String> {
     let readme = std::fs::read_to_string(root.join("README.md"))
         .map_err(|e| format!("cannot read README.md: {e}"))?;
     let blocks = marked_blocks(&readme)?;
-    // Outside the workspace, or cargo would take the new crates for its members; one folder
-    // per checkout, kept between runs with its target folder, so unchanged packages are not
-    // rebuilt.
-    let work = std::env::temp_dir().join(format!(
-        "cuda-driver-check-readme{}",
-        root.display().to_string().replace(['/', '\\', ':'], "_")
-    ));
-    std::fs::create_dir_all(&work).map_err(|e| format!("cannot create {}: {e}", work.display()))?;
+    let work = work_dir(&root)?;
 
     let repo = packages_repo(&root, &work.join("packages"))?;
     for name in CONSUMERS {
@@ -60,6 +53,43 @@ pub fn run(args: &[String]) -> Result<(), String> {
     gpu_tests_output(&root, &blocks)?;
     println!("check-readme: the README's programs build and run from the packages as it says");
     Ok(())
+}
+
+/// Outside the workspace, or cargo would take the new crates for its members; one folder per
+/// checkout, kept between runs with its target folder, so unchanged packages are not rebuilt.
+fn work_dir(root: &Path) -> Result<PathBuf, String> {
+    let work = std::env::temp_dir().join(format!(
+        "cuda-driver-check-readme{}",
+        root.display().to_string().replace(['/', '\\', ':'], "_")
+    ));
+    std::fs::create_dir_all(&work).map_err(|e| format!("cannot create {}: {e}", work.display()))?;
+    Ok(work)
+}
+
+/// The README's `first-kernels` program, built in release from freshly packaged crates (for the
+/// GPU bundle, where it must print its result and exit 0). Returns the executable.
+pub fn release_first_kernels() -> Result<PathBuf, String> {
+    let root = util::root();
+    let mut package = Command::new(cargo());
+    package
+        .args(["package", "--no-verify", "--allow-dirty", "-q"])
+        .current_dir(&root);
+    for name in publishable(&root)? {
+        package.args(["-p", &name]);
+    }
+    checked(&mut package)?;
+    let readme = std::fs::read_to_string(root.join("README.md"))
+        .map_err(|e| format!("cannot read README.md: {e}"))?;
+    let blocks = marked_blocks(&readme)?;
+    let work = work_dir(&root)?;
+    let repo = packages_repo(&root, &work.join("packages"))?;
+    let name = "first-kernels";
+    let c = Consumer::new(name, &blocks, &work, &repo)?;
+    checked(
+        c.cargo(&["build", "--release"])
+            .env("CARGO_PROFILE_RELEASE_STRIP", "true"),
+    )?;
+    Ok(work.join("target/release").join(name))
 }
 
 /// The code blocks that follow a `<!-- check-readme: KEY -->` line, by key, without their
@@ -271,45 +301,68 @@ fn manifest(dir: &Path, deps: &str, repo: &str) -> Result<(), String> {
     write(&path, &format!("{package}{}", deps.replace(REPO_URL, repo)))
 }
 
+/// A new crate with the README's files for `name`, and how to run cargo in it.
+struct Consumer {
+    dir: PathBuf,
+    target: PathBuf,
+    cuda: PathBuf,
+}
+
+impl Consumer {
+    fn new(
+        name: &str,
+        blocks: &BTreeMap<String, String>,
+        work: &Path,
+        repo: &str,
+    ) -> Result<Consumer, String> {
+        let dir = new_crate(name, work)?;
+        manifest(&dir, block(blocks, &format!("{name}/Cargo.toml"))?, repo)?;
+        let prefix = format!("{name}/");
+        for (key, text) in blocks {
+            if let Some(file) = key.strip_prefix(&prefix) {
+                if file != "Cargo.toml" && !file.contains(' ') {
+                    write(&dir.join(file), text)?;
+                }
+            }
+        }
+        write(&dir.join(".cargo/config.toml"), &crates_io_patch(repo)?)?;
+        Ok(Consumer {
+            dir,
+            target: work.join("target"),
+            cuda: toolkit()?,
+        })
+    }
+
+    /// cargo in the crate, with warnings denied and nvcc of the pinned wheels at `CUDA_PATH`.
+    fn cargo(&self, args: &[&str]) -> Command {
+        let mut cmd = Command::new(cargo());
+        cmd.args(args)
+            .current_dir(&self.dir)
+            .env("CARGO_TARGET_DIR", &self.target)
+            .env("CARGO_INCREMENTAL", "0")
+            .env("RUSTFLAGS", "-D warnings")
+            .env("CUDA_PATH", &self.cuda)
+            .env_remove("NVCC")
+            .env_remove("CUDA_HOME")
+            .env_remove("RUSTC_WRAPPER");
+        cmd
+    }
+}
+
 fn consumer(
     name: &str,
     blocks: &BTreeMap<String, String>,
     work: &Path,
     repo: &str,
 ) -> Result<(), String> {
-    let dir = new_crate(name, work)?;
-    manifest(&dir, block(blocks, &format!("{name}/Cargo.toml"))?, repo)?;
-    let prefix = format!("{name}/");
-    for (key, text) in blocks {
-        if let Some(file) = key.strip_prefix(&prefix) {
-            if file != "Cargo.toml" {
-                write(&dir.join(file), text)?;
-            }
-        }
-    }
-    write(&dir.join(".cargo/config.toml"), &crates_io_patch(repo)?)?;
-    let target = work.join("target");
-    let cuda = toolkit()?;
-    let cargo_in = |args: &[&str]| {
-        let mut cmd = Command::new(cargo());
-        cmd.args(args)
-            .current_dir(&dir)
-            .env("CARGO_TARGET_DIR", &target)
-            .env("CARGO_INCREMENTAL", "0")
-            .env("RUSTFLAGS", "-D warnings")
-            .env("CUDA_PATH", &cuda)
-            .env_remove("NVCC")
-            .env_remove("CUDA_HOME")
-            .env_remove("RUSTC_WRAPPER");
-        cmd
-    };
+    let c = Consumer::new(name, blocks, work, repo)?;
     println!(
         "check-readme: {name}: cargo build (-D warnings), with CUDA_PATH={}",
-        cuda.display()
+        c.cuda.display()
     );
-    checked(&mut cargo_in(&["build"]))?;
-    checked(&mut cargo_in(&["clippy", "--", "-D", "warnings"]))?;
-    let out = output(&mut cargo_in(&["run", "-q"]))?;
+    checked(&mut c.cargo(&["build"]))?;
+    checked(&mut c.cargo(&["clippy", "--", "-D", "warnings"]))?;
+    let out = output(&mut c.cargo(&["run", "-q"]))?;
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     let expected = block(blocks, &format!("{name} stderr"))?;
