@@ -13,14 +13,19 @@ use crate::{Error, Generator};
 /// and the committed PTX, and `cargo:rerun-if-env-changed` for `NVCC`, `CUDA_PATH` and
 /// `CUDA_HOME`.
 ///
-/// Without nvcc, a file is taken from the [committed PTX](Build::committed_ptx) folder
-/// (`NAME.ptx`), with a `cargo:warning`; without that, the build fails saying what to
-/// install.
+/// nvcc is the one `NVCC` names, else `bin/nvcc` of `CUDA_PATH`, else of `CUDA_HOME`, else the
+/// first on `PATH` (see [`nvcc::find_nvcc`]). Without nvcc, a file is taken from the
+/// [committed PTX](Build::committed_ptx) folder (`NAME.ptx`), with a `cargo:warning`; without
+/// that, the build fails saying which file it looked for, where, and the nvcc command that
+/// writes it. The PTX, nvcc's or committed, must load on the
+/// [oldest driver](Build::oldest_driver) (CUDA 12.0 unless declared), or the build fails naming
+/// the toolkit that wrote it and the pinned one to install.
 ///
 /// ```no_run
 /// // build.rs, in fn main:
 /// cuda_driver_build::Build::new()
 ///     .file("kernels/saxpy.cu")
+///     .oldest_driver(13, 0) // PTX ISA 9.0, from the pinned CUDA 13.0 toolkit
 ///     .committed_ptx("kernels") // kernels/saxpy.ptx, for builds without a toolkit
 ///     .compile();
 /// ```
