@@ -4,7 +4,9 @@
 //! The committed PTX is used even where nvcc is installed: `cargo xtask build-kernels`
 //! regenerates it and CI checks it, so every build embeds the checked files and a machine
 //! without a CUDA toolkit builds the examples too. The two `extern "C"` kernels get their C++
-//! parameter lists, which their PTX does not carry.
+//! parameter lists, which their PTX does not carry. That PTX comes from the pinned CUDA 13.0
+//! toolkit (PTX ISA 9.0), so the examples that load it need a CUDA 13.0 driver: declared with
+//! `oldest_driver(13, 0)`, which the build checks.
 
 fn main() {
     cuda_driver_build::Build::new()
@@ -13,6 +15,7 @@ fn main() {
         .file("../ptx/typed_kernels.cu")
         .committed_ptx("../ptx")
         .prefer_committed(true)
+        .oldest_driver(13, 0)
         .signature("VecAdd", "const float* A, const float* B, float* C, int N")
         .signature("add4", "const float* a, const float* b, float* c, int n")
         .signature("args1", "unsigned* out")

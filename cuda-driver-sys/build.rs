@@ -26,7 +26,7 @@ fn main() {
     for v in ENV_VARS {
         println!("cargo:rerun-if-env-changed={v}");
     }
-    // Published to dependents as DEP_CUDA_VERSION.
+    // Published to dependents as DEP_CUDA_DRIVER_VERSION (`links = "cuda-driver"`).
     println!("cargo:version=13000");
     println!("cargo:rustc-check-cfg=cfg(cuda_dynamic_loading)");
 

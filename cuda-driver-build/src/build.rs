@@ -2,7 +2,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::nvcc;
+use crate::{isa, nvcc};
 use crate::{Error, Generator};
 
 /// Compiles `.cu` files to PTX and generates their typed launchers, from a build script.
@@ -13,14 +13,19 @@ use crate::{Error, Generator};
 /// and the committed PTX, and `cargo:rerun-if-env-changed` for `NVCC`, `CUDA_PATH` and
 /// `CUDA_HOME`.
 ///
-/// Without nvcc, a file is taken from the [committed PTX](Build::committed_ptx) folder
-/// (`NAME.ptx`), with a `cargo:warning`; without that, the build fails saying what to
-/// install.
+/// nvcc is the one `NVCC` names, else `bin/nvcc` of `CUDA_PATH`, else of `CUDA_HOME`, else the
+/// first on `PATH` (see [`nvcc::find_nvcc`]). Without nvcc, a file is taken from the
+/// [committed PTX](Build::committed_ptx) folder (`NAME.ptx`), with a `cargo:warning`; without
+/// that, the build fails saying which file it looked for, where, and the nvcc command that
+/// writes it. The PTX, nvcc's or committed, must load on the
+/// [oldest driver](Build::oldest_driver) (CUDA 12.0 unless declared), or the build fails naming
+/// the toolkit that wrote it and the pinned one to install.
 ///
 /// ```no_run
 /// // build.rs, in fn main:
 /// cuda_driver_build::Build::new()
 ///     .file("kernels/saxpy.cu")
+///     .oldest_driver(13, 0) // PTX ISA 9.0, from the pinned CUDA 13.0 toolkit
 ///     .committed_ptx("kernels") // kernels/saxpy.ptx, for builds without a toolkit
 ///     .compile();
 /// ```
@@ -35,6 +40,7 @@ pub struct Build {
     out_dir: Option<PathBuf>,
     generator: Generator,
     cargo_metadata: bool,
+    oldest_driver: (u32, u32),
 }
 
 impl Default for Build {
@@ -56,6 +62,7 @@ impl Build {
             out_dir: None,
             generator: Generator::new(),
             cargo_metadata: true,
+            oldest_driver: isa::OLDEST_SUPPORTED_DRIVER,
         }
     }
 
@@ -111,6 +118,18 @@ impl Build {
         self
     }
 
+    /// The oldest CUDA driver the PTX must load on, `(major, minor)`: CUDA 12.0 by default, the
+    /// oldest driver cuda-driver supports. The PTX that the build embeds (nvcc's output or the
+    /// committed file) must be of a PTX ISA that driver accepts, which only a toolkit of that
+    /// CUDA release or older writes (see [`isa`]): CUDA 12.0's nvcc for the default, the
+    /// pinned CUDA 13.0 toolkit for `oldest_driver(13, 0)`. Newer PTX fails the build, naming
+    /// the toolkit that wrote it and the one to install, instead of failing to load
+    /// (`CUDA_ERROR_UNSUPPORTED_PTX_VERSION`) on the users' machines.
+    pub fn oldest_driver(&mut self, major: u32, minor: u32) -> &mut Build {
+        self.oldest_driver = (major, minor);
+        self
+    }
+
     /// The C++ parameter list of an `extern "C"` kernel: see [`Generator::signature`].
     pub fn signature(&mut self, kernel: &str, params: &str) -> &mut Build {
         self.generator.signature(kernel, params);
@@ -123,17 +142,27 @@ impl Build {
         self
     }
 
-    /// Compiles and generates, failing the build script with the error's message (as `cc`
-    /// does).
+    /// Compiles and generates, failing the build script with the error's message, printed once
+    /// through cargo's build-script error channel (`cargo::error=`, which fails the build when
+    /// the build script has finished) with no panic and no backtrace. With a cargo older than
+    /// 1.84, or [`cargo_metadata(false)`](Build::cargo_metadata), the message goes to stderr
+    /// and the process exits with status 1.
     pub fn compile(&self) {
         if let Err(e) = self.try_compile() {
-            eprintln!("error: {e}");
-            panic!("cuda-driver-build: {e}");
+            fail(
+                &e.to_string(),
+                self.cargo_metadata && cargo_has_error_directive(),
+            );
         }
     }
 
     /// Compiles and generates; returns the generated `.rs` files, one per source.
     pub fn try_compile(&self) -> Result<Vec<PathBuf>, Error> {
+        if isa::newest_ptx_isa(self.oldest_driver).is_none() {
+            return Err(Error::UnknownDriver {
+                driver: self.oldest_driver,
+            });
+        }
         let out_dir = match &self.out_dir {
             Some(d) => d.clone(),
             None => PathBuf::from(std::env::var_os("OUT_DIR").ok_or(Error::Env("OUT_DIR"))?),
@@ -159,11 +188,11 @@ impl Build {
                 })?
                 .to_string_lossy()
                 .into_owned();
-            let committed = self
+            let named = self
                 .committed
                 .as_ref()
-                .map(|d| d.join(format!("{stem}.ptx")))
-                .filter(|p| p.is_file());
+                .map(|d| d.join(format!("{stem}.ptx")));
+            let committed = named.clone().filter(|p| p.is_file());
             if self.cargo_metadata {
                 println!("cargo:rerun-if-changed={}", cu.display());
                 for h in nvcc::local_includes(cu, &self.include_dirs) {
@@ -195,9 +224,26 @@ impl Build {
                             Some(c.clone())
                         }
                         (Err(searched), None) => {
-                            return Err(Error::NvccNotFound {
-                                source_file: cu.clone(),
-                                searched: searched.clone(),
+                            return Err(match named {
+                                Some(c) => Error::CommittedPtxMissing {
+                                    source_file: cu.clone(),
+                                    looked_at: std::path::absolute(&c).unwrap_or(c.clone()),
+                                    command: format!(
+                                        "nvcc {} -o {} {}",
+                                        flags.join(" "),
+                                        c.display(),
+                                        cu.display()
+                                    )
+                                    .into(),
+                                    committed: c,
+                                    searched: searched.clone(),
+                                    oldest_driver: self.oldest_driver,
+                                },
+                                None => Error::NvccNotFound {
+                                    source_file: cu.clone(),
+                                    searched: searched.clone(),
+                                    oldest_driver: self.oldest_driver,
+                                },
                             })
                         }
                     }
@@ -206,14 +252,16 @@ impl Build {
                     let nvcc = nvcc::find_nvcc(&[]).map_err(|searched| Error::NvccNotFound {
                         source_file: cu.clone(),
                         searched,
+                        oldest_driver: self.oldest_driver,
                     })?;
+                    nvcc_path = Some(Ok(nvcc.clone()));
                     nvcc::compile_ptx(&nvcc, &flags, cu, &ptx_path, None)
                         .map_err(|d| Error::nvcc(cu, d))?;
                     None
                 }
             };
-            if let Some(c) = use_committed {
-                std::fs::copy(&c, &ptx_path).map_err(|source| Error::Io {
+            if let Some(c) = &use_committed {
+                std::fs::copy(c, &ptx_path).map_err(|source| Error::Io {
                     path: c.clone(),
                     source,
                 })?;
@@ -222,6 +270,7 @@ impl Build {
                 path: ptx_path.clone(),
                 source,
             })?;
+            self.check_isa(cu, &ptx, &ptx_path, use_committed.as_deref(), &nvcc_path)?;
             let abs = std::path::absolute(&ptx_path).unwrap_or(ptx_path.clone());
             let (generator, used) = self.generator.restricted_to(&ptx)?;
             used_options.extend(used);
@@ -246,5 +295,82 @@ impl Build {
             });
         }
         Ok(outputs)
+    }
+}
+
+impl Build {
+    /// Fails when `ptx` (nvcc's output, or the `committed` file) is newer than
+    /// [`oldest_driver`](Build::oldest_driver) loads.
+    fn check_isa(
+        &self,
+        cu: &Path,
+        ptx: &str,
+        ptx_path: &Path,
+        committed: Option<&Path>,
+        nvcc_path: &Option<Result<PathBuf, String>>,
+    ) -> Result<(), Error> {
+        let version = isa::ptx_isa_version(ptx).map_err(|detail| Error::Ptx {
+            kernel: ptx_path.display().to_string(),
+            detail,
+        })?;
+        if isa::check(version, self.oldest_driver).is_ok() {
+            return Ok(());
+        }
+        let nvcc = match (committed, nvcc_path) {
+            (None, Some(Ok(p))) => Some(p.clone()),
+            _ => None,
+        };
+        let toolkit = isa::toolkit_of(ptx)
+            .map(str::to_string)
+            .or_else(|| nvcc.as_deref().and_then(|n| nvcc::nvcc_version(n).ok()));
+        Err(Error::PtxTooNew {
+            source_file: cu.to_path_buf(),
+            ptx_file: committed.unwrap_or(ptx_path).to_path_buf(),
+            committed: committed.is_some(),
+            nvcc,
+            toolkit,
+            isa: version,
+            oldest_driver: self.oldest_driver,
+        })
+    }
+}
+
+/// Whether the cargo running this build script takes `cargo::error=` (cargo 1.84 on), and the
+/// package's `rust-version` allows the `cargo::` syntax (1.77 on).
+fn cargo_has_error_directive() -> bool {
+    let version = |v: &str| -> Option<(u32, u32)> {
+        let mut parts = v.trim().split('.');
+        Some((parts.next()?.parse().ok()?, parts.next()?.parse().ok()?))
+    };
+    let msrv_ok = match std::env::var("CARGO_PKG_RUST_VERSION") {
+        Ok(v) if !v.is_empty() => version(&v).is_some_and(|v| v >= (1, 77)),
+        _ => true,
+    };
+    let Some(cargo) = std::env::var_os("CARGO") else {
+        return false;
+    };
+    let Ok(out) = std::process::Command::new(cargo).arg("-V").output() else {
+        return false;
+    };
+    // `cargo 1.84.0 (66221abde 2024-11-19)`
+    let text = String::from_utf8_lossy(&out.stdout);
+    let cargo_ok = text
+        .split_whitespace()
+        .nth(1)
+        .and_then(version)
+        .is_some_and(|v| v >= (1, 84));
+    msrv_ok && cargo_ok
+}
+
+/// Reports a failed build once: through `cargo::error=` lines, after which cargo fails the
+/// build, or on stderr with exit status 1.
+fn fail(message: &str, error_directive: bool) {
+    if error_directive {
+        for line in message.lines() {
+            println!("cargo::error={line}");
+        }
+    } else {
+        eprintln!("error: {message}");
+        std::process::exit(1);
     }
 }

@@ -3,6 +3,8 @@
 use std::fmt;
 use std::path::PathBuf;
 
+use crate::isa;
+
 /// What went wrong while generating launchers or compiling kernels. Every variant that is
 /// about one kernel names it.
 #[derive(Debug)]
@@ -69,6 +71,52 @@ pub enum Error {
         source_file: PathBuf,
         /// Where nvcc was looked for.
         searched: String,
+        /// The build's [`oldest_driver`](crate::Build::oldest_driver), which decides the
+        /// toolkit to install.
+        oldest_driver: (u32, u32),
+    },
+    /// nvcc was not found, and the committed PTX that [`Build::committed_ptx`] names for the
+    /// source does not exist.
+    ///
+    /// [`Build::committed_ptx`]: crate::Build::committed_ptx
+    CommittedPtxMissing {
+        /// The source.
+        source_file: PathBuf,
+        /// The committed PTX's path as the build names it (`kernels/saxpy.ptx`).
+        committed: PathBuf,
+        /// Where it was looked for (the path made absolute).
+        looked_at: PathBuf,
+        /// Where nvcc was looked for.
+        searched: String,
+        /// The nvcc command that writes it.
+        command: Box<str>,
+        /// The build's [`oldest_driver`](crate::Build::oldest_driver).
+        oldest_driver: (u32, u32),
+    },
+    /// The PTX is written in a PTX ISA that the build's
+    /// [`oldest_driver`](crate::Build::oldest_driver) rejects: nvcc is of a newer CUDA release
+    /// than that driver (see [`isa`](crate::isa)).
+    PtxTooNew {
+        /// The source.
+        source_file: PathBuf,
+        /// The PTX: nvcc's output, or the committed file.
+        ptx_file: PathBuf,
+        /// Whether the PTX is the committed file.
+        committed: bool,
+        /// The nvcc that wrote it, when this build ran it.
+        nvcc: Option<PathBuf>,
+        /// The toolkit release that wrote it (`13.0.88`), when known.
+        toolkit: Option<String>,
+        /// The PTX's ISA (`.version`).
+        isa: (u32, u32),
+        /// The oldest driver the PTX must load on.
+        oldest_driver: (u32, u32),
+    },
+    /// [`Build::oldest_driver`](crate::Build::oldest_driver) names a CUDA release whose PTX ISA
+    /// this crate does not know (older than 12.0, or of a later major release).
+    UnknownDriver {
+        /// The CUDA release, `(major, minor)`.
+        driver: (u32, u32),
     },
     /// nvcc failed.
     Nvcc {
@@ -128,15 +176,89 @@ impl fmt::Display for Error {
             Error::NvccNotFound {
                 source_file,
                 searched,
+                oldest_driver,
             } => write!(
                 f,
-                "cannot compile {}: nvcc not found ({searched}). Install the CUDA toolkit \
-                 (https://developer.nvidia.com/cuda-downloads, or `pip install nvidia-cuda-nvcc \
-                 nvidia-cuda-crt nvidia-nvvm` and set CUDA_PATH to site-packages/nvidia/cu13) and set \
-                 NVCC or CUDA_PATH, or commit the PTX and name its folder with \
-                 Build::committed_ptx",
-                source_file.display()
+                "cannot compile {}: nvcc not found ({searched}); install {} (or set NVCC to an \
+                 nvcc), or commit the PTX and name its folder with Build::committed_ptx",
+                source_file.display(),
+                isa::install_advice(*oldest_driver)
             ),
+            Error::CommittedPtxMissing {
+                source_file,
+                committed,
+                looked_at,
+                searched,
+                command,
+                oldest_driver,
+            } => write!(
+                f,
+                "cannot compile {}: nvcc not found ({searched}), and the committed PTX {} that \
+                 Build::committed_ptx names does not exist (looked for {}); write it with \
+                 `{command}` where nvcc is installed and commit it, or install {}",
+                source_file.display(),
+                committed.display(),
+                looked_at.display(),
+                isa::install_advice(*oldest_driver)
+            ),
+            Error::PtxTooNew {
+                source_file,
+                ptx_file,
+                committed,
+                nvcc,
+                toolkit,
+                isa: (a, b),
+                oldest_driver,
+            } => {
+                let (da, db) = *oldest_driver;
+                let from = match toolkit {
+                    Some(v) => format!("CUDA {v}"),
+                    None => "an unknown CUDA release".into(),
+                };
+                if *committed {
+                    write!(
+                        f,
+                        "the committed PTX {} of {} (written by {from}) is PTX ISA {a}.{b}, ",
+                        ptx_file.display(),
+                        source_file.display()
+                    )?;
+                } else {
+                    let nvcc = nvcc
+                        .as_ref()
+                        .map(|p| format!(" ({})", p.display()))
+                        .unwrap_or_default();
+                    write!(
+                        f,
+                        "nvcc of {from}{nvcc} compiled {} to PTX ISA {a}.{b}, ",
+                        source_file.display()
+                    )?;
+                }
+                match isa::oldest_driver_for((*a, *b)) {
+                    Some((na, nb)) => write!(
+                        f,
+                        "which loads only on drivers from CUDA {na}.{nb} on, but this build \
+                         promises CUDA {da}.{db} drivers (Build::oldest_driver{}): {} {}, or \
+                         declare Build::oldest_driver({na}, {nb})",
+                        if *oldest_driver == isa::OLDEST_SUPPORTED_DRIVER {
+                            ", by default the oldest driver cuda-driver supports"
+                        } else {
+                            ""
+                        },
+                        if *committed { "regenerate it with" } else { "install" },
+                        isa::install_advice(*oldest_driver)
+                    ),
+                    None => write!(
+                        f,
+                        "newer than any driver this version of cuda-driver-build knows, and this \
+                         build promises CUDA {da}.{db} drivers: {} {}",
+                        if *committed { "regenerate it with" } else { "install" },
+                        isa::install_advice(*oldest_driver)
+                    ),
+                }
+            }
+            Error::UnknownDriver { driver } => {
+                write!(f, "Build::oldest_driver: {}", isa::unknown_driver(*driver))
+            }
             Error::Nvcc {
                 source_file,
                 detail,

@@ -277,6 +277,9 @@ impl Generator {
     ///     include!(concat!(env!("OUT_DIR"), "/vector_add.rs"));
     /// }
     /// ```
+    /// Every item carries `#[allow(dead_code)]`: a program uses some of what is generated
+    /// (`from_function`, `function`, the field `module`, kernels it does not launch), and the
+    /// rest must not warn in a private module (`include!` takes no inner `#![allow]`).
     pub fn generate(&self, ptx: &str, ptx_file: Option<&Path>) -> Result<String, Error> {
         let kernels = self.kernels(ptx)?;
         Ok(render(&kernels, ptx_file))
@@ -458,6 +461,7 @@ fn render(kernels: &[TypedKernel], ptx_file: Option<&Path>) -> String {
         let _ = writeln!(
             s,
             "/// The PTX these launchers were generated from{}, NUL-terminated.\n\
+             #[allow(dead_code)]\n\
              pub const PTX: &::core::primitive::str = \
              ::core::concat!(::core::include_str!({:?}), \"\\0\");\n",
             from.as_deref()
@@ -482,6 +486,7 @@ fn render(kernels: &[TypedKernel], ptx_file: Option<&Path>) -> String {
         s,
         "/// Every kernel of the PTX, looked up in one module.\n\
          #[derive(::core::clone::Clone)]\n\
+         #[allow(dead_code)]\n\
          pub struct Kernels {{\n    \
              /// The module the kernels were looked up in.\n    \
              pub module: ::cuda_driver::Module,"
@@ -498,6 +503,7 @@ fn render(kernels: &[TypedKernel], ptx_file: Option<&Path>) -> String {
     let _ = writeln!(
         s,
         "}}\n\n\
+         #[allow(dead_code)]\n\
          impl Kernels {{\n    \
              /// Looks every kernel up in `module` (`cuModuleGetFunction`).\n    \
              #[track_caller]\n    \
@@ -539,9 +545,11 @@ fn render_kernel(s: &mut String, k: &TypedKernel) {
         s,
         "/// The kernel `{sig}` (PTX entry `{entry}`), with a typed [`launch`]({n}::launch).\n\
          #[derive(::core::clone::Clone)]\n\
+         #[allow(dead_code)]\n\
          pub struct {n} {{\n    \
              function: ::cuda_driver::Function,\n\
          }}\n\n\
+         #[allow(dead_code)]\n\
          impl {n} {{\n    \
              /// The PTX entry name, which `cuModuleGetFunction` looks up.\n    \
              pub const ENTRY: &'static ::core::primitive::str = {entry:?};\n\n    \
@@ -746,6 +754,32 @@ mod tests {
 {
 }
 ";
+
+    /// Regression: a binary crate that `include!`s the launchers in a private module and uses
+    /// some of them got `dead_code` warnings for the rest (`from_function`, `function`, the
+    /// field `module`). Every generated item allows it (CI's consumer crate builds with
+    /// `-D warnings`).
+    #[test]
+    fn every_generated_item_allows_dead_code() {
+        let mut g = Generator::new();
+        g.signature("VecAdd", "const float* A, const float* B, float* C, int N");
+        let src = g
+            .generate(VEC_ADD, Some(Path::new("/out/vector_add.ptx")))
+            .unwrap();
+        let lines: Vec<&str> = src.lines().collect();
+        let items: Vec<usize> = lines
+            .iter()
+            .enumerate()
+            .filter(|(_, l)| {
+                l.starts_with("pub struct") || l.starts_with("impl") || l.starts_with("pub const")
+            })
+            .map(|(i, _)| i)
+            .collect();
+        assert_eq!(items.len(), 5, "{src}");
+        for i in items {
+            assert_eq!(lines[i - 1], "#[allow(dead_code)]", "{}", lines[i]);
+        }
+    }
 
     #[test]
     fn extern_c_kernels_are_typed_from_the_ptx() {

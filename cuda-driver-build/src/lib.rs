@@ -10,13 +10,14 @@
 //!
 //! # From a `.cu` file to a typed launch
 //!
-//! `Cargo.toml`:
+//! `Cargo.toml` (the crates are not on crates.io yet: they come through git, see the
+//! [repository's README](https://github.com/cuda-driver-rs/cuda-driver#install)):
 //! ```toml
 //! [dependencies]
-//! cuda-driver = "0.1"
+//! cuda-driver = { git = "https://github.com/cuda-driver-rs/cuda-driver" }
 //!
 //! [build-dependencies]
-//! cuda-driver-build = "0.1"
+//! cuda-driver-build = { git = "https://github.com/cuda-driver-rs/cuda-driver" }
 //! ```
 //!
 //! `build.rs` (`kernels/saxpy.cu` holds
@@ -25,6 +26,7 @@
 //! // fn main() {
 //! cuda_driver_build::Build::new()
 //!     .file("kernels/saxpy.cu")
+//!     .oldest_driver(13, 0) // PTX of the CUDA 13.0 toolkit: drivers from CUDA 13.0 on
 //!     .committed_ptx("kernels") // optional: kernels/saxpy.ptx when nvcc is missing
 //!     .compile();
 //! // }
@@ -32,13 +34,26 @@
 //!
 //! `src/main.rs`:
 //! ```ignore
+//! use std::process::ExitCode;
+//!
+//! use cuda_driver::{prelude::*, Device, DeviceBuffer, LaunchConfig, Stream, StreamFlags};
+//!
 //! mod saxpy {
 //!     include!(concat!(env!("OUT_DIR"), "/saxpy.rs"));
 //! }
 //!
-//! use cuda_driver::{prelude::*, Device, DeviceBuffer, LaunchConfig, Stream, StreamFlags};
+//! fn main() -> ExitCode {
+//!     match run() {
+//!         Ok(()) => ExitCode::SUCCESS,
+//!         Err(e) => {
+//!             // One sentence: "no CUDA driver found: ..." without a driver.
+//!             eprintln!("error: {e}");
+//!             ExitCode::FAILURE
+//!         }
+//!     }
+//! }
 //!
-//! fn main() -> cuda_driver::Result<()> {
+//! fn run() -> Result<(), cuda_driver::Error> {
 //!     let ctx = Device::get(0)?.primary_context()?;
 //!     let k = saxpy::Kernels::load(&ctx)?; // the embedded PTX, every kernel looked up
 //!     let x = DeviceBuffer::from_slice(&ctx, &[1.0f32; 1024])?;
@@ -52,6 +67,21 @@
 //!     Ok(())
 //! }
 //! ```
+//!
+//! The repository's README has this program whole, with its kernel; CI builds it from the
+//! packaged crates with warnings denied and runs it.
+//!
+//! # nvcc, and the drivers the PTX loads on
+//!
+//! [`Build`] runs the nvcc that `NVCC` names, else `bin/nvcc` of the toolkit at `CUDA_PATH`
+//! (then `CUDA_HOME`), else the first on `PATH`; a toolkit named by one of those variables is
+//! never passed over for another. The PTX nvcc writes is of its own CUDA release's PTX ISA, which
+//! only drivers of that release or newer load ([`isa`]). [`Build::oldest_driver`] says which
+//! driver the PTX must load on, CUDA 12.0 by default (the oldest cuda-driver supports); newer
+//! PTX fails the build with one sentence naming the toolkit that wrote it and the pinned toolkit
+//! to install (CUDA 12.0.1 for 12.x drivers; for 13.x, the CUDA 13.0 wheels of
+//! [`isa::PINNED_CUDA_13_WHEELS`], with `CUDA_PATH` set to their `nvidia/cu13` folder). Errors
+//! reach cargo once, through `cargo::error=`, without a panic.
 //!
 //! # The types
 //!
@@ -108,6 +138,7 @@
 mod build;
 mod error;
 mod generate;
+pub mod isa;
 pub mod nvcc;
 pub mod ptx;
 pub mod types;

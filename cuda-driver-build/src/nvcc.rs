@@ -11,10 +11,15 @@ pub const DEFAULT_ARCH: &str = "compute_75";
 /// The environment variables [`find_nvcc`] reads, in order (then `PATH`).
 pub const NVCC_ENV: [&str; 3] = ["NVCC", "CUDA_PATH", "CUDA_HOME"];
 
-/// Finds nvcc: `NVCC` (the executable), then `bin/nvcc` under `CUDA_PATH`, `CUDA_HOME` and
-/// each of `extra_roots`, then `nvcc` on `PATH`. The error says where it looked.
+/// Finds nvcc. The first of `NVCC` (the executable), `CUDA_PATH` and `CUDA_HOME` (a toolkit
+/// whose `bin/nvcc` is used) that is set decides, so a toolkit named there is never passed
+/// over for another one: when it has no nvcc, that is the error. With none of them set,
+/// `bin/nvcc` under each of `extra_roots`, then `nvcc` on `PATH`. The error says where it
+/// looked.
 pub fn find_nvcc(extra_roots: &[PathBuf]) -> Result<PathBuf, String> {
-    if let Some(v) = std::env::var_os("NVCC") {
+    let set = |var: &str| std::env::var_os(var).filter(|v| !v.is_empty());
+    let exe = if cfg!(windows) { "nvcc.exe" } else { "nvcc" };
+    if let Some(v) = set("NVCC") {
         let p = PathBuf::from(v);
         return if p.is_file() {
             Ok(p)
@@ -22,22 +27,28 @@ pub fn find_nvcc(extra_roots: &[PathBuf]) -> Result<PathBuf, String> {
             Err(format!("NVCC={} is not a file", p.display()))
         };
     }
-    let mut roots: Vec<PathBuf> = ["CUDA_PATH", "CUDA_HOME"]
-        .iter()
-        .filter_map(std::env::var_os)
-        .map(PathBuf::from)
-        .collect();
-    roots.extend(extra_roots.iter().cloned());
-    let exe = if cfg!(windows) { "nvcc.exe" } else { "nvcc" };
+    for var in ["CUDA_PATH", "CUDA_HOME"] {
+        if let Some(root) = set(var) {
+            let p = Path::new(&root).join("bin").join(exe);
+            return if p.is_file() {
+                Ok(p)
+            } else {
+                Err(format!(
+                    "{var}={} has no bin/{exe}",
+                    Path::new(&root).display()
+                ))
+            };
+        }
+    }
     let from_path = std::env::var_os("PATH")
         .map(|p| std::env::split_paths(&p).collect::<Vec<_>>())
         .unwrap_or_default();
-    roots
+    extra_roots
         .iter()
         .map(|r| r.join("bin").join(exe))
         .chain(from_path.iter().map(|d| d.join(exe)))
         .find(|p| p.is_file())
-        .ok_or_else(|| "searched NVCC, CUDA_PATH/bin, CUDA_HOME/bin and PATH".to_string())
+        .ok_or_else(|| format!("NVCC, CUDA_PATH and CUDA_HOME are not set, and PATH has no {exe}"))
 }
 
 /// `13.0.88` from nvcc's `Cuda compilation tools, release 13.0, V13.0.88`.

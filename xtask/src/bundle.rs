@@ -6,7 +6,9 @@
 //! * `tests/`: the test binaries of `cuda-driver-sys` and `cuda-driver` (the `tests/gpu`
 //!   integration tests and the lib unit tests), named `<package>-<target>`;
 //! * `examples/`: every example of `cuda-driver-examples`, and `first_program_dynamic_loading`,
-//!   the README's first program built with cuda-driver's `dynamic-loading` feature;
+//!   the README's first program built with cuda-driver's `dynamic-loading` feature, and
+//!   `readme_first_kernels`, the README's typed-launcher program built as a new crate from the
+//!   packaged crates with the pinned nvcc (`check-readme`'s build, in release);
 //! * `ptx/`: a copy of the workspace's `ptx/` directory;
 //! * `run.sh` and `info.txt` (the commit it was built from).
 //!
@@ -67,6 +69,7 @@ pub fn run(args: &[String]) -> Result<(), String> {
         ));
     };
     check_not_linked_to_libcuda(&dynamic.executable)?;
+    let first_kernels = crate::readme::release_first_kernels()?;
 
     prepare_dir(&out)?;
     for a in &tests {
@@ -84,6 +87,7 @@ pub fn run(args: &[String]) -> Result<(), String> {
         &dynamic.executable,
         &out.join("examples/first_program_dynamic_loading"),
     )?;
+    copy(&first_kernels, &out.join("examples/readme_first_kernels"))?;
     copy_dir(&util::root().join("ptx"), &out.join("ptx"))?;
     write(&out.join("info.txt"), &info(), false)?;
     write(&out.join("run.sh"), RUN_SH, true)?;

@@ -12,8 +12,9 @@
 //!
 //! `--check` compiles into a temporary directory and compares with the committed files,
 //! ignoring the comment lines that name nvcc's build; it also fails on a `.ptx` whose `.cu` is
-//! gone. The PTX ISA `.version` must not be newer than [`MAX_PTX_VERSION`]: the CUDA 13.0
-//! driver rejects newer PTX, which a newer nvcc (or nvvm wheel) emits.
+//! gone. The PTX ISA `.version` must be one the CUDA 13.0 driver ([`DRIVER`]) accepts, checked
+//! by cuda-driver-build's rule (`cuda_driver_build::isa`): the driver rejects newer PTX, which a
+//! newer nvcc (or nvvm wheel) emits.
 //!
 //! Then the copies a published package embeds are written (or checked): see `ptx_copies.rs`.
 
@@ -22,8 +23,10 @@ use std::path::{Path, PathBuf};
 use crate::util;
 
 const DEFAULT_ARCH: &str = cuda_driver_build::nvcc::DEFAULT_ARCH;
-/// The newest PTX ISA the CUDA 13.0 driver accepts.
-const MAX_PTX_VERSION: (u32, u32) = (9, 0);
+/// The driver the committed PTX must load on: CUDA 13.0, the toolkit the repository pins (its
+/// PTX ISA, 9.0, is the newest that driver accepts). cuda-driver-build checks users' PTX by the
+/// same rule (`cuda_driver_build::isa`).
+const DRIVER: (u32, u32) = (13, 0);
 /// The first line of a `.cu` that passes extra flags to nvcc.
 const FLAGS_MARKER: &str = "// xtask-nvcc:";
 /// Comment lines whose content depends on the nvcc build, not on the source.
@@ -203,24 +206,14 @@ fn compile(
 
 /// Fails when the PTX ISA version is newer than the CUDA 13.0 driver accepts.
 fn check_ptx_version(ptx: &str) -> Result<(), String> {
-    let v = ptx
-        .lines()
-        .find_map(|l| l.trim().strip_prefix(".version"))
-        .map(str::trim)
-        .ok_or("nvcc's output has no .version directive")?;
-    let parsed = v
-        .split_once('.')
-        .and_then(|(a, b)| Some((a.parse::<u32>().ok()?, b.parse::<u32>().ok()?)))
-        .ok_or_else(|| format!("cannot parse PTX .version {v}"))?;
-    if parsed > MAX_PTX_VERSION {
-        let (a, b) = MAX_PTX_VERSION;
-        return Err(format!(
-            "nvcc emitted PTX ISA .version {v}, newer than {a}.{b}, the newest the CUDA 13.0 \
-             driver accepts; use the pinned CUDA 13.0 toolkit (nvidia-cuda-nvcc==13.0.88 and \
+    use cuda_driver_build::isa;
+    let version = isa::ptx_isa_version(ptx)?;
+    isa::check(version, DRIVER).map_err(|e| {
+        format!(
+            "nvcc emitted {e}; use the pinned CUDA 13.0 toolkit (nvidia-cuda-nvcc==13.0.88 and \
              nvidia-nvvm==13.0.88, see .ci/run) or set NVCC to a 13.0 nvcc"
-        ));
-    }
-    Ok(())
+        )
+    })
 }
 
 /// Makes the paths of `.file` directives (`-lineinfo`, `-G`) relative to the workspace root,
@@ -262,5 +255,23 @@ impl TempDir {
 impl Drop for TempDir {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ptx_newer_than_the_13_0_driver_is_refused() {
+        assert!(check_ptx_version("// x\n.version 9.0\n.target sm_75\n").is_ok());
+        assert!(check_ptx_version(".version 8.8\n").is_ok());
+        let e = check_ptx_version(".version 9.5\n").unwrap_err();
+        assert!(
+            e.contains("PTX ISA 9.5 loads only on drivers from CUDA 13.5 on")
+                && e.contains("nvidia-cuda-nvcc==13.0.88"),
+            "{e}"
+        );
+        assert!(check_ptx_version(".target sm_75\n").is_err());
     }
 }

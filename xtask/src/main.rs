@@ -13,6 +13,7 @@ mod imports;
 mod kernels;
 mod layers;
 mod ptx_copies;
+mod readme;
 mod scan;
 mod util;
 
@@ -44,6 +45,9 @@ tasks:
                                  per group of the Driver API reference, the cuda.h functions a
                                  safe wrapper in cuda-driver/src calls
   gpu-bundle [--out DIR]         build the GPU tests and examples into target/gpu-bundle with run.sh
+  check-readme                   after `cargo package`: build and run the README's programs from
+                                 the packages, as a new crate would, and compare the output the
+                                 README quotes with runs
 ";
 
 fn main() -> ExitCode {
@@ -61,6 +65,7 @@ fn main() -> ExitCode {
         "bench-report" => bench_report::run(rest),
         "gpu-bundle" => bundle::run(rest),
         "coverage" => coverage::run(rest),
+        "check-readme" => readme::run(rest),
         "-h" | "--help" | "help" => {
             print!("{USAGE}");
             Ok(())
