@@ -20,6 +20,9 @@ pub use crate::types::{EventFlags, EventRecordFlags, EventWaitFlags};
 pub struct Event {
     raw: sys::CUevent,
     ctx: Context,
+    /// The flags it was created with (the driver cannot be asked); `None` for an event handed
+    /// over through [`from_raw`](Event::from_raw).
+    flags: Option<EventFlags>,
 }
 
 // SAFETY: CUDA events may be used from any host thread; destroyed once, in Drop.
@@ -73,6 +76,7 @@ impl Event {
         Ok(Event {
             raw,
             ctx: ctx.clone(),
+            flags: Some(flags),
         })
     }
 
@@ -85,7 +89,35 @@ impl Event {
         Event {
             raw,
             ctx: ctx.clone(),
+            flags: None,
         }
+    }
+
+    /// As [`from_raw`](Self::from_raw), for an event known to have been created with `flags`,
+    /// which [`flags`](Self::flags) then reports.
+    ///
+    /// # Safety
+    /// As for [`from_raw`](Self::from_raw), and `raw` was created with `flags` (an event opened
+    /// from an IPC handle has `DISABLE_TIMING | INTERPROCESS`).
+    pub unsafe fn from_raw_with_flags(
+        raw: sys::CUevent,
+        ctx: &Context,
+        flags: EventFlags,
+    ) -> Event {
+        Event {
+            raw,
+            ctx: ctx.clone(),
+            flags: Some(flags),
+        }
+    }
+
+    /// The flags the event was created with (timing disabled, blocking synchronisation,
+    /// interprocess): the driver has no call that reports them, so the event remembers them
+    /// (`None` for an event from [`from_raw`](Self::from_raw), whose flags the crate never saw).
+    #[doc(alias = "cuEventCreate")]
+    #[inline]
+    pub fn flags(&self) -> Option<EventFlags> {
+        self.flags
     }
 
     /// Gives up ownership: the caller destroys the event with `cuEventDestroy`.
@@ -181,6 +213,25 @@ impl Stream {
             unsafe { sys::cuStreamWaitEvent(self.as_raw(), event.as_raw(), 0) },
             "cuStreamWaitEvent",
         )
+    }
+
+    /// Makes later work on this stream wait until the work queued on `other` so far has
+    /// completed (what `cudaStreamWaitEvent` users write by hand): records an event on `other`
+    /// (in its context, without timing) and waits for it here. `other` may be of another
+    /// context or device. Waiting for itself does nothing.
+    #[wraps(cuEventRecord, cuStreamWaitEvent)]
+    #[doc(alias = "cuEventCreate")]
+    #[track_caller]
+    pub fn wait_stream(&self, other: &Stream) -> Result<()> {
+        if other.as_raw() == self.as_raw() && other.context() == self.context() {
+            return Ok(());
+        }
+        let event = Event::new(other.context(), EventFlags::DISABLE_TIMING)?;
+        event.record(other)?;
+        self.wait_event(&event)
+        // The event is destroyed here; the wait already queued completes (cuEventDestroy: "if
+        // the event is waiting on other work, the call returns immediately and the resources
+        // are released once it completes").
     }
 }
 

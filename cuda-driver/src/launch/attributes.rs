@@ -79,8 +79,10 @@ impl LaunchAttributes {
     }
 
     /// Launches the grid in thread-block clusters of `dim` blocks
-    /// (`CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION`, compute capability 9.0). The grid must be a
-    /// multiple of `dim` in each dimension; clusters of more than 8 blocks need
+    /// (`CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION`, compute capability 9.0). The grid of the
+    /// [`LaunchConfig`](crate::LaunchConfig) counts blocks, not clusters, and must be a multiple
+    /// of `dim` in each dimension ([`LaunchConfig::clusters`](crate::LaunchConfig::clusters)
+    /// builds it from a count of clusters); clusters of more than 8 blocks need
     /// [`NON_PORTABLE_CLUSTER_SIZE_ALLOWED`](crate::FunctionAttribute::NON_PORTABLE_CLUSTER_SIZE_ALLOWED).
     #[doc(alias = "CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION")]
     pub fn cluster_dim(self, dim: impl Into<Dim3>) -> Self {

@@ -69,6 +69,12 @@ impl From<[u32; 3]> for Dim3 {
 /// The execution configuration of a launch: grid and block dimensions and the dynamic
 /// shared memory per block.
 ///
+/// The grid always counts **blocks**, also in a clustered launch
+/// ([`LaunchAttributes::cluster_dim`](crate::LaunchAttributes::cluster_dim)): as in
+/// `cuLaunchKernelEx`, `gridDimX` is the number of blocks, which must be a multiple of the
+/// cluster's size in each dimension. (NVIDIA's cuda.core counts clusters instead.) To give the
+/// grid in clusters, use [`LaunchConfig::clusters`], which multiplies it out.
+///
 /// ```
 /// use cuda_driver::{Dim3, LaunchConfig};
 /// let cfg = LaunchConfig::for_num_elems(1000)?;
@@ -95,6 +101,41 @@ impl LaunchConfig {
             block: block.into(),
             shared_mem_bytes: 0,
         }
+    }
+
+    /// A grid of `clusters` thread-block clusters of `cluster` blocks each, of `block` threads,
+    /// as the grid in blocks the driver takes (`clusters × cluster` in each dimension); launch
+    /// it with [`LaunchAttributes::cluster_dim`](crate::LaunchAttributes::cluster_dim)`(cluster)`.
+    /// A grid dimension that overflows `u32` is [`Error::InvalidArgument`].
+    ///
+    /// ```
+    /// use cuda_driver::{Dim3, LaunchConfig};
+    /// let cfg = LaunchConfig::clusters((4, 2), (2, 1), 128)?;
+    /// assert_eq!(cfg.grid, Dim3::new(8, 2, 1));
+    /// # Ok::<(), cuda_driver::Error>(())
+    /// ```
+    #[track_caller]
+    pub fn clusters(
+        clusters: impl Into<Dim3>,
+        cluster: impl Into<Dim3>,
+        block: impl Into<Dim3>,
+    ) -> Result<LaunchConfig> {
+        let (n, c) = (clusters.into(), cluster.into());
+        let mul = |a: u32, b: u32, axis: &str| {
+            a.checked_mul(b).ok_or_else(|| {
+                Error::InvalidArgument(format!(
+                    "{a} clusters of {b} blocks overflow the grid's {axis} dimension"
+                ))
+            })
+        };
+        Ok(LaunchConfig::new(
+            Dim3::new(
+                mul(n.x, c.x, "x")?,
+                mul(n.y, c.y, "y")?,
+                mul(n.z, c.z, "z")?,
+            ),
+            block,
+        ))
     }
 
     /// The same configuration with `bytes` of dynamic shared memory per block.

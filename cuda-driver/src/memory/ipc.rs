@@ -187,8 +187,16 @@ impl IpcEventHandle {
             unsafe { sys::cuIpcOpenEventHandle(&mut raw, self.as_raw()) },
             "cuIpcOpenEventHandle",
         )?;
-        // SAFETY: `raw` is a live event of `ctx` opened just now, destroyed by the Event only.
-        Ok(unsafe { Event::from_raw(raw, ctx) })
+        // SAFETY: `raw` is a live event of `ctx` opened just now, destroyed by the Event only;
+        // an event opened from an IPC handle is interprocess, without timing (cuda.h:
+        // cuIpcGetEventHandle requires both flags of the exported event).
+        Ok(unsafe {
+            Event::from_raw_with_flags(
+                raw,
+                ctx,
+                crate::EventFlags::INTERPROCESS | crate::EventFlags::DISABLE_TIMING,
+            )
+        })
     }
 }
 

@@ -49,3 +49,61 @@ fn events_with_flags_and_both_elapsed_abis() {
     assert!(a.record_with_flags(&s, EventRecordFlags::EXTERNAL).is_err());
     s.synchronize().unwrap();
 }
+
+#[gpu_test]
+fn events_remember_the_flags_they_were_created_with() {
+    let ctx = gpu_or_skip!();
+    for flags in [
+        EventFlags::DEFAULT,
+        EventFlags::DISABLE_TIMING,
+        EventFlags::BLOCKING_SYNC | EventFlags::DISABLE_TIMING,
+        EventFlags::INTERPROCESS | EventFlags::DISABLE_TIMING,
+    ] {
+        let e = Event::new(&ctx, flags).unwrap();
+        assert_eq!(e.flags(), Some(flags));
+        // Handed over raw, the crate never saw its flags; told them, it reports them.
+        let raw = e.into_raw();
+        // SAFETY: `raw` is a live event of ctx, handed over once and destroyed by `e` only.
+        let e = unsafe { Event::from_raw(raw, &ctx) };
+        assert_eq!(e.flags(), None);
+        let raw = e.into_raw();
+        // SAFETY: as above; it was created with `flags`.
+        let e = unsafe { Event::from_raw_with_flags(raw, &ctx, flags) };
+        assert_eq!(e.flags(), Some(flags));
+    }
+}
+
+#[gpu_test]
+fn a_stream_waits_for_the_work_queued_on_another_stream() {
+    let ctx = gpu_exclusive_or_skip!();
+    let a = Stream::new(&ctx, StreamFlags::NON_BLOCKING).unwrap();
+    let b = Stream::new(&ctx, StreamFlags::NON_BLOCKING).unwrap();
+    // `a` is held back by a host function until the channel sends.
+    let (tx, rx) = std::sync::mpsc::channel::<()>();
+    a.launch_host_fn(move || {
+        let _ = rx.recv();
+    })
+    .unwrap();
+    b.wait_stream(&a).unwrap();
+    let mut buf = DeviceBuffer::<u32>::zeroed(&ctx, 1 << 16).unwrap();
+    buf.memset_async(5u32, &b).unwrap();
+    // b's memset waits for a: still pending while a is held.
+    std::thread::sleep(std::time::Duration::from_millis(50));
+    assert!(
+        !b.query().unwrap(),
+        "b ran ahead of the work it waits for on a"
+    );
+    tx.send(()).unwrap();
+    b.synchronize().unwrap();
+    assert!(a.query().unwrap());
+    assert!(buf.to_vec().unwrap().iter().all(|&x| x == 5));
+    // Waiting for itself does nothing; waiting for a stream of another context works.
+    b.wait_stream(&b).unwrap();
+    let other =
+        cuda_driver::Context::new(ctx.device(), cuda_driver::ContextFlags::empty()).unwrap();
+    let c = Stream::new(&other, StreamFlags::NON_BLOCKING).unwrap();
+    b.wait_stream(&c).unwrap();
+    c.wait_stream(&b).unwrap();
+    b.synchronize().unwrap();
+    c.synchronize().unwrap();
+}

@@ -309,6 +309,29 @@ fn cluster_launch_on_hopper() {
         }
     }
 
+    // The grid given in clusters: 4 clusters of 4 blocks are the 16 blocks above.
+    let cfg = LaunchConfig::clusters(4u32, 4u32, 32u32).unwrap();
+    assert_eq!(cfg.grid, LaunchConfig::new(16, 32).grid);
+    let mut out = DeviceBuffer::from_slice(&ctx, &vec![u32::MAX; 4 * 16]).unwrap();
+    // SAFETY: as in `run`, for a grid of 16 blocks.
+    unsafe {
+        f.launch_ex(
+            &s,
+            &cfg,
+            &LaunchAttributes::new().cluster_dim(4),
+            (out.as_view_mut(),),
+        )
+    }
+    .unwrap();
+    s.synchronize().unwrap();
+    let out = out.to_vec().unwrap();
+    assert_eq!(
+        &out[4 * 13..4 * 14],
+        [1, 4, 3, 12],
+        "block 13 of clusters of 4"
+    );
+    assert!(LaunchConfig::clusters(u32::MAX, 2u32, 32u32).is_err());
+
     // 64 blocks per cluster is beyond both the portable (8) and non-portable (16) limits.
     let e = run(64, 64).unwrap_err();
     assert!(e.code().is_some(), "a driver error: {e}");
