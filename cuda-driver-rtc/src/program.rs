@@ -50,7 +50,7 @@ use crate::target::Target;
 /// A program cannot be dropped, or compiled twice at once, while it compiles on another
 /// thread: compiling borrows it exclusively.
 ///
-/// ```compile_fail
+/// ```compile_fail,E0505
 /// # fn f(mut p: cuda_driver_rtc::Program) {
 /// std::thread::scope(|s| {
 ///     let h = s.spawn(|| p.compile(&cuda_driver_rtc::Options::new()));

@@ -54,7 +54,8 @@ pub fn check_signature(
 
 /// Declares a typed launcher for a kernel compiled at run time.
 ///
-/// ```ignore
+/// ```
+/// # use cuda_driver::{DeviceSlice, DeviceSliceMut};
 /// cuda_driver_rtc::typed_kernel! {
 ///     /// `saxpy(float a, const float* x, float* y, int n)`
 ///     pub struct Saxpy(a: f32, x: DeviceSlice<'_, f32>, y: DeviceSliceMut<'_, f32>, n: i32);
@@ -116,7 +117,7 @@ pub fn check_signature(
 ///
 /// An argument of the wrong type does not compile:
 ///
-/// ```compile_fail
+/// ```compile_fail,E0308
 /// use cuda_driver::{DeviceSlice, DeviceSliceMut};
 /// cuda_driver_rtc::typed_kernel! {
 ///     pub struct Scale(x: DeviceSliceMut<'_, f32>, a: f32);
@@ -130,7 +131,7 @@ pub fn check_signature(
 ///
 /// and neither does a shared view where the kernel writes:
 ///
-/// ```compile_fail
+/// ```compile_fail,E0308
 /// use cuda_driver::{DeviceSlice, DeviceSliceMut};
 /// cuda_driver_rtc::typed_kernel! {
 ///     pub struct Scale(x: DeviceSliceMut<'_, f32>, a: f32);
