@@ -21,6 +21,9 @@
 //!   (default [`Cache::DEFAULT_MAX_BYTES`]); an entry larger than the limit is not stored.
 //! * **Failures** to read or write an entry are misses, logged with `log::debug!`: the cache
 //!   never makes a compilation fail.
+//! * **Trust**: an entry is code the program loads onto the GPU. Give the cache a directory
+//!   that only users you trust can write (the per-user [`Cache::user_dir`], not a shared
+//!   temporary directory): the checksum catches damage, not forgery.
 
 use std::fs;
 use std::io::Write;

@@ -1,6 +1,6 @@
 //! Errors: the result codes of NVRTC and nvJitLink, and the crate's one error type.
 //!
-//! [`check_nvrtc`] and [`check_nvjitlink`] are the one place where a C status becomes a
+//! `check_nvrtc` and `check_nvjitlink` (crate-private) are the one place where a C status becomes a
 //! [`Result`]: every call into the libraries goes through one of them, with the name of the
 //! function. Where a failure has more to say (the compile log, the linker's error log), the
 //! caller turns the plain error into the variant that carries it ([`Error::Compile`],

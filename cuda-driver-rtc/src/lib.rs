@@ -64,16 +64,16 @@ pub use cuda_driver;
 
 pub mod sys;
 
-mod cache;
+pub mod cache;
 mod cstring;
-mod error;
-mod library;
-mod linker;
-mod options;
-mod output;
-mod program;
+pub mod error;
+pub mod library;
+pub mod linker;
+pub mod options;
+pub mod output;
+pub mod program;
 mod report;
-mod target;
+pub mod target;
 mod typed;
 
 pub use cache::Cache;

@@ -16,7 +16,7 @@
 //! 4. the system's loader, by file name (`libnvrtc.so.13`: `LD_LIBRARY_PATH`, the `ldconfig`
 //!    cache, the default directories).
 //!
-//! Where none opens, [`Error::LibraryNotFound`](crate::Error::LibraryNotFound) lists every
+//! Where none opens, [`Error::LibraryNotFound`] lists every
 //! place tried and why it did not work there. The search runs once per process
 //! ([`Nvrtc::load`]); [`Nvrtc::open`] opens a given file instead.
 //!

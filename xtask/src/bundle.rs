@@ -41,7 +41,14 @@ pub fn run(args: &[String]) -> Result<(), String> {
     let tests = artifacts(
         cargo()
             .args(["test", "--release", "--no-run", "--tests"])
-            .args(["-p", "cuda-driver-sys", "-p", "cuda-driver", "-p", "cuda-driver-rtc"]),
+            .args([
+                "-p",
+                "cuda-driver-sys",
+                "-p",
+                "cuda-driver",
+                "-p",
+                "cuda-driver-rtc",
+            ]),
         |kind| kind == "test" || kind.ends_with("lib"),
     )?;
     let examples = artifacts(
