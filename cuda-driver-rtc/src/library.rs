@@ -28,6 +28,11 @@
 //!
 //! An opened library stays loaded until the process ends: programs and linkers hold
 //! `&'static` references to it.
+//!
+//! Opening a library runs its code: the search trusts the places it looks in, the `.venv`
+//! directories above the current directory among them. Where that is not wanted, set
+//! `CUDA_DRIVER_RTC_NVRTC` / `CUDA_DRIVER_RTC_NVJITLINK` (nothing else is searched then), or
+//! open a file with [`Nvrtc::open`] / [`NvJitLink::open`].
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};

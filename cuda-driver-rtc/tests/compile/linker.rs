@@ -47,6 +47,18 @@ fn lto_ir_of_two_programs_links_into_one_cubin() {
     assert!(is_elf(&cubin));
     assert!(contains(cubin.as_bytes(), b"apply"));
     assert_eq!(l.error_log().unwrap(), "");
+    // With -verbose, the info log tells what nvJitLink did.
+    let mut l = Linker::new(
+        &LinkOptions::new()
+            .arch(Arch::sm(8, 0))
+            .lto(true)
+            .raw("-verbose"),
+    )
+    .unwrap();
+    l.add_lto_ir(helper.lto_ir().unwrap(), "helper").unwrap();
+    l.add_lto_ir(main.lto_ir().unwrap(), "main").unwrap();
+    l.complete().unwrap();
+    assert!(!l.info_log().unwrap().is_empty());
 }
 
 #[gpu_test]
