@@ -226,6 +226,10 @@ impl Program {
     ///
     /// What loads on a given device's driver depends on the versions: use
     /// [`compile_for`](Self::compile_for) to compile for a device.
+    ///
+    /// With [`Options::cache`], a hit returns the stored outputs and log without running
+    /// NVRTC ([`Compiled::from_cache`]); the program's own [`log`](Self::log) then stays that
+    /// of its last real compilation.
     #[doc(alias = "nvrtcCompileProgram")]
     pub fn compile(&mut self, options: &Options) -> Result<Compiled> {
         self.compile_arch(options, None)
