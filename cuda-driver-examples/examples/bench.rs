@@ -197,6 +197,8 @@ enum Failure {
     Usage(String),
     /// A cudarc call failed.
     Cudarc(cudarc::driver::DriverError),
+    /// A cuda-driver-rtc call (or a raw NVRTC call) failed.
+    Rtc(cuda_driver_rtc::Error),
     /// A failure while measuring a metric.
     In {
         metric: String,
@@ -208,6 +210,12 @@ enum Failure {
 impl From<cudarc::driver::DriverError> for Failure {
     fn from(e: cudarc::driver::DriverError) -> Failure {
         Failure::Cudarc(e)
+    }
+}
+
+impl From<cuda_driver_rtc::Error> for Failure {
+    fn from(e: cuda_driver_rtc::Error) -> Failure {
+        Failure::Rtc(e)
     }
 }
 
@@ -234,6 +242,7 @@ impl fmt::Display for Failure {
                 source,
             } => write!(f, "{metric} ({side} side): {source}"),
             Failure::Cudarc(e) => write!(f, "cudarc: {e:?}"),
+            Failure::Rtc(e) => write!(f, "{e}"),
         }
     }
 }
@@ -390,6 +399,7 @@ fn run() -> Res<()> {
     events(&mut r, &cfg, &ctx, &stream, &rc)?;
     graphs(&mut r, &cfg, &ctx, &stream)?;
     textures_and_2d_copies(&mut r, &cfg, &ctx)?;
+    rtc_compile(&mut r, &cfg)?;
 
     let notes = vec![
         format!(
@@ -461,6 +471,18 @@ fn run() -> Res<()> {
              no event tracking); 'cudarc 2s' on the first of two streams created with \
              new_stream (multi-stream mode: each buffer use waits for and records events).",
             sweeps::CUDARC_VERSION
+        ),
+        format!(
+            "Runtime compilation (cuda-driver-rtc): host clock around {} compiles of \
+             ptx/bench.cu to PTX (--gpu-architecture=compute_75) per sample, with the NVRTC \
+             that Nvrtc::load finds, the same library for both sides: raw = \
+             nvrtcCreateProgram + nvrtcCompileProgram + nvrtcGetPTXSize + nvrtcGetPTX + \
+             nvrtcDestroyProgram, the source and options C strings made once; ours = \
+             Program::with_library (C strings of the name and source, nvrtcCreateProgram, \
+             nvrtcSetFlowCallback) + compile (the option's C string, nvrtcCompileProgram, the \
+             PTX copied into a String, the CUBIN and LTO-IR sizes asked for, the log read) + \
+             drop. Without NVRTC the row is left out.",
+            rtc_compiles(&cfg)
         ),
         "Ratio: cost / raw cost (for bandwidths raw GB/s / side GB/s); above 1 the side is \
          slower than the raw calls."
@@ -1681,4 +1703,105 @@ fn textures_and_2d_copies(r: &mut Runner, cfg: &Config, ctx: &Context) -> Res<()
 fn fill_pitched(img: &mut cuda_driver::Pitched2D<f32>) -> Res<()> {
     img.view_mut().memset_2d(0u32)?;
     ctx_sync()
+}
+
+/// Compiles per sample of the runtime-compilation row.
+fn rtc_compiles(cfg: &Config) -> usize {
+    if cfg.quick {
+        1
+    } else {
+        5
+    }
+}
+
+/// Calls a raw NVRTC function (inside an `unsafe` block) of the library `$nv` and returns
+/// [`Failure::Rtc`] when it does not succeed: the raw side's one check per call.
+macro_rules! nvrtc_raw {
+    ($nv:ident . $call:ident ( $($arg:expr),* $(,)? )) => {{
+        let code = $nv.$call($($arg),*);
+        if code != cuda_driver_rtc::sys::nvrtc::NVRTC_SUCCESS {
+            return Err(Failure::Rtc(cuda_driver_rtc::Error::Nvrtc {
+                call: stringify!($call),
+                code: cuda_driver_rtc::NvrtcResult(code),
+            }));
+        }
+    }};
+}
+
+/// Runtime compilation: `ptx/bench.cu` compiled to PTX through cuda-driver-rtc's `Program` and
+/// through the raw NVRTC calls, with the same library, source and option (target 1.02). Left
+/// out, with a line on stderr, where NVRTC is not found.
+fn rtc_compile(r: &mut Runner, cfg: &Config) -> Res<()> {
+    use std::ffi::CString;
+
+    use cuda_driver_rtc::{Arch, Options, Program};
+
+    const SOURCE: &str = include_str!("../../ptx/bench.cu");
+    let nvrtc = match cuda_driver_rtc::Nvrtc::load() {
+        Ok(n) => n,
+        Err(e) => {
+            let text = e.to_string();
+            eprintln!(
+                "bench: no runtime-compilation row: {}",
+                text.lines().next().unwrap_or_default()
+            );
+            return Ok(());
+        }
+    };
+    let count = rtc_compiles(cfg);
+    let options = Options::new().arch(Arch::compute(7, 5));
+    let c_source = CString::new(SOURCE).map_err(|e| Failure::Wrong(e.to_string()))?;
+    let c_name = c"bench.cu";
+    let c_option = c"--gpu-architecture=compute_75";
+    let option_ptrs = [c_option.as_ptr()];
+    let check_ptx = |ptx: &[u8]| -> Res<()> {
+        check!(
+            ptx.windows(12).any(|w| w == b".entry add4(")
+                && ptx.windows(14).any(|w| w == b".target sm_75\n"),
+            "the PTX of ptx/bench.cu lacks add4 or its target"
+        );
+        Ok(())
+    };
+    r.run(
+        format!("NVRTC compile to PTX, ptx/bench.cu ({} B)", SOURCE.len()),
+        "ms",
+        false,
+        Some(1.02),
+        |side| {
+            let t = match side {
+                Side::Raw => time_loop(count, no_end, || {
+                    let nv = nvrtc.as_raw();
+                    let mut prog = null_mut();
+                    let mut size = 0usize;
+                    let mut ptx = Vec::new();
+                    // SAFETY: NUL-terminated source, name and option that live for the calls;
+                    // the program is destroyed at the end; the PTX buffer holds the size
+                    // NVRTC reported.
+                    unsafe {
+                        nvrtc_raw!(nv.nvrtcCreateProgram(
+                            &mut prog,
+                            c_source.as_ptr(),
+                            c_name.as_ptr(),
+                            0,
+                            std::ptr::null(),
+                            std::ptr::null(),
+                        ));
+                        nvrtc_raw!(nv.nvrtcCompileProgram(prog, 1, option_ptrs.as_ptr()));
+                        nvrtc_raw!(nv.nvrtcGetPTXSize(prog, &mut size));
+                        ptx.resize(size, 0u8);
+                        nvrtc_raw!(nv.nvrtcGetPTX(prog, ptx.as_mut_ptr().cast()));
+                        nvrtc_raw!(nv.nvrtcDestroyProgram(&mut prog));
+                    }
+                    check_ptx(&ptx)
+                })?,
+                // Safe: Program::with_library + compile + drop (see the note).
+                Side::Safe => time_loop(count, no_end, || {
+                    let mut p = Program::with_library(nvrtc, "bench.cu", SOURCE, &[])?;
+                    let compiled = p.compile(&options)?;
+                    check_ptx(compiled.ptx()?.as_bytes_with_nul())
+                })?,
+            };
+            Ok(secs(t) * 1e3 / count as f64)
+        },
+    )
 }

@@ -3,8 +3,10 @@
 //! with `run.sh`, which needs bash and the NVIDIA driver but no Rust toolchain.
 //!
 //! The bundle holds, built in release (stripped):
-//! * `tests/`: the test binaries of `cuda-driver-sys` and `cuda-driver` (the `tests/gpu`
-//!   integration tests and the lib unit tests), named `<package>-<target>`;
+//! * `tests/`: the test binaries of `cuda-driver-sys`, `cuda-driver` and `cuda-driver-rtc` (the
+//!   `tests/gpu` integration tests, cuda-driver-rtc's `tests/compile`, and the lib unit tests),
+//!   named `<package>-<target>`; cuda-driver-rtc's find NVRTC and nvJitLink where they run
+//!   (the pip wheels of `python3`, a toolkit), as its examples do;
 //! * `examples/`: every example of `cuda-driver-examples`, and `first_program_dynamic_loading`,
 //!   the README's first program built with cuda-driver's `dynamic-loading` feature, and
 //!   `readme_first_kernels`, the README's typed-launcher program built as a new crate from the
@@ -41,7 +43,14 @@ pub fn run(args: &[String]) -> Result<(), String> {
     let tests = artifacts(
         cargo()
             .args(["test", "--release", "--no-run", "--tests"])
-            .args(["-p", "cuda-driver-sys", "-p", "cuda-driver"]),
+            .args([
+                "-p",
+                "cuda-driver-sys",
+                "-p",
+                "cuda-driver",
+                "-p",
+                "cuda-driver-rtc",
+            ]),
         |kind| kind == "test" || kind.ends_with("lib"),
     )?;
     let examples = artifacts(

@@ -14,6 +14,7 @@ mod kernels;
 mod layers;
 mod ptx_copies;
 mod readme;
+mod rtc_bindgen;
 mod scan;
 mod util;
 
@@ -26,6 +27,8 @@ tasks:
   bindgen [--check]              generate the bindings, their dynamic-loading twin, the stub
                                  library source, cuda-driver's types.rs and entry point
                                  markers, and the #[wraps] table
+  bindgen-rtc [--check]          generate cuda-driver-rtc's raw bindings from nvrtc.h and nvJitLink.h
+                                 of the pinned wheels in .venv
   build-kernels [--check] [--arch compute_XX]
                                  compile ptx/*.cu to ptx/*.ptx with nvcc (default compute_75), and
                                  copy those a package's tests embed into it (cuda-driver/tests/ptx)
@@ -58,6 +61,7 @@ fn main() -> ExitCode {
     };
     let result = match task.as_str() {
         "bindgen" => bindgen::run(rest),
+        "bindgen-rtc" => rtc_bindgen::run(rest),
         "build-kernels" => kernels::run(rest),
         "check-imports" => imports::run(rest),
         "check-layers" => layers::run(rest),
