@@ -150,6 +150,7 @@ pub mod entry_point;
 mod error;
 mod event;
 mod event_more;
+pub mod external;
 mod graph;
 mod green;
 mod image;

@@ -10,6 +10,7 @@ mod coverage;
 mod dynload;
 mod imports;
 mod kernels;
+mod nccl;
 mod ptx_copies;
 mod util;
 
@@ -21,7 +22,8 @@ usage: cargo xtask <task> [options]
 tasks:
   bindgen [--check]              generate the bindings, their dynamic-loading twin, the stub
                                  library source, cuda-driver's types.rs and entry point
-                                 markers, and the #[wraps] table
+                                 markers, the #[wraps] table, and cuda-driver-nccl's nccl.h
+                                 bindings
   build-kernels [--check] [--arch compute_XX]
                                  compile ptx/*.cu to ptx/*.ptx with nvcc (default compute_75), and
                                  copy those a package's tests embed into it (cuda-driver/tests/ptx)
