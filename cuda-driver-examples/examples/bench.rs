@@ -197,6 +197,8 @@ enum Failure {
     Usage(String),
     /// A cudarc call failed.
     Cudarc(cudarc::driver::DriverError),
+    /// A cuda-driver-nccl call failed.
+    Nccl(cuda_driver_nccl::Error),
     /// A failure while measuring a metric.
     In {
         metric: String,
@@ -208,6 +210,12 @@ enum Failure {
 impl From<cudarc::driver::DriverError> for Failure {
     fn from(e: cudarc::driver::DriverError) -> Failure {
         Failure::Cudarc(e)
+    }
+}
+
+impl From<cuda_driver_nccl::Error> for Failure {
+    fn from(e: cuda_driver_nccl::Error) -> Failure {
+        Failure::Nccl(e)
     }
 }
 
@@ -234,6 +242,7 @@ impl fmt::Display for Failure {
                 source,
             } => write!(f, "{metric} ({side} side): {source}"),
             Failure::Cudarc(e) => write!(f, "cudarc: {e:?}"),
+            Failure::Nccl(e) => write!(f, "{e}"),
         }
     }
 }
@@ -262,6 +271,8 @@ macro_rules! check {
 }
 
 // After the macros, which it uses.
+#[path = "bench_parts/nccl.rs"]
+mod nccl;
 #[path = "bench_parts/sweeps.rs"]
 mod sweeps;
 
@@ -390,8 +401,9 @@ fn run() -> Res<()> {
     events(&mut r, &cfg, &ctx, &stream, &rc)?;
     graphs(&mut r, &cfg, &ctx, &stream)?;
     textures_and_2d_copies(&mut r, &cfg, &ctx)?;
+    let nccl_library = nccl::all_reduce(&mut r, &cfg, &ctx, &stream)?;
 
-    let notes = vec![
+    let mut notes = vec![
         format!(
             "Every metric is warmed up once per side, then measured in {} rounds; a round \
              measures every side once, back to back, the order rotating from round to round. \
@@ -466,6 +478,17 @@ fn run() -> Res<()> {
          slower than the raw calls."
             .into(),
     ];
+    notes.push(match nccl_library {
+        Some(library) => format!(
+            "All-reduce (NCCL): f32 sums on a communicator of one rank of the device's primary \
+             context, {library}, on the benchmark's stream with the same buffers: raw \
+             ncclAllReduce against Communicator::all_reduce; host clock around the calls \
+             ({BATCH} per sample up to 1 MiB, as time per all-reduce; 8 of 256 MiB, as GB/s of \
+             the buffer's size) and one stream synchronisation. The warm-up sample compares \
+             every element with the input, the others the first KiB and the last element."
+        ),
+        None => "All-reduce (NCCL): skipped, no NCCL library could be loaded.".into(),
+    });
     let report = Report {
         device: dev.name()?,
         compute_capability: format!("{cc_major}.{cc_minor}"),

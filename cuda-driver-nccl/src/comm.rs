@@ -5,7 +5,6 @@ use std::cell::Cell;
 use std::ffi::c_int;
 use std::fmt;
 use std::marker::PhantomData;
-use std::mem::ManuallyDrop;
 use std::ptr;
 use std::time::{Duration, Instant};
 
@@ -95,6 +94,11 @@ impl Eq for UniqueId {}
 ///
 /// `Send` but not `Sync`: NCCL allows a communicator to be used from any thread, but not
 /// from two at once.
+///
+/// ```compile_fail,E0277
+/// fn shared_between_threads<T: Sync>() {}
+/// shared_between_threads::<cuda_driver_nccl::Communicator>();
+/// ```
 #[doc(alias = "ncclComm_t")]
 pub struct Communicator {
     /// Null once aborted (or consumed by `finalize`/`destroy`).
@@ -239,7 +243,7 @@ impl Communicator {
                     comm.abort_quietly();
                 } else {
                     // Not ours to free: a failed blocking creation is undone by NCCL.
-                    let _ = ManuallyDrop::new(comm);
+                    comm.forget_handle();
                 }
                 Err(e)
             }
@@ -344,7 +348,7 @@ impl Communicator {
                 if comm.timeout.is_some() {
                     comm.abort_quietly();
                 } else {
-                    let _ = ManuallyDrop::new(comm);
+                    comm.forget_handle();
                 }
             }
             return Err(e);
@@ -708,10 +712,10 @@ impl Communicator {
     #[doc(alias = "ncclCommFinalize")]
     #[track_caller]
     pub fn finalize(self) -> Result<()> {
-        let this = ManuallyDrop::new(self);
-        let raw = this.ready("ncclCommFinalize", false)?;
-        this.raw.set(ptr::null_mut());
-        this.finalize_raw(raw)
+        let raw = self.ready("ncclCommFinalize", false)?;
+        self.raw.set(ptr::null_mut());
+        // Aborted or destroyed by `finalize_raw`: the drop that follows has nothing to free.
+        self.finalize_raw(raw)
     }
 
     /// Destroys the communicator (`ncclCommDestroy`) and returns its error, where `Drop`
@@ -720,10 +724,15 @@ impl Communicator {
     #[doc(alias = "ncclCommDestroy")]
     #[track_caller]
     pub fn destroy(self) -> Result<()> {
-        let this = ManuallyDrop::new(self);
-        let raw = this.ready("ncclCommDestroy", false)?;
-        this.raw.set(ptr::null_mut());
-        this.destroy_raw(raw)
+        let raw = self.ready("ncclCommDestroy", false)?;
+        self.raw.set(ptr::null_mut());
+        self.destroy_raw(raw)
+    }
+
+    /// Lets go of the handle without freeing it (NCCL frees it, or it is leaked): the
+    /// communicator drops as an aborted one.
+    fn forget_handle(self) {
+        self.raw.set(ptr::null_mut());
     }
 
     fn destroy_raw(&self, raw: sys::ncclComm_t) -> Result<()> {
@@ -772,15 +781,21 @@ impl Communicator {
 /// finalizes it (waiting for its operations and for the other ranks on this host, as in C); a
 /// communicator with a timeout is finalized with that timeout (`ncclCommFinalize`, polled),
 /// then destroyed, and aborted when finalizing fails or times out. An aborted communicator has
-/// nothing left to free. Failures are reported to `log` and counted
-/// ([`drop_error_count`](crate::drop_error_count)), never panicking.
+/// nothing left to free; one dropped while a [`Group`](crate::Group) is open on the thread is
+/// leaked (NCCL would defer its destruction into the group). Failures are reported to `log`
+/// and counted ([`drop_error_count`](crate::drop_error_count)), never panicking.
 impl Drop for Communicator {
     fn drop(&mut self) {
         let raw = self.raw.replace(ptr::null_mut());
         if raw.is_null() {
             return;
         }
-        let result = if self.timeout.is_some() && !group::is_open() {
+        let result = if group::is_open() {
+            // NCCL would defer the destruction to the group's end: leaked instead.
+            Err(Error::InGroup {
+                what: "dropping a Communicator (its handle is leaked)",
+            })
+        } else if self.timeout.is_some() {
             self.finalize_raw(raw)
         } else {
             self.destroy_raw(raw)

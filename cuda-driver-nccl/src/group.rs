@@ -7,7 +7,7 @@
 //! until the group is gone) and their streams and communicators by `&'a`. A buffer cannot be
 //! dropped while a group holds its view:
 //!
-//! ```compile_fail
+//! ```compile_fail,E0505
 //! # use cuda_driver::prelude::*;
 //! # use cuda_driver_nccl::{Communicator, Group, ReduceOp};
 //! # fn f(comm: &Communicator, stream: &cuda_driver::Stream) -> cuda_driver_nccl::Result<()> {
@@ -54,6 +54,11 @@ pub(crate) fn is_open() -> bool {
 /// operations fused into one launch. See the [module docs](self) for the borrows.
 ///
 /// `!Send`: NCCL's group state belongs to the thread.
+///
+/// ```compile_fail,E0277
+/// fn sent_to_another_thread<T: Send>(_: T) {}
+/// sent_to_another_thread(cuda_driver_nccl::Group::start());
+/// ```
 ///
 /// ```no_run
 /// use cuda_driver::prelude::*;

@@ -3,8 +3,8 @@
 //! with `run.sh`, which needs bash and the NVIDIA driver but no Rust toolchain.
 //!
 //! The bundle holds, built in release (stripped):
-//! * `tests/`: the test binaries of `cuda-driver-sys` and `cuda-driver` (the `tests/gpu`
-//!   integration tests and the lib unit tests), named `<package>-<target>`;
+//! * `tests/`: the test binaries of `cuda-driver-sys`, `cuda-driver` and `cuda-driver-nccl`
+//!   (the `tests/gpu` integration tests and the lib unit tests), named `<package>-<target>`;
 //! * `examples/`: every example of `cuda-driver-examples`, and `first_program_dynamic_loading`,
 //!   the README's first program built with cuda-driver's `dynamic-loading` feature;
 //! * `ptx/`: a copy of the workspace's `ptx/` directory;
@@ -39,7 +39,14 @@ pub fn run(args: &[String]) -> Result<(), String> {
     let tests = artifacts(
         cargo()
             .args(["test", "--release", "--no-run", "--tests"])
-            .args(["-p", "cuda-driver-sys", "-p", "cuda-driver"]),
+            .args([
+                "-p",
+                "cuda-driver-sys",
+                "-p",
+                "cuda-driver",
+                "-p",
+                "cuda-driver-nccl",
+            ]),
         |kind| kind == "test" || kind.ends_with("lib"),
     )?;
     let examples = artifacts(
@@ -322,6 +329,10 @@ const RUN_SH: &str = r#"#!/usr/bin/env bash
 set -u
 cd "$(dirname "${BASH_SOURCE[0]}")" || exit 2
 
+# NVLink multicast (NVLS) stays off in NCCL: on shared hosts a multicast call gone wrong can put
+# the GPUs out of service. Every NCCL test and example inherits this (the crate sets it too).
+export NCCL_NVLS_ENABLE=0
+
 # Skips are failures, but for tests that need more GPUs than this machine has.
 gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ')
 export CUDA_DRIVER_REQUIRE_GPU=$((gpus > 0 ? gpus : 1))
@@ -465,3 +476,19 @@ echo
 echo "gpu-bundle: $passed passed, $failed failed"
 [ "$failed" -eq 0 ] && [ $((passed + failed)) -gt 0 ]
 "#;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn run_sh_keeps_nvlink_multicast_off_before_running_anything() {
+        let export = RUN_SH
+            .find("\nexport NCCL_NVLS_ENABLE=0\n")
+            .expect("run.sh exports NCCL_NVLS_ENABLE=0");
+        let first_run = RUN_SH
+            .find("\nfor t in tests/*")
+            .expect("run.sh runs the tests");
+        assert!(export < first_run);
+    }
+}
