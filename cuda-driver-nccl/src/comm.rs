@@ -5,7 +5,8 @@ use std::cell::Cell;
 use std::ffi::c_int;
 use std::fmt;
 use std::marker::PhantomData;
-use std::ptr;
+use std::ptr::{self, NonNull};
+use std::sync::atomic::{AtomicPtr, Ordering};
 use std::time::{Duration, Instant};
 
 use cuda_driver::{Context, Device, Stream};
@@ -103,6 +104,8 @@ impl Eq for UniqueId {}
 pub struct Communicator {
     /// Null once aborted (or consumed by `finalize`/`destroy`).
     raw: Cell<sys::ncclComm_t>,
+    /// Where NCCL wrote the handle; freed once NCCL destroyed or aborted the communicator.
+    slot: Cell<Option<HandleSlot>>,
     nccl: &'static Nccl,
     ctx: Context,
     rank: usize,
@@ -113,7 +116,8 @@ pub struct Communicator {
 }
 
 // SAFETY: NCCL allows a communicator to be used from any host thread, one thread at a time
-// (it is !Sync through the Cell); the context is Send + Sync and the library is never unloaded.
+// (it is !Sync through the Cell); the context is Send + Sync, the library is never unloaded, and
+// the handle's slot is heap memory written by NCCL atomically and freed once, by the owner.
 unsafe impl Send for Communicator {}
 
 impl fmt::Debug for Communicator {
@@ -146,6 +150,57 @@ fn check_creation(what: &'static str, ctx: &Context) -> Result<()> {
 pub(crate) fn c_int_arg(what: &'static str, name: &str, n: usize) -> Result<c_int> {
     c_int::try_from(n)
         .map_err(|_| Error::InvalidArgument(format!("{what}: {name} {n} does not fit NCCL's int")))
+}
+
+/// Where NCCL writes a new communicator's handle. NCCL's initialisation thread writes it
+/// again at its very end, which for a non-blocking creation (and a split) comes after the
+/// creating call returned: so the slot is on the heap, and freed only once NCCL has joined that
+/// thread (`ncclCommDestroy` and `ncclCommAbort` wait for it first). Wherever that is not
+/// known (a failed creation, a split that gave no communicator), it is leaked: one pointer.
+/// No `Drop`: dropping leaks it.
+struct HandleSlot(NonNull<AtomicPtr<sys::ncclComm>>);
+
+impl HandleSlot {
+    fn new() -> HandleSlot {
+        HandleSlot(NonNull::from(Box::leak(Box::new(AtomicPtr::new(
+            ptr::null_mut(),
+        )))))
+    }
+
+    /// The `ncclComm_t*` NCCL writes through (`AtomicPtr<T>` has the layout of `*mut T`).
+    fn out_ptr(&self) -> *mut sys::ncclComm_t {
+        self.0.as_ptr().cast()
+    }
+
+    /// The handle NCCL wrote so far (null: none yet).
+    fn load(&self) -> sys::ncclComm_t {
+        // SAFETY: the slot is allocated until `free`, which takes `self`; NCCL writes it with
+        // an atomic release store.
+        unsafe { self.0.as_ref() }.load(Ordering::Acquire)
+    }
+
+    /// Waits until NCCL wrote a handle, up to `timeout` from `start` (forever without one);
+    /// null when it did not.
+    fn wait_written(&self, timeout: Option<Duration>, start: Instant) -> sys::ncclComm_t {
+        let mut backoff = Backoff::new();
+        loop {
+            let raw = self.load();
+            if !raw.is_null() || timeout.is_some_and(|t| start.elapsed() >= t) {
+                return raw;
+            }
+            backoff.wait();
+        }
+    }
+
+    /// Frees the slot.
+    ///
+    /// # Safety
+    /// No NCCL thread writes it any more: NCCL destroyed or aborted the communicator.
+    unsafe fn free(self) {
+        // SAFETY: allocated by `new` as a Box, freed once (this takes `self`); the caller
+        // guarantees nothing writes it any more.
+        drop(unsafe { Box::from_raw(self.0.as_ptr()) });
+    }
 }
 
 impl Communicator {
@@ -181,18 +236,27 @@ impl Communicator {
         let nccl = Nccl::get()?;
         let f = nccl.function(nccl.functions().ncclCommInitRankConfig, WHAT)?;
         let mut raw_config = config.to_raw()?;
-        let mut raw = ptr::null_mut();
+        let slot = HandleSlot::new();
         let start = Instant::now();
         let code = {
             let _scope = Scope::enter(ctx)?;
-            // SAFETY: writes one ncclComm_t; the id is passed by value, the config is a
+            // SAFETY: writes one ncclComm_t into the slot, which outlives every write (see
+            // `HandleSlot`); the id is passed by value, the config is a
             // NCCL_CONFIG_INITIALIZER of the bindings' header (read during the call); the
             // primary context of the device is current.
-            unsafe { f(&mut raw, c_size, *id.as_raw(), c_rank, &mut raw_config) }
+            unsafe {
+                f(
+                    slot.out_ptr(),
+                    c_size,
+                    *id.as_raw(),
+                    c_rank,
+                    &mut raw_config,
+                )
+            }
         };
         Communicator::created(
             nccl,
-            raw,
+            slot,
             code,
             WHAT,
             ctx,
@@ -203,7 +267,7 @@ impl Communicator {
         )
     }
 
-    /// The communicator of a creation call that returned `code` and wrote `raw`: owned at
+    /// The communicator of a creation call that returned `code` and writes `slot`: owned at
     /// once, and waited for when the call goes on in the background. A failed blocking
     /// creation's handle is not touched (NCCL undoes it); a failed non-blocking one is
     /// aborted, as NCCL documents.
@@ -211,7 +275,7 @@ impl Communicator {
     #[track_caller]
     fn created(
         nccl: &'static Nccl,
-        raw: sys::ncclComm_t,
+        slot: HandleSlot,
         code: sys::ncclResult_t,
         what: &'static str,
         ctx: &Context,
@@ -220,22 +284,27 @@ impl Communicator {
         timeout: Option<Duration>,
         start: Instant,
     ) -> Result<Communicator> {
-        let comm = (!raw.is_null()).then(|| Communicator {
-            raw: Cell::new(raw),
-            nccl,
-            ctx: ctx.clone(),
-            rank,
-            size,
-            timeout,
-            _not_sync: PhantomData,
-        });
-        match (check(nccl, code, what), comm) {
+        let progress = check(nccl, code, what);
+        // A split in the background writes the handle only when it is done.
+        let raw = match progress {
+            Ok(Progress::InProgress) => slot.wait_written(timeout, start),
+            _ => slot.load(),
+        };
+        let comm = (!raw.is_null())
+            .then(|| Communicator::owning(raw, slot, nccl, ctx, rank, size, timeout));
+        match (progress, comm) {
             (Ok(Progress::Done), Some(comm)) => Ok(comm),
             (Ok(Progress::InProgress), Some(comm)) => {
                 comm.wait_ready(what, start)?;
                 Ok(comm)
             }
-            (Ok(_), None) => Err(Error::InvalidArgument(format!(
+            (Ok(Progress::InProgress), None) => match timeout {
+                Some(timeout) => Err(Error::Timeout { what, timeout }),
+                None => Err(Error::InvalidArgument(format!(
+                    "{what} returned no communicator"
+                ))),
+            },
+            (Ok(Progress::Done), None) => Err(Error::InvalidArgument(format!(
                 "{what} succeeded but returned no communicator"
             ))),
             (Err(e), Some(comm)) => {
@@ -286,7 +355,7 @@ impl Communicator {
         let end_group = nccl.function(nccl.functions().ncclGroupEnd, "ncclGroupEnd")?;
         let id = nccl.unique_id()?;
         let mut raw_configs = vec![config.to_raw()?; size];
-        let mut raws = vec![ptr::null_mut(); size];
+        let slots: Vec<HandleSlot> = (0..size).map(|_| HandleSlot::new()).collect();
         let start = Instant::now();
         // From here the group is always ended, whatever fails inside it.
         // SAFETY: no arguments; opens a group on this thread (none is open: checked above).
@@ -295,10 +364,10 @@ impl Communicator {
         for (i, ctx) in ctxs.iter().enumerate() {
             let code = match Scope::enter(ctx) {
                 // SAFETY: as in `init_rank`, for rank `i` (fits an int: `i < size`); the
-                // handle and config are elements of vectors that outlive the group.
+                // config is an element of a vector that outlives the group.
                 Ok(_scope) => unsafe {
                     init(
-                        &mut raws[i],
+                        slots[i].out_ptr(),
                         c_size,
                         *id.as_raw(),
                         i as c_int,
@@ -323,20 +392,14 @@ impl Communicator {
             drop(scope);
             check(nccl, code, "ncclGroupEnd")
         };
-        let comms: Vec<Option<Communicator>> = raws
-            .iter()
+        let comms: Vec<Option<Communicator>> = slots
+            .into_iter()
             .zip(ctxs)
             .enumerate()
-            .map(|(rank, (&raw, ctx))| {
-                (!raw.is_null()).then(|| Communicator {
-                    raw: Cell::new(raw),
-                    nccl,
-                    ctx: ctx.clone(),
-                    rank,
-                    size,
-                    timeout: config.timeout,
-                    _not_sync: PhantomData,
-                })
+            .map(|(rank, (slot, ctx))| {
+                let raw = slot.load();
+                (!raw.is_null())
+                    .then(|| Communicator::owning(raw, slot, nccl, ctx, rank, size, config.timeout))
             })
             .collect();
         let failure = match (first_error, end) {
@@ -403,16 +466,17 @@ impl Communicator {
             .as_mut()
             .map_or(ptr::null_mut(), |c| c as *mut sys::ncclConfig_t);
         let timeout = config.map_or(self.timeout, |c| c.timeout);
-        let mut new = ptr::null_mut();
+        let slot = HandleSlot::new();
         let start = Instant::now();
         let code = {
             let _scope = Scope::enter(&self.ctx)?;
             // SAFETY: the communicator is live (not aborted) and its context current; writes
-            // one ncclComm_t; the config is null or a NCCL_CONFIG_INITIALIZER read during the
-            // call.
-            unsafe { f(raw, c_color, key, &mut new, config_ptr) }
+            // one ncclComm_t into the slot, which outlives every write (see `HandleSlot`); the
+            // config is null or a NCCL_CONFIG_INITIALIZER read during the call.
+            unsafe { f(raw, c_color, key, slot.out_ptr(), config_ptr) }
         };
         if color.is_none() {
+            // No communicator to free the slot with: it is leaked (NCCL may write it later).
             if check(self.nccl, code, WHAT)? == Progress::InProgress {
                 self.wait_ready(WHAT, start)?;
             }
@@ -420,9 +484,41 @@ impl Communicator {
         }
         // Rank and size of the new communicator are NCCL's to decide: asked once it is ready.
         let mut comm =
-            Communicator::created(self.nccl, new, code, WHAT, &self.ctx, 0, 1, timeout, start)?;
+            Communicator::created(self.nccl, slot, code, WHAT, &self.ctx, 0, 1, timeout, start)?;
         (comm.rank, comm.size) = comm.query_rank_and_size()?;
         Ok(Some(comm))
+    }
+
+    /// A communicator owning `raw`, which NCCL wrote into `slot`.
+    fn owning(
+        raw: sys::ncclComm_t,
+        slot: HandleSlot,
+        nccl: &'static Nccl,
+        ctx: &Context,
+        rank: usize,
+        size: usize,
+        timeout: Option<Duration>,
+    ) -> Communicator {
+        Communicator {
+            raw: Cell::new(raw),
+            slot: Cell::new(Some(slot)),
+            nccl,
+            ctx: ctx.clone(),
+            rank,
+            size,
+            timeout,
+            _not_sync: PhantomData,
+        }
+    }
+
+    /// Frees the handle's slot once NCCL destroyed or aborted the communicator (which joined
+    /// its initialisation thread, the slot's last writer).
+    fn free_slot(&self) {
+        if let Some(slot) = self.slot.take() {
+            // SAFETY: called after ncclCommDestroy or ncclCommAbort returned success for this
+            // communicator: they wait for its initialisation thread first.
+            unsafe { slot.free() };
+        }
     }
 
     /// `ncclCommUserRank` and `ncclCommCount`.
@@ -681,7 +777,9 @@ impl Communicator {
         self.raw.set(ptr::null_mut());
         // SAFETY: a live communicator, taken out of `self` above (never used again); its
         // context is current.
-        check(self.nccl, unsafe { f(raw) }, WHAT).map(drop)
+        check(self.nccl, unsafe { f(raw) }, WHAT)?;
+        self.free_slot();
+        Ok(())
     }
 
     /// [`abort`](Self::abort) after a failure: never fails (a failure to abort is counted
@@ -702,7 +800,9 @@ impl Communicator {
             .function(self.nccl.functions().ncclCommAbort, "ncclCommAbort")?;
         let _scope = Scope::enter(&self.ctx)?;
         // SAFETY: a live communicator handed over by the caller, never used again.
-        check(self.nccl, unsafe { f(raw) }, "ncclCommAbort").map(drop)
+        check(self.nccl, unsafe { f(raw) }, "ncclCommAbort")?;
+        self.free_slot();
+        Ok(())
     }
 
     /// Finalizes the communicator (`ncclCommFinalize`: every rank calls it; it completes the
@@ -742,7 +842,9 @@ impl Communicator {
         let _scope = Scope::enter(&self.ctx)?;
         // SAFETY: a live communicator handed over by the caller, never used again; its
         // context is current.
-        check(self.nccl, unsafe { f(raw) }, "ncclCommDestroy").map(drop)
+        check(self.nccl, unsafe { f(raw) }, "ncclCommDestroy")?;
+        self.free_slot();
+        Ok(())
     }
 
     /// Finalizes `raw` (taken out of `self`), waits (bounded by the timeout, then aborts),
@@ -841,6 +943,28 @@ mod tests {
         assert_eq!(id.to_bytes(), bytes);
         assert_eq!(UniqueId::from_bytes(id.to_bytes()), id);
         assert_eq!(format!("{id:?}"), "UniqueId(030a11181f262d34..)");
+    }
+
+    #[test]
+    fn a_handle_slot_holds_what_nccl_writes_and_frees_once() {
+        let slot = HandleSlot::new();
+        assert!(slot.load().is_null());
+        assert!(slot
+            .wait_written(Some(Duration::from_millis(1)), Instant::now())
+            .is_null());
+        let fake = 0x1000usize;
+        // What NCCL's thread does: one atomic store through the `ncclComm_t*`.
+        let out = slot.out_ptr() as usize;
+        std::thread::spawn(move || {
+            let out = out as *const AtomicPtr<sys::ncclComm>;
+            // SAFETY: the slot is alive until `free` below, after the join.
+            unsafe { (*out).store(fake as sys::ncclComm_t, Ordering::Release) }
+        })
+        .join()
+        .unwrap();
+        assert_eq!(slot.wait_written(None, Instant::now()) as usize, fake);
+        // SAFETY: the writer was joined.
+        unsafe { slot.free() };
     }
 
     #[test]

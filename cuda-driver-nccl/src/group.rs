@@ -1,28 +1,5 @@
-//! Group calls: operations queued together between `ncclGroupStart` and `ncclGroupEnd`.
-//!
-//! Between the two, NCCL only records the operations; it queues them on their streams in
-//! `ncclGroupEnd`. So the buffers, streams and communicators of a grouped operation must
-//! live, unmoved and unused elsewhere, until the group ends: a [`Group<'a>`] takes its
-//! operations' views *by value* for `'a` (the owners stay borrowed, shared or exclusively,
-//! until the group is gone) and their streams and communicators by `&'a`. A buffer cannot be
-//! dropped while a group holds its view:
-//!
-//! ```compile_fail,E0505
-//! # use cuda_driver::prelude::*;
-//! # use cuda_driver_nccl::{Communicator, Group, ReduceOp};
-//! # fn f(comm: &Communicator, stream: &cuda_driver::Stream) -> cuda_driver_nccl::Result<()> {
-//! let mut group = Group::start()?;
-//! let mut buf = cuda_driver::DeviceBuffer::<f32>::new(comm.context(), 16)?;
-//! group.all_reduce_in_place(comm, buf.as_view_mut(), ReduceOp::SUM, stream)?;
-//! drop(buf); // the group has not queued the all-reduce yet
-//! group.end()?;
-//! # Ok(()) }
-//! ```
-//!
-//! The group always ends: [`Group::end`] returns its error, `Drop` reports it. While a group
-//! is open on a thread, the operations of [`Communicator`] outside the group (which NCCL would
-//! defer to the group's end, past their borrows) and a second group (nested groups end with
-//! the outer one, past the inner one's borrows) are refused with [`Error::InGroup`].
+//! Group calls: operations queued together between `ncclGroupStart` and `ncclGroupEnd`; see
+//! [`Group`].
 
 use std::cell::Cell;
 use std::marker::PhantomData;
@@ -51,7 +28,31 @@ pub(crate) fn is_open() -> bool {
 /// An open group of NCCL operations (`ncclGroupStart` ... `ncclGroupEnd`) on this thread:
 /// what several devices of one process run together (a communicator of
 /// [`Communicator::init_all`]), sends and receives that must progress together, or
-/// operations fused into one launch. See the [module docs](self) for the borrows.
+/// operations fused into one launch.
+///
+/// Between the two, NCCL only records the operations; it queues them on their streams in
+/// `ncclGroupEnd`. So the buffers, streams and communicators of a grouped operation must
+/// live, unmoved and unused elsewhere, until the group ends: a `Group<'a>` takes its
+/// operations' views *by value* for `'a` (the owners stay borrowed, shared or exclusively,
+/// until the group is gone) and their streams and communicators by `&'a`. A buffer cannot be
+/// dropped while a group holds its view:
+///
+/// ```compile_fail,E0505
+/// # use cuda_driver::prelude::*;
+/// # use cuda_driver_nccl::{Communicator, Group, ReduceOp};
+/// # fn f(comm: &Communicator, stream: &cuda_driver::Stream) -> cuda_driver_nccl::Result<()> {
+/// let mut group = Group::start()?;
+/// let mut buf = cuda_driver::DeviceBuffer::<f32>::new(comm.context(), 16)?;
+/// group.all_reduce_in_place(comm, buf.as_view_mut(), ReduceOp::SUM, stream)?;
+/// drop(buf); // the group has not queued the all-reduce yet
+/// group.end()?;
+/// # Ok(()) }
+/// ```
+///
+/// The group always ends: [`Group::end`] returns its error, `Drop` reports it. While a group
+/// is open on a thread, the operations of [`Communicator`] outside the group (which NCCL would
+/// defer to the group's end, past their borrows) and a second group (nested groups end with
+/// the outer one, past the inner one's borrows) are refused with [`Error::InGroup`].
 ///
 /// `!Send`: NCCL's group state belongs to the thread.
 ///

@@ -1,19 +1,5 @@
 //! Loading NCCL at run time: one library per process, found in the places a user would put
-//! it, never unloaded.
-//!
-//! [`Nccl::get`] loads the first library that opens and is NCCL 2.x, trying in order:
-//!
-//! 1. the file named by [`LIBRARY_VAR`] (`CUDA_DRIVER_NCCL_LIBRARY`), when set;
-//! 2. the `nvidia-nccl-cu13` (or `-cu12`) wheel, `nvidia/nccl/lib/libnccl.so.2` in the
-//!    site-packages of `$VIRTUAL_ENV`, of a `.venv` in the current directory or one above
-//!    it, and of `python3` (its `site.getsitepackages()` and user site);
-//! 3. the system's loader: `libnccl.so.2` (`LD_LIBRARY_PATH`, the `ldconfig` cache).
-//!
-//! [`Nccl::load`] loads the file the program names instead, and nothing else. When nothing
-//! loads, the error lists every place tried and why it failed.
-//!
-//! Before the first library is opened, `NCCL_NVLS_ENABLE` is set to `0` (see the crate
-//! docs: NVLink multicast stays off).
+//! it, never unloaded; see [`Nccl::get`].
 
 use std::ffi::{c_char, c_int, CStr, OsString};
 use std::fmt;
@@ -155,10 +141,19 @@ static LOADED: OnceLock<&'static Nccl> = OnceLock::new();
 static LOADING: Mutex<()> = Mutex::new(());
 
 impl Nccl {
-    /// The process's NCCL library, loaded on the first call from the first place that has
-    /// one (see the [module docs](self): [`LIBRARY_VAR`], the wheel, the system's loader),
-    /// after setting `NCCL_NVLS_ENABLE=0`. Later calls return the same library; a failed
-    /// search is tried again by the next call.
+    /// The process's NCCL library, loaded on the first call from the first place that has an
+    /// NCCL 2.x, in this order:
+    ///
+    /// 1. the file named by [`LIBRARY_VAR`] (`CUDA_DRIVER_NCCL_LIBRARY`), when set;
+    /// 2. the `nvidia-nccl-cu13` (or `-cu12`) wheel, `nvidia/nccl/lib/libnccl.so.2` in the
+    ///    site-packages of `$VIRTUAL_ENV`, of a `.venv` in the current directory or one above
+    ///    it, and of `python3` (its `site.getsitepackages()` and user site);
+    /// 3. the system's loader: `libnccl.so.2` (`LD_LIBRARY_PATH`, the `ldconfig` cache).
+    ///
+    /// When none loads, the [`LoadError`] lists every place tried and why it failed. Before
+    /// the first library is opened, `NCCL_NVLS_ENABLE` is set to `0` (see the crate docs:
+    /// NVLink multicast stays off). Later calls return the same library; a failed search is
+    /// tried again by the next call. [`Nccl::load`] loads a file the program names instead.
     pub fn get() -> Result<&'static Nccl> {
         if let Some(nccl) = LOADED.get() {
             return Ok(nccl);
