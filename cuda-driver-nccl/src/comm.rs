@@ -808,7 +808,9 @@ impl Communicator {
     /// Finalizes the communicator (`ncclCommFinalize`: every rank calls it; it completes the
     /// operations queued on it and disconnects from the peers), then destroys it
     /// (`ncclCommDestroy`). With a timeout, a finalization that does not complete in time
-    /// aborts it and returns [`Error::Timeout`].
+    /// aborts it and returns [`Error::Timeout`]. The communicators of one process
+    /// ([`init_all`](Self::init_all)) are finalized together with
+    /// [`finalize_all`](Self::finalize_all): each waits for the others.
     #[doc(alias = "ncclCommFinalize")]
     #[track_caller]
     pub fn finalize(self) -> Result<()> {
@@ -816,6 +818,78 @@ impl Communicator {
         self.raw.set(ptr::null_mut());
         // Aborted or destroyed by `finalize_raw`: the drop that follows has nothing to free.
         self.finalize_raw(raw)
+    }
+
+    /// Finalizes communicators of one process together (those of
+    /// [`init_all`](Self::init_all)): `ncclCommFinalize` for each inside one group, a wait for
+    /// each (bounded by its timeout; a failure or a timeout aborts them all), then
+    /// `ncclCommDestroy` for each. Finalizing them one at a time would wait forever, as each
+    /// waits for the others.
+    #[doc(alias = "ncclCommFinalize")]
+    #[track_caller]
+    pub fn finalize_all(comms: Vec<Communicator>) -> Result<()> {
+        const WHAT: &str = "ncclCommFinalize";
+        let Some(first) = comms.first() else {
+            return Ok(());
+        };
+        let nccl = first.nccl;
+        let mut raws = Vec::with_capacity(comms.len());
+        for c in &comms {
+            raws.push(c.ready(WHAT, false)?);
+        }
+        let finalize = nccl.function(nccl.functions().ncclCommFinalize, WHAT)?;
+        let start_group = nccl.function(nccl.functions().ncclGroupStart, "ncclGroupStart")?;
+        let end_group = nccl.function(nccl.functions().ncclGroupEnd, "ncclGroupEnd")?;
+        let start = Instant::now();
+        // SAFETY: no arguments; opens a group on this thread (none is open: `ready` checked).
+        check(nccl, unsafe { start_group() }, "ncclGroupStart")?;
+        // From here the group is always ended, and every communicator finalized or aborted.
+        let mut failure = None;
+        for (c, &raw) in comms.iter().zip(&raws) {
+            let code = match Scope::enter(&c.ctx) {
+                // SAFETY: a live communicator (checked above); its context is current.
+                Ok(_scope) => unsafe { finalize(raw) },
+                Err(e) => {
+                    failure.get_or_insert(e);
+                    continue;
+                }
+            };
+            if let Err(e) = check(nccl, code, WHAT) {
+                failure.get_or_insert(e);
+            }
+        }
+        let end = {
+            let scope = Scope::enter(&first.ctx);
+            // SAFETY: ends the group opened above, on this thread.
+            let code = unsafe { end_group() };
+            drop(scope);
+            check(nccl, code, "ncclGroupEnd")
+        };
+        if let Err(e) = end {
+            failure.get_or_insert(e);
+        }
+        if failure.is_none() {
+            for c in &comms {
+                if let Err(e) = c.wait_ready(WHAT, start) {
+                    failure = Some(e);
+                    break;
+                }
+            }
+        }
+        if let Some(e) = failure {
+            for c in &comms {
+                c.abort_quietly();
+            }
+            return Err(e);
+        }
+        let mut result = Ok(());
+        for c in &comms {
+            let raw = c.raw.replace(ptr::null_mut());
+            if let Err(e) = c.destroy_raw(raw) {
+                result = result.and(Err(e));
+            }
+        }
+        result
     }
 
     /// Destroys the communicator (`ncclCommDestroy`) and returns its error, where `Drop`
@@ -879,13 +953,15 @@ impl Communicator {
     }
 }
 
-/// Destroys the communicator. A blocking communicator calls `ncclCommDestroy`, which first
-/// finalizes it (waiting for its operations and for the other ranks on this host, as in C); a
-/// communicator with a timeout is finalized with that timeout (`ncclCommFinalize`, polled),
-/// then destroyed, and aborted when finalizing fails or times out. An aborted communicator has
-/// nothing left to free; one dropped while a [`Group`](crate::Group) is open on the thread is
-/// leaked (NCCL would defer its destruction into the group). Failures are reported to `log`
-/// and counted ([`drop_error_count`](crate::drop_error_count)), never panicking.
+/// Destroys the communicator (`ncclCommDestroy`). Unless it was finalized, NCCL finalizes it
+/// first, which completes its operations and waits for the other ranks on this host: a
+/// blocking communicator waits there, as in C; a non-blocking one (created with a timeout) is
+/// finalized and freed in the background, so dropping it never waits for a peer. Communicators
+/// of one process ([`init_all`](Communicator::init_all)) may be dropped one after the other:
+/// NCCL frees them when the last one goes. An aborted communicator has nothing left to free;
+/// one dropped while a [`Group`](crate::Group) is open on the thread is leaked (NCCL would
+/// defer its destruction into the group). Failures are reported to `log` and counted
+/// ([`drop_error_count`](crate::drop_error_count)), never panicking.
 impl Drop for Communicator {
     fn drop(&mut self) {
         let raw = self.raw.replace(ptr::null_mut());
@@ -897,8 +973,6 @@ impl Drop for Communicator {
             Err(Error::InGroup {
                 what: "dropping a Communicator (its handle is leaked)",
             })
-        } else if self.timeout.is_some() {
-            self.finalize_raw(raw)
         } else {
             self.destroy_raw(raw)
         };

@@ -182,9 +182,25 @@ fn every_collective_on_two_devices(config: &CommConfig) {
 
     // Outside a group, a collective of one device alone would wait for the other forever:
     // NCCL needs them together; the crate leaves that rule to NCCL (it is not a soundness
-    // matter). Done: finalize every rank together (a group-free call each).
-    for c in comms {
-        drop(c);
+    // matter). Done: finalized together, in one group.
+    Communicator::finalize_all(comms).unwrap();
+}
+
+#[gpu_test]
+fn communicators_of_one_process_can_be_dropped_one_after_the_other() {
+    for config in [
+        CommConfig::new(),
+        CommConfig::new().timeout(Duration::from_secs(60)),
+    ] {
+        let (ctx0, ctx1) = two_gpus();
+        nccl();
+        let before = cuda_driver_nccl::drop_error_count();
+        let comms = Communicator::init_all(&[ctx0, ctx1], &config).unwrap();
+        // NCCL frees the communicators of one process when the last one goes.
+        for c in comms {
+            drop(c);
+        }
+        assert_eq!(cuda_driver_nccl::drop_error_count(), before);
     }
 }
 

@@ -213,7 +213,7 @@ fn two_processes_with_timeouts_run_every_collective() {
     if is_child() {
         let comm = join(2, None, &config);
         every_collective(&comm);
-        return; // dropped: finalized with the timeout
+        return; // dropped: destroyed in the background (non-blocking)
     }
     two_gpus();
     nccl();
