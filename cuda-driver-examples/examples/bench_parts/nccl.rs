@@ -45,6 +45,8 @@ pub fn all_reduce(
     let data = random_f32(&mut rng, max);
     let send = upload(ctx, &data)?;
     let mut recv = DeviceBuffer::<f32>::new(ctx, max)?;
+    // The upload may still be in flight on the legacy stream, which `stream` does not wait for.
+    ctx_sync()?;
     let st = stream.as_raw();
     let sync = || -> Res<()> {
         // SAFETY: `st` is a live stream of the current context.

@@ -48,9 +48,10 @@ pub fn one_rank(ctx: &Context, config: &CommConfig) -> Communicator {
     Communicator::init_rank(ctx, 1, 0, &id, config).unwrap()
 }
 
-/// A non-blocking stream of `ctx`.
+/// A blocking stream of `ctx`: ordered after the legacy default stream's work, where the
+/// tests' host-to-device copies of pageable memory may still be in flight.
 pub fn stream(ctx: &Context) -> Stream {
-    Stream::new(ctx, StreamFlags::NON_BLOCKING).unwrap()
+    Stream::new(ctx, StreamFlags::DEFAULT).unwrap()
 }
 
 /// A value of every element type from a small integer (exact in every type).

@@ -4,7 +4,7 @@
 //! `group.rs` shows they cannot be dropped before).
 
 use cuda_driver::prelude::*;
-use cuda_driver::DeviceBuffer;
+use cuda_driver::{DeviceBuffer, Stream, StreamFlags};
 use cuda_driver_nccl::{CommConfig, Group, ReduceOp};
 
 use crate::common::{gpu, one_rank, stream, upload, values};
@@ -13,7 +13,9 @@ use crate::common::{gpu, one_rank, stream, upload, values};
 fn a_source_dropped_right_after_the_call_is_freed_after_the_collective() {
     let ctx = gpu(0);
     let comm = one_rank(&ctx, &CommConfig::new());
-    let s = stream(&ctx);
+    // Non-blocking: nothing on the legacy stream (the frees, the garbage copies) waits for it,
+    // only the release of the memory does.
+    let s = Stream::new(&ctx, StreamFlags::NON_BLOCKING).unwrap();
     let n = 64 << 20; // 256 MiB of f32: the copy takes long enough to be pending at the drop
     let data: Vec<f32> = values(n, 7);
     let mut recvs = Vec::new();
