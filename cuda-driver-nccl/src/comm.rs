@@ -664,6 +664,8 @@ impl Communicator {
     #[track_caller]
     pub fn check_async_error(&self) -> Result<()> {
         const WHAT: &str = "ncclCommGetAsyncError";
+        // An error aborts the communicator, which an open group may still refer to.
+        self.ready(WHAT, false)?;
         match self.state(WHAT)? {
             NcclResult::SUCCESS | NcclResult::IN_PROGRESS => Ok(()),
             code => Err(self.failed(WHAT, code)),
@@ -785,6 +787,11 @@ impl Communicator {
     /// [`abort`](Self::abort) after a failure: never fails (a failure to abort is counted
     /// as a drop error).
     pub(crate) fn abort_quietly(&self) {
+        // Never under an open group, which may refer to the communicator (the callers are
+        // outside one: this is a second line).
+        if group::is_open() {
+            return;
+        }
         let raw = self.raw.replace(ptr::null_mut());
         if raw.is_null() {
             return;

@@ -315,6 +315,10 @@ fn operations_outside_an_open_group_and_nested_groups_are_refused() {
     assert!(matches!(Group::start(), Err(Error::InGroup { .. })));
     assert!(matches!(comm.abort(), Err(Error::InGroup { .. })));
     assert!(matches!(comm.synchronize(&s), Err(Error::InGroup { .. })));
+    assert!(matches!(
+        comm.check_async_error(),
+        Err(Error::InGroup { .. })
+    ));
     let id = UniqueId::new().unwrap();
     assert!(matches!(
         Communicator::init_rank(&ctx, 1, 0, &id, &CommConfig::new()),
