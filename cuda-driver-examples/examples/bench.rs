@@ -199,6 +199,8 @@ enum Failure {
     Cudarc(cudarc::driver::DriverError),
     /// A cuda-driver-rtc call (or a raw NVRTC call) failed.
     Rtc(cuda_driver_rtc::Error),
+    /// A cuda-driver-nccl call failed.
+    Nccl(cuda_driver_nccl::Error),
     /// A failure while measuring a metric.
     In {
         metric: String,
@@ -216,6 +218,12 @@ impl From<cudarc::driver::DriverError> for Failure {
 impl From<cuda_driver_rtc::Error> for Failure {
     fn from(e: cuda_driver_rtc::Error) -> Failure {
         Failure::Rtc(e)
+    }
+}
+
+impl From<cuda_driver_nccl::Error> for Failure {
+    fn from(e: cuda_driver_nccl::Error) -> Failure {
+        Failure::Nccl(e)
     }
 }
 
@@ -243,6 +251,7 @@ impl fmt::Display for Failure {
             } => write!(f, "{metric} ({side} side): {source}"),
             Failure::Cudarc(e) => write!(f, "cudarc: {e:?}"),
             Failure::Rtc(e) => write!(f, "{e}"),
+            Failure::Nccl(e) => write!(f, "{e}"),
         }
     }
 }
@@ -271,6 +280,8 @@ macro_rules! check {
 }
 
 // After the macros, which it uses.
+#[path = "bench_parts/nccl.rs"]
+mod nccl;
 #[path = "bench_parts/sweeps.rs"]
 mod sweeps;
 
@@ -400,8 +411,9 @@ fn run() -> Res<()> {
     graphs(&mut r, &cfg, &ctx, &stream)?;
     textures_and_2d_copies(&mut r, &cfg, &ctx)?;
     rtc_compile(&mut r, &cfg)?;
+    let nccl_library = nccl::all_reduce(&mut r, &cfg, &ctx, &stream)?;
 
-    let notes = vec![
+    let mut notes = vec![
         format!(
             "Every metric is warmed up once per side, then measured in {} rounds; a round \
              measures every side once, back to back, the order rotating from round to round. \
@@ -488,6 +500,17 @@ fn run() -> Res<()> {
          slower than the raw calls."
             .into(),
     ];
+    notes.push(match nccl_library {
+        Some(library) => format!(
+            "All-reduce (NCCL): f32 sums on a communicator of one rank of the device's primary \
+             context, {library}, on the benchmark's stream with the same buffers: raw \
+             ncclAllReduce against Communicator::all_reduce; host clock around the calls \
+             ({BATCH} per sample up to 1 MiB, as time per all-reduce; 8 of 256 MiB, as GB/s of \
+             the buffer's size) and one stream synchronisation. The warm-up sample compares \
+             every element with the input, the others the first KiB and the last element."
+        ),
+        None => "All-reduce (NCCL): skipped, no NCCL library could be loaded.".into(),
+    });
     let report = Report {
         device: dev.name()?,
         compute_capability: format!("{cc_major}.{cc_minor}"),

@@ -149,6 +149,7 @@ mod device_info;
 pub mod entry_point;
 mod error;
 mod event;
+pub mod external;
 mod graph;
 mod green;
 mod image;

@@ -116,7 +116,7 @@ pub fn run(args: &[String]) -> Result<(), String> {
         check,
         util::exact,
     )?;
-    Ok(())
+    crate::nccl::run(check)
 }
 
 /// `#include`s of every header the bindings mirror, as C code would write them.

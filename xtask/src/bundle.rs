@@ -3,10 +3,10 @@
 //! with `run.sh`, which needs bash and the NVIDIA driver but no Rust toolchain.
 //!
 //! The bundle holds, built in release (stripped):
-//! * `tests/`: the test binaries of `cuda-driver-sys`, `cuda-driver` and `cuda-driver-rtc` (the
-//!   `tests/gpu` integration tests, cuda-driver-rtc's `tests/compile`, and the lib unit tests),
-//!   named `<package>-<target>`; cuda-driver-rtc's find NVRTC and nvJitLink where they run
-//!   (the pip wheels of `python3`, a toolkit), as its examples do;
+//! * `tests/`: the test binaries of `cuda-driver-sys`, `cuda-driver`, `cuda-driver-rtc` and
+//!   `cuda-driver-nccl` (the `tests/gpu` integration tests, cuda-driver-rtc's `tests/compile`,
+//!   and the lib unit tests), named `<package>-<target>`; cuda-driver-rtc's find NVRTC and
+//!   nvJitLink where they run (the pip wheels of `python3`, a toolkit), as its examples do;
 //! * `examples/`: every example of `cuda-driver-examples`, and `first_program_dynamic_loading`,
 //!   the README's first program built with cuda-driver's `dynamic-loading` feature, and
 //!   `readme_first_kernels`, the README's typed-launcher program built as a new crate from the
@@ -50,6 +50,7 @@ pub fn run(args: &[String]) -> Result<(), String> {
                 "cuda-driver",
                 "-p",
                 "cuda-driver-rtc",
+                "cuda-driver-nccl",
             ]),
         |kind| kind == "test" || kind.ends_with("lib"),
     )?;
@@ -335,6 +336,10 @@ const RUN_SH: &str = r#"#!/usr/bin/env bash
 set -u
 cd "$(dirname "${BASH_SOURCE[0]}")" || exit 2
 
+# NVLink multicast (NVLS) stays off in NCCL: on shared hosts a multicast call gone wrong can put
+# the GPUs out of service. Every NCCL test and example inherits this (the crate sets it too).
+export NCCL_NVLS_ENABLE=0
+
 # Skips are failures, but for tests that need more GPUs than this machine has.
 gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ')
 export CUDA_DRIVER_REQUIRE_GPU=$((gpus > 0 ? gpus : 1))
@@ -478,3 +483,19 @@ echo
 echo "gpu-bundle: $passed passed, $failed failed"
 [ "$failed" -eq 0 ] && [ $((passed + failed)) -gt 0 ]
 "#;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn run_sh_keeps_nvlink_multicast_off_before_running_anything() {
+        let export = RUN_SH
+            .find("\nexport NCCL_NVLS_ENABLE=0\n")
+            .expect("run.sh exports NCCL_NVLS_ENABLE=0");
+        let first_run = RUN_SH
+            .find("\nfor t in tests/*")
+            .expect("run.sh runs the tests");
+        assert!(export < first_run);
+    }
+}

@@ -12,6 +12,7 @@ mod homes;
 mod imports;
 mod kernels;
 mod layers;
+mod nccl;
 mod ptx_copies;
 mod readme;
 mod rtc_bindgen;
@@ -26,7 +27,8 @@ usage: cargo xtask <task> [options]
 tasks:
   bindgen [--check]              generate the bindings, their dynamic-loading twin, the stub
                                  library source, cuda-driver's types.rs and entry point
-                                 markers, and the #[wraps] table
+                                 markers, the #[wraps] table, and cuda-driver-nccl's nccl.h
+                                 bindings
   bindgen-rtc [--check]          generate cuda-driver-rtc's raw bindings from nvrtc.h and nvJitLink.h
                                  of the pinned wheels in .venv
   build-kernels [--check] [--arch compute_XX]
