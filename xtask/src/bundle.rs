@@ -50,6 +50,7 @@ pub fn run(args: &[String]) -> Result<(), String> {
                 "cuda-driver",
                 "-p",
                 "cuda-driver-rtc",
+                "-p",
                 "cuda-driver-nccl",
             ]),
         |kind| kind == "test" || kind.ends_with("lib"),
