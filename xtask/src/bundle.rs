@@ -450,13 +450,19 @@ if [ "$sanitize" = 1 ]; then
                 --target-processes all "./$e"
             errors=$(sed -n 's/^========= ERROR SUMMARY: \([0-9]*\) error.*/\1/p' "$log" | awk '{s += $1} END {print s + 0}')
             api=$(grep -c '^========= Program hit CUDA_ERROR' "$log")
+            # Runtime API errors (cudaError*): the crates call the driver API only, so these
+            # come from a library the program loads that uses the CUDA runtime, NCCL, which
+            # raises and handles them itself (probing its kernels' images at initialisation:
+            # cudaErrorNoKernelImageForDevice from cudaFuncGetAttributes). Counted apart and
+            # printed; they fail nothing. Memory errors and leaks still do.
+            lib_api=$(grep -c '^========= Program hit cudaError' "$log")
             want=${provoked[$name]:-0}
             leaks=$(grep -c '^========= Leaked [0-9]' "$log")
-            if [ "$status" -eq 0 ] && [ "$errors" -eq "$api" ] && [ "$api" -eq "$want" ] \
+            if [ "$status" -eq 0 ] && [ "$errors" -eq $((api + lib_api)) ] && [ "$api" -eq "$want" ] \
                 && [ "$leaks" -eq 0 ] && grep -q '^========= ERROR SUMMARY' "$log"; then
-                echo "=== memcheck $e: clean ($api driver API error(s), all provoked on purpose)"
+                echo "=== memcheck $e: clean ($api driver API error(s), all provoked on purpose; $lib_api runtime API error(s) raised and handled inside a loaded library)"
             else
-                echo "=== memcheck $e: $errors error(s), $api driver API error(s) ($want expected), $leaks leak(s), exit status $status"
+                echo "=== memcheck $e: $errors error(s), $api driver API error(s) ($want expected), $lib_api runtime API error(s) inside a loaded library, $leaks leak(s), exit status $status"
                 status=1
             fi
             count_one "memcheck $e"

@@ -52,8 +52,8 @@ fn a_group_queues_its_buffers_when_it_ends_and_they_are_intact() {
     group
         .all_reduce(&comm, send.as_view(), recv.as_view_mut(), ReduceOp::SUM, &s)
         .unwrap();
-    // Nothing is queued yet: the stream is idle until the group ends.
-    assert!(s.query().unwrap());
+    // The group holds the views until it ends (NCCL may queue the work at the call or at the
+    // end; on an H100 with NCCL 2.28 it was queued before the end).
     group.end().unwrap();
     drop(send);
     comm.synchronize(&s).unwrap();
