@@ -945,12 +945,24 @@ fn address_reservations_honour_alignment_and_a_free_address_hint() {
             );
         }
     }
-    // A hint at an address just freed: the driver places the range there.
+    // A hint at an address just freed. cuMemAddressReserve's `addr` is a request, not a
+    // promise: driver 580 on an H100 placed the range there in some runs and elsewhere in
+    // others (2 of 4 runs of this suite), so where it lands is noted, and what must hold is
+    // that the range is reserved, of the size asked, and usable.
     let probe = AddressRange::reserve(&ctx, 8 * g, 8 * g).unwrap();
     let want = probe.as_raw() + 2 * g as u64;
     drop(probe);
     let r = AddressRange::reserve_at(&ctx, 2 * g, 0, want).unwrap();
-    assert_eq!(r.as_raw(), want, "the free address hint was not honoured");
+    note(format!(
+        "address hint {want:#x}: reserved at {:#x} ({})",
+        r.as_raw(),
+        if r.as_raw() == want {
+            "honoured"
+        } else {
+            "not honoured"
+        }
+    ));
+    assert_ne!(r.as_raw(), 0);
     assert_eq!(r.size(), 2 * g);
     // The range is usable there.
     let phys = Arc::new(PhysicalAllocation::new(&ctx, 2 * g, &props).unwrap());
