@@ -231,8 +231,9 @@ impl ExternalMemory {
         let _cur = self.inner.ctx.enter()?;
         let mut raw = ptr::null_mut();
         check(
-            // SAFETY: the memory is alive; the driver checks the shape against its size;
-            // writes one handle, owned by the array built next.
+            // SAFETY: the memory is alive and `d` a valid descriptor (shape checked above); a
+            // shape past the memory's end is the driver's error to return, not an access by
+            // this process; writes one handle, owned by the array built next.
             unsafe { sys::cuExternalMemoryGetMappedMipmappedArray(&mut raw, self.inner.raw, &d) },
             "cuExternalMemoryGetMappedMipmappedArray",
         )?;

@@ -439,7 +439,9 @@ impl GraphExec {
     pub fn set_child_graph_node(&mut self, node: ChildGraphNode<'_>, child: &Graph) -> Result<()> {
         check(
             // SAFETY: a child graph node of the exec's graph; the driver clones `child`
-            // (with its user object references).
+            // (with its user object references; GPU test
+            // graph::exec::exec_child_graph_update_runs_the_new_child drops the new child after
+            // the update, then launches).
             unsafe {
                 sys::cuGraphExecChildGraphNodeSetParams(self.raw, node.as_raw(), child.as_raw())
             },

@@ -16,7 +16,9 @@ impl Graph {
         let d = raw_deps(self, deps)?;
         let mut raw = ptr::null_mut();
         check(
-            // SAFETY: both graphs are live; the driver clones `child`.
+            // SAFETY: both graphs are live; the driver clones `child` (GPU test
+            // graph::nodes::every_node_kind_runs drops the child after adding it, then runs the
+            // graph).
             unsafe {
                 sys::cuGraphAddChildGraphNode(
                     &mut raw,
