@@ -38,11 +38,11 @@ use std::marker::PhantomData;
 use std::ptr::NonNull;
 use std::sync::OnceLock;
 
-use cuda_driver_macros::wraps;
+use cuda_driver_macros::{call, wraps};
 use cuda_driver_sys as sys;
 
 pub use crate::error::ProcAddressStatus;
-use crate::error::{check, Error, ErrorCode, Result};
+use crate::error::{Error, ErrorCode, Result};
 
 pub use crate::types::ProcAddressFlags;
 
@@ -88,16 +88,18 @@ pub fn proc_address(
     crate::init()?;
     let mut p = std::ptr::null_mut();
     let mut status = sys::CU_GET_PROC_ADDRESS_SUCCESS;
-    // SAFETY: `symbol` is NUL-terminated; the driver writes one pointer and one status.
-    let r = unsafe {
-        sys::cuGetProcAddress_v2(
-            symbol.as_ptr(),
-            &mut p,
-            cuda_version,
-            flags.as_raw(),
-            &mut status,
-        )
-    };
+    let r = call!(
+        // SAFETY: `symbol` is NUL-terminated; the driver writes one pointer and one status.
+        unsafe {
+            sys::cuGetProcAddress_v2(
+                symbol.as_ptr(),
+                &mut p,
+                cuda_version,
+                flags.as_raw(),
+                &mut status,
+            )
+        }
+    );
     let status = ProcAddressStatus(status);
     let not_found = |status: ProcAddressStatus| Error::EntryPoint {
         symbol: symbol.to_string_lossy().into_owned(),
@@ -108,7 +110,7 @@ pub fn proc_address(
             status
         },
     };
-    match check(r, "cuGetProcAddress_v2") {
+    match r {
         Ok(()) => match NonNull::new(p) {
             Some(p) if status == ProcAddressStatus::SUCCESS => Ok(p),
             _ => Err(not_found(status)),

@@ -22,11 +22,11 @@ use std::os::fd::{IntoRawFd, OwnedFd};
 use std::ptr;
 use std::sync::Arc;
 
-use cuda_driver_macros::wraps;
+use cuda_driver_macros::{call, wraps};
 use cuda_driver_sys as sys;
 
 use crate::count::count_u32;
-use crate::error::{check, Error, Result};
+use crate::error::{Error, Result};
 use crate::memory::{
     ArrayDescriptor, ArrayElement, ArrayRefMut, DeviceMemory, DeviceMemoryMut, DeviceSlice,
     DeviceSliceMut, MipmappedArray,
@@ -132,11 +132,10 @@ impl ExternalMemory {
     unsafe fn import(ctx: &Context, desc: &sys::CUDA_EXTERNAL_MEMORY_HANDLE_DESC) -> Result<Self> {
         let _cur = ctx.enter()?;
         let mut raw = ptr::null_mut();
-        check(
+        call!(
             // SAFETY: the caller's guarantees on `desc`; writes one handle, owned by the
             // value built next.
             unsafe { sys::cuImportExternalMemory(&mut raw, desc) },
-            "cuImportExternalMemory",
         )?;
         Ok(ExternalMemory {
             inner: Arc::new(MemoryInner {
@@ -188,11 +187,10 @@ impl ExternalMemory {
         desc.size = bytes;
         let _cur = self.inner.ctx.enter()?;
         let mut ptr = 0;
-        check(
+        call!(
             // SAFETY: the memory is alive and the range lies in it (checked); writes one
             // device pointer, owned by the buffer built next (freed with cuMemFree).
             unsafe { sys::cuExternalMemoryGetMappedBuffer(&mut ptr, self.inner.raw, &desc) },
-            "cuExternalMemoryGetMappedBuffer",
         )?;
         Ok(ExternalBuffer {
             ptr,
@@ -230,12 +228,11 @@ impl ExternalMemory {
         d.numLevels = levels;
         let _cur = self.inner.ctx.enter()?;
         let mut raw = ptr::null_mut();
-        check(
+        call!(
             // SAFETY: the memory is alive and `d` a valid descriptor (shape checked above); a
             // shape past the memory's end is the driver's error to return, not an access by
             // this process; writes one handle, owned by the array built next.
             unsafe { sys::cuExternalMemoryGetMappedMipmappedArray(&mut raw, self.inner.raw, &d) },
-            "cuExternalMemoryGetMappedMipmappedArray",
         )?;
         Ok(ExternalMipmappedArray {
             // SAFETY: just created in this context with this shape, owned by nobody else;
@@ -466,10 +463,9 @@ impl ExternalSemaphore {
     ) -> Result<Self> {
         let _cur = ctx.enter()?;
         let mut raw = ptr::null_mut();
-        check(
+        call!(
             // SAFETY: the caller's guarantees; writes one handle, owned by the value built next.
             unsafe { sys::cuImportExternalSemaphore(&mut raw, desc) },
-            "cuImportExternalSemaphore",
         )?;
         Ok(ExternalSemaphore {
             raw,
@@ -561,7 +557,7 @@ impl Stream {
         let raws: Vec<_> = sems.iter().map(|(s, _)| s.raw).collect();
         let params: Vec<_> = sems.iter().map(|&(_, v)| signal_params(v, flags)).collect();
         let _cur = self.context().enter()?;
-        check(
+        call!(
             // SAFETY: `raws` and `params` hold `raws.len()` live semaphores and their
             // parameters, read during the call.
             unsafe {
@@ -572,7 +568,6 @@ impl Stream {
                     self.as_raw(),
                 )
             },
-            "cuSignalExternalSemaphoresAsync",
         )
     }
 
@@ -593,7 +588,7 @@ impl Stream {
         let raws: Vec<_> = sems.iter().map(|(s, _)| s.raw).collect();
         let params: Vec<_> = sems.iter().map(|&(_, v)| wait_params(v, flags)).collect();
         let _cur = self.context().enter()?;
-        check(
+        call!(
             // SAFETY: as in signal_external_semaphores.
             unsafe {
                 sys::cuWaitExternalSemaphoresAsync(
@@ -603,7 +598,6 @@ impl Stream {
                     self.as_raw(),
                 )
             },
-            "cuWaitExternalSemaphoresAsync",
         )
     }
 }

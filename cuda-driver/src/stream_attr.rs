@@ -5,11 +5,11 @@
 use std::ffi::c_void;
 use std::ptr;
 
-use cuda_driver_macros::wraps;
+use cuda_driver_macros::{call, wraps};
 use cuda_driver_sys as sys;
 
 use crate::entry_point::newer;
-use crate::error::{check, Result};
+use crate::error::Result;
 use crate::memory::view::DeviceSliceMut;
 use crate::{Device, DeviceRepr, Stream};
 
@@ -45,10 +45,9 @@ impl Stream {
     pub fn id(&self) -> Result<u64> {
         let _cur = self.context().enter()?;
         let mut id = 0;
-        check(
+        call!(
             // SAFETY: the stream is alive; writes one unsigned long long.
             unsafe { sys::cuStreamGetId(self.as_raw(), &mut id) },
-            "cuStreamGetId",
         )?;
         Ok(id)
     }
@@ -60,10 +59,9 @@ impl Stream {
     pub fn query_context(&self) -> Result<sys::CUcontext> {
         let _cur = self.context().enter()?;
         let mut c = ptr::null_mut();
-        check(
+        call!(
             // SAFETY: the stream is alive; writes one CUcontext.
             unsafe { sys::cuStreamGetCtx(self.as_raw(), &mut c) },
-            "cuStreamGetCtx",
         )?;
         Ok(c)
     }
@@ -72,13 +70,11 @@ impl Stream {
     #[wraps(cuStreamGetCtx_v2)]
     #[track_caller]
     pub fn query_contexts(&self) -> Result<(sys::CUcontext, Option<sys::CUgreenCtx>)> {
-        let f = newer::cuStreamGetCtx_v2()?;
         let _cur = self.context().enter()?;
         let (mut c, mut g) = (ptr::null_mut(), ptr::null_mut());
-        check(
+        call!(
             // SAFETY: the stream is alive; writes one CUcontext and one CUgreenCtx.
-            unsafe { f(self.as_raw(), &mut c, &mut g) },
-            "cuStreamGetCtx_v2",
+            unsafe { newer::cuStreamGetCtx_v2()?(self.as_raw(), &mut c, &mut g) },
         )?;
         Ok((c, (!g.is_null()).then_some(g)))
     }
@@ -87,11 +83,10 @@ impl Stream {
     #[wraps(cuStreamGetDevice)]
     #[track_caller]
     pub fn device(&self) -> Result<Device> {
-        let f = newer::cuStreamGetDevice()?;
         let _cur = self.context().enter()?;
         let mut d = 0;
         // SAFETY: the stream is alive; writes one CUdevice.
-        check(unsafe { f(self.as_raw(), &mut d) }, "cuStreamGetDevice")?;
+        call!(unsafe { newer::cuStreamGetDevice()?(self.as_raw(), &mut d) })?;
         Ok(Device::from_raw(d))
     }
 
@@ -101,10 +96,9 @@ impl Stream {
     pub fn attribute_raw(&self, id: LaunchAttributeID) -> Result<sys::CUstreamAttrValue> {
         let _cur = self.context().enter()?;
         let mut v = zero_value();
-        check(
+        call!(
             // SAFETY: the stream is alive; writes one CUstreamAttrValue.
             unsafe { sys::cuStreamGetAttribute(self.as_raw(), id.as_raw(), &mut v) },
-            "cuStreamGetAttribute",
         )?;
         Ok(v)
     }
@@ -122,10 +116,9 @@ impl Stream {
         value: &sys::CUstreamAttrValue,
     ) -> Result<()> {
         let _cur = self.context().enter()?;
-        check(
+        call!(
             // SAFETY: the stream is alive; the caller vouches for the value.
             unsafe { sys::cuStreamSetAttribute(self.as_raw(), id.as_raw(), value) },
-            "cuStreamSetAttribute",
         )
     }
 
@@ -226,10 +219,9 @@ impl Stream {
     #[track_caller]
     pub fn copy_attributes_from(&self, src: &Stream) -> Result<()> {
         let _cur = self.context().enter()?;
-        check(
+        call!(
             // SAFETY: both streams are alive.
             unsafe { sys::cuStreamCopyAttributes(self.as_raw(), src.as_raw()) },
-            "cuStreamCopyAttributes",
         )
     }
 
@@ -258,7 +250,7 @@ impl Stream {
             )));
         }
         let _cur = self.context().enter()?;
-        check(
+        call!(
             // SAFETY: the view borrows live memory of `bytes()` bytes; attaching changes
             // visibility, not contents.
             unsafe {
@@ -269,7 +261,6 @@ impl Stream {
                     flags.as_raw(),
                 )
             },
-            "cuStreamAttachMemAsync",
         )
     }
 }

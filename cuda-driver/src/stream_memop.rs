@@ -10,10 +10,10 @@
 //! A wait whose condition never comes true blocks the stream (and work that waits on it)
 //! forever; nothing in memory safety depends on it.
 
-use cuda_driver_macros::wraps;
+use cuda_driver_macros::{call, wraps};
 use cuda_driver_sys as sys;
 
-use crate::error::{check, Error, Result};
+use crate::error::{Error, Result};
 use crate::memory::view::{check_stream, stream_identity};
 use crate::{Device, DeviceAttribute, DeviceSlice, DeviceSliceMut, Stream};
 
@@ -91,12 +91,11 @@ impl Stream {
         check_stream("Stream::wait_value_u32", word.context(), word.home(), self)?;
         check_wait_flags(self.context().device(), flags, "Stream::wait_value_u32")?;
         let _cur = self.context().enter()?;
-        check(
+        call!(
             // SAFETY: the view borrows at least one live u32; the wait only reads it.
             unsafe {
                 sys::cuStreamWaitValue32_v2(self.as_raw(), word.as_raw(), value, flags.as_raw())
             },
-            "cuStreamWaitValue32_v2",
         )
     }
 
@@ -116,12 +115,11 @@ impl Stream {
         require_64(dev, "Stream::wait_value_u64")?;
         check_wait_flags(dev, flags, "Stream::wait_value_u64")?;
         let _cur = self.context().enter()?;
-        check(
+        call!(
             // SAFETY: the view borrows at least one live u64; the wait only reads it.
             unsafe {
                 sys::cuStreamWaitValue64_v2(self.as_raw(), word.as_raw(), value, flags.as_raw())
             },
-            "cuStreamWaitValue64_v2",
         )
     }
 
@@ -137,12 +135,11 @@ impl Stream {
         first::<u32>(word.len(), "Stream::write_value_u32")?;
         check_stream("Stream::write_value_u32", word.context(), word.home(), self)?;
         let _cur = self.context().enter()?;
-        check(
+        call!(
             // SAFETY: the view borrows at least one live u32 mutably.
             unsafe {
                 sys::cuStreamWriteValue32_v2(self.as_raw(), word.as_raw(), value, flags.as_raw())
             },
-            "cuStreamWriteValue32_v2",
         )
     }
 
@@ -160,12 +157,11 @@ impl Stream {
         check_stream("Stream::write_value_u64", word.context(), word.home(), self)?;
         require_64(self.context().device(), "Stream::write_value_u64")?;
         let _cur = self.context().enter()?;
-        check(
+        call!(
             // SAFETY: the view borrows at least one live u64 mutably.
             unsafe {
                 sys::cuStreamWriteValue64_v2(self.as_raw(), word.as_raw(), value, flags.as_raw())
             },
-            "cuStreamWriteValue64_v2",
         )
     }
 
@@ -179,7 +175,7 @@ impl Stream {
         batch.check_stream(self, "Stream::batch_mem_ops")?;
         batch.check(self.context().device(), "Stream::batch_mem_ops")?;
         let _cur = self.context().enter()?;
-        check(
+        call!(
             // SAFETY: every address in the batch comes from a view the batch borrows for its
             // lifetime (writes mutably); the array holds `len` initialised operations.
             unsafe {
@@ -190,7 +186,6 @@ impl Stream {
                     0,
                 )
             },
-            "cuStreamBatchMemOp_v2",
         )
     }
 }

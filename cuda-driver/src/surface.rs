@@ -33,10 +33,10 @@ use std::ffi::c_void;
 use std::marker::PhantomData;
 use std::mem::{align_of, size_of};
 
-use cuda_driver_macros::wraps;
+use cuda_driver_macros::{call, wraps};
 use cuda_driver_sys as sys;
 
-use crate::error::{check, Error, Result};
+use crate::error::{Error, Result};
 use crate::launch::KernelArg;
 use crate::memory::{ArrayElement, ArrayRef};
 use crate::{Context, ResourceDesc};
@@ -93,11 +93,10 @@ impl<'a> SurfaceObject<'a> {
         let ctx = resource.context();
         let _cur = ctx.enter()?;
         let mut raw = 0;
-        check(
+        call!(
             // SAFETY: the descriptor names a live array borrowed for 'a, which the object
             // carries; writes one handle, owned by the value built next.
             unsafe { sys::cuSurfObjectCreate(&mut raw, resource.as_raw()) },
-            "cuSurfObjectCreate",
         )?;
         Ok(SurfaceObject {
             raw,
@@ -146,10 +145,9 @@ impl<'a> SurfaceObject<'a> {
         let _cur = self.ctx.enter()?;
         // SAFETY: a plain C struct; all-zero is valid.
         let mut r: sys::CUDA_RESOURCE_DESC = unsafe { std::mem::zeroed() };
-        check(
+        call!(
             // SAFETY: the object is live; writes one struct.
             unsafe { sys::cuSurfObjectGetResourceDesc(&mut r, self.raw) },
-            "cuSurfObjectGetResourceDesc",
         )?;
         Ok(r)
     }

@@ -29,10 +29,10 @@
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicU8, Ordering};
 
-use cuda_driver_macros::wraps;
+use cuda_driver_macros::{call, wraps};
 use cuda_driver_sys as sys;
 
-use crate::error::{check, Error, Result};
+use crate::error::{Error, Result};
 use crate::{DeviceRepr, DeviceSlice};
 
 pub use crate::types::{
@@ -77,11 +77,10 @@ impl TensorMap {
     pub fn replace_address<T: DeviceRepr>(&mut self, memory: &DeviceSlice<'_, T>) -> Result<()> {
         check_alignment(memory.as_raw(), 16)?;
         let _cur = memory.context().enter()?;
-        check(
+        call!(
             // SAFETY: writes into the 64-byte-aligned map owned by self; the address is that
             // of live device memory (the map's later use is the launch's contract).
             unsafe { sys::cuTensorMapReplaceAddress(&mut self.0, memory.as_raw() as *mut c_void) },
-            "cuTensorMapReplaceAddress",
         )
     }
 }
@@ -596,7 +595,7 @@ impl TensorMapTiled {
     ) -> Result<()> {
         let c = &self.common;
         let es = c.element_strides();
-        check(
+        call!(
             // SAFETY: the arrays have `rank` (strides `rank - 1`) entries, checked; the map is
             // 64-byte aligned; writes only the map.
             unsafe {
@@ -615,7 +614,6 @@ impl TensorMapTiled {
                     c.oob_fill.as_raw(),
                 )
             },
-            "cuTensorMapEncodeTiled",
         )
     }
 }
@@ -734,7 +732,7 @@ impl TensorMapIm2col {
     ) -> Result<()> {
         let c = &self.common;
         let es = c.element_strides();
-        check(
+        call!(
             // SAFETY: array lengths checked against the rank; the map is aligned; writes only
             // the map.
             unsafe {
@@ -756,7 +754,6 @@ impl TensorMapIm2col {
                     c.oob_fill.as_raw(),
                 )
             },
-            "cuTensorMapEncodeIm2col",
         )
     }
 }
@@ -850,14 +847,13 @@ impl TensorMapIm2colWide {
         address: sys::CUdeviceptr,
         map: &mut sys::CUtensorMap,
     ) -> Result<()> {
-        let f = crate::entry_point::newer::cuTensorMapEncodeIm2colWide()?;
         let c = &self.common;
         let es = c.element_strides();
-        check(
+        call!(
             // SAFETY: `f` is the driver's cuTensorMapEncodeIm2colWide of this signature;
             // array lengths checked; writes only the map.
             unsafe {
-                f(
+                crate::entry_point::newer::cuTensorMapEncodeIm2colWide()?(
                     map,
                     c.data_type.as_raw(),
                     c.rank() as u32,
@@ -876,7 +872,6 @@ impl TensorMapIm2colWide {
                     c.oob_fill.as_raw(),
                 )
             },
-            "cuTensorMapEncodeIm2colWide",
         )
     }
 }

@@ -33,10 +33,10 @@ use std::ffi::c_void;
 use std::marker::PhantomData;
 use std::mem::{align_of, size_of};
 
-use cuda_driver_macros::wraps;
+use cuda_driver_macros::{call, wraps};
 use cuda_driver_sys as sys;
 
-use crate::error::{check, Error, Result};
+use crate::error::{Error, Result};
 use crate::launch::KernelArg;
 use crate::memory::{ArrayElement, ArrayRef};
 use crate::{Context, DeviceSlice, MipmappedArray, Pitched2DView};
@@ -441,12 +441,11 @@ impl<'a> TextureObject<'a> {
         let _cur = ctx.enter()?;
         let mut raw = 0;
         let view_ptr = view.map_or(std::ptr::null(), |v| &v.0 as *const _);
-        check(
+        call!(
             // SAFETY: the descriptors are valid for reads for the call; the resource is
             // borrowed for 'a, which the object carries; writes one handle, owned by the
             // value built next.
             unsafe { sys::cuTexObjectCreate(&mut raw, &resource.raw, &desc.0, view_ptr) },
-            "cuTexObjectCreate",
         )?;
         Ok(TextureObject {
             raw,
@@ -494,10 +493,9 @@ impl<'a> TextureObject<'a> {
     pub fn resource_desc(&self) -> Result<sys::CUDA_RESOURCE_DESC> {
         let _cur = self.ctx.enter()?;
         let mut r = zeroed_resource();
-        check(
+        call!(
             // SAFETY: the object is live; writes one struct.
             unsafe { sys::cuTexObjectGetResourceDesc(&mut r, self.raw) },
-            "cuTexObjectGetResourceDesc",
         )?;
         Ok(r)
     }
@@ -508,10 +506,9 @@ impl<'a> TextureObject<'a> {
     pub fn texture_desc(&self) -> Result<TextureDesc> {
         let _cur = self.ctx.enter()?;
         let mut d = TextureDesc::new();
-        check(
+        call!(
             // SAFETY: the object is live; writes one struct.
             unsafe { sys::cuTexObjectGetTextureDesc(&mut d.0, self.raw) },
-            "cuTexObjectGetTextureDesc",
         )?;
         Ok(d)
     }
@@ -522,10 +519,9 @@ impl<'a> TextureObject<'a> {
     pub fn resource_view_desc(&self) -> Result<ResourceViewDesc> {
         let _cur = self.ctx.enter()?;
         let mut v = ResourceViewDesc::new(ResourceViewFormat::NONE, 0, 0, 0);
-        check(
+        call!(
             // SAFETY: the object is live; writes one struct.
             unsafe { sys::cuTexObjectGetResourceViewDesc(&mut v.0, self.raw) },
-            "cuTexObjectGetResourceViewDesc",
         )?;
         Ok(v)
     }

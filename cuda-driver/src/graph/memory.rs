@@ -3,7 +3,6 @@
 
 #[allow(unused_imports)]
 use super::nodes::*;
-use crate::error::check;
 use crate::error::Error;
 use crate::error::Result;
 use crate::graph::ptr_or_null;
@@ -14,7 +13,7 @@ use crate::memory::DeviceSliceMut;
 use crate::repr::DeviceRepr;
 use crate::Context;
 use crate::Device;
-use cuda_driver_macros::wraps;
+use cuda_driver_macros::{call, wraps};
 use cuda_driver_sys as sys;
 use std::ptr;
 
@@ -28,7 +27,7 @@ impl Device {
     pub fn graph_mem_attribute(self, attr: GraphMemAttribute) -> Result<u64> {
         crate::init()?;
         let mut v: u64 = 0;
-        check(
+        call!(
             // SAFETY: every graph memory attribute is a cuuint64_t; writes one.
             unsafe {
                 sys::cuDeviceGetGraphMemAttribute(
@@ -37,7 +36,6 @@ impl Device {
                     (&mut v as *mut u64).cast(),
                 )
             },
-            "cuDeviceGetGraphMemAttribute",
         )?;
         Ok(v)
     }
@@ -49,7 +47,7 @@ impl Device {
     pub fn reset_graph_mem_high_watermark(self, attr: GraphMemAttribute) -> Result<()> {
         crate::init()?;
         let mut v: u64 = 0;
-        check(
+        call!(
             // SAFETY: the watermarks are cuuint64_t and may only be set to 0.
             unsafe {
                 sys::cuDeviceSetGraphMemAttribute(
@@ -58,7 +56,6 @@ impl Device {
                     (&mut v as *mut u64).cast(),
                 )
             },
-            "cuDeviceSetGraphMemAttribute",
         )
     }
 
@@ -67,10 +64,9 @@ impl Device {
     #[track_caller]
     pub fn graph_mem_trim(self) -> Result<()> {
         crate::init()?;
-        check(
+        call!(
             // SAFETY: a valid device ordinal.
             unsafe { sys::cuDeviceGraphMemTrim(self.as_raw()) },
-            "cuDeviceGraphMemTrim",
         )
     }
 }
@@ -131,10 +127,9 @@ impl GraphAllocation {
     #[track_caller]
     pub unsafe fn free_after_launch(self, stream: &crate::Stream) -> Result<()> {
         let _cur = stream.context().enter()?;
-        check(
+        call!(
             // SAFETY: the caller's guarantees.
             unsafe { sys::cuMemFreeAsync(self.ptr, stream.as_raw()) },
-            "cuMemFreeAsync",
         )
     }
 }
@@ -159,12 +154,11 @@ impl Graph {
         p.poolProps.location.id = device.as_raw();
         p.bytesize = bytes;
         let mut raw = ptr::null_mut();
-        check(
+        call!(
             // SAFETY: the graph is live; `p` is valid and receives the address.
             unsafe {
                 sys::cuGraphAddMemAllocNode(&mut raw, self.raw, ptr_or_null(&d), d.len(), &mut p)
             },
-            "cuGraphAddMemAllocNode",
         )?;
         Ok((
             MemAllocNode(GraphNode { raw, graph: self }),
@@ -194,12 +188,11 @@ impl Graph {
         }
         let d = raw_deps(self, deps)?;
         let mut raw = ptr::null_mut();
-        check(
+        call!(
             // SAFETY: the graph is live; the address was allocated by its allocation node.
             unsafe {
                 sys::cuGraphAddMemFreeNode(&mut raw, self.raw, ptr_or_null(&d), d.len(), alloc.ptr)
             },
-            "cuGraphAddMemFreeNode",
         )?;
         Ok(MemFreeNode(GraphNode { raw, graph: self }))
     }
@@ -212,10 +205,9 @@ impl<'g> MemAllocNode<'g> {
     pub fn allocation(&self) -> Result<(sys::CUdeviceptr, usize)> {
         // SAFETY: all-zero is a valid struct to be written.
         let mut p: sys::CUDA_MEM_ALLOC_NODE_PARAMS = unsafe { std::mem::zeroed() };
-        check(
+        call!(
             // SAFETY: a live allocation node; writes the struct.
             unsafe { sys::cuGraphMemAllocNodeGetParams(self.0.raw, &mut p) },
-            "cuGraphMemAllocNodeGetParams",
         )?;
         Ok((p.dptr, p.bytesize))
     }
@@ -227,10 +219,9 @@ impl<'g> MemFreeNode<'g> {
     #[track_caller]
     pub fn address(&self) -> Result<sys::CUdeviceptr> {
         let mut p = 0;
-        check(
+        call!(
             // SAFETY: a live free node; writes one address.
             unsafe { sys::cuGraphMemFreeNodeGetParams(self.0.raw, &mut p) },
-            "cuGraphMemFreeNodeGetParams",
         )?;
         Ok(p)
     }

@@ -17,7 +17,7 @@ use std::ops::Deref;
 use std::path::Path;
 use std::ptr;
 
-use cuda_driver_macros::wraps;
+use cuda_driver_macros::{call, wraps};
 use cuda_driver_sys as sys;
 
 use crate::entry_point::newer;
@@ -314,10 +314,9 @@ impl Graph {
     pub fn new() -> Result<Graph> {
         crate::init()?;
         let mut raw = ptr::null_mut();
-        check(
+        call!(
             // SAFETY: writes one CUgraph; wrapped in the next statement.
             unsafe { sys::cuGraphCreate(&mut raw, 0) },
-            "cuGraphCreate",
         )?;
         // SAFETY: just created, owned by nobody else.
         Ok(unsafe { Graph::from_raw(raw) })
@@ -356,10 +355,9 @@ impl Graph {
     pub fn try_clone(&self) -> Result<Graph> {
         crate::init()?;
         let mut raw = ptr::null_mut();
-        check(
+        call!(
             // SAFETY: self is live; writes one CUgraph, wrapped in the next statement.
             unsafe { sys::cuGraphClone(&mut raw, self.raw) },
-            "cuGraphClone",
         )?;
         // SAFETY: just created.
         Ok(unsafe { Graph::from_raw(raw) })
@@ -375,10 +373,9 @@ impl Graph {
         clone: &'c Graph,
     ) -> Result<GraphNode<'c>> {
         let mut raw = ptr::null_mut();
-        check(
+        call!(
             // SAFETY: both graphs are live; writes one node handle.
             unsafe { sys::cuGraphNodeFindInClone(&mut raw, node.raw, clone.raw) },
-            "cuGraphNodeFindInClone",
         )?;
         Ok(GraphNode { raw, graph: clone })
     }
@@ -418,10 +415,9 @@ impl Graph {
     #[track_caller]
     pub fn node_count(&self) -> Result<usize> {
         let mut n = 0;
-        check(
+        call!(
             // SAFETY: self is live; a null array asks for the count only.
             unsafe { sys::cuGraphGetNodes(self.raw, ptr::null_mut(), &mut n) },
-            "cuGraphGetNodes",
         )?;
         Ok(n)
     }
@@ -460,19 +456,25 @@ impl Graph {
     #[wraps(cuGraphGetEdges)]
     #[track_caller]
     pub fn edges(&self) -> Result<Vec<(GraphNode<'_>, GraphNode<'_>)>> {
-        let f = newer::cuGraphGetEdges_v1()?;
         let mut n = 0;
-        check(
+        call!(
             // SAFETY: self is live; null arrays ask for the count.
-            unsafe { f(self.raw, ptr::null_mut(), ptr::null_mut(), &mut n) },
-            "cuGraphGetEdges",
+            unsafe {
+                newer::cuGraphGetEdges_v1()?(self.raw, ptr::null_mut(), ptr::null_mut(), &mut n)
+            },
         )?;
         let (mut from, mut to) = (vec![ptr::null_mut(); n], vec![ptr::null_mut(); n]);
         if n > 0 {
-            check(
+            call!(
                 // SAFETY: both arrays have room for n nodes.
-                unsafe { f(self.raw, from.as_mut_ptr(), to.as_mut_ptr(), &mut n) },
-                "cuGraphGetEdges",
+                unsafe {
+                    newer::cuGraphGetEdges_v1()?(
+                        self.raw,
+                        from.as_mut_ptr(),
+                        to.as_mut_ptr(),
+                        &mut n,
+                    )
+                },
             )?;
         }
         Ok(from
@@ -498,12 +500,11 @@ impl Graph {
     #[wraps(cuGraphGetEdges_v2)]
     #[track_caller]
     pub fn edges_with_data(&self) -> Result<Vec<(GraphNode<'_>, GraphNode<'_>, EdgeData)>> {
-        let f = newer::cuGraphGetEdges_v2()?;
         let mut n = 0;
-        check(
+        call!(
             // SAFETY: self is live; null arrays ask for the count.
             unsafe {
-                f(
+                newer::cuGraphGetEdges_v2()?(
                     self.raw,
                     ptr::null_mut(),
                     ptr::null_mut(),
@@ -511,15 +512,14 @@ impl Graph {
                     &mut n,
                 )
             },
-            "cuGraphGetEdges_v2",
         )?;
         let (mut from, mut to) = (vec![ptr::null_mut(); n], vec![ptr::null_mut(); n]);
         let mut data = vec![EdgeData::default().to_raw(); n];
         if n > 0 {
-            check(
+            call!(
                 // SAFETY: the three arrays have room for n entries.
                 unsafe {
-                    f(
+                    newer::cuGraphGetEdges_v2()?(
                         self.raw,
                         from.as_mut_ptr(),
                         to.as_mut_ptr(),
@@ -527,7 +527,6 @@ impl Graph {
                         &mut n,
                     )
                 },
-                "cuGraphGetEdges_v2",
             )?;
         }
         Ok((0..n.min(from.len()))
@@ -552,11 +551,16 @@ impl Graph {
     #[track_caller]
     pub fn add_dependencies(&self, edges: &[(GraphNode<'_>, GraphNode<'_>)]) -> Result<()> {
         let (from, to) = self.split_edges(edges)?;
-        let f = newer::cuGraphAddDependencies_v1()?;
-        check(
+        call!(
             // SAFETY: both arrays hold `len` nodes of this graph.
-            unsafe { f(self.raw, from.as_ptr(), to.as_ptr(), from.len()) },
-            "cuGraphAddDependencies",
+            unsafe {
+                newer::cuGraphAddDependencies_v1()?(
+                    self.raw,
+                    from.as_ptr(),
+                    to.as_ptr(),
+                    from.len(),
+                )
+            },
         )
     }
 
@@ -570,11 +574,10 @@ impl Graph {
         let pairs: Vec<_> = edges.iter().map(|e| (e.0, e.1)).collect();
         let (from, to) = self.split_edges(&pairs)?;
         let data: Vec<_> = edges.iter().map(|e| e.2.to_raw()).collect();
-        let f = newer::cuGraphAddDependencies_v2()?;
-        check(
+        call!(
             // SAFETY: the three arrays hold `len` entries.
             unsafe {
-                f(
+                newer::cuGraphAddDependencies_v2()?(
                     self.raw,
                     from.as_ptr(),
                     to.as_ptr(),
@@ -582,7 +585,6 @@ impl Graph {
                     from.len(),
                 )
             },
-            "cuGraphAddDependencies_v2",
         )
     }
 
@@ -591,11 +593,16 @@ impl Graph {
     #[track_caller]
     pub fn remove_dependencies(&self, edges: &[(GraphNode<'_>, GraphNode<'_>)]) -> Result<()> {
         let (from, to) = self.split_edges(edges)?;
-        let f = newer::cuGraphRemoveDependencies_v1()?;
-        check(
+        call!(
             // SAFETY: both arrays hold `len` nodes of this graph.
-            unsafe { f(self.raw, from.as_ptr(), to.as_ptr(), from.len()) },
-            "cuGraphRemoveDependencies",
+            unsafe {
+                newer::cuGraphRemoveDependencies_v1()?(
+                    self.raw,
+                    from.as_ptr(),
+                    to.as_ptr(),
+                    from.len(),
+                )
+            },
         )
     }
 
@@ -609,11 +616,10 @@ impl Graph {
         let pairs: Vec<_> = edges.iter().map(|e| (e.0, e.1)).collect();
         let (from, to) = self.split_edges(&pairs)?;
         let data: Vec<_> = edges.iter().map(|e| e.2.to_raw()).collect();
-        let f = newer::cuGraphRemoveDependencies_v2()?;
-        check(
+        call!(
             // SAFETY: the three arrays hold `len` entries.
             unsafe {
-                f(
+                newer::cuGraphRemoveDependencies_v2()?(
                     self.raw,
                     from.as_ptr(),
                     to.as_ptr(),
@@ -621,7 +627,6 @@ impl Graph {
                     from.len(),
                 )
             },
-            "cuGraphRemoveDependencies_v2",
         )
     }
 
@@ -654,10 +659,9 @@ impl Graph {
             value: s.to_owned(),
             reason: "contains a NUL byte",
         })?;
-        check(
+        call!(
             // SAFETY: self is live; `c` is a NUL-terminated path alive for the call.
             unsafe { sys::cuGraphDebugDotPrint(self.raw, c.as_ptr(), flags.as_raw()) },
-            "cuGraphDebugDotPrint",
         )
     }
 
@@ -707,10 +711,9 @@ impl<'g> GraphNode<'g> {
     #[track_caller]
     pub fn node_type(&self) -> Result<GraphNodeType> {
         let mut t = 0;
-        check(
+        call!(
             // SAFETY: the node is live; writes one enum value.
             unsafe { sys::cuGraphNodeGetType(self.raw, &mut t) },
-            "cuGraphNodeGetType",
         )?;
         Ok(GraphNodeType::from_raw(t))
     }
@@ -761,10 +764,9 @@ impl<'g> GraphNode<'g> {
     #[wraps(cuGraphDestroyNode)]
     #[track_caller]
     pub unsafe fn destroy(self) -> Result<()> {
-        check(
+        call!(
             // SAFETY: the node is live; the caller does not use it again.
             unsafe { sys::cuGraphDestroyNode(self.raw) },
-            "cuGraphDestroyNode",
         )
     }
 }

@@ -46,10 +46,10 @@ mod param_buffer;
 use std::ffi::c_void;
 use std::ptr;
 
-use cuda_driver_macros::wraps;
+use cuda_driver_macros::{call, wraps};
 use cuda_driver_sys as sys;
 
-use crate::error::{check, Error, Result};
+use crate::error::{Error, Result};
 use crate::library::Kernel;
 use crate::memory::view::stream_identity;
 use crate::module::Function;
@@ -176,7 +176,7 @@ unsafe fn cu_launch_kernel(
     params: *mut *mut c_void,
     extra: *mut *mut c_void,
 ) -> Result<()> {
-    check(
+    call!(
         // SAFETY: the caller's guarantees.
         unsafe {
             sys::cuLaunchKernel(
@@ -193,7 +193,6 @@ unsafe fn cu_launch_kernel(
                 extra,
             )
         },
-        "cuLaunchKernel",
     )
 }
 
@@ -243,10 +242,9 @@ unsafe fn launch_kernel_ex<A: KernelArgs>(
     let config = attrs.raw_config(cfg, stream.as_raw());
     let mut pointers = args.pointers();
     let params = kernel_params(pointers.as_mut());
-    check(
+    call!(
         // SAFETY: as in launch_kernel; `config` points to `attrs`' array, alive for the call.
         unsafe { sys::cuLaunchKernelEx(&config, f, params, ptr::null_mut()) },
-        "cuLaunchKernelEx",
     )
 }
 

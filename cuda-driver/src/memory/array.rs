@@ -19,10 +19,10 @@ use std::marker::PhantomData;
 use std::mem::{size_of, ManuallyDrop};
 use std::ptr;
 
-use cuda_driver_macros::wraps;
+use cuda_driver_macros::{call, wraps};
 use cuda_driver_sys as sys;
 
-use crate::error::{check, Error, Result};
+use crate::error::{Error, Result};
 use crate::{Context, Device, DeviceRepr};
 
 pub use crate::types::{Array3DFlags, ArrayCubemapFace, ArrayFormat, ArraySparsePropertiesFlags};
@@ -470,11 +470,10 @@ impl<T: ArrayElement> Array<T> {
         let raw_desc = desc.as_raw();
         let _cur = ctx.enter()?;
         let mut raw = ptr::null_mut();
-        check(
+        call!(
             // SAFETY: reads one descriptor and writes one CUarray; the array is owned by the
             // value built in the next statement.
             unsafe { sys::cuArray3DCreate(&mut raw, &raw_desc) },
-            "cuArray3DCreate_v2",
         )?;
         Ok(Array {
             raw,
@@ -762,10 +761,9 @@ fn query_descriptor(raw: sys::CUarray, ctx: &Context) -> Result<ArrayDescriptor>
     let _cur = ctx.enter()?;
     // SAFETY: a plain C struct; all-zero bytes are a valid value.
     let mut d: sys::CUDA_ARRAY3D_DESCRIPTOR = unsafe { std::mem::zeroed() };
-    check(
+    call!(
         // SAFETY: `raw` is a live array of `ctx` (the caller's guarantee); writes one struct.
         unsafe { sys::cuArray3DGetDescriptor(&mut d, raw) },
-        "cuArray3DGetDescriptor_v2",
     )?;
     Ok(ArrayDescriptor::from_raw(&d))
 }
@@ -826,10 +824,9 @@ impl<T: ArrayElement> MipmappedArray<T> {
         let raw_desc = desc.as_raw();
         let _cur = ctx.enter()?;
         let mut raw = ptr::null_mut();
-        check(
+        call!(
             // SAFETY: reads one descriptor, writes one handle, owned by the value built next.
             unsafe { sys::cuMipmappedArrayCreate(&mut raw, &raw_desc, levels) },
-            "cuMipmappedArrayCreate",
         )?;
         Ok(MipmappedArray {
             raw,
@@ -927,11 +924,10 @@ impl<T: ArrayElement> MipmappedArray<T> {
         }
         let _cur = self.ctx.enter()?;
         let mut raw = ptr::null_mut();
-        check(
+        call!(
             // SAFETY: the mipmapped array is live (borrowed) and `level` is one of its levels;
             // writes one CUarray owned by it.
             unsafe { sys::cuMipmappedArrayGetLevel(&mut raw, self.raw, level) },
-            "cuMipmappedArrayGetLevel",
         )?;
         Ok((raw, query_descriptor(raw, &self.ctx)?))
     }
@@ -963,10 +959,9 @@ impl<T: ArrayElement> MipmappedArray<T> {
         let _cur = self.ctx.enter()?;
         // SAFETY: a plain C struct; all-zero bytes are a valid value.
         let mut raw: sys::CUDA_ARRAY_SPARSE_PROPERTIES = unsafe { std::mem::zeroed() };
-        check(
+        call!(
             // SAFETY: the handle is live (borrowed); writes one struct.
             unsafe { sys::cuMipmappedArrayGetSparseProperties(&mut raw, self.raw) },
-            "cuMipmappedArrayGetSparseProperties",
         )?;
         Ok(ArraySparseProperties::from_raw(&raw))
     }
@@ -978,12 +973,11 @@ impl<T: ArrayElement> MipmappedArray<T> {
         let _cur = self.ctx.enter()?;
         // SAFETY: a plain C struct; all-zero bytes are a valid value.
         let mut raw: sys::CUDA_ARRAY_MEMORY_REQUIREMENTS = unsafe { std::mem::zeroed() };
-        check(
+        call!(
             // SAFETY: the handle is live (borrowed); writes one struct.
             unsafe {
                 sys::cuMipmappedArrayGetMemoryRequirements(&mut raw, self.raw, device.as_raw())
             },
-            "cuMipmappedArrayGetMemoryRequirements",
         )?;
         Ok(ArrayMemoryRequirements {
             size: raw.size,

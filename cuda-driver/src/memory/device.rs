@@ -3,11 +3,11 @@
 
 use std::marker::PhantomData;
 
-use cuda_driver_macros::wraps;
+use cuda_driver_macros::{call, wraps};
 use cuda_driver_sys as sys;
 
 use super::view::byte_len;
-use crate::error::{check, Result};
+use crate::error::Result;
 use crate::{
     Context, DeviceMemory, DeviceMemoryMut, DeviceRepr, DeviceSlice, DeviceSliceMut, Stream,
 };
@@ -112,11 +112,10 @@ impl<T: DeviceRepr> DeviceBuffer<T> {
         let _cur = ctx.enter()?;
         let mut ptr = 0;
         if bytes > 0 {
-            check(
+            call!(
                 // SAFETY: writes one CUdeviceptr; the allocation is owned by the buffer built in
                 // the next statement.
                 unsafe { sys::cuMemAlloc_v2(&mut ptr, bytes) },
-                "cuMemAlloc_v2",
             )?;
         }
         Ok(DeviceBuffer {

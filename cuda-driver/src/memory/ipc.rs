@@ -20,10 +20,10 @@
 
 use std::marker::PhantomData;
 
-use cuda_driver_macros::wraps;
+use cuda_driver_macros::{call, wraps};
 use cuda_driver_sys as sys;
 
-use crate::error::{check, Error, Result};
+use crate::error::{Error, Result};
 use crate::{
     Context, DeviceBuffer, DeviceMemory, DeviceMemoryMut, DeviceRepr, DeviceSlice, DeviceSliceMut,
     Event,
@@ -111,11 +111,10 @@ impl IpcMemHandle {
         let bytes = super::view::byte_len::<T>("IpcMemHandle::open", len)?;
         let _cur = ctx.enter()?;
         let mut ptr = 0;
-        check(
+        call!(
             // SAFETY: the handle is passed by value; writes one CUdeviceptr, owned by the
             // IpcMemory built in the next statement (closed with cuIpcCloseMemHandle).
             unsafe { sys::cuIpcOpenMemHandle_v2(&mut ptr, self.as_raw(), flags.as_raw()) },
-            "cuIpcOpenMemHandle_v2",
         )?;
         let mem = IpcMemory {
             ptr,
@@ -124,10 +123,9 @@ impl IpcMemHandle {
             _marker: PhantomData,
         };
         let (mut base, mut size) = (0, 0);
-        check(
+        call!(
             // SAFETY: `ptr` is a live mapping; writes one CUdeviceptr and one size_t.
             unsafe { sys::cuMemGetAddressRange_v2(&mut base, &mut size, ptr) },
-            "cuMemGetAddressRange_v2",
         )?;
         let available = size.saturating_sub((ptr - base) as usize);
         if bytes > available {
@@ -181,11 +179,10 @@ impl IpcEventHandle {
     pub fn open(&self, ctx: &Context) -> Result<Event> {
         let _cur = ctx.enter()?;
         let mut raw = std::ptr::null_mut();
-        check(
+        call!(
             // SAFETY: the handle is passed by value; writes one CUevent, owned by the Event
             // built in the next statement.
             unsafe { sys::cuIpcOpenEventHandle(&mut raw, self.as_raw()) },
-            "cuIpcOpenEventHandle",
         )?;
         // SAFETY: `raw` is a live event of `ctx` opened just now, destroyed by the Event only;
         // an event opened from an IPC handle is interprocess, without timing (cuda.h:
@@ -214,10 +211,9 @@ impl<T: DeviceRepr> DeviceBuffer<T> {
     pub fn ipc_handle(&self) -> Result<IpcMemHandle> {
         let _cur = self.context().enter()?;
         let mut raw = sys::CUipcMemHandle { reserved: [0; 64] };
-        check(
+        call!(
             // SAFETY: the allocation is alive; writes one CUipcMemHandle.
             unsafe { sys::cuIpcGetMemHandle(&mut raw, self.as_raw()) },
-            "cuIpcGetMemHandle",
         )?;
         Ok(IpcMemHandle::from_raw(raw))
     }
@@ -234,10 +230,9 @@ impl Event {
     pub fn ipc_handle(&self) -> Result<IpcEventHandle> {
         let _cur = self.context().enter()?;
         let mut raw = sys::CUipcEventHandle { reserved: [0; 64] };
-        check(
+        call!(
             // SAFETY: the event is alive; writes one CUipcEventHandle.
             unsafe { sys::cuIpcGetEventHandle(&mut raw, self.as_raw()) },
-            "cuIpcGetEventHandle",
         )?;
         Ok(IpcEventHandle::from_raw(raw))
     }

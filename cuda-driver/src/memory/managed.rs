@@ -3,13 +3,13 @@
 use std::marker::PhantomData;
 use std::ptr::NonNull;
 
-use cuda_driver_macros::wraps;
+use cuda_driver_macros::{call, wraps};
 use cuda_driver_sys as sys;
 
 use super::pool::{check_orderable, order_after, MoveToStreamError};
 use super::view::{byte_len, stream_identity};
 use super::{MemAdvice, MemLocation};
-use crate::error::{check, Error, Result};
+use crate::error::{Error, Result};
 use crate::{
     Context, DeviceAttribute, DeviceBuffer, DeviceMemory, DeviceMemoryMut, DeviceRepr, DeviceSlice,
     DeviceSliceMut, Stream,
@@ -141,11 +141,10 @@ impl<'s, T: DeviceRepr> ManagedBuffer<'s, T> {
         if bytes > 0 {
             single = needs_single_attach(WHAT, stream)?;
             let _cur = ctx.enter()?;
-            check(
+            call!(
                 // SAFETY: writes one CUdeviceptr; the allocation is owned by the buffer built in
                 // the next statement.
                 unsafe { sys::cuMemAllocManaged(&mut ptr, bytes, flags.as_raw()) },
-                "cuMemAllocManaged",
             )?;
         }
         let buf = ManagedBuffer {
@@ -205,7 +204,7 @@ impl<'s, T: DeviceRepr> ManagedBuffer<'s, T> {
             return Ok(());
         }
         let _cur = stream.context().enter()?;
-        check(
+        call!(
             // SAFETY: the buffer is a live managed allocation; length 0 names all of it;
             // attaching changes which streams may use it, not its contents.
             unsafe {
@@ -216,7 +215,6 @@ impl<'s, T: DeviceRepr> ManagedBuffer<'s, T> {
                     sys::CU_MEM_ATTACH_SINGLE,
                 )
             },
-            "cuStreamAttachMemAsync",
         )
     }
 
@@ -426,17 +424,16 @@ impl<'s, T: DeviceRepr> ManagedBuffer<'s, T> {
     #[wraps(cuMemPrefetchAsync)]
     #[track_caller]
     pub fn prefetch(&self, location: MemLocation) -> Result<()> {
-        let f = crate::entry_point::newer::cuMemPrefetchAsync_v2()?;
         if self.as_raw() == 0 {
             return Ok(());
         }
         let _cur = self.stream.context().enter()?;
-        check(
+        call!(
             // SAFETY: the buffer is a live managed allocation of `bytes()` bytes; a prefetch
             // moves pages without changing their contents; flags must be 0. Queued on the
             // buffer's stream, so host access waits for it.
             unsafe {
-                f(
+                crate::entry_point::newer::cuMemPrefetchAsync_v2()?(
                     self.as_raw(),
                     self.bytes(),
                     location.as_raw(),
@@ -444,7 +441,6 @@ impl<'s, T: DeviceRepr> ManagedBuffer<'s, T> {
                     self.stream.as_raw(),
                 )
             },
-            "cuMemPrefetchAsync_v2",
         )
     }
 
@@ -456,23 +452,21 @@ impl<'s, T: DeviceRepr> ManagedBuffer<'s, T> {
     #[wraps(cuMemAdvise)]
     #[track_caller]
     pub fn advise(&self, advice: MemAdvice, location: MemLocation) -> Result<()> {
-        let f = crate::entry_point::newer::cuMemAdvise_v2()?;
         if self.as_raw() == 0 {
             return Ok(());
         }
         let _cur = self.context().enter()?;
-        check(
+        call!(
             // SAFETY: the buffer is a live managed allocation of `bytes()` bytes; advice changes
             // no contents.
             unsafe {
-                f(
+                crate::entry_point::newer::cuMemAdvise_v2()?(
                     self.as_raw(),
                     self.bytes(),
                     advice.as_raw(),
                     location.as_raw(),
                 )
             },
-            "cuMemAdvise_v2",
         )
     }
 }

@@ -15,12 +15,12 @@ use std::ops::{Deref, DerefMut};
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 use std::ptr::{self, NonNull};
 
-use cuda_driver_macros::wraps;
+use cuda_driver_macros::{call, wraps};
 use cuda_driver_sys as sys;
 
 use super::pool::check_orderable;
 use super::view::{byte_len, stream_identity};
-use crate::error::{check, report_drop_problem, Error, Result};
+use crate::error::{report_drop_problem, Error, Result};
 use crate::release::SendRaw;
 use crate::{Context, DeviceRepr, DeviceSlice, DeviceSliceMut, Stream};
 
@@ -31,11 +31,10 @@ pub use crate::types::{HostRegisterFlags, PinnedFlags};
 fn host_device_ptr(ctx: &Context, host: *mut std::ffi::c_void) -> Result<sys::CUdeviceptr> {
     let _cur = ctx.enter()?;
     let mut dptr = 0;
-    check(
+    call!(
         // SAFETY: `host` is page-locked memory of the current context (the callers own or borrow
         // it); writes one CUdeviceptr; flags must be 0.
         unsafe { sys::cuMemHostGetDevicePointer_v2(&mut dptr, host, 0) },
-        "cuMemHostGetDevicePointer_v2",
     )?;
     Ok(dptr)
 }
@@ -242,17 +241,15 @@ impl<T: DeviceRepr> PinnedBuffer<T> {
         let _cur = ctx.enter()?;
         let mut p = ptr::null_mut();
         if alloc_host {
-            check(
+            call!(
                 // SAFETY: writes one pointer; the allocation is owned by the buffer built
                 // next (freed by cuMemFreeHost like cuMemHostAlloc's).
                 unsafe { sys::cuMemAllocHost(&mut p, bytes) },
-                "cuMemAllocHost_v2",
             )?;
         } else {
-            check(
+            call!(
                 // SAFETY: writes one pointer; the allocation is owned by the buffer built next.
                 unsafe { sys::cuMemHostAlloc(&mut p, bytes, flags.as_raw()) },
-                "cuMemHostAlloc",
             )?;
         }
         let Some(ptr) = NonNull::new(p.cast::<T>()) else {
@@ -549,13 +546,12 @@ impl<'a, T: DeviceRepr> HostRegistration<'a, T> {
         let bytes = size_of_val(slice);
         if bytes > 0 {
             let _cur = ctx.enter()?;
-            check(
+            call!(
                 // SAFETY: `slice` is valid for `bytes` bytes and mutably borrowed by the guard
                 // built in the next statement, which unregisters it before the borrow ends.
                 unsafe {
                     sys::cuMemHostRegister_v2(slice.as_mut_ptr().cast(), bytes, flags.as_raw())
                 },
-                "cuMemHostRegister_v2",
             )?;
         }
         Ok(HostRegistration {
@@ -574,10 +570,9 @@ impl<'a, T: DeviceRepr> HostRegistration<'a, T> {
         let (slice, ctx) = unsafe { (ptr::read(&this.slice), ptr::read(&this.ctx)) };
         if size_of_val(slice) > 0 {
             let _cur = ctx.enter()?;
-            check(
+            call!(
                 // SAFETY: the slice was registered by `new` in `ctx`; unregistered once, here.
                 unsafe { sys::cuMemHostUnregister(slice.as_mut_ptr().cast()) },
-                "cuMemHostUnregister",
             )?;
         }
         Ok(slice)

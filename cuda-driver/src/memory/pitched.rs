@@ -10,7 +10,7 @@
 use std::marker::PhantomData;
 use std::mem::size_of;
 
-use cuda_driver_macros::wraps;
+use cuda_driver_macros::{call, wraps};
 use cuda_driver_sys as sys;
 
 use super::view::{check_stream, memset_count, MemsetValue};
@@ -95,7 +95,7 @@ impl<T: DeviceRepr> Pitched2D<T> {
         let row_bytes = super::view::byte_len::<T>("Pitched2D::new", width)?;
         let _cur = ctx.enter()?;
         let (mut ptr, mut pitch) = (0, 0);
-        check(
+        call!(
             // SAFETY: writes a device pointer and a pitch; the allocation is owned by the
             // value built in the next statement.
             unsafe {
@@ -107,7 +107,6 @@ impl<T: DeviceRepr> Pitched2D<T> {
                     pitch_element_size(size_of::<T>()),
                 )
             },
-            "cuMemAllocPitch_v2",
         )?;
         Ok(Pitched2D {
             ptr,

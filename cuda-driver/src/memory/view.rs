@@ -48,7 +48,7 @@ use std::mem::size_of;
 use std::ops::{Bound, RangeBounds};
 use std::ptr;
 
-use cuda_driver_macros::wraps;
+use cuda_driver_macros::{call, wraps};
 use cuda_driver_sys as sys;
 
 use crate::error::{check, Error, Result};
@@ -395,10 +395,9 @@ pub(crate) fn blocking(
         check(sync(), call.0)
     } else {
         check(on_stream(home), call.1)?;
-        check(
+        call!(
             // SAFETY: `home` is the live stream the memory is ordered on (its owner borrows it).
             unsafe { sys::cuStreamSynchronize(home) },
-            "cuStreamSynchronize",
         )
     }
 }
@@ -597,7 +596,7 @@ impl<'a, T: DeviceRepr> DeviceSlice<'a, T> {
             return Ok(());
         }
         let _cur = self.ctx.enter()?;
-        check(
+        call!(
             // SAFETY: lengths agree (checked), the view borrows live device memory of the
             // stream's context, and the caller keeps `dst` valid and untouched until the
             // stream reaches the copy.
@@ -609,7 +608,6 @@ impl<'a, T: DeviceRepr> DeviceSlice<'a, T> {
                     stream.as_raw(),
                 )
             },
-            "cuMemcpyDtoHAsync_v2",
         )
     }
 }
@@ -799,7 +797,7 @@ impl<'a, T: DeviceRepr> DeviceSliceMut<'a, T> {
             return Ok(());
         }
         let _cur = self.ctx.enter()?;
-        check(
+        call!(
             // SAFETY: lengths agree, the view borrows live device memory of the stream's
             // context, and the caller keeps `src` valid and unchanged until the copy ran.
             unsafe {
@@ -810,7 +808,6 @@ impl<'a, T: DeviceRepr> DeviceSliceMut<'a, T> {
                     stream.as_raw(),
                 )
             },
-            "cuMemcpyHtoDAsync_v2",
         )
     }
 
@@ -864,13 +861,12 @@ impl<'a, T: DeviceRepr> DeviceSliceMut<'a, T> {
             return Ok(());
         }
         let _cur = self.ctx.enter()?;
-        check(
+        call!(
             // SAFETY: both views borrow `bytes` bytes of live device memory of the stream's
             // context (lengths and streams checked); stream-ordered memory is ordered on this
             // stream, other memory is released only after the work of its context (see
             // `DeviceSlice::from_parts`; GPU tests in `release`).
             unsafe { sys::cuMemcpyDtoDAsync(self.ptr, src.ptr, bytes, stream.as_raw()) },
-            "cuMemcpyDtoDAsync_v2",
         )
     }
 
@@ -958,7 +954,7 @@ impl<'a, T: DeviceRepr> DeviceSliceMut<'a, T> {
         }
         {
             let _cur = sctx.enter()?;
-            check(
+            call!(
                 // SAFETY: both views borrow `bytes` bytes of live device memory of their
                 // contexts (lengths checked); the side of the stream's context is ordered on
                 // `stream` or released by a call that waits for its context's work, and the
@@ -973,7 +969,6 @@ impl<'a, T: DeviceRepr> DeviceSliceMut<'a, T> {
                         stream.as_raw(),
                     )
                 },
-                "cuMemcpyPeerAsync",
             )?;
         }
         fence_if_foreign(foreign.0, sctx, stream.as_raw())

@@ -3,7 +3,7 @@
 
 use std::ffi::c_void;
 
-use cuda_driver_macros::wraps;
+use cuda_driver_macros::{call, wraps};
 use cuda_driver_sys as sys;
 
 use crate::error::{check, Error, Result};
@@ -44,12 +44,14 @@ impl Stream {
         let data = Box::into_raw(Box::new(f)).cast::<c_void>();
         // SAFETY: the trampoline matches CUstreamCallback and takes back ownership of `data`;
         // flags must be 0.
-        let r = unsafe { sys::cuStreamAddCallback(self.as_raw(), Some(trampoline::<F>), data, 0) };
-        if r != sys::CUDA_SUCCESS {
+        let r = call!(unsafe {
+            sys::cuStreamAddCallback(self.as_raw(), Some(trampoline::<F>), data, 0)
+        });
+        if r.is_err() {
             // SAFETY: the driver refused the call and will never run the trampoline; the box
             // is still ours.
             drop(unsafe { Box::from_raw(data.cast::<F>()) });
         }
-        check(r, "cuStreamAddCallback")
+        r
     }
 }

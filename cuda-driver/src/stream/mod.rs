@@ -9,11 +9,11 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::ptr;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use cuda_driver_macros::wraps;
+use cuda_driver_macros::{call, wraps};
 use cuda_driver_sys as sys;
 
 use crate::callback;
-use crate::error::{check, report_drop_problem, Result};
+use crate::error::{report_drop_problem, Result};
 use crate::release::{HostFnScope, SendRaw};
 use crate::{Context, ErrorCode};
 
@@ -135,10 +135,9 @@ impl Stream {
     pub fn new(ctx: &Context, flags: StreamFlags) -> Result<Stream> {
         let _cur = ctx.enter()?;
         let mut raw = ptr::null_mut();
-        check(
+        call!(
             // SAFETY: writes one CUstream; wrapped in the next statement.
             unsafe { sys::cuStreamCreate(&mut raw, flags.as_raw()) },
-            "cuStreamCreate",
         )?;
         Ok(Stream {
             raw,
@@ -153,10 +152,9 @@ impl Stream {
     pub fn with_priority(ctx: &Context, flags: StreamFlags, priority: i32) -> Result<Stream> {
         let _cur = ctx.enter()?;
         let mut raw = ptr::null_mut();
-        check(
+        call!(
             // SAFETY: writes one CUstream; wrapped in the next statement.
             unsafe { sys::cuStreamCreateWithPriority(&mut raw, flags.as_raw(), priority) },
-            "cuStreamCreateWithPriority",
         )?;
         Ok(Stream {
             raw,
@@ -234,10 +232,9 @@ impl Stream {
     #[track_caller]
     pub fn synchronize(&self) -> Result<()> {
         let _cur = self.ctx.enter()?;
-        check(
+        call!(
             // SAFETY: the stream is alive while self is.
             unsafe { sys::cuStreamSynchronize(self.raw) },
-            "cuStreamSynchronize",
         )
     }
 
@@ -249,7 +246,7 @@ impl Stream {
     pub fn query(&self) -> Result<bool> {
         let _cur = self.ctx.enter()?;
         // SAFETY: the stream is alive while self is.
-        match check(unsafe { sys::cuStreamQuery(self.raw) }, "cuStreamQuery") {
+        match call!(unsafe { sys::cuStreamQuery(self.raw) }) {
             Ok(()) => Ok(true),
             Err(e) if e.code() == Some(ErrorCode::NOT_READY) => Ok(false),
             Err(e) => Err(e),
@@ -262,10 +259,9 @@ impl Stream {
     pub fn priority(&self) -> Result<i32> {
         let _cur = self.ctx.enter()?;
         let mut p = 0;
-        check(
+        call!(
             // SAFETY: writes one int.
             unsafe { sys::cuStreamGetPriority(self.raw, &mut p) },
-            "cuStreamGetPriority",
         )?;
         Ok(p)
     }
@@ -276,10 +272,9 @@ impl Stream {
     pub fn flags(&self) -> Result<StreamFlags> {
         let _cur = self.ctx.enter()?;
         let mut f = 0;
-        check(
+        call!(
             // SAFETY: writes one unsigned int.
             unsafe { sys::cuStreamGetFlags(self.raw, &mut f) },
-            "cuStreamGetFlags",
         )?;
         Ok(StreamFlags(f))
     }
@@ -345,14 +340,13 @@ impl Stream {
                 let data = unsafe { retain_in_graph(graph, f) }?;
                 // SAFETY: the trampoline matches CUhostFn and only borrows `data`, an F that
                 // the graph's user object keeps alive as long as any graph or exec runs it.
-                let r = unsafe {
+                call!(unsafe {
                     sys::cuLaunchHostFunc(
                         self.raw,
                         Some(shared_host_fn_trampoline::<F>),
                         data.cast_mut().cast(),
                     )
-                };
-                check(r, "cuLaunchHostFunc")
+                })
             }
         }
     }
@@ -361,10 +355,9 @@ impl Stream {
     #[track_caller]
     pub(crate) fn capture_status_raw(&self) -> Result<sys::CUstreamCaptureStatus> {
         let mut status = sys::CU_STREAM_CAPTURE_STATUS_NONE;
-        check(
+        call!(
             // SAFETY: the stream is alive; writes one enum value.
             unsafe { sys::cuStreamIsCapturing(self.raw, &mut status) },
-            "cuStreamIsCapturing",
         )?;
         Ok(status)
     }
@@ -373,17 +366,16 @@ impl Stream {
     /// (`cuStreamGetCaptureInfo`, CUDA 11.3 ABI). The caller has entered the context.
     #[track_caller]
     pub(crate) fn capture_graph(&self) -> Result<Option<sys::CUgraph>> {
-        let f = crate::entry_point::newer::cuStreamGetCaptureInfo_v2()?;
         let mut status = sys::CU_STREAM_CAPTURE_STATUS_NONE;
         let mut id = 0;
         let mut graph = ptr::null_mut();
         let mut deps = ptr::null();
         let mut n = 0;
-        check(
+        call!(
             // SAFETY: the stream is alive; writes the status, id, graph, a driver-owned
             // dependency array pointer and its length.
             unsafe {
-                f(
+                crate::entry_point::newer::cuStreamGetCaptureInfo_v2()?(
                     self.raw,
                     &mut status,
                     &mut id,
@@ -392,7 +384,6 @@ impl Stream {
                     &mut n,
                 )
             },
-            "cuStreamGetCaptureInfo_v2",
         )?;
         Ok((status == sys::CU_STREAM_CAPTURE_STATUS_ACTIVE && !graph.is_null()).then_some(graph))
     }
@@ -406,13 +397,14 @@ impl Stream {
         // calling a freed closure.
         let id = once_fns::insert(Box::new(f));
         // SAFETY: the trampoline matches CUhostFn; `id` is a plain integer, no pointer.
-        let r =
-            unsafe { sys::cuLaunchHostFunc(self.raw, Some(once_fn_trampoline), id as *mut c_void) };
-        if r != sys::CUDA_SUCCESS {
+        let r = call!(unsafe {
+            sys::cuLaunchHostFunc(self.raw, Some(once_fn_trampoline), id as *mut c_void)
+        });
+        if r.is_err() {
             // The driver rejected the call and will never run the trampoline.
             drop(once_fns::take(id));
         }
-        check(r, "cuLaunchHostFunc")
+        r
     }
 }
 
@@ -507,7 +499,7 @@ pub(crate) unsafe fn retain_in_graph<T: Send + Sync + 'static>(
     let data = Box::into_raw(Box::new(value));
     let mut obj = ptr::null_mut();
     // SAFETY: `data` is a live Box<T>; the destructor takes it back once; flags as required.
-    let r = unsafe {
+    let r = call!(unsafe {
         sys::cuUserObjectCreate(
             &mut obj,
             data.cast(),
@@ -515,19 +507,21 @@ pub(crate) unsafe fn retain_in_graph<T: Send + Sync + 'static>(
             1,
             sys::CU_USER_OBJECT_NO_DESTRUCTOR_SYNC,
         )
-    };
-    if r != sys::CUDA_SUCCESS {
+    });
+    if r.is_err() {
         // SAFETY: no user object owns the box: it is still ours.
         drop(unsafe { Box::from_raw(data) });
-        check(r, "cuUserObjectCreate")?;
+        r?;
     }
-    // SAFETY: `graph` is live (the caller's guarantee); moves our one reference.
-    let r = unsafe { sys::cuGraphRetainUserObject(graph, obj, 1, sys::CU_GRAPH_USER_OBJECT_MOVE) };
-    if r != sys::CUDA_SUCCESS {
+    let r = call!(
+        // SAFETY: `graph` is live (the caller's guarantee); moves our one reference.
+        unsafe { sys::cuGraphRetainUserObject(graph, obj, 1, sys::CU_GRAPH_USER_OBJECT_MOVE) }
+    );
+    if r.is_err() {
         // SAFETY: the reference is still ours: releasing it runs the destructor, which frees
         // the box (asynchronously, on a driver thread).
         unsafe { sys::cuUserObjectRelease(obj, 1) };
-        check(r, "cuGraphRetainUserObject")?;
+        r?;
     }
     Ok(data)
 }

@@ -1,7 +1,8 @@
 //! Conditional nodes (if, while, switch) and their handles.
 
-#[allow(unused_imports)]
 use super::*;
+#[allow(unused_imports)]
+use cuda_driver_macros::call;
 
 /// A conditional node ([`Graph::add_conditional`]) with its body graphs. Derefs to its
 /// [`GraphNode`].
@@ -99,13 +100,19 @@ impl Graph {
         default: u32,
         flags: crate::types::GraphCondAssignFlags,
     ) -> Result<ConditionalHandle> {
-        let f = newer::cuGraphConditionalHandleCreate()?;
         let _cur = ctx.enter()?;
         let mut raw = 0;
-        check(
+        call!(
             // SAFETY: graph and context are live; writes one handle.
-            unsafe { f(&mut raw, self.retain, ctx.as_raw(), default, flags.as_raw()) },
-            "cuGraphConditionalHandleCreate",
+            unsafe {
+                newer::cuGraphConditionalHandleCreate()?(
+                    &mut raw,
+                    self.retain,
+                    ctx.as_raw(),
+                    default,
+                    flags.as_raw(),
+                )
+            },
         )?;
         Ok(ConditionalHandle {
             raw,
@@ -134,7 +141,6 @@ impl Graph {
                 found: self.retain as usize,
             });
         }
-        let f = newer::cuGraphAddNode_v2()?;
         let d = raw_deps(self, deps)?;
         let _cur = ctx.enter()?;
         // SAFETY: an all-zero CUgraphNodeParams is valid.
@@ -148,11 +154,11 @@ impl Graph {
             ctx: ctx.as_raw(),
         };
         let mut raw = ptr::null_mut();
-        check(
+        call!(
             // SAFETY: the graph is live; `p` is a conditional node's parameters; the driver
             // fills phGraph_out with an array it owns.
             unsafe {
-                f(
+                newer::cuGraphAddNode_v2()?(
                     &mut raw,
                     self.raw,
                     ptr_or_null(&d),
@@ -161,7 +167,6 @@ impl Graph {
                     &mut p,
                 )
             },
-            "cuGraphAddNode_v2",
         )?;
         // SAFETY: written by the driver for a conditional node.
         let out = unsafe { p.__bindgen_anon_1.conditional.phGraph_out };

@@ -6,7 +6,6 @@
 
 use crate::count::count_u32;
 use crate::entry_point::newer;
-use crate::error::check;
 use crate::error::Error;
 use crate::error::Result;
 use crate::graph::ptr_or_null;
@@ -36,7 +35,7 @@ use crate::Context;
 use crate::Event;
 use crate::Function;
 use crate::Kernel;
-use cuda_driver_macros::wraps;
+use cuda_driver_macros::{call, wraps};
 use cuda_driver_sys as sys;
 use std::ffi::c_void;
 use std::ops::Deref;
@@ -157,10 +156,9 @@ impl Graph {
     pub fn add_empty(&self, deps: &[GraphNode<'_>]) -> Result<GraphNode<'_>> {
         let d = raw_deps(self, deps)?;
         let mut raw = ptr::null_mut();
-        check(
+        call!(
             // SAFETY: the graph is live; `d` holds its nodes.
             unsafe { sys::cuGraphAddEmptyNode(&mut raw, self.raw, ptr_or_null(&d), d.len()) },
-            "cuGraphAddEmptyNode",
         )?;
         Ok(GraphNode { raw, graph: self })
     }
@@ -176,11 +174,9 @@ impl<'g> GraphNode<'g> {
     #[wraps(cuGraphNodeSetParams)]
     #[track_caller]
     pub unsafe fn set_params_raw(&self, params: &mut sys::CUgraphNodeParams) -> Result<()> {
-        let f = newer::cuGraphNodeSetParams()?;
-        check(
+        call!(
             // SAFETY: a live node; the caller's guarantees on `params`.
-            unsafe { f(self.as_raw(), params) },
-            "cuGraphNodeSetParams",
+            unsafe { newer::cuGraphNodeSetParams()?(self.as_raw(), params) },
         )
     }
 }

@@ -7,7 +7,7 @@
 use std::marker::PhantomData;
 use std::ptr;
 
-use cuda_driver_macros::wraps;
+use cuda_driver_macros::{call, wraps};
 use cuda_driver_sys as sys;
 
 use super::{
@@ -20,7 +20,7 @@ use crate::context::Context;
 use crate::device::Device;
 #[cfg(doc)]
 use crate::error::Error;
-use crate::error::{check, Result};
+use crate::error::Result;
 
 /// Plane `index` of the live array `raw` of `ctx`, checked to hold `P`s: its handle (owned by
 /// the array) and descriptor.
@@ -32,11 +32,10 @@ fn plane_parts<P: ArrayElement>(
 ) -> Result<(sys::CUarray, ArrayDescriptor)> {
     let _cur = ctx.enter()?;
     let mut plane = ptr::null_mut();
-    check(
+    call!(
         // SAFETY: `raw` is a live array (the caller borrows it); writes one CUarray owned by
         // that array.
         unsafe { sys::cuArrayGetPlane(&mut plane, raw, index) },
-        "cuArrayGetPlane",
     )?;
     let desc = query_descriptor(plane, ctx)?;
     check_element::<P>("Array::plane", desc.format, desc.channels)?;
@@ -336,10 +335,9 @@ impl<'a, T: ArrayElement> ArrayRef<'a, T> {
         let _cur = self.ctx.enter()?;
         // SAFETY: a plain C struct; all-zero bytes are a valid value.
         let mut raw: sys::CUDA_ARRAY_SPARSE_PROPERTIES = unsafe { std::mem::zeroed() };
-        check(
+        call!(
             // SAFETY: the array is live (borrowed for 'a); writes one struct.
             unsafe { sys::cuArrayGetSparseProperties(&mut raw, self.raw) },
-            "cuArrayGetSparseProperties",
         )?;
         Ok(ArraySparseProperties::from_raw(&raw))
     }
@@ -352,10 +350,9 @@ impl<'a, T: ArrayElement> ArrayRef<'a, T> {
         let _cur = self.ctx.enter()?;
         // SAFETY: a plain C struct; all-zero bytes are a valid value.
         let mut raw: sys::CUDA_ARRAY_MEMORY_REQUIREMENTS = unsafe { std::mem::zeroed() };
-        check(
+        call!(
             // SAFETY: the array is live (borrowed for 'a); writes one struct.
             unsafe { sys::cuArrayGetMemoryRequirements(&mut raw, self.raw, device.as_raw()) },
-            "cuArrayGetMemoryRequirements",
         )?;
         Ok(ArrayMemoryRequirements {
             size: raw.size,

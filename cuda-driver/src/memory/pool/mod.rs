@@ -11,13 +11,13 @@ use std::marker::PhantomData;
 use std::ops::Deref;
 use std::ptr;
 
-use cuda_driver_macros::wraps;
+use cuda_driver_macros::{call, wraps};
 use cuda_driver_sys as sys;
 
 #[cfg(unix)]
 use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 
-use crate::error::{check, report_drop_error, Error, Result};
+use crate::error::{report_drop_error, Error, Result};
 use crate::memory::view::{byte_len, stream_identity};
 use crate::memory::vmm::check_handle_types;
 use crate::memory::MemLocation;
@@ -231,11 +231,10 @@ impl<T: DeviceRepr> DeviceBuffer<T> {
         let _cur = stream.enter_for_call()?;
         let mut ptr = 0;
         if bytes > 0 {
-            check(
+            call!(
                 // SAFETY: writes one CUdeviceptr; the allocation is owned by the buffer built in
                 // the next statement.
                 unsafe { sys::cuMemAllocAsync(&mut ptr, bytes, stream.as_raw()) },
-                "cuMemAllocAsync",
             )?;
         }
         Ok(AsyncDeviceBuffer {
@@ -329,11 +328,10 @@ impl<'s, T: DeviceRepr> AsyncDeviceBuffer<'s, T> {
             return Ok(());
         }
         let _cur = this.stream.enter_for_call()?;
-        check(
+        call!(
             // SAFETY: `ptr` is owned by `this`, which is never dropped, so it is freed once,
             // here, on the stream it is ordered on.
             unsafe { sys::cuMemFreeAsync(this.ptr, this.stream.as_raw()) },
-            "cuMemFreeAsync",
         )
     }
 
@@ -345,10 +343,9 @@ impl<'s, T: DeviceRepr> AsyncDeviceBuffer<'s, T> {
     pub fn export_pointer(&self) -> Result<PoolPtrExportData> {
         let _cur = self.stream.context().enter()?;
         let mut data = sys::CUmemPoolPtrExportData { reserved: [0; 64] };
-        check(
+        call!(
             // SAFETY: the allocation is alive; writes one CUmemPoolPtrExportData.
             unsafe { sys::cuMemPoolExportPointer(&mut data, self.ptr) },
-            "cuMemPoolExportPointer",
         )?;
         Ok(PoolPtrExportData(data.reserved))
     }
@@ -645,11 +642,10 @@ impl MemPool {
             ..Default::default()
         };
         let mut raw = ptr::null_mut();
-        check(
+        call!(
             // SAFETY: `props` is a fully initialised CUmemPoolProps (reserved bytes zero); writes
             // one handle, owned by the MemPool built in the next statement.
             unsafe { sys::cuMemPoolCreate(&mut raw, &props) },
-            "cuMemPoolCreate",
         )?;
         Ok(MemPool { raw, device })
     }
@@ -660,10 +656,9 @@ impl MemPool {
     pub fn device_default(device: Device) -> Result<MemPoolRef<'static>> {
         init()?;
         let mut raw = ptr::null_mut();
-        check(
+        call!(
             // SAFETY: writes one handle, which the driver keeps alive for the process.
             unsafe { sys::cuDeviceGetDefaultMemPool(&mut raw, device.as_raw()) },
-            "cuDeviceGetDefaultMemPool",
         )?;
         // SAFETY: the default pool lives as long as the process.
         Ok(unsafe { MemPoolRef::from_raw(raw, device) })
@@ -679,11 +674,10 @@ impl MemPool {
     pub fn device_current(device: Device) -> Result<sys::CUmemoryPool> {
         init()?;
         let mut raw = ptr::null_mut();
-        check(
+        call!(
             // SAFETY: writes one handle; the pool is the default one or one the user set, which
             // this handle does not own.
             unsafe { sys::cuDeviceGetMemPool(&mut raw, device.as_raw()) },
-            "cuDeviceGetMemPool",
         )?;
         Ok(raw)
     }
@@ -727,11 +721,10 @@ impl MemPool {
         let _cur = stream.enter_for_call()?;
         let mut ptr = 0;
         if bytes > 0 {
-            check(
+            call!(
                 // SAFETY: the pool and stream are alive; writes one CUdeviceptr, owned by the
                 // buffer built in the next statement (freeing it does not need the pool handle).
                 unsafe { sys::cuMemAllocFromPoolAsync(&mut ptr, bytes, self.raw, stream.as_raw()) },
-                "cuMemAllocFromPoolAsync",
             )?;
         }
         Ok(AsyncDeviceBuffer {
@@ -745,10 +738,9 @@ impl MemPool {
     #[track_caller]
     fn get_u64(&self, attr: sys::CUmemPool_attribute) -> Result<u64> {
         let mut v: sys::cuuint64_t = 0;
-        check(
+        call!(
             // SAFETY: every attribute read through this helper is a cuuint64_t; writes one.
             unsafe { sys::cuMemPoolGetAttribute(self.raw, attr, (&mut v as *mut u64).cast()) },
-            "cuMemPoolGetAttribute",
         )?;
         Ok(v)
     }
@@ -769,7 +761,7 @@ impl MemPool {
     #[track_caller]
     pub fn set_release_threshold(&self, bytes: u64) -> Result<()> {
         let mut v: sys::cuuint64_t = bytes;
-        check(
+        call!(
             // SAFETY: the attribute's value is a cuuint64_t, read by the driver from `v`.
             unsafe {
                 sys::cuMemPoolSetAttribute(
@@ -778,7 +770,6 @@ impl MemPool {
                     (&mut v as *mut u64).cast(),
                 )
             },
-            "cuMemPoolSetAttribute",
         )
     }
 
@@ -818,10 +809,9 @@ impl MemPool {
     #[wraps(cuMemPoolTrimTo)]
     #[track_caller]
     pub fn trim_to(&self, min_bytes_to_keep: usize) -> Result<()> {
-        check(
+        call!(
             // SAFETY: the pool is alive; plain value argument.
             unsafe { sys::cuMemPoolTrimTo(self.raw, min_bytes_to_keep) },
-            "cuMemPoolTrimTo",
         )
     }
 
@@ -845,11 +835,10 @@ impl MemPool {
         check_handle_types("MemPool::with_props", props.handle_types, Some(device))?;
         let raw_props = props.as_raw();
         let mut raw = ptr::null_mut();
-        check(
+        call!(
             // SAFETY: `raw_props` is a fully initialised CUmemPoolProps (reserved bytes zero);
             // writes one handle, owned by the MemPool built in the next statement.
             unsafe { sys::cuMemPoolCreate(&mut raw, &raw_props) },
-            "cuMemPoolCreate",
         )?;
         Ok(MemPool { raw, device })
     }
@@ -861,10 +850,9 @@ impl MemPool {
     #[track_caller]
     pub fn set_device_current(device: Device, pool: &MemPool) -> Result<()> {
         init()?;
-        check(
+        call!(
             // SAFETY: the pool is alive; the driver checks it serves `device`.
             unsafe { sys::cuDeviceSetMemPool(device.as_raw(), pool.raw) },
-            "cuDeviceSetMemPool",
         )
     }
 
@@ -874,11 +862,10 @@ impl MemPool {
     #[track_caller]
     pub fn set_access(&self, descs: &[MemAccessDesc]) -> Result<()> {
         init()?;
-        check(
+        call!(
             // SAFETY: MemAccessDesc is repr(transparent) over CUmemAccessDesc, so `descs` is
             // an array of `descs.len()` of them; the pool is alive.
             unsafe { sys::cuMemPoolSetAccess(self.raw, descs.as_ptr().cast(), descs.len()) },
-            "cuMemPoolSetAccess",
         )
     }
 
@@ -889,10 +876,9 @@ impl MemPool {
         init()?;
         let mut loc = location.as_raw();
         let mut flags = 0;
-        check(
+        call!(
             // SAFETY: reads one CUmemLocation, writes one CUmemAccess_flags; pool alive.
             unsafe { sys::cuMemPoolGetAccess(&mut flags, self.raw, &mut loc) },
-            "cuMemPoolGetAccess",
         )?;
         Ok(MemAccessFlags::from_raw(flags))
     }
@@ -900,21 +886,19 @@ impl MemPool {
     #[track_caller]
     fn get_flag(&self, attr: sys::CUmemPool_attribute) -> Result<bool> {
         let mut v: std::ffi::c_int = 0;
-        check(
+        call!(
             // SAFETY: every attribute read through this helper is an int; writes one.
             unsafe { sys::cuMemPoolGetAttribute(self.raw, attr, (&mut v as *mut i32).cast()) },
-            "cuMemPoolGetAttribute",
         )?;
         Ok(v != 0)
     }
 
     #[track_caller]
     fn set_value<V>(&self, attr: sys::CUmemPool_attribute, mut v: V) -> Result<()> {
-        check(
+        call!(
             // SAFETY: callers pass the attribute's value type (int for the reuse policies,
             // cuuint64_t for the others); the driver reads one of it.
             unsafe { sys::cuMemPoolSetAttribute(self.raw, attr, (&mut v as *mut V).cast()) },
-            "cuMemPoolSetAttribute",
         )
     }
 
@@ -1004,7 +988,7 @@ impl MemPool {
     pub fn export_fd(&self) -> Result<OwnedFd> {
         init()?;
         let mut fd: std::ffi::c_int = -1;
-        check(
+        call!(
             // SAFETY: for CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR the driver writes one int,
             // a new descriptor that the caller owns.
             unsafe {
@@ -1015,7 +999,6 @@ impl MemPool {
                     0,
                 )
             },
-            "cuMemPoolExportToShareableHandle",
         )?;
         if fd < 0 {
             return Err(Error::UnexpectedValue {
@@ -1038,7 +1021,7 @@ impl MemPool {
     pub fn import_fd(device: Device, fd: BorrowedFd<'_>) -> Result<MemPool> {
         init()?;
         let mut raw = ptr::null_mut();
-        check(
+        call!(
             // SAFETY: for CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR the driver takes the fd in
             // the pointer argument and does not close it; writes one handle, owned by the
             // MemPool built in the next statement.
@@ -1050,7 +1033,6 @@ impl MemPool {
                     0,
                 )
             },
-            "cuMemPoolImportFromShareableHandle",
         )?;
         Ok(MemPool { raw, device })
     }
@@ -1076,12 +1058,11 @@ impl MemPool {
         let _cur = ctx.enter()?;
         let mut raw = sys::CUmemPoolPtrExportData { reserved: data.0 };
         let mut ptr = 0;
-        check(
+        call!(
             // SAFETY: reads one CUmemPoolPtrExportData; writes one CUdeviceptr, owned by the
             // buffer built in the next statement (imported pool memory may be freed with
             // cuMemFree).
             unsafe { sys::cuMemPoolImportPointer(&mut ptr, self.raw, &mut raw) },
-            "cuMemPoolImportPointer",
         )?;
         // SAFETY: the caller guarantees the size and the free order; `ptr` is a fresh import.
         Ok(unsafe { DeviceBuffer::from_raw(ptr, len, ctx) })

@@ -55,10 +55,10 @@ use std::mem::ManuallyDrop;
 use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
-use cuda_driver_macros::wraps;
+use cuda_driver_macros::{call, wraps};
 use cuda_driver_sys as sys;
 
-use crate::error::{check, report_drop_error, report_drop_problem, Error, ErrorCode, Result};
+use crate::error::{report_drop_error, report_drop_problem, Error, ErrorCode, Result};
 use crate::memory::MemLocation;
 use crate::release::release;
 use crate::{
@@ -293,10 +293,9 @@ impl AllocationProps {
         init()?;
         let prop = self.as_raw();
         let mut g = 0;
-        check(
+        call!(
             // SAFETY: `prop` is a fully initialised CUmemAllocationProp; writes one size_t.
             unsafe { sys::cuMemGetAllocationGranularity(&mut g, &prop, flags.as_raw()) },
-            "cuMemGetAllocationGranularity",
         )?;
         Ok(g)
     }
@@ -391,11 +390,10 @@ fn set_access_in_current(
     bytes: usize,
     descs: &[MemAccessDesc],
 ) -> Result<()> {
-    check(
+    call!(
         // SAFETY: MemAccessDesc is repr(transparent) over CUmemAccessDesc, so `descs` is an
         // array of `descs.len()` CUmemAccessDesc; the driver validates the range.
         unsafe { sys::cuMemSetAccess(ptr, bytes, descs.as_ptr().cast(), descs.len()) },
-        "cuMemSetAccess",
     )
 }
 
@@ -443,10 +441,9 @@ fn get_access_raw(
     let _cur = ctx.enter()?;
     let loc = location.as_raw();
     let mut flags: std::ffi::c_ulonglong = 0;
-    check(
+    call!(
         // SAFETY: reads one CUmemLocation, writes one unsigned long long.
         unsafe { sys::cuMemGetAccess(&mut flags, &loc, ptr) },
-        "cuMemGetAccess",
     )?;
     Ok(MemAccessFlags::from_raw(flags as sys::CUmemAccess_flags))
 }
@@ -462,10 +459,9 @@ fn once_idle<R>(ctx: &Context, invalidate: impl FnOnce() -> R) -> Result<R> {
     // Work queued on other contexts' streams through the views (peer copies) first.
     ctx.wait_foreign_uses_checked()?;
     let _cur = ctx.enter()?;
-    check(
+    call!(
         // SAFETY: no arguments; waits for the current context, which is `ctx`.
         unsafe { sys::cuCtxSynchronize() },
-        "cuCtxSynchronize",
     )?;
     Ok(invalidate())
 }
@@ -733,11 +729,10 @@ impl PhysicalAllocation {
         let prop = props.as_raw();
         let _cur = ctx.enter()?;
         let mut handle = 0;
-        check(
+        call!(
             // SAFETY: `prop` is a fully initialised CUmemAllocationProp; writes one handle,
             // owned by the value built in the next statement.
             unsafe { sys::cuMemCreate(&mut handle, size, &prop, 0) },
-            "cuMemCreate",
         )?;
         Claim::forget_stale(handle);
         Ok(PhysicalAllocation {
@@ -755,11 +750,10 @@ impl PhysicalAllocation {
     pub fn retain(ctx: &Context, ptr: sys::CUdeviceptr) -> Result<PhysicalAllocation> {
         let _cur = ctx.enter()?;
         let mut handle = 0;
-        check(
+        call!(
             // SAFETY: the driver checks that `ptr` lies in a mapping and writes one handle
             // holding a new reference, owned by the value built in the next statement.
             unsafe { sys::cuMemRetainAllocationHandle(&mut handle, ptr as *mut std::ffi::c_void) },
-            "cuMemRetainAllocationHandle",
         )?;
         Ok(PhysicalAllocation {
             handle,
@@ -779,7 +773,7 @@ impl PhysicalAllocation {
     pub fn import_fd(ctx: &Context, fd: BorrowedFd<'_>) -> Result<PhysicalAllocation> {
         let _cur = ctx.enter()?;
         let mut handle = 0;
-        check(
+        call!(
             // SAFETY: for CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR the driver takes the fd
             // itself in the pointer argument and does not close it; writes one handle, owned
             // by the value built in the next statement.
@@ -790,7 +784,6 @@ impl PhysicalAllocation {
                     sys::CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR,
                 )
             },
-            "cuMemImportFromShareableHandle",
         )?;
         Ok(PhysicalAllocation {
             handle,
@@ -812,7 +805,7 @@ impl PhysicalAllocation {
         let _cur = ctx.enter()?;
         let mut fabric = sys::CUmemFabricHandle { data: handle.0 };
         let mut raw = 0;
-        check(
+        call!(
             // SAFETY: for CU_MEM_HANDLE_TYPE_FABRIC the pointer is to a CUmemFabricHandle,
             // which lives across the call; writes one handle, owned by the value built next.
             unsafe {
@@ -822,7 +815,6 @@ impl PhysicalAllocation {
                     sys::CU_MEM_HANDLE_TYPE_FABRIC,
                 )
             },
-            "cuMemImportFromShareableHandle",
         )?;
         Ok(PhysicalAllocation {
             handle: raw,
@@ -848,7 +840,7 @@ impl PhysicalAllocation {
     pub fn export_fd(&self) -> Result<OwnedFd> {
         let _cur = self.ctx.enter()?;
         let mut fd: std::ffi::c_int = -1;
-        check(
+        call!(
             // SAFETY: for CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR the driver writes one int,
             // a new descriptor that the caller owns.
             unsafe {
@@ -859,7 +851,6 @@ impl PhysicalAllocation {
                     0,
                 )
             },
-            "cuMemExportToShareableHandle",
         )?;
         if fd < 0 {
             return Err(Error::UnexpectedValue {
@@ -885,7 +876,7 @@ impl PhysicalAllocation {
         )?;
         let _cur = self.ctx.enter()?;
         let mut fabric = sys::CUmemFabricHandle { data: [0; 64] };
-        check(
+        call!(
             // SAFETY: for CU_MEM_HANDLE_TYPE_FABRIC the driver writes one CUmemFabricHandle.
             unsafe {
                 sys::cuMemExportToShareableHandle(
@@ -895,7 +886,6 @@ impl PhysicalAllocation {
                     0,
                 )
             },
-            "cuMemExportToShareableHandle",
         )?;
         Ok(FabricHandle(fabric.data))
     }
@@ -913,10 +903,9 @@ impl PhysicalAllocation {
             win32HandleMetaData: std::ptr::null_mut(),
             allocFlags: Default::default(),
         };
-        check(
+        call!(
             // SAFETY: writes one CUmemAllocationProp; the handle is alive.
             unsafe { sys::cuMemGetAllocationPropertiesFromHandle(&mut prop, self.handle) },
-            "cuMemGetAllocationPropertiesFromHandle",
         )?;
         Ok(AllocationProps::from_raw(&prop))
     }
@@ -1047,10 +1036,9 @@ impl AddressRange {
     ) -> Result<AddressRange> {
         let _cur = ctx.enter()?;
         let mut ptr = 0;
-        check(
+        call!(
             // SAFETY: writes one CUdeviceptr; the range is owned by the value built next.
             unsafe { sys::cuMemAddressReserve(&mut ptr, size, alignment, addr, 0) },
-            "cuMemAddressReserve",
         )?;
         Ok(AddressRange {
             inner: Arc::new(RangeInner {
@@ -1246,18 +1234,17 @@ fn map_accessible(
     access: &[MemAccessDesc],
 ) -> Result<()> {
     let _cur = ctx.enter()?;
-    check(
+    call!(
         // SAFETY: `ptr..ptr + bytes` lies in a range reserved by the caller (checked against
         // its size), which unmaps it before freeing the range; the handle is alive.
         unsafe { sys::cuMemMap(ptr, bytes, alloc_offset, alloc.handle, 0) },
-        "cuMemMap",
     )?;
     let set = set_access_in_current(ptr, bytes, access);
     if set.is_err() {
         // SAFETY: mapped just above and not handed to any owner, so unmapped once, here; no
         // view covers the span (the caller builds its owner only on success), so no queued
         // work can use it.
-        let unmapped = check(unsafe { sys::cuMemUnmap(ptr, bytes) }, "cuMemUnmap");
+        let unmapped = call!(unsafe { sys::cuMemUnmap(ptr, bytes) });
         if let Err(e) = unmapped {
             report_drop_problem(&format_args!(
                 "{what}: undoing a mapping whose access could not be set failed ({e}); the span \

@@ -2,11 +2,11 @@
 //! mip level, or the mip tail, of an [`Array`](crate::Array) created with
 //! [`Array3DFlags::SPARSE`](crate::Array3DFlags::SPARSE).
 
-use cuda_driver_macros::wraps;
+use cuda_driver_macros::{call, wraps};
 use cuda_driver_sys as sys;
 
 use super::PhysicalAllocation;
-use crate::error::{check, Error, Result};
+use crate::error::{Error, Result};
 use crate::memory::array::{ArrayElement, ArrayRef};
 use crate::Stream;
 
@@ -139,11 +139,10 @@ impl Stream {
             mask,
         );
         let _cur = self.context().enter()?;
-        check(
+        call!(
             // SAFETY: one map info naming the live array and allocation; the caller keeps
             // both alive while mapped.
             unsafe { sys::cuMemMapArrayAsync(&mut info, 1, self.as_raw()) },
-            "cuMemMapArrayAsync",
         )
     }
 
@@ -168,10 +167,9 @@ impl Stream {
             mask,
         );
         let _cur = self.context().enter()?;
-        check(
+        call!(
             // SAFETY: one unmap info naming the live array.
             unsafe { sys::cuMemMapArrayAsync(&mut info, 1, self.as_raw()) },
-            "cuMemMapArrayAsync",
         )
     }
 }
