@@ -178,7 +178,7 @@ mod tests {
     #[test]
     fn a_drop_report_to_a_panicking_logger_does_not_unwind() {
         test_logger::panic_on_this_thread(true);
-        let drops = crate::drop_error_count();
+        let drops = crate::error::drop_error_count();
         let logs = logger_panic_count();
         let thrown = test_logger::thrown();
         crate::error::report_drop_problem(&"a release failed");
@@ -189,7 +189,7 @@ mod tests {
             thrown + 2,
             "both reports reached the logger"
         );
-        assert!(crate::drop_error_count() >= drops + 2);
+        assert!(crate::error::drop_error_count() >= drops + 2);
         assert!(logger_panic_count() >= logs + 2);
     }
 

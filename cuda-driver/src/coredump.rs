@@ -4,9 +4,10 @@ use std::ffi::c_void;
 
 use cuda_driver_macros::wraps;
 
+use crate::context::Context;
 use crate::entry_point::newer;
 use crate::error::{check, Result};
-use crate::{init, Context};
+use crate::init;
 
 pub use crate::types::{CoredumpGenerationFlags, CoredumpSettings};
 

@@ -25,7 +25,7 @@ impl Device {
     #[track_caller]
     pub fn count() -> Result<usize> {
         match init() {
-            Err(e) if e.code() == Some(crate::ErrorCode::NO_DEVICE) => return Ok(0),
+            Err(e) if e.code() == Some(crate::types::ErrorCode::NO_DEVICE) => return Ok(0),
             r => r?,
         }
         let mut n = 0;

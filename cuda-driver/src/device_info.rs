@@ -5,10 +5,12 @@ use cuda_driver_macros::{call, wraps};
 use cuda_driver_sys as sys;
 
 use crate::count::count_u32;
+use crate::device::Device;
 use crate::entry_point::newer;
 use crate::error::Result;
+use crate::init;
 use crate::types::ArrayFormat;
-use crate::{init, Device, DeviceAttribute};
+use crate::types::DeviceAttribute;
 
 pub use crate::types::{
     AtomicOperation, AtomicOperationCapability, DeviceP2PAttribute, FlushGPUDirectRDMAWritesScope,
@@ -172,7 +174,7 @@ impl Device {
 #[wraps(cuFlushGPUDirectRDMAWrites)]
 #[track_caller]
 pub fn flush_gpudirect_rdma_writes(
-    ctx: &crate::Context,
+    ctx: &crate::context::Context,
     target: FlushGPUDirectRDMAWritesTarget,
     scope: FlushGPUDirectRDMAWritesScope,
 ) -> Result<()> {

@@ -203,7 +203,7 @@ pub fn get<P: EntryPoint>() -> Result<P::Pfn> {
 /// [`proc_address`], but a version newer than the driver is [`Error::Unsupported`].
 #[track_caller]
 fn lookup(symbol: &'static CStr, version: i32, flags: ProcAddressFlags) -> Result<NonNull<c_void>> {
-    let driver = crate::driver_version_raw()?;
+    let driver = crate::init::driver_version_raw()?;
     if version > driver {
         return Err(Error::Unsupported {
             function: symbol.to_str().unwrap_or("?"),
@@ -303,7 +303,7 @@ macro_rules! entry_points {
                         Err(_) => panic!("a symbol name contains NUL"),
                     };
                 const VERSION: i32 = $ver;
-                const FLAGS: $crate::ProcAddressFlags = $crate::ProcAddressFlags::$flags;
+                const FLAGS: $crate::types::ProcAddressFlags = $crate::types::ProcAddressFlags::$flags;
             }
         )*
     };
@@ -362,7 +362,7 @@ impl LazyFn {
             Err(Error::EntryPoint { .. }) => Err(Error::Unsupported {
                 function: self.symbol.to_str().unwrap_or("?"),
                 needs: self.version,
-                driver: crate::driver_version_raw().unwrap_or(0),
+                driver: crate::init::driver_version_raw().unwrap_or(0),
             }),
             Err(e) => Err(e),
         }
@@ -438,7 +438,7 @@ macro_rules! lazy_driver_fns {
             $(#[$m])*
             #[allow(non_snake_case, dead_code)]
             #[track_caller]
-            $vis fn $name() -> $crate::Result<<cuda_driver_sys::$pfn as $crate::entry_point::Pfn>::Fn> {
+            $vis fn $name() -> $crate::error::Result<<cuda_driver_sys::$pfn as $crate::entry_point::Pfn>::Fn> {
                 static F: $crate::entry_point::LazyFn = $crate::entry_point::LazyFn::new($sym, $ver);
                 // SAFETY: $pfn is cudaTypedefs.h's typedef of this symbol at this version (the
                 // unit test `newer_entries_match_their_typedefs` checks the names agree).

@@ -8,10 +8,12 @@ use std::ptr;
 use cuda_driver_macros::{call, wraps};
 use cuda_driver_sys as sys;
 
+use crate::context::Context;
 use crate::entry_point::newer;
 use crate::error::{Error, Result};
 use crate::release::SendRaw;
-use crate::{Context, ErrorCode, Stream};
+use crate::stream::Stream;
+use crate::types::ErrorCode;
 
 pub use crate::types::{EventFlags, EventRecordFlags, EventWaitFlags};
 
@@ -238,7 +240,7 @@ impl Event {
     #[track_caller]
     pub fn record_with_flags(&self, stream: &Stream, flags: EventRecordFlags) -> Result<()> {
         if stream.context() != self.context() {
-            return Err(crate::Error::ContextMismatch {
+            return Err(crate::error::Error::ContextMismatch {
                 what: "Event::record_with_flags",
                 expected: self.context().as_raw() as usize,
                 found: stream.context().as_raw() as usize,

@@ -25,10 +25,15 @@ use std::ptr;
 use cuda_driver_macros::{call, wraps};
 use cuda_driver_sys as sys;
 
+use crate::context::Context;
 use crate::count::count_u32;
+use crate::device::Device;
 use crate::entry_point::newer;
 use crate::error::{Error, Result};
-use crate::{init, Context, Device, Event, Stream, StreamFlags};
+use crate::event::Event;
+use crate::init;
+use crate::stream::Stream;
+use crate::types::StreamFlags;
 
 pub use crate::types::{DevResourceType, DevSmResourceSplitFlags, GreenCtxCreateFlags};
 

@@ -25,6 +25,7 @@ use std::sync::Arc;
 use cuda_driver_macros::{call, wraps};
 use cuda_driver_sys as sys;
 
+use crate::context::Context;
 use crate::count::count_u32;
 use crate::error::{Error, Result};
 use crate::memory::{
@@ -32,7 +33,8 @@ use crate::memory::{
     DeviceSliceMut, MipmappedArray,
 };
 use crate::release::SendRaw;
-use crate::{Context, DeviceRepr, Stream};
+use crate::repr::DeviceRepr;
+use crate::stream::Stream;
 
 pub use crate::types::{
     ExternalMemoryFlags, ExternalMemoryHandleType, ExternalSemaphoreHandleType,

@@ -220,7 +220,6 @@ pub use green::{
 #[doc(hidden)]
 pub use image::fuzz as __fuzz;
 pub use image::ModuleImage;
-pub(crate) use init::driver_version_raw;
 pub use init::{driver_version, init};
 pub use interop::{
     ExternalBuffer, ExternalMemory, ExternalMemoryFlags, ExternalMemoryHandleType,

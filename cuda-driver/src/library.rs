@@ -937,12 +937,12 @@ impl Library {
             call!(unsafe { sys::cuLibraryGetUnifiedFunction(&mut p, self.inner.raw, c) })
         })?;
         if r.as_ref()
-            .is_err_and(|e| e.code() == Some(crate::ErrorCode::NOT_FOUND))
+            .is_err_and(|e| e.code() == Some(crate::types::ErrorCode::NOT_FOUND))
         {
             return Err(Error::NotFound {
                 kind: "unified function",
                 name: name.to_owned(),
-                code: crate::ErrorCode::NOT_FOUND,
+                code: crate::types::ErrorCode::NOT_FOUND,
             });
         }
         r?;

@@ -187,7 +187,7 @@ mod tests {
     #[test]
     fn a_panicking_logger_in_the_driver_log_callback_is_caught_and_counted() {
         crate::callback::test_logger::panic_on_this_thread(true);
-        let before = crate::logger_panic_count();
+        let before = crate::callback::logger_panic_count();
         let thrown = crate::callback::test_logger::thrown();
         let mut msg = *b"a driver message\n\0";
         // SAFETY: as the driver calls it: `len` bytes of message at `msg`, valid meanwhile.
@@ -201,6 +201,6 @@ mod tests {
         };
         crate::callback::test_logger::panic_on_this_thread(false);
         assert_eq!(crate::callback::test_logger::thrown(), thrown + 1);
-        assert!(crate::logger_panic_count() > before);
+        assert!(crate::callback::logger_panic_count() > before);
     }
 }

@@ -93,7 +93,7 @@ pub fn argument_check() -> ArgumentCheck {
 #[inline(never)]
 #[track_caller]
 fn unchecked(policy: ArgumentCheck, call: &'static str, kernel: &str) -> Result<()> {
-    let driver = crate::driver_version_raw().unwrap_or(0);
+    let driver = crate::init::driver_version_raw().unwrap_or(0);
     match policy {
         ArgumentCheck::Required => Err(Error::Unsupported {
             function: call,

@@ -3,7 +3,7 @@
 
 use bytemuck::TransparentWrapper;
 
-use crate::DeviceRepr;
+use crate::repr::DeviceRepr;
 
 /// A [`bytemuck::Pod`] value as a [`DeviceRepr`]: the way to put the types a program already
 /// shares with bytemuck (vertices, pixels, `#[derive(Pod)]` structs of other crates) into
@@ -119,7 +119,8 @@ mod tests {
     use bytemuck::{Pod as BytemuckPod, Zeroable};
 
     use super::*;
-    use crate::{KernelArg, ParamBuffer};
+    use crate::launch::args::KernelArg;
+    use crate::launch::param_buffer::ParamBuffer;
 
     #[repr(C)]
     #[derive(Clone, Copy, Debug, PartialEq, BytemuckPod, Zeroable)]

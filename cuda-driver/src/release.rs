@@ -282,7 +282,7 @@ mod tests {
 
     #[test]
     fn a_panicking_release_is_counted_and_the_release_thread_goes_on() {
-        let errors = crate::drop_error_count();
+        let errors = crate::error::drop_error_count();
         let ran = Arc::new(AtomicBool::new(false));
         {
             let _scope = HostFnScope::enter();
@@ -295,6 +295,6 @@ mod tests {
             ran.load(Ordering::SeqCst),
             "the release after the panic ran"
         );
-        assert!(crate::drop_error_count() > errors);
+        assert!(crate::error::drop_error_count() > errors);
     }
 }

@@ -8,10 +8,12 @@ use std::ptr;
 use cuda_driver_macros::{call, wraps};
 use cuda_driver_sys as sys;
 
+use crate::device::Device;
 use crate::entry_point::newer;
 use crate::error::Result;
 use crate::memory::view::DeviceSliceMut;
-use crate::{Device, DeviceRepr, Stream};
+use crate::repr::DeviceRepr;
+use crate::stream::Stream;
 
 pub use crate::types::{
     AccessProperty, AttachFlags, LaunchAttributeID, LaunchMemSyncDomain, SynchronizationPolicy,
@@ -244,7 +246,7 @@ impl Stream {
     ) -> Result<()> {
         crate::memory::view::check_stream("Stream::attach_mem", view.context(), view.home(), self)?;
         if !view.home().is_null() && flags != AttachFlags::SINGLE {
-            return Err(crate::Error::InvalidArgument(format!(
+            return Err(crate::error::Error::InvalidArgument(format!(
                 "Stream::attach_mem: memory ordered on a stream (a ManagedBuffer) stays attached \
                  to it (SINGLE), since its host access waits for that stream only; got {flags:?}"
             )));

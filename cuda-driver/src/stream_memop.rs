@@ -13,9 +13,12 @@
 use cuda_driver_macros::{call, wraps};
 use cuda_driver_sys as sys;
 
+use crate::device::Device;
 use crate::error::{Error, Result};
 use crate::memory::view::{check_stream, stream_identity};
-use crate::{Device, DeviceAttribute, DeviceSlice, DeviceSliceMut, Stream};
+use crate::memory::view::{DeviceSlice, DeviceSliceMut};
+use crate::stream::Stream;
+use crate::types::DeviceAttribute;
 
 pub use crate::types::{StreamMemoryBarrierFlags, StreamWaitValueFlags, StreamWriteValueFlags};
 
@@ -64,7 +67,7 @@ fn require_64(dev: Device, what: &'static str) -> Result<()> {
 }
 
 #[track_caller]
-fn first<T: crate::DeviceRepr>(len: usize, what: &'static str) -> Result<()> {
+fn first<T: crate::repr::DeviceRepr>(len: usize, what: &'static str) -> Result<()> {
     if len == 0 {
         return Err(Error::OutOfBounds {
             start: 0,
@@ -243,7 +246,7 @@ impl<'a> MemOpBatch<'a> {
     #[track_caller]
     fn note_view(
         &mut self,
-        ctx: &crate::Context,
+        ctx: &crate::context::Context,
         home: sys::CUstream,
         what: &'static str,
     ) -> Result<()> {

@@ -36,10 +36,11 @@ use std::mem::{align_of, size_of};
 use cuda_driver_macros::{call, wraps};
 use cuda_driver_sys as sys;
 
+use crate::context::Context;
 use crate::error::{Error, Result};
 use crate::launch::KernelArg;
 use crate::memory::{ArrayElement, ArrayRef};
-use crate::{Context, ResourceDesc};
+use crate::texture::ResourceDesc;
 
 /// A surface object (`CUsurfObject`, `cudaSurfaceObject_t` in kernels), destroyed on drop,
 /// borrowing its array for `'a`.

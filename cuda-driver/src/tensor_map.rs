@@ -33,7 +33,8 @@ use cuda_driver_macros::{call, wraps};
 use cuda_driver_sys as sys;
 
 use crate::error::{Error, Result};
-use crate::{DeviceRepr, DeviceSlice};
+use crate::memory::view::DeviceSlice;
+use crate::repr::DeviceRepr;
 
 pub use crate::types::{
     TensorMapDataType, TensorMapFloatOOBfill, TensorMapIm2ColWideMode, TensorMapInterleave,

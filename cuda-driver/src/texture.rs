@@ -36,10 +36,13 @@ use std::mem::{align_of, size_of};
 use cuda_driver_macros::{call, wraps};
 use cuda_driver_sys as sys;
 
+use crate::context::Context;
 use crate::error::{Error, Result};
 use crate::launch::KernelArg;
+use crate::memory::array::MipmappedArray;
+use crate::memory::pitched::Pitched2DView;
+use crate::memory::view::DeviceSlice;
 use crate::memory::{ArrayElement, ArrayRef};
-use crate::{Context, DeviceSlice, MipmappedArray, Pitched2DView};
 
 pub use crate::types::{AddressMode, FilterMode, ResourceViewFormat, Resourcetype, TextureFlags};
 

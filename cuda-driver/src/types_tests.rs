@@ -126,8 +126,8 @@ fn constant_names_follow_the_rule() {
 #[test]
 fn the_crate_root_reexports_the_same_types() {
     fn same<T>(_: T, _: T) {}
-    same(crate::ContextFlags::MAP_HOST, ContextFlags::MAP_HOST);
-    same(crate::ErrorCode::SUCCESS, ErrorCode::SUCCESS);
+    same(crate::types::ContextFlags::MAP_HOST, ContextFlags::MAP_HOST);
+    same(crate::types::ErrorCode::SUCCESS, ErrorCode::SUCCESS);
     same(crate::memory::PinnedFlags::PORTABLE, PinnedFlags::PORTABLE);
     same(crate::memory::AttachFlags::GLOBAL, AttachFlags::GLOBAL);
     same(

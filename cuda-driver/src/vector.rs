@@ -35,7 +35,7 @@
 //! assert_eq!((std::mem::size_of::<Float4>(), std::mem::align_of::<Float4>()), (16, 16));
 //! ```
 
-use crate::DeviceRepr;
+use cuda_driver_macros::DeviceRepr;
 
 macro_rules! vector_type {
     ($(#[$m:meta])* $name:ident, $c:literal, $t:ty, $align:literal, $n:literal, [$($f:ident),+]) => {

@@ -9,9 +9,10 @@ use cuda_driver_macros::{call, wraps};
 use cuda_driver_sys as sys;
 
 use super::{Context, ContextFlags, Inner};
+use crate::device::Device;
 use crate::entry_point::newer;
 use crate::error::{report_drop_error, Result};
-use crate::{init, Device};
+use crate::init;
 
 pub use crate::types::{CigDataType, ExecAffinityType};
 

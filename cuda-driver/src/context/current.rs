@@ -313,7 +313,7 @@ impl AnyCurrent {
                 _not_send: PhantomData,
             });
         }
-        let primary = crate::Device::get(0)?.primary_context()?;
+        let primary = crate::device::Device::get(0)?.primary_context()?;
         call!(
             // SAFETY: the primary context is alive while `pushed` holds it.
             unsafe { sys::cuCtxPushCurrent_v2(primary.as_raw()) },

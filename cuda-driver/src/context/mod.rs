@@ -33,15 +33,16 @@ use cuda_driver_sys as sys;
 
 use crate::error::{report_drop_error, report_drop_problem, Error, Result};
 
-mod current;
-mod fence;
+pub(crate) mod current;
+pub(crate) mod fence;
 
 pub(crate) use current::{AnyCurrent, Current};
-mod create;
-mod primary;
+pub(crate) mod create;
+pub(crate) mod primary;
 
+use crate::device::Device;
+use crate::init;
 use crate::release::{release, SendRaw};
-use crate::{init, Device};
 
 pub use crate::types::{CacheConfig, ContextFlags, Limit, SharedMemConfig};
 pub use create::{ContextCreateParams, ExecAffinityType};

@@ -7,8 +7,9 @@ use cuda_driver_macros::{call, wraps};
 use cuda_driver_sys as sys;
 
 use super::{Context, ContextFlags, Inner};
+use crate::device::Device;
 use crate::error::Result;
-use crate::{init, Device};
+use crate::init;
 
 impl Context {
     #[track_caller]

@@ -9,7 +9,7 @@ use cuda_driver_sys as sys;
 use super::{Graph, GraphNode};
 use crate::entry_point::newer;
 use crate::error::{Error, ErrorCode, Result};
-use crate::Stream;
+use crate::stream::Stream;
 
 pub use crate::types::StreamCaptureMode as CaptureMode;
 pub use crate::types::StreamCaptureStatus as CaptureStatus;

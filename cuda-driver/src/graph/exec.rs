@@ -13,14 +13,17 @@ use super::{
     ChildGraphNode, EventRecordNode, EventWaitNode, Graph, GraphNode, HostNode, KernelNode,
     MemcpyNode, MemsetNode,
 };
+use crate::context::Context;
 use crate::entry_point::newer;
 use crate::error::{report_drop_error, Error, Result};
+use crate::event::Event;
 use crate::launch::{KernelArgs, LaunchConfig};
 use crate::memory::{DeviceSlice, DeviceSliceMut};
+use crate::module::function::Function;
 use crate::release::{release, SendRaw};
 use crate::repr::DeviceRepr;
+use crate::stream::Stream;
 use crate::types::{GraphExecUpdateResult, GraphInstantiateFlags, GraphInstantiateResult};
-use crate::{Context, Event, Function, Stream};
 
 /// The flags an executable graph was instantiated with (`cuGraphExecGetFlags`).
 pub type GraphExecFlags = GraphInstantiateFlags;
@@ -312,7 +315,7 @@ impl GraphExec {
     pub unsafe fn set_copy_node_2d<T: DeviceRepr>(
         &mut self,
         node: MemcpyNode<'_>,
-        copy: crate::Copy2D<'_, T>,
+        copy: crate::memory::copy::Copy2D<'_, T>,
     ) -> Result<()> {
         let p = copy.node_params("GraphExec::set_copy_node_2d")?;
         // SAFETY: the caller's guarantees; checked parameters.
@@ -330,7 +333,7 @@ impl GraphExec {
     pub unsafe fn set_copy_node_3d<T: DeviceRepr>(
         &mut self,
         node: MemcpyNode<'_>,
-        copy: crate::Copy3D<'_, T>,
+        copy: crate::memory::copy::Copy3D<'_, T>,
     ) -> Result<()> {
         let p = copy.node_params("GraphExec::set_copy_node_3d")?;
         // SAFETY: the caller's guarantees; checked parameters.

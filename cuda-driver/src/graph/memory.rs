@@ -3,6 +3,8 @@
 
 #[allow(unused_imports)]
 use super::nodes::*;
+use crate::context::Context;
+use crate::device::Device;
 use crate::error::Error;
 use crate::error::Result;
 use crate::graph::ptr_or_null;
@@ -11,8 +13,6 @@ use crate::graph::Graph;
 use crate::graph::GraphNode;
 use crate::memory::DeviceSliceMut;
 use crate::repr::DeviceRepr;
-use crate::Context;
-use crate::Device;
 use cuda_driver_macros::{call, wraps};
 use cuda_driver_sys as sys;
 use std::ptr;
@@ -125,7 +125,7 @@ impl GraphAllocation {
     /// before `stream`'s next work, no later work uses the memory, and it is freed once.
     #[wraps(cuMemFreeAsync)]
     #[track_caller]
-    pub unsafe fn free_after_launch(self, stream: &crate::Stream) -> Result<()> {
+    pub unsafe fn free_after_launch(self, stream: &crate::stream::Stream) -> Result<()> {
         let _cur = stream.context().enter()?;
         call!(
             // SAFETY: the caller's guarantees.

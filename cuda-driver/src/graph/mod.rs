@@ -4,10 +4,10 @@
 //!
 //! See [`Graph`] for what graphs keep alive, and what they cannot.
 
-mod exec;
-mod memory;
-mod nodes;
-mod user_object;
+pub(crate) mod exec;
+pub(crate) mod memory;
+pub(crate) mod nodes;
+pub(crate) mod user_object;
 
 use std::cell::RefCell;
 use std::ffi::CString;
@@ -28,7 +28,7 @@ pub use crate::types::{
     GraphConditionalNodeType, GraphDebugDotFlags, GraphDependencyType, GraphExecUpdateResult,
     GraphInstantiateFlags, GraphNodeType,
 };
-mod capture;
+pub(crate) mod capture;
 
 pub use capture::{exchange_thread_capture_mode, CaptureInfo, CaptureMode, CaptureStatus};
 pub use exec::{GraphExec, GraphExecFlags, InstantiateOptions};
@@ -41,7 +41,13 @@ pub use nodes::{
 pub use user_object::UserObject;
 
 #[allow(unused_imports)]
-use crate::{Event, Function, Kernel, Stream};
+use crate::event::Event;
+#[allow(unused_imports)]
+use crate::library::Kernel;
+#[allow(unused_imports)]
+use crate::module::function::Function;
+#[allow(unused_imports)]
+use crate::stream::Stream;
 
 /// A CUDA graph (`CUgraph`), destroyed on drop: nodes and the dependencies between them,
 /// built node by node or captured from a stream ([`Stream::capture`]), and instantiated into
@@ -781,4 +787,4 @@ fn ptr_or_null<T>(v: &[T]) -> *const T {
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

@@ -192,7 +192,7 @@ kernel_args_tuple!(12; A.0, B.1, C.2, D.3, E.4, F.5, G.6, H.7, I.8, J.9, K.10, L
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{Double2, Float4};
+    use crate::vector::{Double2, Float4};
 
     #[test]
     fn sizes_follow_the_tuple() {

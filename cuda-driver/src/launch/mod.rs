@@ -35,13 +35,13 @@
 //! is made current first (one `cuCtxGetCurrent` when it already is). No launch allocates:
 //! arguments are packed into an array on the stack.
 
-mod args;
-mod attributes;
-mod config;
-mod cooperative;
-mod function;
-mod occupancy;
-mod param_buffer;
+pub(crate) mod args;
+pub(crate) mod attributes;
+pub(crate) mod config;
+pub(crate) mod cooperative;
+pub(crate) mod function;
+pub(crate) mod occupancy;
+pub(crate) mod param_buffer;
 
 use std::ffi::c_void;
 use std::ptr;
@@ -483,7 +483,9 @@ launch_methods!(Kernel, "(in the stream's context, on any device)");
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{Context, Device, DeviceSlice, DeviceSliceMut};
+    use crate::context::Context;
+    use crate::device::Device;
+    use crate::memory::view::{DeviceSlice, DeviceSliceMut};
     use std::mem::ManuallyDrop;
 
     /// A context handle that is never given to the driver, and never dropped.

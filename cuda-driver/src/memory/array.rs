@@ -22,8 +22,10 @@ use std::ptr;
 use cuda_driver_macros::{call, wraps};
 use cuda_driver_sys as sys;
 
+use crate::context::Context;
+use crate::device::Device;
 use crate::error::{Error, Result};
-use crate::{Context, Device, DeviceRepr};
+use crate::repr::DeviceRepr;
 
 pub use crate::types::{Array3DFlags, ArrayCubemapFace, ArrayFormat, ArraySparsePropertiesFlags};
 
@@ -83,13 +85,33 @@ macro_rules! array_element {
     };
 }
 
-array_element!(UNSIGNED_INT8, u8, crate::Uchar2, crate::Uchar4);
-array_element!(SIGNED_INT8, i8, crate::Char2, crate::Char4);
-array_element!(UNSIGNED_INT16, u16, crate::Ushort2, crate::Ushort4);
-array_element!(SIGNED_INT16, i16, crate::Short2, crate::Short4);
-array_element!(UNSIGNED_INT32, u32, crate::Uint2, crate::Uint4);
-array_element!(SIGNED_INT32, i32, crate::Int2, crate::Int4);
-array_element!(FLOAT, f32, crate::Float2, crate::Float4);
+array_element!(
+    UNSIGNED_INT8,
+    u8,
+    crate::vector::Uchar2,
+    crate::vector::Uchar4
+);
+array_element!(SIGNED_INT8, i8, crate::vector::Char2, crate::vector::Char4);
+array_element!(
+    UNSIGNED_INT16,
+    u16,
+    crate::vector::Ushort2,
+    crate::vector::Ushort4
+);
+array_element!(
+    SIGNED_INT16,
+    i16,
+    crate::vector::Short2,
+    crate::vector::Short4
+);
+array_element!(
+    UNSIGNED_INT32,
+    u32,
+    crate::vector::Uint2,
+    crate::vector::Uint4
+);
+array_element!(SIGNED_INT32, i32, crate::vector::Int2, crate::vector::Int4);
+array_element!(FLOAT, f32, crate::vector::Float2, crate::vector::Float4);
 
 // SAFETY: one 16-bit float channel.
 unsafe impl ArrayElement for half::f16 {
@@ -454,7 +476,7 @@ macro_rules! array_reads {
     };
 }
 
-mod view;
+pub(crate) mod view;
 
 pub use view::{ArrayRef, ArrayRefMut};
 
@@ -989,7 +1011,7 @@ impl<T: ArrayElement> MipmappedArray<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{Float4, Uchar4};
+    use crate::vector::{Float4, Uchar4};
 
     #[test]
     fn elements_name_format_and_channels() {
@@ -1013,11 +1035,11 @@ mod tests {
     #[test]
     fn every_element_has_the_size_of_its_format() {
         sizes_agree::<u8>();
-        sizes_agree::<crate::Char2>();
-        sizes_agree::<crate::Ushort4>();
-        sizes_agree::<crate::Short2>();
-        sizes_agree::<crate::Uint4>();
-        sizes_agree::<crate::Int2>();
+        sizes_agree::<crate::vector::Char2>();
+        sizes_agree::<crate::vector::Ushort4>();
+        sizes_agree::<crate::vector::Short2>();
+        sizes_agree::<crate::vector::Uint4>();
+        sizes_agree::<crate::vector::Int2>();
         sizes_agree::<Float4>();
         sizes_agree::<half::f16>();
         sizes_agree::<[half::f16; 4]>();

@@ -14,9 +14,10 @@ use cuda_driver_sys as sys;
 use super::array::{Array, ArrayDescriptor, ArrayElement, ArrayFormat, ArrayRef, ArrayRefMut};
 use super::view::check_stream;
 use super::{DeviceSlice, DeviceSliceMut};
+use crate::context::Context;
 use crate::error::{Error, Result};
+use crate::stream::Stream;
 use crate::types::Array3DFlags;
-use crate::{Context, Stream};
 
 impl<T: ArrayElement> Array<T> {
     /// Creates a 1D (`height == 0`) or 2D array of `T` through the 2D descriptor
@@ -134,7 +135,7 @@ impl<'a, T: ArrayElement> ArrayRef<'a, T> {
     #[track_caller]
     pub fn copy_1d_to_device(&self, offset: usize, dst: &mut DeviceSliceMut<'_, T>) -> Result<()>
     where
-        T: crate::DeviceRepr,
+        T: crate::repr::DeviceRepr,
     {
         let (off, bytes) =
             range_1d::<T>(self.desc(), "Array::copy_1d_to_device", offset, dst.len())?;
@@ -216,7 +217,7 @@ impl<'a, T: ArrayElement> ArrayRefMut<'a, T> {
     #[track_caller]
     pub fn copy_1d_from_device(&mut self, offset: usize, src: &DeviceSlice<'_, T>) -> Result<()>
     where
-        T: crate::DeviceRepr,
+        T: crate::repr::DeviceRepr,
     {
         let (off, bytes) =
             range_1d::<T>(self.desc(), "Array::copy_1d_from_device", offset, src.len())?;

@@ -46,8 +46,11 @@ use cuda_driver_sys as sys;
 use super::array::{ArrayElement, ArrayRef, ArrayRefMut};
 use super::pitched::{Pitched2DView, Pitched2DViewMut};
 use super::view::{check_stream, common_home};
+use crate::context::Context;
 use crate::error::{check, Error, Result};
-use crate::{Context, DeviceRepr, DeviceSlice, DeviceSliceMut, Stream};
+use crate::memory::view::{DeviceSlice, DeviceSliceMut};
+use crate::repr::DeviceRepr;
+use crate::stream::Stream;
 
 /// What an operand is.
 #[derive(Clone, Copy, Debug)]

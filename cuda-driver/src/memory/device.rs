@@ -7,10 +7,12 @@ use cuda_driver_macros::{call, wraps};
 use cuda_driver_sys as sys;
 
 use super::view::byte_len;
+use crate::context::Context;
 use crate::error::Result;
-use crate::{
-    Context, DeviceMemory, DeviceMemoryMut, DeviceRepr, DeviceSlice, DeviceSliceMut, Stream,
-};
+use crate::memory::owner::{DeviceMemory, DeviceMemoryMut};
+use crate::memory::view::{DeviceSlice, DeviceSliceMut};
+use crate::repr::DeviceRepr;
+use crate::stream::Stream;
 
 /// A typed allocation of device memory (`cuMemAlloc_v2`), freed on drop in its own context.
 ///
@@ -217,8 +219,9 @@ unsafe impl<T: DeviceRepr> DeviceMemoryMut for DeviceBuffer<T> {
 mod tests {
     use super::*;
     use crate::error::Error;
+    use crate::memory::pool::AsyncDeviceBuffer;
     use crate::memory::view::{byte_len, memset_count, resolve_range};
-    use crate::{AsyncDeviceBuffer, StreamRef};
+    use crate::stream::StreamRef;
     use proptest::prelude::*;
     use std::mem::ManuallyDrop;
 
@@ -229,7 +232,7 @@ mod tests {
         // SAFETY: the handle is never passed to the driver (the tests check that they fail
         // first) and never dropped (ManuallyDrop), so nothing destroys the fake context.
         ManuallyDrop::new(unsafe {
-            Context::from_raw(raw as sys::CUcontext, crate::Device::from_raw(0))
+            Context::from_raw(raw as sys::CUcontext, crate::device::Device::from_raw(0))
         })
     }
 

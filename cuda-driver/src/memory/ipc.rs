@@ -23,11 +23,13 @@ use std::marker::PhantomData;
 use cuda_driver_macros::{call, wraps};
 use cuda_driver_sys as sys;
 
+use crate::context::Context;
 use crate::error::{Error, Result};
-use crate::{
-    Context, DeviceBuffer, DeviceMemory, DeviceMemoryMut, DeviceRepr, DeviceSlice, DeviceSliceMut,
-    Event,
-};
+use crate::event::Event;
+use crate::memory::device::DeviceBuffer;
+use crate::memory::owner::{DeviceMemory, DeviceMemoryMut};
+use crate::memory::view::{DeviceSlice, DeviceSliceMut};
+use crate::repr::DeviceRepr;
 
 pub use crate::types::IpcMemFlags;
 
@@ -191,7 +193,7 @@ impl IpcEventHandle {
             Event::from_raw_with_flags(
                 raw,
                 ctx,
-                crate::EventFlags::INTERPROCESS | crate::EventFlags::DISABLE_TIMING,
+                crate::types::EventFlags::INTERPROCESS | crate::types::EventFlags::DISABLE_TIMING,
             )
         })
     }

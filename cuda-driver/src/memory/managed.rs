@@ -9,11 +9,14 @@ use cuda_driver_sys as sys;
 use super::pool::{check_orderable, order_after, MoveToStreamError};
 use super::view::{byte_len, stream_identity};
 use super::{MemAdvice, MemLocation};
+use crate::context::Context;
 use crate::error::{Error, Result};
-use crate::{
-    Context, DeviceAttribute, DeviceBuffer, DeviceMemory, DeviceMemoryMut, DeviceRepr, DeviceSlice,
-    DeviceSliceMut, Stream,
-};
+use crate::memory::device::DeviceBuffer;
+use crate::memory::owner::{DeviceMemory, DeviceMemoryMut};
+use crate::memory::view::{DeviceSlice, DeviceSliceMut};
+use crate::repr::DeviceRepr;
+use crate::stream::Stream;
+use crate::types::DeviceAttribute;
 
 pub use crate::types::AttachFlags;
 
@@ -487,17 +490,18 @@ mod tests {
         // SAFETY: the fake context and streams are never used by the driver (every call below
         // fails or returns first) and never dropped.
         let ctx = std::mem::ManuallyDrop::new(unsafe {
-            Context::from_raw(std::ptr::null_mut(), crate::Device::from_raw(0))
+            Context::from_raw(std::ptr::null_mut(), crate::device::Device::from_raw(0))
         });
         // SAFETY: as above.
-        let stream = unsafe { crate::StreamRef::from_raw(0x40 as sys::CUstream, &ctx) };
+        let stream = unsafe { crate::stream::StreamRef::from_raw(0x40 as sys::CUstream, &ctx) };
         assert!(matches!(
             ManagedBuffer::<u64>::zeroed(&stream, usize::MAX / 4, AttachFlags::GLOBAL),
             Err(Error::SizeOverflow { .. })
         ));
         // The per-thread default stream cannot order memory.
         // SAFETY: as above.
-        let per_thread = unsafe { crate::StreamRef::from_raw(sys::CU_STREAM_PER_THREAD, &ctx) };
+        let per_thread =
+            unsafe { crate::stream::StreamRef::from_raw(sys::CU_STREAM_PER_THREAD, &ctx) };
         assert!(matches!(
             ManagedBuffer::<u64>::zeroed(&per_thread, 0, AttachFlags::GLOBAL),
             Err(Error::InvalidStream { .. })
@@ -517,7 +521,7 @@ mod tests {
         ));
         // Its views are ordered on its stream: another stream is refused before any call.
         // SAFETY: as above.
-        let other = unsafe { crate::StreamRef::from_raw(0x80 as sys::CUstream, &ctx) };
+        let other = unsafe { crate::stream::StreamRef::from_raw(0x80 as sys::CUstream, &ctx) };
         assert!(matches!(
             empty.memset_async(0u8, &other),
             Err(Error::StreamMismatch { .. })

@@ -23,21 +23,21 @@
 use cuda_driver_macros::wraps;
 use cuda_driver_sys as sys;
 
-use crate::Device;
+use crate::device::Device;
 
 pub(crate) mod array;
-mod array_1d;
+pub(crate) mod array_1d;
 pub(crate) mod copy;
-mod device;
-mod ipc;
-mod managed;
-mod owner;
-mod pinned;
-mod pitched;
+pub(crate) mod device;
+pub(crate) mod ipc;
+pub(crate) mod managed;
+pub(crate) mod owner;
+pub(crate) mod pinned;
+pub(crate) mod pitched;
 pub(crate) mod pool;
-mod unified;
+pub(crate) mod unified;
 pub(crate) mod view;
-mod vmm;
+pub(crate) mod vmm;
 
 pub use array::{
     Array, Array3DFlags, ArrayCubemapFace, ArrayDescriptor, ArrayElement, ArrayFormat,

@@ -22,8 +22,11 @@ use cuda_driver_macros::wraps;
 use cuda_driver_sys as sys;
 
 use super::view::MemsetValue;
+use crate::context::Context;
 use crate::error::Result;
-use crate::{Context, DeviceRepr, DeviceSlice, DeviceSliceMut, Stream};
+use crate::memory::view::{DeviceSlice, DeviceSliceMut};
+use crate::repr::DeviceRepr;
+use crate::stream::Stream;
 
 /// Device memory of [`Elem`](Self::Elem)s that hands out shared views: every memory owner,
 /// and the views themselves. Its provided methods are the read side of the memory model.

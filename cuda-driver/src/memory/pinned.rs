@@ -20,9 +20,12 @@ use cuda_driver_sys as sys;
 
 use super::pool::check_orderable;
 use super::view::{byte_len, stream_identity};
+use crate::context::Context;
 use crate::error::{report_drop_problem, Error, Result};
+use crate::memory::view::{DeviceSlice, DeviceSliceMut};
 use crate::release::SendRaw;
-use crate::{Context, DeviceRepr, DeviceSlice, DeviceSliceMut, Stream};
+use crate::repr::DeviceRepr;
+use crate::stream::Stream;
 
 pub use crate::types::{HostRegisterFlags, PinnedFlags};
 
@@ -676,7 +679,7 @@ mod tests {
         // SAFETY: the fake context is never used by the driver (the call fails first) and
         // never dropped.
         let ctx = std::mem::ManuallyDrop::new(unsafe {
-            Context::from_raw(std::ptr::null_mut(), crate::Device::from_raw(0))
+            Context::from_raw(std::ptr::null_mut(), crate::device::Device::from_raw(0))
         });
         assert!(matches!(
             PinnedBuffer::<u32>::zeroed(&ctx, usize::MAX / 2, PinnedFlags::empty()),

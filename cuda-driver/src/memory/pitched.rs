@@ -14,8 +14,11 @@ use cuda_driver_macros::{call, wraps};
 use cuda_driver_sys as sys;
 
 use super::view::{check_stream, memset_count, MemsetValue};
+use crate::context::Context;
 use crate::error::{check, Error, Result};
-use crate::{Context, DeviceRepr, DeviceSlice, DeviceSliceMut, Stream};
+use crate::memory::view::{DeviceSlice, DeviceSliceMut};
+use crate::repr::DeviceRepr;
+use crate::stream::Stream;
 
 /// A 2D allocation of `width × height` elements of `T` whose rows are `pitch` bytes apart
 /// (`cuMemAllocPitch_v2`), freed on drop in its context.
@@ -505,7 +508,7 @@ mod tests {
         // SAFETY: never passed to the driver (the tests fail before any call) and never
         // dropped.
         ManuallyDrop::new(unsafe {
-            Context::from_raw(0x10 as sys::CUcontext, crate::Device::from_raw(0))
+            Context::from_raw(0x10 as sys::CUcontext, crate::device::Device::from_raw(0))
         })
     }
 

@@ -51,8 +51,10 @@ use std::ptr;
 use cuda_driver_macros::{call, wraps};
 use cuda_driver_sys as sys;
 
+use crate::context::Context;
 use crate::error::{check, Error, Result};
-use crate::{Context, DeviceRepr, Stream};
+use crate::repr::DeviceRepr;
+use crate::stream::Stream;
 
 /// `len * size_of::<T>()`, or an error naming the overflow.
 #[inline]

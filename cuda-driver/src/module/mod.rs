@@ -23,9 +23,9 @@
 //! # Ok::<(), cuda_driver::Error>(())
 //! ```
 
-mod function;
-mod global;
-mod linker;
+pub(crate) mod function;
+pub(crate) mod global;
+pub(crate) mod linker;
 
 use std::any::Any;
 use std::ffi::c_void;

@@ -13,13 +13,14 @@ use cuda_driver_macros::{call, wraps};
 use cuda_driver_sys as sys;
 
 use crate::callback;
+use crate::context::Context;
 use crate::error::{report_drop_problem, Result};
 use crate::release::{HostFnScope, SendRaw};
-use crate::{Context, ErrorCode};
+use crate::types::ErrorCode;
 
 pub use crate::types::StreamFlags;
 
-mod host_fn;
+pub(crate) mod host_fn;
 
 /// A stream (`CUstream`) created in a context, destroyed on drop: work queued on it runs in
 /// order. It keeps its context alive and can be used from any thread (`Send + Sync`).
@@ -307,7 +308,7 @@ impl Stream {
     pub fn launch_host_fn<F: FnOnce() + Send + 'static>(&self, f: F) -> Result<()> {
         let _cur = self.ctx.enter()?;
         if self.capture_status_raw()? != sys::CU_STREAM_CAPTURE_STATUS_NONE {
-            return Err(crate::Error::HostFnNotReplayable {
+            return Err(crate::error::Error::HostFnNotReplayable {
                 what: "Stream::launch_host_fn",
             });
         }
@@ -662,8 +663,8 @@ mod tests {
         use crate::callback::test_logger;
         test_logger::panic_on_this_thread(true);
         let panics = host_fn_panic_count();
-        let logs = crate::logger_panic_count();
-        let drops = crate::drop_error_count();
+        let logs = crate::callback::logger_panic_count();
+        let drops = crate::error::drop_error_count();
         let thrown = test_logger::thrown();
         // As the driver would call it.
         let id = once_fns::insert(Box::new(|| panic!("deliberate panic in a host function")));
@@ -673,9 +674,9 @@ mod tests {
         assert!(host_fn_panic_count() >= panics + 2);
         // Two panic reports and the leaked payload's report reached the logger.
         assert_eq!(test_logger::thrown(), thrown + 3);
-        assert!(crate::logger_panic_count() >= logs + 3);
+        assert!(crate::callback::logger_panic_count() >= logs + 3);
         assert!(
-            crate::drop_error_count() > drops,
+            crate::error::drop_error_count() > drops,
             "the leaked payload is counted"
         );
         assert!(

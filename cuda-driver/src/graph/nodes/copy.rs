@@ -105,7 +105,7 @@ impl Graph {
     pub unsafe fn add_copy_2d<T: DeviceRepr>(
         &self,
         deps: &[GraphNode<'_>],
-        copy: crate::Copy2D<'_, T>,
+        copy: crate::memory::copy::Copy2D<'_, T>,
     ) -> Result<MemcpyNode<'_>> {
         let node = copy.node_params("Graph::add_copy_2d")?;
         // SAFETY: the caller's guarantees; the parameters were checked.
@@ -122,7 +122,7 @@ impl Graph {
     pub unsafe fn add_copy_3d<T: DeviceRepr>(
         &self,
         deps: &[GraphNode<'_>],
-        copy: crate::Copy3D<'_, T>,
+        copy: crate::memory::copy::Copy3D<'_, T>,
     ) -> Result<MemcpyNode<'_>> {
         let node = copy.node_params("Graph::add_copy_3d")?;
         // SAFETY: the caller's guarantees; the parameters were checked.

@@ -148,8 +148,8 @@ impl<'g> KernelNode<'g> {
             unsafe { sys::cuGraphKernelNodeGetParams_v2(self.0.raw, &mut p) },
         )?;
         Ok(LaunchConfig {
-            grid: crate::Dim3::new(p.gridDimX, p.gridDimY, p.gridDimZ),
-            block: crate::Dim3::new(p.blockDimX, p.blockDimY, p.blockDimZ),
+            grid: crate::launch::config::Dim3::new(p.gridDimX, p.gridDimY, p.gridDimZ),
+            block: crate::launch::config::Dim3::new(p.blockDimX, p.blockDimY, p.blockDimZ),
             shared_mem_bytes: p.sharedMemBytes,
         })
     }

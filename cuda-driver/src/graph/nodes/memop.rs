@@ -112,7 +112,7 @@ impl Graph {
         &self,
         deps: &[GraphNode<'_>],
         ctx: &Context,
-        batch: &mut crate::MemOpBatch<'_>,
+        batch: &mut crate::stream_memop::MemOpBatch<'_>,
     ) -> Result<BatchMemOpNode<'_>> {
         if batch.is_empty() {
             return Err(Error::ZeroExtent {

@@ -4,10 +4,12 @@
 
 //! Graph nodes of every kind: adding them to a [`Graph`], their typed handles and parameters.
 
+use crate::context::Context;
 use crate::count::count_u32;
 use crate::entry_point::newer;
 use crate::error::Error;
 use crate::error::Result;
+use crate::event::Event;
 use crate::graph::ptr_or_null;
 use crate::graph::raw_deps;
 use crate::graph::Graph;
@@ -22,19 +24,17 @@ use crate::interop::ExternalSemaphoreWaitFlags;
 use crate::interop::SemaphoreValue;
 use crate::launch::KernelArgs;
 use crate::launch::LaunchConfig;
+use crate::library::Kernel;
 use crate::memory::DeviceSlice;
 use crate::memory::DeviceSliceMut;
 use crate::memory::MemsetValue;
+use crate::module::function::Function;
 use crate::params::KernelParams;
 use crate::repr::DeviceRepr;
 use crate::stream::shared_host_fn_trampoline;
 use crate::types::GraphConditionalNodeType;
 use crate::types::GraphNodeType;
 use crate::types::StreamBatchMemOpType;
-use crate::Context;
-use crate::Event;
-use crate::Function;
-use crate::Kernel;
 use cuda_driver_macros::{call, wraps};
 use cuda_driver_sys as sys;
 use std::ffi::c_void;
@@ -42,14 +42,14 @@ use std::ops::Deref;
 use std::ptr;
 use std::sync::Arc;
 
-mod child;
-mod conditional;
-mod copy;
-mod event;
-mod host;
-mod kernel;
-mod memop;
-mod semaphore;
+pub(crate) mod child;
+pub(crate) mod conditional;
+pub(crate) mod copy;
+pub(crate) mod event;
+pub(crate) mod host;
+pub(crate) mod kernel;
+pub(crate) mod memop;
+pub(crate) mod semaphore;
 
 pub(crate) use kernel::*;
 

@@ -378,7 +378,7 @@ impl<'a, T: ArrayElement> ArrayRef<'a, T> {
     pub fn copy_to_host(&self, dst: &mut [T]) -> Result<()> {
         crate::memory::view::check_len("Array::copy_to_host", dst.len(), self.len())?;
         let [w, h, d] = self.desc.extent();
-        crate::Copy3D::new(w, h, d)
+        crate::memory::copy::Copy3D::new(w, h, d)
             .from_array(*self)
             .to_host(dst, w, h)
             .run()
@@ -458,7 +458,7 @@ impl<'a, T: ArrayElement> ArrayRefMut<'a, T> {
     pub fn copy_from_host(&mut self, src: &[T]) -> Result<()> {
         crate::memory::view::check_len("Array::copy_from_host", self.len(), src.len())?;
         let [w, h, d] = self.desc.extent();
-        crate::Copy3D::new(w, h, d)
+        crate::memory::copy::Copy3D::new(w, h, d)
             .from_host(src, w, h)
             .to_array(self.reborrow())
             .run()
@@ -468,8 +468,9 @@ impl<'a, T: ArrayElement> ArrayRefMut<'a, T> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::error::Error;
     use crate::types::Array3DFlags;
-    use crate::{Error, Float4};
+    use crate::vector::Float4;
 
     fn fake_context() -> std::mem::ManuallyDrop<Context> {
         // SAFETY: never passed to the driver (every use below fails before any call) and
@@ -528,13 +529,13 @@ mod tests {
         // The copy builders take the views with the array's extent: a region past the
         // level is refused.
         let mut host = [0.0f32; 25];
-        let e = crate::Copy2D::new(5, 5)
+        let e = crate::memory::copy::Copy2D::new(5, 5)
             .from_array(shared)
             .to_host(&mut host, 5)
             .run()
             .unwrap_err();
         assert!(matches!(e, Error::RegionOutOfBounds { .. }), "{e:?}");
-        let e = crate::Copy2D::new(5, 5)
+        let e = crate::memory::copy::Copy2D::new(5, 5)
             .from_host(&host, 5)
             .to_array(level.reborrow())
             .run()

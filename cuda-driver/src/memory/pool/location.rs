@@ -8,11 +8,11 @@ use cuda_driver_macros::{call, wraps};
 use cuda_driver_sys as sys;
 
 use super::{MemPool, MemPoolRef};
+use crate::device::Device;
 use crate::entry_point::newer;
 use crate::error::Result;
 use crate::memory::MemLocation;
 use crate::types::MemAllocationType;
-use crate::Device;
 
 /// The device a borrowed pool of `location` reports: the location's device, or device 0
 /// for host locations.

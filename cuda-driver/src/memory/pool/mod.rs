@@ -17,20 +17,27 @@ use cuda_driver_sys as sys;
 #[cfg(unix)]
 use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 
+use crate::context::Context;
+use crate::device::Device;
 use crate::error::{report_drop_error, Error, Result};
+use crate::event::Event;
+use crate::init;
+use crate::memory::device::DeviceBuffer;
+use crate::memory::owner::{DeviceMemory, DeviceMemoryMut};
 use crate::memory::view::{byte_len, stream_identity};
+use crate::memory::view::{DeviceSlice, DeviceSliceMut};
 use crate::memory::vmm::check_handle_types;
+use crate::memory::vmm::MemAccessDesc;
 use crate::memory::MemLocation;
 use crate::release::{release, SendRaw};
+use crate::repr::DeviceRepr;
+use crate::stream::Stream;
+use crate::types::EventFlags;
 use crate::types::{MemAccessFlags, MemAllocationHandleType, MemAllocationType};
-use crate::{
-    init, Context, Device, DeviceBuffer, DeviceMemory, DeviceMemoryMut, DeviceRepr, DeviceSlice,
-    DeviceSliceMut, Event, EventFlags, MemAccessDesc, Stream,
-};
 
 pub use crate::types::MemPoolCreateUsageFlags;
 
-mod location;
+pub(crate) mod location;
 
 /// Device memory allocated in stream order on a stream it borrows, and freed in stream order
 /// on that stream when dropped.

@@ -9,10 +9,11 @@ use crate::entry_point::newer;
 use crate::error::Result;
 use crate::memory::view::{blocking, check_len, check_stream, common_home};
 use crate::memory::{DeviceSlice, DeviceSliceMut, MemLocation};
-use crate::{DeviceRepr, Stream};
+use crate::repr::DeviceRepr;
+use crate::stream::Stream;
 
-mod pointer;
-mod range;
+pub(crate) mod pointer;
+pub(crate) mod range;
 
 pub use pointer::PointerInfo;
 pub use range::{pointer_attributes, MemRangeAttribute, PointerAttributes};

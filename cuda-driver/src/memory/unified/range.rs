@@ -10,7 +10,8 @@ use cuda_driver_sys as sys;
 use crate::entry_point::newer;
 use crate::error::Result;
 use crate::memory::{DeviceSlice, MemAdvice, MemLocation, PinnedBuffer};
-use crate::{DeviceRepr, Stream};
+use crate::repr::DeviceRepr;
+use crate::stream::Stream;
 
 pub use crate::types::MemRangeAttribute;
 

@@ -58,13 +58,16 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use cuda_driver_macros::{call, wraps};
 use cuda_driver_sys as sys;
 
+use crate::context::Context;
+use crate::device::Device;
 use crate::error::{report_drop_error, report_drop_problem, Error, ErrorCode, Result};
+use crate::init;
+use crate::memory::owner::{DeviceMemory, DeviceMemoryMut};
+use crate::memory::view::{DeviceSlice, DeviceSliceMut};
 use crate::memory::MemLocation;
 use crate::release::release;
-use crate::{
-    init, Context, Device, DeviceAttribute, DeviceMemory, DeviceMemoryMut, DeviceRepr, DeviceSlice,
-    DeviceSliceMut,
-};
+use crate::repr::DeviceRepr;
+use crate::types::DeviceAttribute;
 
 pub use crate::types::{
     MemAccessFlags, MemAllocationCompType, MemAllocationGranularityFlags, MemAllocationHandleType,
@@ -1255,7 +1258,7 @@ fn map_accessible(
     set
 }
 
-mod sparse;
+pub(crate) mod sparse;
 
 pub use sparse::SparseRegion;
 

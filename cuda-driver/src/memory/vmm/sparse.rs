@@ -8,7 +8,7 @@ use cuda_driver_sys as sys;
 use super::PhysicalAllocation;
 use crate::error::{Error, Result};
 use crate::memory::array::{ArrayElement, ArrayRef};
-use crate::Stream;
+use crate::stream::Stream;
 
 /// The part of a sparse array a mapping covers (`CUarraySparseSubresourceType`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
