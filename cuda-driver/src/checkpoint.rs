@@ -10,7 +10,7 @@ use crate::entry_point::newer;
 use crate::error::Result;
 use crate::init;
 
-pub use crate::types::ProcessState;
+use crate::types::ProcessState;
 
 /// The CUDA checkpoint state of process `pid` (running, locked, checkpointed, failed).
 #[wraps(cuCheckpointProcessGetState)]

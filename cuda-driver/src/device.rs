@@ -8,7 +8,7 @@ use cuda_driver_sys as sys;
 use crate::error::{Error, Result};
 use crate::init;
 
-pub use crate::types::DeviceAttribute;
+use crate::types::DeviceAttribute;
 
 /// A CUDA device (`CUdevice`).
 ///
@@ -128,7 +128,7 @@ impl Device {
     /// An attribute of the device.
     ///
     /// ```no_run
-    /// use cuda_driver::{Device, DeviceAttribute};
+    /// use cuda_driver::{Device, types::DeviceAttribute};
     /// let dev = Device::get(0)?;
     /// let sms = dev.attribute(DeviceAttribute::MULTIPROCESSOR_COUNT)?;
     /// # Ok::<(), cuda_driver::Error>(())

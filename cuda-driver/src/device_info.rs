@@ -12,8 +12,8 @@ use crate::init;
 use crate::types::ArrayFormat;
 use crate::types::DeviceAttribute;
 
-pub use crate::types::{
-    AtomicOperation, AtomicOperationCapability, DeviceP2PAttribute, FlushGPUDirectRDMAWritesScope,
+use crate::types::{
+    AtomicOperation, AtomicOperationCapability, FlushGPUDirectRDMAWritesScope,
     FlushGPUDirectRDMAWritesTarget,
 };
 
@@ -169,18 +169,20 @@ impl Device {
     }
 }
 
-/// Makes GPUDirect RDMA writes to the current context's memory visible (`target`
-/// `CURRENT_CTX`, `scope` `TO_OWNER` or `TO_ALL_DEVICES`).
-#[wraps(cuFlushGPUDirectRDMAWrites)]
-#[track_caller]
-pub fn flush_gpudirect_rdma_writes(
-    ctx: &crate::context::Context,
-    target: FlushGPUDirectRDMAWritesTarget,
-    scope: FlushGPUDirectRDMAWritesScope,
-) -> Result<()> {
-    let _cur = ctx.enter()?;
-    call!(
-        // SAFETY: plain values on the current context.
-        unsafe { sys::cuFlushGPUDirectRDMAWrites(target.as_raw(), scope.as_raw()) },
-    )
+impl crate::context::Context {
+    /// Makes GPUDirect RDMA writes to this context's memory visible (`target`
+    /// `CURRENT_CTX`, `scope` `TO_OWNER` or `TO_ALL_DEVICES`).
+    #[wraps(cuFlushGPUDirectRDMAWrites)]
+    #[track_caller]
+    pub fn flush_gpudirect_rdma_writes(
+        &self,
+        target: FlushGPUDirectRDMAWritesTarget,
+        scope: FlushGPUDirectRDMAWritesScope,
+    ) -> Result<()> {
+        let _cur = self.enter()?;
+        call!(
+            // SAFETY: plain values on the current context.
+            unsafe { sys::cuFlushGPUDirectRDMAWrites(target.as_raw(), scope.as_raw()) },
+        )
+    }
 }

@@ -41,10 +41,10 @@ use std::sync::OnceLock;
 use cuda_driver_macros::{call, wraps};
 use cuda_driver_sys as sys;
 
-pub use crate::error::ProcAddressStatus;
-use crate::error::{Error, ErrorCode, Result};
+use crate::error::{Error, Result};
+use crate::types::{ErrorCode, ProcAddressStatus};
 
-pub use crate::types::ProcAddressFlags;
+use crate::types::ProcAddressFlags;
 
 /// The stream flavour this crate's own calls use: [`ProcAddressFlags::PER_THREAD_DEFAULT_STREAM`]
 /// with the `per-thread-default-stream` feature, [`ProcAddressFlags::LEGACY_STREAM`] otherwise,
@@ -71,7 +71,7 @@ pub const CRATE_FLAGS: ProcAddressFlags = if cfg!(feature = "per-thread-default-
 ///
 /// ```no_run
 /// use cuda_driver::entry_point::proc_address;
-/// use cuda_driver::ProcAddressFlags;
+/// use cuda_driver::types::ProcAddressFlags;
 ///
 /// let v1 = proc_address(c"cuStreamBeginCapture", 10000, ProcAddressFlags::DEFAULT)?;
 /// let v2 = proc_address(c"cuStreamBeginCapture", 10010, ProcAddressFlags::DEFAULT)?;

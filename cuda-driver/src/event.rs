@@ -15,7 +15,7 @@ use crate::release::SendRaw;
 use crate::stream::Stream;
 use crate::types::ErrorCode;
 
-pub use crate::types::{EventFlags, EventRecordFlags, EventWaitFlags};
+use crate::types::{EventFlags, EventRecordFlags, EventWaitFlags};
 
 /// An event (`CUevent`) of a context, destroyed on drop. `Send + Sync`.
 #[wraps(CUevent)]

@@ -10,7 +10,7 @@
 //!    of the context and of every object made in it is gone).
 //!
 //! ```no_run
-//! use cuda_driver::{Device, DevSmResourceSplitFlags, GreenContext, DevResourceDesc};
+//! use cuda_driver::{Device, types::DevSmResourceSplitFlags, green::GreenContext, green::DevResourceDesc};
 //!
 //! let dev = Device::get(0)?;
 //! let sms = dev.sm_resource()?;
@@ -35,7 +35,7 @@ use crate::init;
 use crate::stream::Stream;
 use crate::types::StreamFlags;
 
-pub use crate::types::{DevResourceType, DevSmResourceSplitFlags, GreenCtxCreateFlags};
+use crate::types::{DevResourceType, DevSmResourceSplitFlags, GreenCtxCreateFlags};
 
 /// A device resource (`CUdevResource`): for now a set of SMs.
 #[derive(Clone, Copy)]

@@ -36,9 +36,8 @@ use crate::release::SendRaw;
 use crate::repr::DeviceRepr;
 use crate::stream::Stream;
 
-pub use crate::types::{
-    ExternalMemoryFlags, ExternalMemoryHandleType, ExternalSemaphoreHandleType,
-    ExternalSemaphoreSignalFlags, ExternalSemaphoreWaitFlags,
+use crate::types::{
+    ExternalSemaphoreHandleType, ExternalSemaphoreSignalFlags, ExternalSemaphoreWaitFlags,
 };
 
 struct MemoryInner {
@@ -306,8 +305,8 @@ unsafe impl<T: DeviceRepr> DeviceMemoryMut for ExternalBuffer<T> {
 ///
 /// ```compile_fail,E0596
 /// # fn f(
-/// #     ext: &mut cuda_driver::ExternalMipmappedArray<f32>,
-/// #     other: cuda_driver::MipmappedArray<f32>,
+/// #     ext: &mut cuda_driver::interop::ExternalMipmappedArray<f32>,
+/// #     other: cuda_driver::memory::MipmappedArray<f32>,
 /// # ) {
 /// let mapped = std::mem::replace(&mut **ext, other);
 /// # drop(mapped);
@@ -316,8 +315,8 @@ unsafe impl<T: DeviceRepr> DeviceMemoryMut for ExternalBuffer<T> {
 ///
 /// ```compile_fail,E0596
 /// # fn f(
-/// #     a: &mut cuda_driver::ExternalMipmappedArray<f32>,
-/// #     b: &mut cuda_driver::MipmappedArray<f32>,
+/// #     a: &mut cuda_driver::interop::ExternalMipmappedArray<f32>,
+/// #     b: &mut cuda_driver::memory::MipmappedArray<f32>,
 /// # ) {
 /// std::mem::swap(&mut **a, b);
 /// # }
@@ -327,7 +326,7 @@ unsafe impl<T: DeviceRepr> DeviceMemoryMut for ExternalBuffer<T> {
 /// deref's [`level`](MipmappedArray::level):
 ///
 /// ```
-/// # fn f(ext: &mut cuda_driver::ExternalMipmappedArray<f32>) -> cuda_driver::Result<()> {
+/// # fn f(ext: &mut cuda_driver::interop::ExternalMipmappedArray<f32>) -> cuda_driver::Result<()> {
 /// let n = ext.level(0)?.len();
 /// ext.level_mut(0)?.copy_from_host(&vec![1.0; n])?;
 /// let mut back = vec![0.0; n];

@@ -46,7 +46,7 @@ use std::sync::Arc;
 use cuda_driver_macros::{call, wraps};
 use cuda_driver_sys as sys;
 
-use crate::context::{CacheConfig, Context};
+use crate::context::Context;
 use crate::cstr::{path_to_c_string, with_c_str};
 use crate::device::Device;
 use crate::entry_point::newer;
@@ -54,10 +54,12 @@ use crate::error::{report_drop_error, Error, Result};
 use crate::image::{Image, ImageKind, ModuleImage, ParamCounts};
 use crate::jit::{check_jit, check_lookup, JitCall, JitOptions, LiveJit};
 use crate::memory::{DeviceSlice, DeviceSliceMut};
-use crate::module::{AddressClaim, Function, FunctionAttribute, FunctionOwner, Global, Module};
+use crate::module::{AddressClaim, Function, FunctionOwner, Global, Module};
 use crate::params::{KernelParams, ParamCache, ParamInfo};
 use crate::release::{release, SendRaw};
 use crate::repr::DeviceRepr;
+use crate::types::CacheConfig;
+use crate::types::FunctionAttribute;
 
 /// Options of a library load (`CUlibraryOption`).
 ///

@@ -13,12 +13,10 @@ use crate::entry_point::newer;
 use crate::error::{report_drop_error, Result};
 use crate::init;
 
-pub use crate::types::LogLevel;
-
 /// The callback: forwards one driver message to the `log` crate (target `cuda_driver::driver`).
 /// The driver calls it, so nothing may unwind out of it: the whole forwarding runs under
 /// [`callback::log`], and a logger that panics is caught and counted in
-/// [`logger_panic_count`](crate::logger_panic_count).
+/// [`logger_panic_count`](crate::error::logger_panic_count).
 unsafe extern "C" fn forward(
     _data: *mut c_void,
     level: sys::CUlogLevel,

@@ -8,7 +8,8 @@ use cuda_driver_sys as sys;
 
 use crate::context::Context;
 use crate::device::Device;
-use crate::device_info::DeviceP2PAttribute;
+use crate::types::DeviceP2PAttribute;
+
 use crate::error::Result;
 use crate::init::init;
 

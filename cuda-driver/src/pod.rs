@@ -23,7 +23,7 @@ use crate::repr::DeviceRepr;
 ///
 /// As for every `DeviceRepr`, the layout must be the one the kernel expects: a struct of four
 /// `f32` is 4-byte aligned on the host, but CUDA's `float4` is 16-byte aligned (use
-/// [`Float4`](crate::Float4) for that).
+/// [`Float4`](crate::vector::Float4) for that).
 ///
 /// ```no_run
 /// use bytemuck::{Pod as BytemuckPod, Zeroable};

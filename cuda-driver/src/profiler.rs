@@ -82,13 +82,13 @@ impl Context {
 ///
 /// Dropping it calls `cuProfilerStop` with the context made current for the call (the
 /// caller's stack is left as it is, also when the drop runs during a panic); a failure goes
-/// to the [`log`](https://docs.rs/log) crate and [`drop_error_count`](crate::drop_error_count),
+/// to the [`log`](https://docs.rs/log) crate and [`drop_error_count`](crate::error::drop_error_count),
 /// never a panic. It may be dropped on any thread.
 ///
 /// The range borrows its context, so it cannot outlive it:
 ///
 /// ```compile_fail
-/// use cuda_driver::{Device, ProfilerRange, Result};
+/// use cuda_driver::{Device, profiler::ProfilerRange, Result};
 ///
 /// fn range() -> Result<ProfilerRange<'static>> {
 ///     let ctx = Device::get(0)?.primary_context()?;

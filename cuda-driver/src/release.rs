@@ -128,7 +128,7 @@ pub fn wait_for_deferred_releases() -> Result<()> {
 /// The release thread: runs the deferred releases in order, each under
 /// [`callback::guard`](crate::callback::guard), so that a release that panics (it should
 /// not: `Drop` reports and counts failures) is counted in
-/// [`drop_error_count`](crate::drop_error_count) and the thread goes on.
+/// [`drop_error_count`](crate::error::drop_error_count) and the thread goes on.
 fn release_thread(jobs: std::sync::mpsc::Receiver<Job>) {
     ON_RELEASE_THREAD.with(|t| t.set(true));
     for job in jobs {

@@ -13,28 +13,11 @@ use crate::entry_point::newer;
 use crate::error::Result;
 use crate::memory::view::DeviceSliceMut;
 use crate::repr::DeviceRepr;
-use crate::stream::Stream;
+use crate::stream::{AccessPolicyWindow, Stream};
 
-pub use crate::types::{
+use crate::types::{
     AccessProperty, AttachFlags, LaunchAttributeID, LaunchMemSyncDomain, SynchronizationPolicy,
 };
-
-/// An L2 access-policy window (`CUaccessPolicyWindow`): accesses to `num_bytes` from `base`
-/// hit the persisting L2 lines with probability `hit_ratio`. A hint; an address that is not
-/// (or no longer) allocated only wastes cache.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct AccessPolicyWindow {
-    /// The window's first address.
-    pub base: sys::CUdeviceptr,
-    /// Its length in bytes (at most `MAX_ACCESS_POLICY_WINDOW_SIZE`).
-    pub num_bytes: usize,
-    /// The fraction of accesses that get `hit_prop`, in `[0, 1]`.
-    pub hit_ratio: f32,
-    /// The property of hits (usually `PERSISTING`).
-    pub hit_prop: AccessProperty,
-    /// The property of misses (usually `STREAMING`).
-    pub miss_prop: AccessProperty,
-}
 
 fn zero_value() -> sys::CUstreamAttrValue {
     sys::CUstreamAttrValue { pad: [0; 64] }
@@ -141,7 +124,7 @@ impl Stream {
     }
 
     /// Sets the L2 access-policy window of the stream's kernels (see
-    /// [`Limit::PERSISTING_L2_CACHE_SIZE`](crate::Limit)).
+    /// [`Limit::PERSISTING_L2_CACHE_SIZE`](crate::types::Limit)).
     #[wraps(cuStreamSetAttribute)]
     #[track_caller]
     pub fn set_access_policy_window(&self, w: AccessPolicyWindow) -> Result<()> {
@@ -233,7 +216,7 @@ impl Stream {
     /// other memory with `CUDA_ERROR_INVALID_VALUE`).
     ///
     /// The view is taken exclusively: no host reference of its memory is alive meanwhile. A
-    /// [`ManagedBuffer`](crate::ManagedBuffer)'s host access waits for its stream only, which
+    /// [`ManagedBuffer`](crate::memory::ManagedBuffer)'s host access waits for its stream only, which
     /// on a device without concurrent managed access is sound only while the memory stays
     /// attached to that stream: for views ordered on a stream, any attachment but `SINGLE`
     /// is [`Error::InvalidArgument`](crate::Error::InvalidArgument), before the driver.

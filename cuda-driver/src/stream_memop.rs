@@ -20,7 +20,7 @@ use crate::memory::view::{DeviceSlice, DeviceSliceMut};
 use crate::stream::Stream;
 use crate::types::DeviceAttribute;
 
-pub use crate::types::{StreamMemoryBarrierFlags, StreamWaitValueFlags, StreamWriteValueFlags};
+use crate::types::{StreamMemoryBarrierFlags, StreamWaitValueFlags, StreamWriteValueFlags};
 
 /// The most operations one `cuStreamBatchMemOp` takes.
 pub const MAX_BATCH_MEM_OPS: usize = 256;

@@ -1,12 +1,12 @@
 //! Surface Object Management: [`SurfaceObject`], read and written by kernels
 //! (`surf2Dread`, `surf2Dwrite`, ...) over an array created with
-//! [`Array3DFlags::SURFACE_LDST`](crate::Array3DFlags::SURFACE_LDST).
+//! [`Array3DFlags::SURFACE_LDST`](crate::types::Array3DFlags::SURFACE_LDST).
 //!
 //! A surface object borrows its array: it cannot outlive the array's scope,
 //!
 //! ```compile_fail,E0597
 //! # fn f(ctx: &cuda_driver::Context) -> cuda_driver::Result<()> {
-//! use cuda_driver::{Array, Array3DFlags, SurfaceObject};
+//! use cuda_driver::{memory::Array, types::Array3DFlags, surface::SurfaceObject};
 //! let surf = {
 //!     let arr = Array::<f32>::new_2d(ctx, 16, 16, Array3DFlags::SURFACE_LDST)?;
 //!     SurfaceObject::new(&arr)?
@@ -18,7 +18,7 @@
 //!
 //! ```compile_fail,E0505
 //! # fn f(ctx: &cuda_driver::Context) -> cuda_driver::Result<()> {
-//! use cuda_driver::{Array, Array3DFlags, SurfaceObject};
+//! use cuda_driver::{memory::Array, types::Array3DFlags, surface::SurfaceObject};
 //! let arr = Array::<f32>::new_2d(ctx, 16, 16, Array3DFlags::SURFACE_LDST)?;
 //! let surf = SurfaceObject::new(&arr)?;
 //! drop(arr);

@@ -11,7 +11,7 @@
 //! in the memory it is encoded over. A broken rule is [`Error::TensorMapRule`] naming it.
 //!
 //! ```no_run
-//! use cuda_driver::{Device, DeviceBuffer, TensorMapDataType, TensorMapTiled};
+//! use cuda_driver::{Device, DeviceBuffer, types::TensorMapDataType, tensor_map::TensorMapTiled};
 //!
 //! let ctx = Device::get(0)?.primary_context()?;
 //! let (w, h) = (256u64, 128u64);
@@ -36,7 +36,7 @@ use crate::error::{Error, Result};
 use crate::memory::view::DeviceSlice;
 use crate::repr::DeviceRepr;
 
-pub use crate::types::{
+use crate::types::{
     TensorMapDataType, TensorMapFloatOOBfill, TensorMapIm2ColWideMode, TensorMapInterleave,
     TensorMapL2promotion, TensorMapSwizzle,
 };

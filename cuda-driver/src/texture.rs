@@ -8,7 +8,7 @@
 //!
 //! ```compile_fail,E0597
 //! # fn f(ctx: &cuda_driver::Context) -> cuda_driver::Result<()> {
-//! use cuda_driver::{Array, Array3DFlags, ResourceDesc, TextureDesc, TextureObject};
+//! use cuda_driver::{memory::Array, types::Array3DFlags, texture::ResourceDesc, texture::TextureDesc, texture::TextureObject};
 //! let tex = {
 //!     let arr = Array::<f32>::new_2d(ctx, 16, 16, Array3DFlags::empty())?;
 //!     TextureObject::new(&ResourceDesc::array(&arr), &TextureDesc::new(), None)?
@@ -20,7 +20,7 @@
 //!
 //! ```compile_fail,E0502
 //! # fn f(ctx: &cuda_driver::Context) -> cuda_driver::Result<()> {
-//! use cuda_driver::{Array, Array3DFlags, ResourceDesc, TextureDesc, TextureObject};
+//! use cuda_driver::{memory::Array, types::Array3DFlags, texture::ResourceDesc, texture::TextureDesc, texture::TextureObject};
 //! let mut arr = Array::<f32>::new_2d(ctx, 4, 4, Array3DFlags::empty())?;
 //! let tex = TextureObject::new(&ResourceDesc::array(&arr), &TextureDesc::new(), None)?;
 //! arr.copy_from_host(&[0.0; 16])?;
@@ -44,7 +44,7 @@ use crate::memory::pitched::Pitched2DView;
 use crate::memory::view::DeviceSlice;
 use crate::memory::{ArrayElement, ArrayRef};
 
-pub use crate::types::{AddressMode, FilterMode, ResourceViewFormat, Resourcetype, TextureFlags};
+use crate::types::{AddressMode, FilterMode, ResourceViewFormat, Resourcetype, TextureFlags};
 
 /// What a texture or surface object reads: an array, a mipmapped array, linear memory or
 /// pitched 2D memory (`CUDA_RESOURCE_DESC`), borrowed for `'a`.
@@ -118,7 +118,7 @@ impl<'a> ResourceDesc<'a> {
     }
 
     /// Pitched 2D memory of `T` elements; address and pitch must be aligned to the
-    /// device's `TEXTURE_PITCH_ALIGNMENT` (a whole [`Pitched2D`](crate::Pitched2D) is).
+    /// device's `TEXTURE_PITCH_ALIGNMENT` (a whole [`Pitched2D`](crate::memory::Pitched2D) is).
     pub fn pitch_2d<T: ArrayElement>(view: Pitched2DView<'a, T>) -> Self {
         let mut raw = zeroed_resource();
         raw.resType = sys::CU_RESOURCE_TYPE_PITCH2D;

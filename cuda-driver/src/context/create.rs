@@ -14,7 +14,7 @@ use crate::entry_point::newer;
 use crate::error::{report_drop_error, Result};
 use crate::init;
 
-pub use crate::types::{CigDataType, ExecAffinityType};
+use crate::types::{CigDataType, ExecAffinityType};
 
 /// Destroys a green context (from a [`Context`]'s `Drop`, on the release path).
 pub(super) fn destroy_green(green: sys::CUgreenCtx) {

@@ -112,7 +112,7 @@ impl Context {
     }
 
     /// [`enter`](Self::enter) for `Drop`: reports a failure (see
-    /// [`drop_error_count`](crate::drop_error_count)) and returns `None` instead of an error.
+    /// [`drop_error_count`](crate::error::drop_error_count)) and returns `None` instead of an error.
     pub(crate) fn enter_for_drop(&self) -> Option<Current<'_>> {
         let mut cur = ptr::null_mut();
         // SAFETY: writes one CUcontext to a valid pointer.
@@ -163,7 +163,7 @@ impl Context {
     /// so every stream of the context has finished the work queued through the owner's views),
     /// then `f` runs. When the synchronisation fails (a stream capture in global mode on another
     /// thread forbids it, or the context is broken), `f` does not run: what it would release is
-    /// leaked and the problem reported (see [`drop_error_count`](crate::drop_error_count)),
+    /// leaked and the problem reported (see [`drop_error_count`](crate::error::drop_error_count)),
     /// since queued work might still touch it. Inside a host function, all of it runs on the
     /// release thread.
     pub(crate) fn release_after_sync<F>(&self, call: &'static str, f: F)

@@ -32,6 +32,7 @@ use cuda_driver_macros::{call, wraps};
 use cuda_driver_sys as sys;
 
 use crate::error::{report_drop_error, report_drop_problem, Error, Result};
+pub use crate::release::wait_for_deferred_releases;
 
 pub(crate) mod current;
 pub(crate) mod fence;
@@ -44,8 +45,8 @@ use crate::device::Device;
 use crate::init;
 use crate::release::{release, SendRaw};
 
-pub use crate::types::{CacheConfig, ContextFlags, Limit, SharedMemConfig};
-pub use create::{ContextCreateParams, ExecAffinityType};
+use crate::types::{CacheConfig, ContextFlags, Limit, SharedMemConfig};
+pub use create::ContextCreateParams;
 
 /// A CUDA context (`CUcontext`), primary or created. Cloning is cheap and shares it.
 ///
@@ -236,7 +237,7 @@ impl Context {
     /// Calls `cuCtxPushCurrent_v2`; the guard's drop wraps `cuCtxPopCurrent_v2`.
     ///
     /// ```no_run
-    /// use cuda_driver::{Context, ContextFlags, Device};
+    /// use cuda_driver::{Context, types::ContextFlags, Device};
     /// let dev = Device::get(0)?;
     /// let a = Context::new(dev, ContextFlags::SCHED_AUTO)?;
     /// let b = Context::new(dev, ContextFlags::SCHED_AUTO)?; // b is current now
@@ -399,7 +400,7 @@ impl Context {
 ///
 /// It refuses to pop a context that is not its own: if the top of the stack is another
 /// context when the guard drops (someone pushed without popping), nothing is popped and the
-/// problem is counted in [`drop_error_count`](crate::drop_error_count).
+/// problem is counted in [`drop_error_count`](crate::error::drop_error_count).
 ///
 /// `!Send`, because the stack belongs to the thread that pushed:
 ///

@@ -8,11 +8,12 @@ use cuda_driver_sys as sys;
 
 use super::{Graph, GraphNode};
 use crate::entry_point::newer;
-use crate::error::{Error, ErrorCode, Result};
+use crate::error::{Error, Result};
 use crate::stream::Stream;
+use crate::types::ErrorCode;
 
-pub use crate::types::StreamCaptureMode as CaptureMode;
-pub use crate::types::StreamCaptureStatus as CaptureStatus;
+use crate::types::StreamCaptureMode as CaptureMode;
+use crate::types::StreamCaptureStatus as CaptureStatus;
 use crate::types::StreamUpdateCaptureDependenciesFlags;
 
 /// A stream's capture state (`cuStreamGetCaptureInfo`).
@@ -44,7 +45,7 @@ impl Stream {
     /// the stream being captured fails the same way, and they then hand out no host access.)
     ///
     /// Kernels launched through this crate onto a captured stream are kept loaded by the graph
-    /// (see the [graph module docs](crate::Graph)).
+    /// (see the [graph module docs](crate::graph::Graph)).
     ///
     /// # Safety
     /// The captured work refers to device memory by address: the memory it uses stays
@@ -117,7 +118,7 @@ impl Stream {
     /// is returned, the graph discarded) or panics (the panic goes on after the capture ended).
     ///
     /// ```no_run
-    /// # use cuda_driver::{CaptureMode, Graph, GraphInstantiateFlags, Stream, StreamFlags};
+    /// # use cuda_driver::{types::StreamCaptureMode as CaptureMode, graph::Graph, types::GraphInstantiateFlags, Stream, types::StreamFlags};
     /// # fn f(stream: &Stream) -> cuda_driver::Result<()> {
     /// // SAFETY: the captured work uses no device memory.
     /// let graph = unsafe {

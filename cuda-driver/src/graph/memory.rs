@@ -17,7 +17,7 @@ use cuda_driver_macros::{call, wraps};
 use cuda_driver_sys as sys;
 use std::ptr;
 
-pub use crate::types::GraphMemAttribute;
+use crate::types::GraphMemAttribute;
 
 impl Device {
     /// A graph memory attribute of the device, in bytes: memory currently used by or
@@ -79,7 +79,7 @@ impl Device {
 /// the graph exactly once), or else outside the graph after a launch (`cuMemFreeAsync` /
 /// `cuMemFree`, see [`free_after_launch`](Self::free_after_launch)), or automatically before
 /// the next launch of an exec instantiated with
-/// [`GraphInstantiateFlags::AUTO_FREE_ON_LAUNCH`](crate::GraphInstantiateFlags). An exec
+/// [`GraphInstantiateFlags::AUTO_FREE_ON_LAUNCH`](crate::types::GraphInstantiateFlags). An exec
 /// whose graph allocates memory that it does not free cannot be launched again until that
 /// memory is freed (the driver refuses the launch).
 #[doc(alias = "CUDA_MEM_ALLOC_NODE_PARAMS")]

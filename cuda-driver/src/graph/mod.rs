@@ -24,15 +24,12 @@ use crate::entry_point::newer;
 use crate::error::{check, Error, Result};
 use crate::release::{release, SendRaw};
 
-pub use crate::types::{
-    GraphConditionalNodeType, GraphDebugDotFlags, GraphDependencyType, GraphExecUpdateResult,
-    GraphInstantiateFlags, GraphNodeType,
-};
+use crate::types::{GraphDebugDotFlags, GraphDependencyType, GraphNodeType};
 pub(crate) mod capture;
 
-pub use capture::{exchange_thread_capture_mode, CaptureInfo, CaptureMode, CaptureStatus};
+pub use capture::{exchange_thread_capture_mode, CaptureInfo};
 pub use exec::{GraphExec, GraphExecFlags, InstantiateOptions};
-pub use memory::{GraphAllocation, GraphMemAttribute};
+pub use memory::GraphAllocation;
 pub use nodes::{
     BatchMemOp, BatchMemOpNode, ChildGraphNode, ConditionalHandle, ConditionalNode,
     EventRecordNode, EventWaitNode, ExtSemSignalNode, ExtSemWaitNode, HostNode, KernelNode,
@@ -90,7 +87,7 @@ use crate::stream::Stream;
 /// but not `Sync`. Node handles ([`GraphNode`]) borrow their graph.
 ///
 /// ```no_run
-/// use cuda_driver::{Device, Graph, GraphInstantiateFlags, Stream, StreamFlags};
+/// use cuda_driver::{Device, graph::Graph, types::GraphInstantiateFlags, Stream, types::StreamFlags};
 /// use std::sync::atomic::{AtomicUsize, Ordering};
 /// use std::sync::Arc;
 ///
@@ -154,8 +151,8 @@ impl Drop for Graph {
 ///
 /// ```compile_fail,E0596
 /// # fn f(
-/// #     node: cuda_driver::ChildGraphNode<'_>,
-/// #     mine: &mut cuda_driver::Graph,
+/// #     node: cuda_driver::graph::ChildGraphNode<'_>,
+/// #     mine: &mut cuda_driver::graph::Graph,
 /// # ) -> cuda_driver::Result<()> {
 /// let mut child = node.child()?;
 /// std::mem::swap(&mut *child, mine); // `mine` would then destroy the node's graph

@@ -12,7 +12,7 @@ use crate::repr::DeviceRepr;
 /// One kernel argument: something the driver can copy a kernel parameter from.
 ///
 /// Implemented for
-/// * `&T` where `T:` [`DeviceRepr`]: numbers, the [vector types](crate::Float4), `#[repr(C)]`
+/// * `&T` where `T:` [`DeviceRepr`]: numbers, the [vector types](crate::vector::Float4), `#[repr(C)]`
 ///   structs, raw `CUdeviceptr`s; the parameter is the value;
 /// * the views [`DeviceSlice`] and [`DeviceSliceMut`] (by value or by reference), the one
 ///   currency of device memory: the parameter is the device pointer, a `T*` on the device,
@@ -48,7 +48,7 @@ pub unsafe trait KernelArg {
     /// Size of the parameter in bytes.
     const PARAM_SIZE: usize;
     /// Alignment of the parameter on the device, for packed buffers
-    /// ([`ParamBuffer`](crate::ParamBuffer)).
+    /// ([`ParamBuffer`](crate::launch::ParamBuffer)).
     const PARAM_ALIGN: usize;
     /// Where the driver copies the parameter from.
     fn param_ptr(&self) -> *mut c_void;

@@ -9,11 +9,12 @@ use std::ptr;
 use cuda_driver_macros::{call, wraps};
 use cuda_driver_sys as sys;
 
-use crate::context::CacheConfig;
 use crate::entry_point::newer;
 use crate::error::Result;
-use crate::module::{Function, FunctionAttribute};
+use crate::module::Function;
 use crate::params::{KernelParams, ParamInfo};
+use crate::types::CacheConfig;
+use crate::types::FunctionAttribute;
 use crate::types::FunctionLoadingState;
 
 impl Function {

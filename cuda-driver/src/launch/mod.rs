@@ -24,7 +24,7 @@
 //! allocation. A mismatch is [`Error::ArgumentCount`] or [`Error::ArgumentSize`] and nothing
 //! is launched. Where neither tells the parameter list (a binary image on a driver older than
 //! 12.4), a checked launch is [`Error::Unsupported`], unless the process opted in to unchecked
-//! launches with [`set_argument_check`](crate::set_argument_check). A checked launch also
+//! launches with [`set_argument_check`]. A checked launch also
 //! refuses a view of stream-ordered memory that is ordered on another stream
 //! ([`Error::StreamMismatch`]); for arguments that are no such views that check compiles to
 //! nothing.
@@ -56,6 +56,7 @@ use crate::module::Function;
 use crate::params::KernelParams;
 use crate::stream::Stream;
 
+pub use crate::params::{argument_check, set_argument_check, ArgumentCheck, ParamInfo};
 pub use args::{KernelArg, KernelArgs};
 pub use attributes::{LaunchAttributes, MAX_LAUNCH_ATTRIBUTES};
 pub use config::{Dim3, LaunchConfig, DEFAULT_BLOCK_SIZE};
@@ -149,7 +150,7 @@ fn stream_mismatch(home: sys::CUstream, stream: &Stream) -> Error {
 /// While a stream capture begun by this crate is in progress somewhere in the process, and
 /// `stream` is being captured, moves a clone of the kernel handle (which keeps its module or
 /// library loaded) into the graph being captured, so that the graph and its executable graphs
-/// keep the code loaded (see [`crate::Graph`]). Outside captures: one atomic load.
+/// keep the code loaded (see [`crate::graph::Graph`]). Outside captures: one atomic load.
 #[inline(always)]
 #[track_caller]
 fn keep_in_capture<L: Clone + Send + Sync + 'static>(f: &L, stream: &Stream) -> Result<()> {
@@ -288,10 +289,10 @@ macro_rules! launch_methods {
             ///   list the driver reports (read once and cached, see [`params`](Self::params)); a
             ///   mismatch is [`Error::ArgumentCount`] or [`Error::ArgumentSize`] naming the
             ///   kernel; a driver that cannot report parameters is [`Error::Unsupported`] unless
-            ///   the process allows it (see [`set_argument_check`](crate::set_argument_check));
+            ///   the process allows it (see [`set_argument_check`](crate::launch::set_argument_check));
             /// * a view of stream-ordered memory must be ordered on `stream`
             ///   ([`Error::StreamMismatch`] otherwise; see
-            ///   [`AsyncDeviceBuffer::move_to_stream`](crate::AsyncDeviceBuffer::move_to_stream));
+            ///   [`AsyncDeviceBuffer::move_to_stream`](crate::memory::pool::AsyncDeviceBuffer::move_to_stream));
             /// * a [`Function`] launches only on a stream of its own context
             ///   ([`Error::ContextMismatch`] otherwise), a [`Kernel`] on any.
             ///

@@ -5,11 +5,11 @@
 //! An array is opaque device memory laid out for the texture hardware: it is not linear
 //! memory and has no device address, so it is an owner of its own kind, not a
 //! [`DeviceMemory`](crate::DeviceMemory). Its data moves through the 2D and 3D copies
-//! ([`Copy2D`](crate::Copy2D), [`Copy3D`](crate::Copy3D)) and is read by kernels through
+//! ([`Copy2D`](crate::memory::Copy2D), [`Copy3D`](crate::memory::Copy3D)) and is read by kernels through
 //! texture objects and read and written through surface objects.
 //!
 //! The element type is typed: an [`ArrayElement`] names the array format and channel count
-//! (`f32` is one `CU_AD_FORMAT_FLOAT` channel, [`Float4`](crate::Float4) four). For the
+//! (`f32` is one `CU_AD_FORMAT_FLOAT` channel, [`Float4`](crate::vector::Float4) four). For the
 //! formats no Rust type describes (block-compressed, NV12 and the other video formats),
 //! implement [`ArrayElement`] for a `#[repr(C)]` type of the right size and build the array
 //! with [`Array::with_descriptor`]; the Rust-side bounds checks of copies then leave the
@@ -27,18 +27,18 @@ use crate::device::Device;
 use crate::error::{Error, Result};
 use crate::repr::DeviceRepr;
 
-pub use crate::types::{Array3DFlags, ArrayCubemapFace, ArrayFormat, ArraySparsePropertiesFlags};
+use crate::types::{Array3DFlags, ArrayFormat, ArraySparsePropertiesFlags};
 
 /// An element type of CUDA arrays, textures and surfaces: an array format and a channel
 /// count (`CUDA_ARRAY3D_DESCRIPTOR::Format` and `NumChannels`).
 ///
 /// Implemented for `u8`, `i8`, `u16`, `i16`, `u32`, `i32`, `f32` and [`half::f16`] (one
 /// channel), for their two- and four-channel forms as this crate's vector types
-/// ([`Uchar2`](crate::Uchar2), [`Float4`](crate::Float4), ...) and as arrays (`[u8; 4]`,
+/// ([`Uchar2`](crate::vector::Uchar2), [`Float4`](crate::vector::Float4), ...) and as arrays (`[u8; 4]`,
 /// `[half::f16; 2]`, ...).
 ///
 /// ```
-/// use cuda_driver::{ArrayElement, ArrayFormat, Float4};
+/// use cuda_driver::{memory::ArrayElement, types::ArrayFormat, vector::Float4};
 /// assert_eq!(<Float4 as ArrayElement>::FORMAT, ArrayFormat::FLOAT);
 /// assert_eq!(<Float4 as ArrayElement>::CHANNELS, 4);
 /// assert_eq!(<[u8; 2] as ArrayElement>::CHANNELS, 2);
@@ -332,7 +332,7 @@ pub struct ArrayMemoryRequirements {
 /// same types as a mipmap level's or a plane's; the methods of `Array` go through them.
 ///
 /// ```no_run
-/// use cuda_driver::{Array, Array3DFlags, Device};
+/// use cuda_driver::{memory::Array, types::Array3DFlags, Device};
 ///
 /// let ctx = Device::get(0)?.primary_context()?;
 /// let mut img = Array::<f32>::new_2d(&ctx, 64, 32, Array3DFlags::empty())?;

@@ -11,13 +11,14 @@ use std::ptr;
 use cuda_driver_macros::{call, wraps};
 use cuda_driver_sys as sys;
 
-use super::array::{Array, ArrayDescriptor, ArrayElement, ArrayFormat, ArrayRef, ArrayRefMut};
+use super::array::{Array, ArrayDescriptor, ArrayElement, ArrayRef, ArrayRefMut};
 use super::view::check_stream;
 use super::{DeviceSlice, DeviceSliceMut};
 use crate::context::Context;
 use crate::error::{Error, Result};
 use crate::stream::Stream;
 use crate::types::Array3DFlags;
+use crate::types::ArrayFormat;
 
 impl<T: ArrayElement> Array<T> {
     /// Creates a 1D (`height == 0`) or 2D array of `T` through the 2D descriptor

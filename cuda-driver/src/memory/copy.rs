@@ -11,7 +11,7 @@
 //! video, the driver checks the array side.) A copy with a zero extent does nothing.
 //!
 //! ```no_run
-//! use cuda_driver::{Array, Array3DFlags, Copy2D, Device, Pitched2D};
+//! use cuda_driver::{memory::Array, types::Array3DFlags, memory::Copy2D, Device, memory::Pitched2D};
 //!
 //! let ctx = Device::get(0)?.primary_context()?;
 //! let (w, h) = (640, 480);
@@ -28,7 +28,7 @@
 //! # Stream order
 //!
 //! As for the views' copies: a linear operand of stream-ordered memory
-//! ([`AsyncDeviceBuffer`](crate::AsyncDeviceBuffer)) is used on its own stream only
+//! ([`AsyncDeviceBuffer`](crate::memory::pool::AsyncDeviceBuffer)) is used on its own stream only
 //! ([`Error::StreamMismatch`]), and every stream must belong to the operands' context
 //! ([`Error::ContextMismatch`]). The blocking [`run`](Copy2D::run) of such memory queues the
 //! copy on its stream and waits for it. [`run_async`](Copy2D::run_async) refuses host

@@ -24,7 +24,7 @@ use crate::stream::Stream;
 /// arguments.
 ///
 /// **Its blocking operations (those without a stream) are not ordered after work queued on
-/// [`NON_BLOCKING`](crate::StreamFlags::NON_BLOCKING) streams**: after a kernel or an
+/// [`NON_BLOCKING`](crate::types::StreamFlags::NON_BLOCKING) streams**: after a kernel or an
 /// `*_async` operation on such a stream, synchronise it before a blocking copy or memset (see
 /// [below](#ordering-of-the-blocking-operations)).
 ///
@@ -44,9 +44,9 @@ use crate::stream::Stream;
 /// The operations without a stream run on the default stream (the legacy one, or the
 /// per-thread one with the `per-thread-default-stream` feature) and are ordered like it, in
 /// both directions: after the work already queued on the default stream and on streams
-/// created with [`StreamFlags::DEFAULT`](crate::StreamFlags::DEFAULT), and before the work
+/// created with [`StreamFlags::DEFAULT`](crate::types::StreamFlags::DEFAULT), and before the work
 /// queued there later; **not** after, nor before, the work of
-/// [`NON_BLOCKING`](crate::StreamFlags::NON_BLOCKING) streams (with the feature, of any
+/// [`NON_BLOCKING`](crate::types::StreamFlags::NON_BLOCKING) streams (with the feature, of any
 /// stream but this thread's default stream and the legacy one). So synchronise a non-blocking stream ([`Stream::synchronize`]) before a blocking
 /// operation that must see its work, and synchronise the default stream
 /// ([`Stream::null`]`(ctx).synchronize()`) before work on a non-blocking stream that must

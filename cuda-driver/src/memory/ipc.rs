@@ -15,8 +15,8 @@
 //! freed, is an error ([`Error::Driver`]), and the context stays usable.
 //!
 //! Legacy IPC works between processes on the same node, on Linux; virtual memory
-//! ([`PhysicalAllocation::export_fd`](crate::PhysicalAllocation::export_fd)) and pools
-//! ([`MemPool::export_fd`](crate::MemPool::export_fd)) are the newer ways.
+//! ([`PhysicalAllocation::export_fd`](crate::memory::vmm::PhysicalAllocation::export_fd)) and pools
+//! ([`MemPool::export_fd`](crate::memory::pool::MemPool::export_fd)) are the newer ways.
 
 use std::marker::PhantomData;
 
@@ -31,7 +31,7 @@ use crate::memory::owner::{DeviceMemory, DeviceMemoryMut};
 use crate::memory::view::{DeviceSlice, DeviceSliceMut};
 use crate::repr::DeviceRepr;
 
-pub use crate::types::IpcMemFlags;
+use crate::types::IpcMemFlags;
 
 /// The IPC handle of a device allocation (`CUipcMemHandle`): 64 opaque bytes, `Copy`, to
 /// send to another process and [`open`](Self::open) there.
@@ -224,9 +224,9 @@ impl<T: DeviceRepr> DeviceBuffer<T> {
 impl Event {
     /// The IPC handle of the event, to open in another process ([`IpcEventHandle::open`]).
     /// The event must have been created with [`EventFlags::INTERPROCESS`] and
-    /// [`EventFlags::DISABLE_TIMING`](crate::EventFlags::DISABLE_TIMING).
+    /// [`EventFlags::DISABLE_TIMING`](crate::types::EventFlags::DISABLE_TIMING).
     ///
-    /// [`EventFlags::INTERPROCESS`]: crate::EventFlags::INTERPROCESS
+    /// [`EventFlags::INTERPROCESS`]: crate::types::EventFlags::INTERPROCESS
     #[wraps(cuIpcGetEventHandle)]
     #[track_caller]
     pub fn ipc_handle(&self) -> Result<IpcEventHandle> {

@@ -18,7 +18,7 @@ use crate::repr::DeviceRepr;
 use crate::stream::Stream;
 use crate::types::DeviceAttribute;
 
-pub use crate::types::AttachFlags;
+use crate::types::AttachFlags;
 
 /// Managed memory holding `len` values of `T` (`cuMemAllocManaged`): one address valid on the
 /// host and on the devices, migrated on demand by the driver. Freed with `cuMemFree` on drop
@@ -60,7 +60,7 @@ pub use crate::types::AttachFlags;
 ///
 /// ```no_run
 /// use cuda_driver::prelude::*;
-/// use cuda_driver::{AttachFlags, Device, ManagedBuffer, Stream, StreamFlags};
+/// use cuda_driver::{types::AttachFlags, Device, memory::ManagedBuffer, Stream, types::StreamFlags};
 ///
 /// let ctx = Device::get(0)?.primary_context()?;
 /// let stream = Stream::new(&ctx, StreamFlags::NON_BLOCKING)?;
@@ -70,7 +70,7 @@ pub use crate::types::AttachFlags;
 /// # Ok::<(), cuda_driver::Error>(())
 /// ```
 ///
-/// [`AsyncDeviceBuffer`]: crate::AsyncDeviceBuffer
+/// [`AsyncDeviceBuffer`]: crate::memory::pool::AsyncDeviceBuffer
 #[wraps(cuMemAllocManaged)]
 pub struct ManagedBuffer<'s, T: DeviceRepr> {
     /// A device allocation freed with `cuMemFree_v2` in its context (the stream's), like a

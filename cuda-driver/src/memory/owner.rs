@@ -7,13 +7,13 @@
 //! | Owner | Allocated by | Freed by |
 //! |---|---|---|
 //! | [`DeviceBuffer`](crate::DeviceBuffer) | `cuMemAlloc_v2` | `cuMemFree_v2` |
-//! | [`AsyncDeviceBuffer`](crate::AsyncDeviceBuffer) | `cuMemAllocAsync`, `cuMemAllocFromPoolAsync` | `cuMemFreeAsync` on its stream |
-//! | [`ManagedBuffer`](crate::ManagedBuffer) | `cuMemAllocManaged` | `cuMemFree_v2` |
-//! | [`Global`](crate::Global) | a module's `__device__` variable | nothing (the module) |
+//! | [`AsyncDeviceBuffer`](crate::memory::pool::AsyncDeviceBuffer) | `cuMemAllocAsync`, `cuMemAllocFromPoolAsync` | `cuMemFreeAsync` on its stream |
+//! | [`ManagedBuffer`](crate::memory::ManagedBuffer) | `cuMemAllocManaged` | `cuMemFree_v2` |
+//! | [`Global`](crate::module::Global) | a module's `__device__` variable | nothing (the module) |
 //! | [`DeviceSlice`], [`DeviceSliceMut`] | borrowed | nothing |
 //!
 //! The device side of page-locked host memory ([`PinnedBuffer::with_device_view_mut`](crate::PinnedBuffer::with_device_view_mut))
-//! and of library `__managed__` variables ([`Managed::view`](crate::Managed::view)) are views
+//! and of library `__managed__` variables ([`Managed::view`](crate::library::Managed::view)) are views
 //! too.
 
 use std::ops::RangeBounds;

@@ -27,7 +27,7 @@ use crate::release::SendRaw;
 use crate::repr::DeviceRepr;
 use crate::stream::Stream;
 
-pub use crate::types::{HostRegisterFlags, PinnedFlags};
+use crate::types::{HostRegisterFlags, PinnedFlags};
 
 /// The address cuMemHostGetDevicePointer_v2 gives the device for host memory at `host`.
 #[track_caller]
@@ -138,7 +138,7 @@ fn finish<R>(waited: Waited<R>, poison: impl FnOnce(&Error)) -> Result<R> {
 ///
 /// ```no_run
 /// use cuda_driver::prelude::*;
-/// use cuda_driver::{Device, DeviceBuffer, PinnedBuffer, PinnedFlags, Stream};
+/// use cuda_driver::{Device, DeviceBuffer, PinnedBuffer, types::PinnedFlags, Stream};
 ///
 /// let ctx = Device::get(0)?.primary_context()?;
 /// let stream = Stream::legacy(&ctx);
@@ -366,7 +366,7 @@ impl<T: DeviceRepr> PinnedBuffer<T> {
     /// If that wait fails (the stream is being captured, or the context has failed), the work
     /// may still be pending: the buffer is then *poisoned*, emptied (its length becomes 0)
     /// and its memory leaked, never handed to the host again nor freed, which is counted in
-    /// [`drop_error_count`](crate::drop_error_count) and logged; the wait's error is returned.
+    /// [`drop_error_count`](crate::error::drop_error_count) and logged; the wait's error is returned.
     /// If `f` panics, the stream is waited for (and the buffer poisoned if that fails) before
     /// the panic goes on. This is the seed's `cuMemsetD32` on page-locked memory, made safe:
     ///
@@ -471,7 +471,7 @@ impl<T: DeviceRepr> PinnedBuffer<T> {
 /// borrowed memory from its owner after a failed wait, as [`PinnedBuffer`] keeps its own.
 ///
 /// ```no_run
-/// use cuda_driver::{Device, DeviceBuffer, HostRegisterFlags, HostRegistration};
+/// use cuda_driver::{Device, DeviceBuffer, types::HostRegisterFlags, memory::HostRegistration};
 ///
 /// let ctx = Device::get(0)?.primary_context()?;
 /// let mut data = vec![1.5f32; 1 << 20];
@@ -485,7 +485,7 @@ impl<T: DeviceRepr> PinnedBuffer<T> {
 ///
 /// ```compile_fail
 /// # fn f(ctx: &cuda_driver::Context) -> cuda_driver::Result<()> {
-/// use cuda_driver::{HostRegisterFlags, HostRegistration};
+/// use cuda_driver::{types::HostRegisterFlags, memory::HostRegistration};
 /// let reg = {
 ///     let mut data = vec![0u32; 1024];
 ///     HostRegistration::new(ctx, &mut data, HostRegisterFlags::empty())?
@@ -594,7 +594,7 @@ impl<'a, T: DeviceRepr> HostRegistration<'a, T> {
     ///
     /// If that wait fails, the work queued through the view may still be pending: the
     /// registration is then emptied (its length becomes 0; counted in
-    /// [`drop_error_count`](crate::drop_error_count) and logged) and the memory stays
+    /// [`drop_error_count`](crate::error::drop_error_count) and logged) and the memory stays
     /// registered, never unregistered (so the pending work does not fault), and the wait's
     /// error is returned. That is all a borrowing guard can do: the slice's borrow ends with
     /// the guard whatever the guard does, leaked or not, and the memory is the caller's again.

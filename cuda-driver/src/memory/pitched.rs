@@ -5,7 +5,7 @@
 //! the pitch so that rows are aligned for coalesced access and for 2D textures. The views
 //! know width, height and pitch, hand out rows as [`DeviceSlice`]s and sub-rectangles as
 //! views, set every element with the 2D memsets, and are the pitched operands of
-//! [`Copy2D`](crate::Copy2D) / [`Copy3D`](crate::Copy3D) and of texture objects.
+//! [`Copy2D`](crate::memory::Copy2D) / [`Copy3D`](crate::memory::Copy3D) and of texture objects.
 
 use std::marker::PhantomData;
 use std::mem::size_of;
@@ -24,7 +24,7 @@ use crate::stream::Stream;
 /// (`cuMemAllocPitch_v2`), freed on drop in its context.
 ///
 /// ```no_run
-/// use cuda_driver::{Device, Pitched2D};
+/// use cuda_driver::{Device, memory::Pitched2D};
 ///
 /// let ctx = Device::get(0)?.primary_context()?;
 /// let mut img = Pitched2D::<f32>::new(&ctx, 100, 30)?;

@@ -35,12 +35,12 @@
 //! on the host; the GPU test `memory::copy::blocking_copies_follow_blocking_streams_not_non_blocking_ones`
 //! shows the rule.
 //!
-//! [`AsyncDeviceBuffer`]: crate::AsyncDeviceBuffer
-//! [`AsyncDeviceBuffer::move_to_stream`]: crate::AsyncDeviceBuffer::move_to_stream
-//! [`ManagedBuffer`]: crate::ManagedBuffer
+//! [`AsyncDeviceBuffer`]: crate::memory::pool::AsyncDeviceBuffer
+//! [`AsyncDeviceBuffer::move_to_stream`]: crate::memory::pool::AsyncDeviceBuffer::move_to_stream
+//! [`ManagedBuffer`]: crate::memory::ManagedBuffer
 //! [`PinnedBuffer::with_device_view_mut`]: crate::PinnedBuffer::with_device_view_mut
 //! [`DeviceBuffer`]: crate::DeviceBuffer
-//! [`StreamFlags::NON_BLOCKING`]: crate::StreamFlags::NON_BLOCKING
+//! [`StreamFlags::NON_BLOCKING`]: crate::types::StreamFlags::NON_BLOCKING
 
 use std::ffi::c_void;
 use std::marker::PhantomData;
@@ -222,15 +222,15 @@ pub(crate) fn memset_count<T, W: MemsetValue>(what: &'static str, len: usize) ->
 ///
 /// # Stream order
 ///
-/// A view of memory ordered on a stream ([`AsyncDeviceBuffer`](crate::AsyncDeviceBuffer),
-/// [`ManagedBuffer`](crate::ManagedBuffer), the device view of a
+/// A view of memory ordered on a stream ([`AsyncDeviceBuffer`](crate::memory::pool::AsyncDeviceBuffer),
+/// [`ManagedBuffer`](crate::memory::ManagedBuffer), the device view of a
 /// [`PinnedBuffer`](crate::PinnedBuffer)) carries that stream
 /// ([`stream_order`](Self::stream_order)): its operations with a stream must use it
 /// ([`Error::StreamMismatch`]), and its operations without a stream run on it and wait for
 /// it. Every operation with a stream requires a stream of the view's context
 /// ([`Error::ContextMismatch`]). **The blocking operations of memory not ordered on a stream
 /// run on the default stream: ordered after blocking streams' work, not after
-/// [`NON_BLOCKING`](crate::StreamFlags::NON_BLOCKING) streams' work** (synchronise such a
+/// [`NON_BLOCKING`](crate::types::StreamFlags::NON_BLOCKING) streams' work** (synchronise such a
 /// stream first, or use the `*_async` form on it).
 ///
 /// A view cannot outlive its owner:
@@ -579,7 +579,7 @@ impl<'a, T: DeviceRepr> DeviceSlice<'a, T> {
     /// Queues a copy of the view into `dst` on `stream` and returns at once; the copy is done
     /// when the stream has reached it (after [`Stream::synchronize`], or an event recorded
     /// after it). Into page-locked memory ([`PinnedBuffer`](crate::PinnedBuffer),
-    /// [`HostRegistration`](crate::HostRegistration)) the copy is truly asynchronous; into
+    /// [`HostRegistration`](crate::memory::HostRegistration)) the copy is truly asynchronous; into
     /// pageable memory the driver may block until it is done.
     ///
     ///

@@ -15,7 +15,6 @@ use crate::context::Context;
 use crate::entry_point::newer;
 use crate::error::Result;
 use crate::params::{KernelParams, ParamCache};
-pub use crate::types::FunctionAttribute;
 
 /// Who keeps a [`Function`]'s code loaded.
 #[derive(Clone)]

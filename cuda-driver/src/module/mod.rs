@@ -13,7 +13,7 @@
 //! it for the checked launches (see [`Function::params`]).
 //!
 //! ```no_run
-//! use cuda_driver::{Device, JitOptions, Module};
+//! use cuda_driver::{Device, jit::JitOptions, Module};
 //!
 //! let ctx = Device::get(0)?.primary_context()?;
 //! let ptx = "...PTX text...";
@@ -41,19 +41,20 @@ use crate::context::Context;
 use crate::cstr::{path_to_c_string, with_c_str};
 use crate::entry_point::newer;
 use crate::error::{Error, Result};
-use crate::image::{Image, ImageKind, ModuleImage, ParamCounts};
+pub use crate::image::ModuleImage;
+use crate::image::{Image, ImageKind, ParamCounts};
 use crate::init::init;
 use crate::jit::{check_jit, check_lookup, JitCall, JitOptions, LiveJit};
 use crate::params::ParamCache;
 use crate::release::SendRaw;
 use crate::repr::DeviceRepr;
 
-pub use crate::types::{FunctionLoadingState, ModuleLoadingMode};
+use crate::types::ModuleLoadingMode;
+pub use function::Function;
 pub(crate) use function::FunctionOwner;
-pub use function::{Function, FunctionAttribute};
 pub use global::Global;
 pub(crate) use global::{element_count, AddressClaim};
-pub use linker::{JitInputType, Linker};
+pub use linker::Linker;
 
 /// What keeps loaded code alive, type-erased: a module's or a library's shared state.
 pub(crate) type Keep = Arc<dyn Any + Send + Sync>;
@@ -209,7 +210,7 @@ impl Module {
     ///
     /// ```no_run
     /// # let ctx = cuda_driver::Device::get(0)?.primary_context()?;
-    /// use cuda_driver::{Error, JitOptions, Module};
+    /// use cuda_driver::{Error, jit::JitOptions, Module};
     /// match Module::load_data_with(&ctx, "not PTX", &JitOptions::new()) {
     ///     Err(Error::Jit { log, .. }) => eprintln!("the JIT says:\n{log}"),
     ///     other => panic!("{other:?}"),

@@ -17,7 +17,7 @@ impl Stream {
     /// The same rules as [`launch_host_fn`](Stream::launch_host_fn) apply: while `f` runs,
     /// this crate's operations fail with [`Error::InHostCallback`], CUDA objects it drops are
     /// released on the crate's release thread, and a panic is caught and counted in
-    /// [`host_fn_panic_count`](crate::host_fn_panic_count). It runs once, so it is refused
+    /// [`host_fn_panic_count`](crate::stream::host_fn_panic_count). It runs once, so it is refused
     /// with [`Error::HostFnNotReplayable`] while the stream is being captured (CUDA does not
     /// capture callbacks either). Prefer `launch_host_fn` in new code.
     #[wraps(cuStreamAddCallback)]

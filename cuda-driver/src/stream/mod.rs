@@ -16,9 +16,10 @@ use crate::callback;
 use crate::context::Context;
 use crate::error::{report_drop_problem, Result};
 use crate::release::{HostFnScope, SendRaw};
+use crate::types::AccessProperty;
 use crate::types::ErrorCode;
 
-pub use crate::types::StreamFlags;
+use crate::types::StreamFlags;
 
 pub(crate) mod host_fn;
 
@@ -121,10 +122,10 @@ static HOST_FN_PANICS: AtomicUsize = AtomicUsize::new(0);
 /// How many host callbacks have panicked in this process: host functions
 /// ([`Stream::launch_host_fn`], [`Stream::add_callback`], graph host nodes) and the
 /// destructors of the values kept for them (by user objects, or by an executable graph for
-/// [`GraphExec::set_host_node`](crate::GraphExec::set_host_node): the `Drop` of a closure's
+/// [`GraphExec::set_host_node`](crate::graph::GraphExec::set_host_node): the `Drop` of a closure's
 /// captures). The panic is caught where it happens and never unwinds into the driver or out
 /// of a `Drop`; its report goes to the [`log`](https://docs.rs/log) crate, and a logger that
-/// panics on it is caught too (counted in [`logger_panic_count`](crate::logger_panic_count)).
+/// panics on it is caught too (counted in [`logger_panic_count`](crate::error::logger_panic_count)).
 pub fn host_fn_panic_count() -> usize {
     HOST_FN_PANICS.load(Ordering::Relaxed)
 }
@@ -174,7 +175,7 @@ impl Stream {
     /// The per-thread default stream (`CU_STREAM_PER_THREAD`) of `ctx`: one per host thread,
     /// not synchronising with other threads' default streams. A borrowed handle. It names a
     /// different stream on each thread, so it cannot order memory freed in stream order
-    /// ([`AsyncDeviceBuffer`](crate::AsyncDeviceBuffer) refuses it).
+    /// ([`AsyncDeviceBuffer`](crate::memory::pool::AsyncDeviceBuffer) refuses it).
     #[doc(alias = "CU_STREAM_PER_THREAD")]
     pub fn per_thread(ctx: &Context) -> StreamRef<'_> {
         // SAFETY: a special handle, valid for as long as the context.
@@ -684,4 +685,21 @@ mod tests {
             "the host-function scope is left"
         );
     }
+}
+
+/// An L2 access-policy window (`CUaccessPolicyWindow`): accesses to `num_bytes` from `base`
+/// hit the persisting L2 lines with probability `hit_ratio`. A hint; an address that is not
+/// (or no longer) allocated only wastes cache.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct AccessPolicyWindow {
+    /// The window's first address.
+    pub base: sys::CUdeviceptr,
+    /// Its length in bytes (at most `MAX_ACCESS_POLICY_WINDOW_SIZE`).
+    pub num_bytes: usize,
+    /// The fraction of accesses that get `hit_prop`, in `[0, 1]`.
+    pub hit_ratio: f32,
+    /// The property of hits (usually `PERSISTING`).
+    pub hit_prop: AccessProperty,
+    /// The property of misses (usually `STREAMING`).
+    pub miss_prop: AccessProperty,
 }

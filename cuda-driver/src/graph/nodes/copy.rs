@@ -92,7 +92,7 @@ impl Graph {
     }
 
     /// Adds a node running a 2D copy: rows between host memory, device memory (linear or
-    /// pitched) and arrays, in any combination [`Copy2D`](crate::Copy2D) builds, checked as
+    /// pitched) and arrays, in any combination [`Copy2D`](crate::memory::Copy2D) builds, checked as
     /// it checks them before the driver is called. An empty copy is [`Error::ZeroExtent`].
     ///
     /// # Safety
@@ -112,7 +112,7 @@ impl Graph {
         unsafe { self.add_memcpy_raw(deps, &node.raw, node.ctx) }
     }
 
-    /// Adds a node running a 3D copy ([`Copy3D`](crate::Copy3D), in one context), checked
+    /// Adds a node running a 3D copy ([`Copy3D`](crate::memory::Copy3D), in one context), checked
     /// as [`add_copy_2d`](Self::add_copy_2d) checks.
     ///
     /// # Safety

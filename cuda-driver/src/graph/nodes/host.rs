@@ -8,7 +8,7 @@ impl Graph {
     /// Adds a host node running `f` on a driver thread at each execution, once per launch of
     /// every exec made from the graph. `f` is owned by a CUDA user object that the graph (and
     /// its clones and execs) holds; panics are caught and counted
-    /// ([`host_fn_panic_count`](crate::host_fn_panic_count)); CUDA calls inside are refused
+    /// ([`host_fn_panic_count`](crate::stream::host_fn_panic_count)); CUDA calls inside are refused
     /// and drops deferred as for [`Stream::launch_host_fn`](crate::Stream::launch_host_fn).
     #[wraps(cuGraphAddHostNode)]
     #[track_caller]

@@ -98,7 +98,7 @@ impl Graph {
     }
 
     /// Adds a batch memory operation node running `batch` (32- and 64-bit waits and writes,
-    /// barriers, remote-write flushes; see [`MemOpBatch`](crate::MemOpBatch)) in `ctx`. The
+    /// barriers, remote-write flushes; see [`MemOpBatch`](crate::stream_memop::MemOpBatch)) in `ctx`. The
     /// device attributes the operations need are checked first
     /// ([`Error::FeatureUnsupported`]); an empty batch is [`Error::ZeroExtent`].
     ///

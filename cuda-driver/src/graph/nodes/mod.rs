@@ -19,8 +19,9 @@ use crate::graph::GraphRef;
 use crate::interop::signal_params;
 use crate::interop::wait_params;
 use crate::interop::ExternalSemaphore;
-use crate::interop::ExternalSemaphoreSignalFlags;
-use crate::interop::ExternalSemaphoreWaitFlags;
+use crate::types::ExternalSemaphoreSignalFlags;
+use crate::types::ExternalSemaphoreWaitFlags;
+
 use crate::interop::SemaphoreValue;
 use crate::launch::KernelArgs;
 use crate::launch::LaunchConfig;

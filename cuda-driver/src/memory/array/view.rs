@@ -51,16 +51,16 @@ fn plane_parts<P: ArrayElement>(
 /// The view never dereferences to an owned [`Array`]:
 ///
 /// ```compile_fail,E0614
-/// # fn f(m: &cuda_driver::MipmappedArray<f32>) -> cuda_driver::Result<()> {
+/// # fn f(m: &cuda_driver::memory::MipmappedArray<f32>) -> cuda_driver::Result<()> {
 /// let level = m.level(0)?;
-/// let owned: &cuda_driver::Array<f32> = &*level;
+/// let owned: &cuda_driver::memory::Array<f32> = &*level;
 /// # Ok(()) }
 /// ```
 ///
 /// nor outlives what it borrows:
 ///
 /// ```compile_fail,E0505
-/// # fn f(m: cuda_driver::MipmappedArray<f32>) -> cuda_driver::Result<()> {
+/// # fn f(m: cuda_driver::memory::MipmappedArray<f32>) -> cuda_driver::Result<()> {
 /// let level = m.level(0)?;
 /// drop(m);
 /// # let _ = level.len();
@@ -85,8 +85,8 @@ pub struct ArrayRef<'a, T: ArrayElement> {
 ///
 /// ```compile_fail,E0614
 /// # fn f(
-/// #     a: &mut cuda_driver::MipmappedArray<f32>,
-/// #     b: &mut cuda_driver::MipmappedArray<f32>,
+/// #     a: &mut cuda_driver::memory::MipmappedArray<f32>,
+/// #     b: &mut cuda_driver::memory::MipmappedArray<f32>,
 /// # ) -> cuda_driver::Result<()> {
 /// let mut level_a = a.level_mut(0)?;
 /// let mut level_b = b.level_mut(0)?;
@@ -97,9 +97,9 @@ pub struct ArrayRef<'a, T: ArrayElement> {
 /// ```compile_fail,E0614
 /// # fn f(
 /// #     ctx: &cuda_driver::Context,
-/// #     m: &mut cuda_driver::MipmappedArray<f32>,
+/// #     m: &mut cuda_driver::memory::MipmappedArray<f32>,
 /// # ) -> cuda_driver::Result<()> {
-/// use cuda_driver::{Array, Array3DFlags};
+/// use cuda_driver::{memory::Array, types::Array3DFlags};
 /// let mut level = m.level_mut(0)?;
 /// let spare = Array::new_2d(ctx, 16, 16, Array3DFlags::empty())?;
 /// let owned: Array<f32> = std::mem::replace(&mut *level, spare);
@@ -109,8 +109,8 @@ pub struct ArrayRef<'a, T: ArrayElement> {
 ///
 /// ```compile_fail,E0614
 /// # fn f(
-/// #     nv12: &mut cuda_driver::Array<u8>,
-/// #     other: &mut cuda_driver::Array<u8>,
+/// #     nv12: &mut cuda_driver::memory::Array<u8>,
+/// #     other: &mut cuda_driver::memory::Array<u8>,
 /// # ) -> cuda_driver::Result<()> {
 /// let mut luma = nv12.plane_mut::<u8>(0)?;
 /// std::mem::swap(&mut *luma, other);
@@ -121,8 +121,8 @@ pub struct ArrayRef<'a, T: ArrayElement> {
 ///
 /// ```
 /// # fn f(
-/// #     a: &mut cuda_driver::MipmappedArray<f32>,
-/// #     b: &mut cuda_driver::MipmappedArray<f32>,
+/// #     a: &mut cuda_driver::memory::MipmappedArray<f32>,
+/// #     b: &mut cuda_driver::memory::MipmappedArray<f32>,
 /// # ) -> cuda_driver::Result<()> {
 /// let mut level_a = a.level_mut(0)?;
 /// let mut level_b = b.level_mut(0)?;

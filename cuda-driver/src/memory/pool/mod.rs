@@ -35,7 +35,7 @@ use crate::stream::Stream;
 use crate::types::EventFlags;
 use crate::types::{MemAccessFlags, MemAllocationHandleType, MemAllocationType};
 
-pub use crate::types::MemPoolCreateUsageFlags;
+use crate::types::MemPoolCreateUsageFlags;
 
 pub(crate) mod location;
 
@@ -72,7 +72,7 @@ pub(crate) mod location;
 ///
 /// ```no_run
 /// use cuda_driver::prelude::*;
-/// use cuda_driver::{Device, DeviceBuffer, Stream, StreamFlags};
+/// use cuda_driver::{Device, DeviceBuffer, Stream, types::StreamFlags};
 ///
 /// let ctx = Device::get(0)?.primary_context()?;
 /// let stream = Stream::new(&ctx, StreamFlags::DEFAULT)?;
@@ -92,7 +92,7 @@ pub(crate) mod location;
 /// ```compile_fail
 /// # fn f(ctx: &cuda_driver::Context) -> cuda_driver::Result<()> {
 /// let buf = {
-///     let stream = cuda_driver::Stream::new(ctx, cuda_driver::StreamFlags::DEFAULT)?;
+///     let stream = cuda_driver::Stream::new(ctx, cuda_driver::types::StreamFlags::DEFAULT)?;
 ///     cuda_driver::DeviceBuffer::<f32>::new_async(&stream, 16)?
 /// };
 /// # drop(buf); Ok(()) }
@@ -179,11 +179,11 @@ pub(crate) fn order_after(what: &'static str, old: &Stream, new: &Stream) -> Res
 }
 
 /// A refused or failed `move_to_stream` ([`AsyncDeviceBuffer::move_to_stream`],
-/// [`ManagedBuffer::move_to_stream`](crate::ManagedBuffer::move_to_stream)): why, and the
+/// [`ManagedBuffer::move_to_stream`](crate::memory::ManagedBuffer::move_to_stream)): why, and the
 /// buffer `B`, unchanged, still ordered on its old stream.
 ///
 /// It converts into its [`Error`] (so `?` works in functions returning
-/// [`Result`](crate::Result)); that drops the buffer, which is then released as dropping it
+/// [`Result`]); that drops the buffer, which is then released as dropping it
 /// always is: on, or after, its old stream, where all its work was queued.
 pub struct MoveToStreamError<B> {
     /// Why the buffer was not moved.
@@ -326,7 +326,7 @@ impl<'s, T: DeviceRepr> AsyncDeviceBuffer<'s, T> {
     }
 
     /// Queues the free on the stream now, returning the driver's error instead of counting
-    /// it in [`drop_error_count`](crate::drop_error_count) as dropping does.
+    /// it in [`drop_error_count`](crate::error::drop_error_count) as dropping does.
     #[wraps(cuMemFreeAsync)]
     #[track_caller]
     pub fn free_async(self) -> Result<()> {
@@ -395,7 +395,7 @@ unsafe impl<T: DeviceRepr> DeviceMemoryMut for AsyncDeviceBuffer<'_, T> {
 /// thread (`Send + Sync`).
 ///
 /// ```no_run
-/// use cuda_driver::{Device, MemPool, Stream, StreamFlags};
+/// use cuda_driver::{Device, memory::pool::MemPool, Stream, types::StreamFlags};
 ///
 /// let dev = Device::get(0)?;
 /// let ctx = dev.primary_context()?;
@@ -418,10 +418,10 @@ pub struct MemPool {
 /// [`device`](Self::device), [`host`](Self::host), [`host_numa`](Self::host_numa), then the
 /// `with_*` methods. Every field of `CUmemPoolProps` has one (the Windows security
 /// attributes excepted: always null; Windows handle types are not supported, see
-/// [`AllocationProps`](crate::AllocationProps)).
+/// [`AllocationProps`](crate::memory::vmm::AllocationProps)).
 ///
 /// ```no_run
-/// use cuda_driver::{Device, MemAllocationHandleType, MemPool, MemPoolProps};
+/// use cuda_driver::{Device, types::MemAllocationHandleType, memory::pool::MemPool, memory::pool::MemPoolProps};
 ///
 /// let dev = Device::get(0)?;
 /// let props = MemPoolProps::device(dev)
@@ -575,8 +575,8 @@ impl std::fmt::Debug for PoolPtrExportData {
 /// destroy nor give up the handle), so no owned `MemPool` can be moved out of a borrowed one:
 ///
 /// ```compile_fail,E0596
-/// # fn f(dev: cuda_driver::Device, mine: &mut cuda_driver::MemPool) -> cuda_driver::Result<()> {
-/// let mut default = cuda_driver::MemPool::device_default(dev)?;
+/// # fn f(dev: cuda_driver::Device, mine: &mut cuda_driver::memory::pool::MemPool) -> cuda_driver::Result<()> {
+/// let mut default = cuda_driver::memory::pool::MemPool::device_default(dev)?;
 /// std::mem::swap(&mut *default, mine); // `mine` would then destroy the driver's pool
 /// # Ok(()) }
 /// ```

@@ -16,7 +16,7 @@ pub(crate) mod pointer;
 pub(crate) mod range;
 
 pub use pointer::PointerInfo;
-pub use range::{pointer_attributes, MemRangeAttribute, PointerAttributes};
+pub use range::{pointer_attributes, PointerAttributes};
 
 impl<T: DeviceRepr> DeviceSliceMut<'_, T> {
     /// Copies `src` into the view by unified address: the driver tells device, managed and

@@ -13,7 +13,7 @@ use crate::memory::{DeviceSlice, MemAdvice, MemLocation, PinnedBuffer};
 use crate::repr::DeviceRepr;
 use crate::stream::Stream;
 
-pub use crate::types::MemRangeAttribute;
+use crate::types::MemRangeAttribute;
 
 /// Every plain-data pointer attribute of an address, read in one `cuPointerGetAttributes`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

@@ -34,8 +34,8 @@
 //! the context first, a physical allocation is mapped either once exclusively or any number of
 //! times shared, and a mapping is accessible to its own device for as long as it hands out
 //! views: the mechanisms are described once, on [`Mapping`] (sections "Access", "Release and
-//! invalidation" and "Exclusive and shared mappings"), and the code is [`map_accessible`],
-//! [`check_own_access`], [`once_idle`] / [`release_once_idle`] and [`Claim`] below.
+//! invalidation" and "Exclusive and shared mappings"), and the code is `map_accessible`,
+//! `check_own_access`, `once_idle` / `release_once_idle` and `Claim` below.
 //!
 //! # Not testable on the machines this crate is tested on
 //!
@@ -60,7 +60,7 @@ use cuda_driver_sys as sys;
 
 use crate::context::Context;
 use crate::device::Device;
-use crate::error::{report_drop_error, report_drop_problem, Error, ErrorCode, Result};
+use crate::error::{report_drop_error, report_drop_problem, Error, Result};
 use crate::init;
 use crate::memory::owner::{DeviceMemory, DeviceMemoryMut};
 use crate::memory::view::{DeviceSlice, DeviceSliceMut};
@@ -68,8 +68,9 @@ use crate::memory::MemLocation;
 use crate::release::release;
 use crate::repr::DeviceRepr;
 use crate::types::DeviceAttribute;
+use crate::types::ErrorCode;
 
-pub use crate::types::{
+use crate::types::{
     MemAccessFlags, MemAllocationCompType, MemAllocationGranularityFlags, MemAllocationHandleType,
     MemAllocationType, MemCreateUsageFlags,
 };
@@ -144,7 +145,7 @@ fn location_device(location: MemLocation) -> Option<Device> {
 /// attributes excepted: they are always null, see [`PhysicalAllocation`](PhysicalAllocation#not-testable-on-these-machines)).
 ///
 /// ```no_run
-/// use cuda_driver::{AllocationProps, Device, MemAllocationHandleType};
+/// use cuda_driver::{memory::vmm::AllocationProps, Device, types::MemAllocationHandleType};
 ///
 /// let props = AllocationProps::device(Device::get(0)?)
 ///     .with_handle_types(MemAllocationHandleType::POSIX_FILE_DESCRIPTOR);
@@ -969,7 +970,7 @@ impl PhysicalAllocation {
 /// use std::sync::Arc;
 /// use cuda_driver::prelude::*;
 /// use cuda_driver::{
-///     AddressRange, AllocationProps, Device, MemAccessFlags, MemLocation, PhysicalAllocation,
+///     memory::vmm::AddressRange, memory::vmm::AllocationProps, Device, types::MemAccessFlags, memory::MemLocation, memory::vmm::PhysicalAllocation,
 /// };
 ///
 /// let dev = Device::get(0)?;
@@ -1092,7 +1093,7 @@ impl AddressRange {
     /// ```compile_fail
     /// # use std::sync::Arc;
     /// # use cuda_driver::prelude::*;
-    /// # fn f(range: &cuda_driver::AddressRange, alloc: Arc<cuda_driver::PhysicalAllocation>)
+    /// # fn f(range: &cuda_driver::memory::vmm::AddressRange, alloc: Arc<cuda_driver::memory::vmm::PhysicalAllocation>)
     /// # -> cuda_driver::Result<()> {
     /// let mut alias = range.map_shared::<u32>(0, alloc, 0, 2 << 20)?;
     /// alias.memset(0u32)?;
@@ -1347,7 +1348,7 @@ pub type SharedMapping<'r, T> = Mapping<'r, T, MapShared>;
 /// sticky error), nothing is invalidated: `set_access` returns the error with the access
 /// unchanged, and a drop leaks the memory (the addresses stay mapped and reserved, the
 /// physical memory allocated and claimed) and reports it through
-/// [`drop_error_count`](crate::drop_error_count), because unmapping could let queued work reach
+/// [`drop_error_count`](crate::error::drop_error_count), because unmapping could let queued work reach
 /// memory that is reused.
 ///
 /// Work queued in *another* context through the views, by a peer copy on that context's
@@ -1441,7 +1442,7 @@ impl<'r, T: DeviceRepr, M: MapMode> Mapping<'r, T, M> {
     /// ```compile_fail
     /// # use std::sync::Arc;
     /// # use cuda_driver::prelude::*;
-    /// # use cuda_driver::{AddressRange, MemAccessDesc, PhysicalAllocation};
+    /// # use cuda_driver::{memory::vmm::AddressRange, memory::vmm::MemAccessDesc, memory::vmm::PhysicalAllocation};
     /// # fn f(range: &AddressRange, alloc: Arc<PhysicalAllocation>) -> cuda_driver::Result<()> {
     /// let mut mapping = range.map::<u32>(0, alloc, 0, 2 << 20)?;
     /// let view = mapping.as_view();
@@ -1550,7 +1551,7 @@ impl<'r, T: DeviceRepr> Mapping<'r, T> {
     /// ```no_run
     /// use std::sync::Arc;
     /// use cuda_driver::prelude::*;
-    /// use cuda_driver::{AddressRange, AllocationProps, Device, MemAccessDesc, PhysicalAllocation};
+    /// use cuda_driver::{memory::vmm::AddressRange, memory::vmm::AllocationProps, Device, memory::vmm::MemAccessDesc, memory::vmm::PhysicalAllocation};
     ///
     /// let dev = Device::get(0)?;
     /// let ctx = dev.primary_context()?;
@@ -1634,7 +1635,7 @@ unsafe impl<T: DeviceRepr> DeviceMemoryMut for Mapping<'_, T, MapExclusive> {
 ///
 /// ```no_run
 /// use cuda_driver::prelude::*;
-/// use cuda_driver::{Device, GrowableBuffer};
+/// use cuda_driver::{Device, memory::vmm::GrowableBuffer};
 ///
 /// let ctx = Device::get(0)?.primary_context()?;
 /// let mut buf = GrowableBuffer::<f32>::new(&ctx, 1 << 30)?; // room for 1 Gi floats
