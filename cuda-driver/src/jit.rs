@@ -39,8 +39,10 @@ enum Target {
 /// libraries and for the [`Linker`](crate::module::Linker).
 ///
 /// Built with chained setters; options left unset keep the driver's default. The info and
-/// error logs and the wall time are always requested (the logs in buffers of
-/// [`log_buffer_size`](Self::log_buffer_size) bytes each, 16 KiB by default).
+/// error logs and the wall time are requested (the logs in buffers of
+/// [`log_buffer_size`](Self::log_buffer_size) bytes each, 16 KiB by default), but by a module
+/// load with no option set ([`Module::load_data`](crate::Module::load_data)), which passes
+/// none, as the raw call does, and asks for the error log only after a failure.
 ///
 /// ```
 /// use cuda_driver::{types::JitCacheMode, jit::JitOptions, types::JitTarget};
@@ -86,7 +88,7 @@ impl Default for JitOptions {
 }
 
 impl JitOptions {
-    /// The driver's defaults, with both logs captured.
+    /// The driver's defaults, with the logs captured as the type's documentation says.
     pub fn new() -> Self {
         Self::default()
     }

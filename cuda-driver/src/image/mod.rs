@@ -17,11 +17,13 @@
 //! wrapper `__fatBinC_Wrapper_t` (magic `0x466243B1`, which the CUDA runtime registers) and
 //! the fat binary of CUDA before 4.0 (`__cudaFatCudaBinary`, magic `0x1EE55A01`).
 //!
-//! At load time the loaders also read each kernel's parameter count from the image
-//! ([`ParamCounts`]: PTX `.entry` declarations, a cubin's `.nv.info.<kernel>` sections, the
-//! uncompressed entries of a fatbin), so that a checked launch can ask the driver for exactly
-//! that many parameters instead of probing until it fails; from PTX also each parameter's
-//! offset and size, so that it need not ask at all.
+//! Under [`ParamSource::Image`](crate::ParamSource::Image) (not the default) the loaders also
+//! read each kernel's parameter count from the image ([`ParamCounts`]: PTX `.entry`
+//! declarations, a cubin's `.nv.info.<kernel>` sections, the uncompressed entries of a
+//! fatbin), so that a checked launch can ask the driver for exactly that many parameters
+//! instead of probing until it fails; from PTX also each parameter's offset and size, so that
+//! it need not ask at all. By default a load reads nothing but the check, and a kernel's
+//! parameters come from the driver at its first checked launch.
 
 pub(crate) mod elf;
 pub(crate) mod fatbin;
@@ -130,6 +132,16 @@ impl<'a> Image<'a> {
         match self.kind {
             ImageKind::Elf | ImageKind::FatBinary => f(self.bytes.as_ptr().cast()),
             ImageKind::Text => with_nul_terminated(self.bytes, |p| f(p.cast())),
+        }
+    }
+
+    /// What a safe load reads of the kernels' parameters: nothing by default (a checked
+    /// launch asks the driver at its first use), the image's counts under
+    /// [`ParamSource::Image`](crate::ParamSource::Image).
+    pub(crate) fn load_counts(&self) -> Option<Arc<ParamCounts>> {
+        match crate::params::param_source() {
+            crate::params::ParamSource::Driver => None,
+            _ => self.param_counts(),
         }
     }
 
@@ -507,6 +519,22 @@ mod tests {
         assert!(Image::check(&elf).is_ok() && elf_in_bounds(&elf));
         let fat = fatbin_of(&[FatEntry::elf(&elf), FatEntry::ptx(b".version 8.0\n")]);
         assert!(Image::check(&fat).is_ok() && fatbin_in_bounds(&fat));
+    }
+
+    /// The only unit test that changes the process's parameter source.
+    #[test]
+    fn loads_read_counts_only_when_asked() {
+        let ptx = ".version 8.0\n.visible .entry k(.param .u64 a)\n{ ret; }\n";
+        let img = Image::check(ptx.as_bytes()).unwrap();
+        let before = crate::params::param_source();
+        crate::params::set_param_source(crate::params::ParamSource::Driver);
+        assert!(
+            img.load_counts().is_none(),
+            "the default load reads nothing"
+        );
+        crate::params::set_param_source(crate::params::ParamSource::Image);
+        assert_eq!(img.load_counts().unwrap().get("k"), Some(1));
+        crate::params::set_param_source(before);
     }
 
     #[test]
