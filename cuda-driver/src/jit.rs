@@ -42,7 +42,9 @@ enum Target {
 /// error logs and the wall time are requested (the logs in buffers of
 /// [`log_buffer_size`](Self::log_buffer_size) bytes each, 16 KiB by default), but by a module
 /// load with no option set ([`Module::load_data`](crate::Module::load_data)), which passes
-/// none, as the raw call does, and asks for the error log only after a failure.
+/// none, as the raw call does, and asks for the error log only after a failure. To keep the
+/// info log and the wall time of a module loaded with the driver's defaults, set any option:
+/// `JitOptions::new().verbose(false)` changes nothing else.
 ///
 /// ```
 /// use cuda_driver::{types::JitCacheMode, jit::JitOptions, types::JitTarget};

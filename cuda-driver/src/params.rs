@@ -107,7 +107,8 @@ pub enum ParamSource {
     /// From the image, while loading: every kernel's parameter declarations are read when a
     /// module or library is loaded (tens of microseconds for a large PTX), so that a checked
     /// launch asks the driver for exactly that many parameters (PTX: none) and no driver call
-    /// fails.
+    /// fails. PTX kernels are then checked on drivers older than CUDA 12.4 too, which cannot
+    /// report parameters.
     Image,
 }
 
