@@ -55,7 +55,7 @@ use crate::image::{Image, ImageKind, ModuleImage, ParamCounts};
 use crate::jit::{check_jit, check_lookup, JitCall, JitOptions, LiveJit};
 use crate::memory::{DeviceSlice, DeviceSliceMut};
 use crate::module::{AddressClaim, Function, FunctionOwner, Global, Module};
-use crate::params::{KernelParams, ParamCache, ParamInfo};
+use crate::params::{counts_at_load, KernelParams, ParamCache, ParamInfo};
 use crate::release::{release, SendRaw};
 use crate::repr::DeviceRepr;
 use crate::types::CacheConfig;
@@ -284,7 +284,7 @@ impl Library {
         options: &LibraryOptions,
     ) -> Result<Library> {
         let image = Image::check(image.image_bytes())?;
-        let counts = image.load_counts();
+        let counts = counts_at_load(&image);
         if options.binary_is_preserved {
             let owned = owned_image(&image);
             // SAFETY: the owned image (checked above, NUL-terminated when text) is moved into
@@ -318,7 +318,7 @@ impl Library {
         if options.binary_is_preserved && needs_copy {
             return Self::load_data_with(image, jit, options);
         }
-        let counts = checked.load_counts();
+        let counts = counts_at_load(&checked);
         checked.with_ptr(|p| {
             // SAFETY: `p` points into the checked 'static image (no copy was needed for a
             // preserved load), which the driver may read for as long as it likes.

@@ -36,7 +36,7 @@ use std::sync::{Arc, OnceLock};
 use cuda_driver_sys as sys;
 
 use crate::error::{check, Error, Result};
-use crate::image::ParamCounts;
+use crate::image::{Image, ParamCounts};
 use crate::types::ErrorCode;
 
 /// Where a kernel parameter lives in the device-side parameter layout, as the driver reports
@@ -138,6 +138,16 @@ pub fn param_source() -> ParamSource {
     match SOURCE.load(Ordering::Relaxed) {
         0 => ParamSource::Driver,
         _ => ParamSource::Image,
+    }
+}
+
+/// What a safe load reads of the kernels' parameters from `image`: nothing under
+/// [`ParamSource::Driver`] (a checked launch asks the driver at its first use), the image's
+/// counts under [`ParamSource::Image`].
+pub(crate) fn counts_at_load(image: &Image<'_>) -> Option<Arc<ParamCounts>> {
+    match param_source() {
+        ParamSource::Driver => None,
+        ParamSource::Image => image.param_counts(),
     }
 }
 
@@ -575,6 +585,22 @@ mod tests {
         let none = Fake::new(ParamCache::unnamed(c.build()), Some(vec![]));
         assert_eq!(none.params().unwrap().unwrap(), &[]);
         assert_eq!(none.queries.get(), 0);
+    }
+
+    /// The only unit test that changes the process's parameter source.
+    #[test]
+    fn loads_read_counts_only_when_asked() {
+        let ptx = ".version 8.0\n.visible .entry k(.param .u64 a)\n{ ret; }\n";
+        let img = Image::check(ptx.as_bytes()).unwrap();
+        let before = param_source();
+        set_param_source(ParamSource::Driver);
+        assert!(
+            counts_at_load(&img).is_none(),
+            "the default load reads nothing"
+        );
+        set_param_source(ParamSource::Image);
+        assert_eq!(counts_at_load(&img).unwrap().get("k"), Some(1));
+        set_param_source(before);
     }
 
     #[test]

@@ -135,16 +135,6 @@ impl<'a> Image<'a> {
         }
     }
 
-    /// What a safe load reads of the kernels' parameters: nothing by default (a checked
-    /// launch asks the driver at its first use), the image's counts under
-    /// [`ParamSource::Image`](crate::ParamSource::Image).
-    pub(crate) fn load_counts(&self) -> Option<Arc<ParamCounts>> {
-        match crate::params::param_source() {
-            crate::params::ParamSource::Driver => None,
-            _ => self.param_counts(),
-        }
-    }
-
     /// The parameter counts of the image's kernels, where the image tells them.
     pub(crate) fn param_counts(&self) -> Option<Arc<ParamCounts>> {
         let bytes: &'a [u8] = self.bytes;
@@ -519,22 +509,6 @@ mod tests {
         assert!(Image::check(&elf).is_ok() && elf_in_bounds(&elf));
         let fat = fatbin_of(&[FatEntry::elf(&elf), FatEntry::ptx(b".version 8.0\n")]);
         assert!(Image::check(&fat).is_ok() && fatbin_in_bounds(&fat));
-    }
-
-    /// The only unit test that changes the process's parameter source.
-    #[test]
-    fn loads_read_counts_only_when_asked() {
-        let ptx = ".version 8.0\n.visible .entry k(.param .u64 a)\n{ ret; }\n";
-        let img = Image::check(ptx.as_bytes()).unwrap();
-        let before = crate::params::param_source();
-        crate::params::set_param_source(crate::params::ParamSource::Driver);
-        assert!(
-            img.load_counts().is_none(),
-            "the default load reads nothing"
-        );
-        crate::params::set_param_source(crate::params::ParamSource::Image);
-        assert_eq!(img.load_counts().unwrap().get("k"), Some(1));
-        crate::params::set_param_source(before);
     }
 
     #[test]

@@ -47,7 +47,7 @@ pub use crate::image::ModuleImage;
 use crate::image::{Image, ImageKind, ParamCounts};
 use crate::init::init;
 use crate::jit::{check_jit, check_lookup, JitCall, JitOptions, LiveJit};
-use crate::params::ParamCache;
+use crate::params::{counts_at_load, ParamCache};
 use crate::release::SendRaw;
 use crate::repr::DeviceRepr;
 
@@ -234,7 +234,7 @@ impl Module {
         options: &JitOptions,
     ) -> Result<Module> {
         let image = Image::check(image.image_bytes())?;
-        let counts = image.load_counts();
+        let counts = counts_at_load(&image);
         let _cur = ctx.enter()?;
         let mut raw = ptr::null_mut();
         if *options == JitOptions::default() {
@@ -305,7 +305,7 @@ impl Module {
                     .into(),
             });
         }
-        let counts = image.load_counts();
+        let counts = counts_at_load(&image);
         let _cur = ctx.enter()?;
         let mut raw = ptr::null_mut();
         let r = image.with_ptr(|p| {

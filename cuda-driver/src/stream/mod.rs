@@ -40,7 +40,7 @@ pub struct Stream {
 }
 
 // SAFETY: CUDA streams may be used from any host thread; the handle is destroyed once, in Drop.
-// The hand-off event is an `Event` (Send + Sync) in a `OnceLock`.
+// The hand-off event is an owned CUevent (Send + Sync) in a `OnceLock`.
 unsafe impl Send for Stream {}
 // SAFETY: every operation on a stream is thread-safe in the driver.
 unsafe impl Sync for Stream {}
