@@ -101,7 +101,8 @@ pub enum ParamSource {
     /// From the driver, at each kernel's first checked launch (the default): a load reads
     /// nothing from the image but its check; the first checked launch of a kernel asks the
     /// driver for each parameter and once past the last (`CUDA_ERROR_INVALID_VALUE`, which
-    /// compute-sanitizer reports).
+    /// compute-sanitizer reports as an API error, and a CUDA 12.9+ driver records in its error
+    /// log, see [`LogForwarder`](crate::LogForwarder)).
     #[default]
     Driver,
     /// From the image, while loading: every kernel's parameter declarations are read when a
