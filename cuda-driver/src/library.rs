@@ -350,7 +350,7 @@ impl Library {
         counts: Option<Arc<ParamCounts>>,
     ) -> Result<Library> {
         crate::init()?;
-        let mut call = JitCall::new(jit);
+        let mut call = JitCall::without_wall_time(jit);
         let mut lib_call = LibraryCall::new(options);
         let mut raw = ptr::null_mut();
         // SAFETY: the caller guarantees `image`; both option arrays hold the counts given and
@@ -392,7 +392,7 @@ impl Library {
             return Self::load_data_with(&bytes, jit, options);
         }
         crate::init()?;
-        let mut call = JitCall::new(jit);
+        let mut call = JitCall::without_wall_time(jit);
         let mut raw = ptr::null_mut();
         // SAFETY: a NUL-terminated path; the JIT option arrays hold call.len() entries whose
         // buffers live in the boxed `call`, kept by the library; no library options (the

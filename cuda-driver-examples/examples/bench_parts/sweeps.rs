@@ -1369,9 +1369,9 @@ pub fn loading(
                         }
                         Ok(())
                     })?,
-                    // Safe: Library::load_data = the image check + cuLibraryLoadData with 5
-                    // JIT options (two log buffers, recycled per thread, and the wall time;
-                    // the cost of these options alone is the next row) + an Arc; no parameter
+                    // Safe: Library::load_data = the image check + cuLibraryLoadData with 4
+                    // JIT options (two log buffers, recycled per thread, and their sizes; the
+                    // cost of these options alone is the next row) + an Arc; no parameter
                     // metadata read; drop = cuLibraryUnload.
                     _ => time_loop(count, no_end, || {
                         drop(Library::load_data(image)?);
@@ -1383,12 +1383,12 @@ pub fn loading(
         )?;
         // What the driver charges for the JIT options a library load passes so that a
         // compile error (which lazy loading may defer to the first use) comes with its log:
-        // raw against raw with the same five options, info and error log buffers of 16 KiB
-        // and the wall time (in the ours column). No target; it explains the row above.
+        // raw against raw with the same four options, info and error log buffers of 16 KiB
+        // and their sizes (in the ours column). No target; it explains the row above.
         r.measure(
             Row::new(
                 format!(
-                    "library load + unload, {what}: raw, and raw with the crate's 5 JIT log \
+                    "library load + unload, {what}: raw, and raw with the crate's 4 JIT log \
                      options (ours column)"
                 ),
                 "ms",
@@ -1406,18 +1406,16 @@ pub fn loading(
                         sys::CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES,
                         sys::CU_JIT_ERROR_LOG_BUFFER,
                         sys::CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
-                        sys::CU_JIT_WALL_TIME,
                     ];
-                    let mut values: [*mut c_void; 5] = [
+                    let mut values: [*mut c_void; 4] = [
                         info.as_mut_ptr().cast(),
                         (16 * KIB) as *mut c_void,
                         error.as_mut_ptr().cast(),
                         (16 * KIB) as *mut c_void,
-                        null_mut(),
                     ];
                     let (n, o, v) = match who {
                         Who::Raw => (0, null_mut(), null_mut()),
-                        _ => (5, options.as_mut_ptr(), values.as_mut_ptr()),
+                        _ => (4, options.as_mut_ptr(), values.as_mut_ptr()),
                     };
                     // SAFETY: NUL-terminated PTX; the option arrays hold `n` entries whose
                     // buffers outlive the library, unloaded right after.
