@@ -273,7 +273,7 @@ impl Library {
     /// As with [`Module::load_data_with`], PTX needs no NUL terminator, the image is checked
     /// first ([`Error::MalformedImage`]) and a failed compile is [`Error::Jit`] with the log;
     /// the kernels' parameters are read at their first checked launch (see
-    /// [`ParamSource`](crate::ParamSource)). With lazy loading the compile may
+    /// [`ParamSource`](crate::launch::ParamSource)). With lazy loading the compile may
     /// happen later, in a context (see [lazy loading](Self#lazy-loading-and-errors)). With
     /// [`LibraryOptions::binary_is_preserved`] the library keeps its own copy of the image.
     #[wraps(cuLibraryLoadData)]
@@ -653,7 +653,7 @@ impl std::fmt::Debug for Kernel {
 
 impl Kernel {
     /// Wraps a kernel of `library`, which the handle keeps loaded. Under
-    /// [`ParamSource::Image`](crate::ParamSource::Image), its parameter count is looked up
+    /// [`ParamSource::Image`](crate::launch::ParamSource::Image), its parameter count is looked up
     /// under its driver name (`cuKernelGetName`) in what the library's image told.
     ///
     /// # Safety
@@ -696,7 +696,7 @@ impl Kernel {
     /// The kernel's parameters (offset and size of each), read from the driver on first use
     /// and cached; `None` when the driver cannot report them (older than CUDA 12.4). As for
     /// [`Function::params`]: the driver is probed once, or, under
-    /// [`ParamSource::Image`](crate::ParamSource::Image), asked for the count the library's
+    /// [`ParamSource::Image`](crate::launch::ParamSource::Image), asked for the count the library's
     /// image told.
     #[wraps(cuKernelGetParamInfo)]
     #[track_caller]

@@ -102,7 +102,7 @@ pub enum ParamSource {
     /// nothing from the image but its check; the first checked launch of a kernel asks the
     /// driver for each parameter and once past the last (`CUDA_ERROR_INVALID_VALUE`, which
     /// compute-sanitizer reports as an API error, and a CUDA 12.9+ driver records in its error
-    /// log, see [`LogForwarder`](crate::LogForwarder)).
+    /// log, see [`LogForwarder`](crate::logs::LogForwarder)).
     #[default]
     Driver,
     /// From the image, while loading: every kernel's parameter declarations are read when a
@@ -120,7 +120,7 @@ static SOURCE: AtomicU8 = AtomicU8::new(0);
 /// what a checked launch accepts. Loads made before the call keep what they read.
 ///
 /// ```
-/// use cuda_driver::{param_source, set_param_source, ParamSource};
+/// use cuda_driver::launch::{param_source, set_param_source, ParamSource};
 /// assert_eq!(param_source(), ParamSource::Driver);
 /// // Under compute-sanitizer: no probing call past the last parameter.
 /// set_param_source(ParamSource::Image);

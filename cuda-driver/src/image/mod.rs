@@ -17,7 +17,7 @@
 //! wrapper `__fatBinC_Wrapper_t` (magic `0x466243B1`, which the CUDA runtime registers) and
 //! the fat binary of CUDA before 4.0 (`__cudaFatCudaBinary`, magic `0x1EE55A01`).
 //!
-//! Under [`ParamSource::Image`](crate::ParamSource::Image) (not the default) the loaders also
+//! Under [`ParamSource::Image`](crate::launch::ParamSource::Image) (not the default) the loaders also
 //! read each kernel's parameter count from the image ([`ParamCounts`]: PTX `.entry`
 //! declarations, a cubin's `.nv.info.<kernel>` sections, the uncompressed entries of a
 //! fatbin), so that a checked launch can ask the driver for exactly that many parameters

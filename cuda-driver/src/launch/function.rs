@@ -91,7 +91,7 @@ impl Function {
     /// The driver reports one parameter per call and has no parameter count, so it is asked
     /// for parameters by index until it answers `CUDA_ERROR_INVALID_VALUE`: once per handle,
     /// at the first checked launch (or this call), but tools such as compute-sanitizer report
-    /// that answer as an API error. Under [`ParamSource::Image`](crate::ParamSource::Image) the
+    /// that answer as an API error. Under [`ParamSource::Image`](crate::launch::ParamSource::Image) the
     /// safe loaders read the count from the image instead (PTX: the offsets and sizes too), and
     /// the driver is asked for exactly that many; a function whose count is unknown even then
     /// (from [`from_raw`](Self::from_raw), [`Module::from_raw`](crate::Module::from_raw),

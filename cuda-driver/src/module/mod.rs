@@ -12,7 +12,7 @@
 //! `cuModuleLoadData` costs (only when it fails is it made again with the log buffers). The image is checked before the
 //! driver sees it ([`Error::MalformedImage`]); each kernel's parameters are read at its first
 //! checked launch, from the driver (see [`Function::params`] and
-//! [`ParamSource`](crate::ParamSource)).
+//! [`ParamSource`](crate::launch::ParamSource)).
 //!
 //! ```no_run
 //! use cuda_driver::{Device, jit::JitOptions, Module};
@@ -212,7 +212,7 @@ impl Module {
     /// [`load_data`](Self::load_data): no option arrays, no info log, and the logged load only
     /// after a failed one. Nothing else is read from the image: each kernel's parameters are
     /// asked from the driver at its first checked launch, or, under
-    /// [`ParamSource::Image`](crate::ParamSource::Image), read from the image here (PTX:
+    /// [`ParamSource::Image`](crate::launch::ParamSource::Image), read from the image here (PTX:
     /// offsets and sizes, so the checked launches ask the driver nothing; binaries: counts,
     /// so they ask for exactly those parameters).
     ///

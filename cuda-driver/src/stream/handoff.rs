@@ -13,7 +13,7 @@
 //! already queued on it still completes (`cuEventDestroy`: the resources are released once the
 //! work completes).
 //!
-//! [`AsyncDeviceBuffer::move_to_stream`]: crate::AsyncDeviceBuffer::move_to_stream
+//! [`AsyncDeviceBuffer::move_to_stream`]: crate::memory::AsyncDeviceBuffer::move_to_stream
 
 use std::ptr;
 use std::sync::OnceLock;

@@ -153,7 +153,7 @@ fn hand_offs_reuse_the_streams_event_and_each_waits_for_its_own_point() {
     assert!(on_c.to_vec().unwrap().iter().all(|&x| x == 2));
     // Hand-offs from borrowed streams (their event goes with the borrow) and from a stream
     // given up raw (its event is destroyed before the caller destroys the stream).
-    let drops = cuda_driver::drop_error_count();
+    let drops = cuda_driver::error::drop_error_count();
     for _ in 0..3 {
         b.wait_stream(&Stream::legacy(&ctx)).unwrap();
     }
@@ -165,5 +165,9 @@ fn hand_offs_reuse_the_streams_event_and_each_waits_for_its_own_point() {
     // SAFETY: `raw` was created by Stream::new and given up by into_raw; destroyed once.
     unsafe { Stream::from_raw(raw, &ctx) };
     b.synchronize().unwrap();
-    assert_eq!(cuda_driver::drop_error_count(), drops, "no release failed");
+    assert_eq!(
+        cuda_driver::error::drop_error_count(),
+        drops,
+        "no release failed"
+    );
 }

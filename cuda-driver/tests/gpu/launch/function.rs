@@ -196,7 +196,7 @@ fn parameter_layouts_read_from_ptx_are_the_drivers() {
     let (major, _) = ctx.device().compute_capability().unwrap();
     // The loads below read the layouts from the PTX (no test sets the source back: whichever
     // test sets it, the loads after it read the image).
-    cuda_driver::set_param_source(cuda_driver::ParamSource::Image);
+    cuda_driver::launch::set_param_source(cuda_driver::launch::ParamSource::Image);
     let mut compared = 0;
     for &(file, ptx) in ALL_PTX {
         if file == "tma_kernels" && major < 9 {
@@ -255,7 +255,7 @@ fn probed(f: &Function, ctx: &Context) -> Vec<cuda_driver::launch::ParamInfo> {
 fn parameter_counts_from_the_image_match_the_driver() {
     let ctx = gpu_or_skip!();
     // Read at load (see parameter_layouts_read_from_ptx_are_the_drivers).
-    cuda_driver::set_param_source(cuda_driver::ParamSource::Image);
+    cuda_driver::launch::set_param_source(cuda_driver::launch::ParamSource::Image);
     let module = Module::load_data(&ctx, TEST_KERNELS).unwrap();
     if module
         .function("saxpy")
