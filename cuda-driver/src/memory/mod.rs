@@ -35,6 +35,8 @@ pub(crate) mod array_1d;
 pub(crate) mod copy;
 pub(crate) mod device;
 pub(crate) mod ipc;
+#[cfg(unix)]
+pub(crate) mod ipc_socket;
 pub(crate) mod managed;
 pub(crate) mod owner;
 pub(crate) mod pinned;
@@ -51,6 +53,8 @@ pub use array::{
 pub use copy::{Copy2D, Copy3D};
 pub use device::DeviceBuffer;
 pub use ipc::{IpcEventHandle, IpcMemHandle, IpcMemory};
+#[cfg(unix)]
+pub use ipc_socket::{IpcMessageKind, IpcResult, IpcSocket, IpcSocketError, PoolPointerMessage};
 pub use managed::ManagedBuffer;
 pub use owner::{DeviceMemory, DeviceMemoryMut};
 pub use pinned::{HostRegistration, PinnedBuffer};

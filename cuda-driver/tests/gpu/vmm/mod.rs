@@ -1142,12 +1142,9 @@ fn virtual_memory_shared_as_a_file_descriptor() {
     if let Some(mut chan) = child_role("vmm_fd") {
         let ctx = gpu_or_skip!();
         let dev = ctx.device();
-        let size = chan.recv_u64().unwrap() as usize;
-        let fd = chan.recv_fd().unwrap();
-        let phys = PhysicalAllocation::import_fd(&ctx, fd.as_fd())
-            .unwrap()
-            .with_known_size(size);
-        drop(fd);
+        // The crate's IpcSocket: the fd and the size it does not carry.
+        let phys = chan.0.recv_allocation(&ctx).unwrap();
+        let size = phys.size().unwrap();
         let range = AddressRange::reserve(&ctx, size, 0).unwrap();
         let mut m = range.map::<u32>(0, Arc::new(phys), 0, size).unwrap();
         m.set_access(&[MemAccessDesc::read_write(dev)]).unwrap();
@@ -1172,13 +1169,9 @@ fn virtual_memory_shared_as_a_file_descriptor() {
     m.set_access(&[MemAccessDesc::read_write(dev)]).unwrap();
     m.copy_from_host(&pattern(71, m.len())).unwrap();
     ctx.synchronize().unwrap();
-    let fd = phys.export_fd().unwrap();
     let (mut child, mut chan) = spawn_child("vmm_fd");
-    let r = chan.send_u64(size as u64);
-    child.check(r, "send the size");
-    let r = chan.send_fd(fd.as_fd());
-    child.check(r, "send the fd");
-    drop(fd);
+    let r = chan.0.send_allocation(&phys).map_err(std::io::Error::other);
+    child.check(r, "send the allocation");
     let r = chan.recv();
     assert_eq!(child.check(r, "wait for the child"), b"written");
     assert_eq!(m.to_vec().unwrap(), pattern(72, m.len()));
