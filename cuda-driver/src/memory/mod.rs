@@ -40,6 +40,7 @@ pub(crate) mod ipc_socket;
 pub(crate) mod managed;
 pub(crate) mod owner;
 pub(crate) mod pinned;
+pub(crate) mod pinned_shared;
 pub(crate) mod pitched;
 pub mod pool;
 pub mod unified;
@@ -58,6 +59,7 @@ pub use ipc_socket::{IpcMessageKind, IpcResult, IpcSocket, IpcSocketError, PoolP
 pub use managed::ManagedBuffer;
 pub use owner::{DeviceMemory, DeviceMemoryMut};
 pub use pinned::{HostRegistration, PinnedBuffer};
+pub use pinned_shared::{SharedPinnedBuffer, SharedPinnedGuard};
 pub use pitched::{Pitched2D, Pitched2DView, Pitched2DViewMut};
 pub use view::{DeviceSlice, DeviceSliceMut, MemsetValue};
 
