@@ -1,7 +1,8 @@
 //! GPU tests: virtual memory management (Virtual Memory Management): address ranges and
 //! reservations, physical allocations and their usage flags, mappings, access, export and
 //! import (within the process and with another one), host memory mapped for the device, the
-//! growable buffer, and the leak tests. Arrays mapped onto physical memory: `array`.
+//! growable buffer, and the leak tests. Arrays mapped onto physical memory: `array`. One view
+//! over several allocations: `multi`.
 //! Across devices: `peer`.
 
 #[cfg(unix)]
@@ -27,6 +28,7 @@ use crate::common::TEST_KERNELS;
 use crate::common::{note, skip};
 
 mod array;
+mod multi;
 
 /// Skips the test unless the device supports virtual memory management.
 pub fn require_vmm(ctx: &Context) {
