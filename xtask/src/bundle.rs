@@ -538,8 +538,12 @@ mod tests {
         let export = RUN_SH
             .find("export CUDA_DRIVER_CUDADEVRT=\"$PWD/lib/libcudadevrt.a\"")
             .expect("run.sh exports CUDA_DRIVER_CUDADEVRT");
-        let cd = RUN_SH.find("cd \"$(dirname").expect("run.sh changes to its folder");
-        let first_run = RUN_SH.find("\nfor t in tests/*").expect("run.sh runs the tests");
+        let cd = RUN_SH
+            .find("cd \"$(dirname")
+            .expect("run.sh changes to its folder");
+        let first_run = RUN_SH
+            .find("\nfor t in tests/*")
+            .expect("run.sh runs the tests");
         assert!(cd < export && export < first_run);
     }
 

@@ -18,6 +18,8 @@ use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::net::UnixStream;
 use std::path::Path;
 
+use cuda_driver_macros::wraps;
+
 use crate::context::Context;
 use crate::device::Device;
 use crate::error::Error;
@@ -133,6 +135,7 @@ pub struct PoolPointerMessage {
 
 impl PoolPointerMessage {
     /// The number of `T` elements that fit in the stated size.
+    #[allow(clippy::len_without_is_empty)]
     pub fn len<T>(&self) -> usize {
         self.bytes
             .checked_div(std::mem::size_of::<T>())
@@ -244,7 +247,7 @@ impl IpcSocket {
     /// exported descriptor is closed here once sent.
     ///
     /// [`MemAllocationHandleType::POSIX_FILE_DESCRIPTOR`]: crate::MemAllocationHandleType::POSIX_FILE_DESCRIPTOR
-    #[doc(alias = "cuMemPoolExportToShareableHandle")]
+    #[wraps(cuMemPoolExportToShareableHandle)]
     pub fn send_pool(&mut self, pool: &MemPool) -> IpcResult<()> {
         let fd = pool.export_fd()?;
         self.send(IpcMessageKind::Pool, Some(fd.as_fd()), &[])
@@ -254,7 +257,7 @@ impl IpcSocket {
     /// ([`MemPool::import_fd`]); the received descriptor is closed once imported (or refused).
     /// A descriptor that is not a pool export is the driver's error
     /// ([`IpcSocketError::Cuda`]).
-    #[doc(alias = "cuMemPoolImportFromShareableHandle")]
+    #[wraps(cuMemPoolImportFromShareableHandle)]
     pub fn recv_pool(&mut self, device: Device) -> IpcResult<MemPool> {
         let (fd, _) = self.recv(IpcMessageKind::Pool)?;
         let fd = one_fd(fd)?;
@@ -267,7 +270,7 @@ impl IpcSocket {
     /// allocation has completed, and is freed here only after the receiver is done with it)
     /// is for the two processes to keep: synchronise `buf`'s stream before sending, and wait
     /// for the receiver's word before dropping `buf`.
-    #[doc(alias = "cuMemPoolExportPointer")]
+    #[wraps(cuMemPoolExportPointer)]
     pub fn send_pool_pointer<T: DeviceRepr>(
         &mut self,
         buf: &AsyncDeviceBuffer<'_, T>,
@@ -285,7 +288,7 @@ impl IpcSocket {
     /// [`send_pool_pointer`](Self::send_pool_pointer). Importing it
     /// ([`MemPool::import_pointer`]) stays `unsafe`: the sender's word that the allocation is
     /// complete and stays alive is not something a message can prove.
-    #[doc(alias = "cuMemPoolImportPointer")]
+    #[wraps(cuMemPoolImportPointer)]
     pub fn recv_pool_pointer(&mut self) -> IpcResult<PoolPointerMessage> {
         let (_, payload) = self.recv(IpcMessageKind::PoolPointer)?;
         let Ok(payload) = <[u8; 72]>::try_from(payload.as_slice()) else {
@@ -314,7 +317,7 @@ impl IpcSocket {
     /// unknown size (imported or retained without
     /// [`with_known_size`](PhysicalAllocation::with_known_size)) is
     /// [`Error::InvalidArgument`] before anything is exported.
-    #[doc(alias = "cuMemExportToShareableHandle")]
+    #[wraps(cuMemExportToShareableHandle)]
     pub fn send_allocation(&mut self, alloc: &PhysicalAllocation) -> IpcResult<()> {
         let Some(size) = alloc.size() else {
             return Err(Error::InvalidArgument(
@@ -336,7 +339,7 @@ impl IpcSocket {
     /// it ([`PhysicalAllocation::import_fd`]) with the size the sender stated (`cuMemMap`
     /// checks the real one, so a false size is a driver error, not an overrun). The received
     /// descriptor is closed once imported (or refused).
-    #[doc(alias = "cuMemImportFromShareableHandle")]
+    #[wraps(cuMemImportFromShareableHandle)]
     pub fn recv_allocation(&mut self, ctx: &Context) -> IpcResult<PhysicalAllocation> {
         let (fd, payload) = self.recv(IpcMessageKind::Allocation)?;
         let fd = one_fd(fd)?;
@@ -570,7 +573,7 @@ fn recvmsg_fds(sock: RawFd, buf: &mut [u8], fds: &mut Vec<OwnedFd>) -> io::Resul
         while !cmsg.is_null() {
             if (*cmsg).cmsg_level == libc::SOL_SOCKET && (*cmsg).cmsg_type == libc::SCM_RIGHTS {
                 let data = libc::CMSG_DATA(cmsg).cast::<libc::c_int>();
-                let bytes = (*cmsg).cmsg_len as usize - libc::CMSG_LEN(0) as usize;
+                let bytes = ((*cmsg).cmsg_len as usize).saturating_sub(libc::CMSG_LEN(0) as usize);
                 for i in 0..bytes / std::mem::size_of::<libc::c_int>() {
                     let fd = std::ptr::read_unaligned(data.add(i));
                     if fd >= 0 {

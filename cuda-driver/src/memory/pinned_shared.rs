@@ -2,7 +2,6 @@
 //! [`SharedPinnedBuffer`], an `Arc` of a [`PinnedBuffer`] whose every use (asynchronous
 //! copies, host functions, host access) is ordered after the one before.
 
-use std::cell::UnsafeCell;
 use std::ffi::c_void;
 use std::ops::{Deref, DerefMut};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
@@ -28,8 +27,9 @@ const HOST_LOCKED: u32 = 1;
 const IN_NODE: u32 = 2;
 
 struct Inner<T: DeviceRepr> {
-    /// Never replaced; its elements are reached only as the type's docs say.
-    buf: UnsafeCell<PinnedBuffer<T>>,
+    /// Never replaced nor reached mutably; its elements are reached only through `ptr`, as
+    /// the type's docs say. Freed when the last handle goes.
+    buf: PinnedBuffer<T>,
     /// Recorded after every use queued on a stream; the next use waits for it. The mutex
     /// orders queuing, and a guard holds it for as long as the program has the memory.
     last_use: Mutex<Event>,
@@ -39,8 +39,9 @@ struct Inner<T: DeviceRepr> {
     pending: AtomicUsize,
     /// Graph host node runs that found the memory in use and skipped their closure.
     skipped: AtomicUsize,
-    /// Set when the event after a queued use could not be recorded and its stream not be
-    /// waited for: the order of later uses cannot be kept, so every use and guard is refused.
+    /// Set when a queued use's end can no longer be known (the event after it could not be
+    /// recorded, or its host function not be queued, and its stream could not be waited
+    /// for): every later use and guard is refused, and the memory stays allocated.
     broken: AtomicBool,
     ptr: *mut T,
     len: usize,
@@ -161,7 +162,7 @@ impl<T: DeviceRepr + Send> SharedPinnedBuffer<T> {
         let (ptr, len) = (buf.as_raw(), buf.len());
         Ok(SharedPinnedBuffer {
             inner: Arc::new(Inner {
-                buf: UnsafeCell::new(buf),
+                buf,
                 last_use: Mutex::new(last_use),
                 state: AtomicU32::new(0),
                 pending: AtomicUsize::new(0),
@@ -199,8 +200,7 @@ impl<T: DeviceRepr + Send> SharedPinnedBuffer<T> {
 
     /// The context the memory belongs to.
     pub fn context(&self) -> &Context {
-        // SAFETY: `buf` is never replaced; the context is only read.
-        unsafe { &*self.inner.buf.get() }.context()
+        self.inner.buf.context()
     }
 
     /// How many runs of graph host nodes found the memory in use and skipped their closure
@@ -326,6 +326,15 @@ impl<T: DeviceRepr + Send> SharedPinnedBuffer<T> {
     /// refused inside, drops deferred, panics caught and counted) that gets the buffer's
     /// elements, after every use queued before it on any stream; later uses wait for it. The
     /// function holds a handle of the buffer until it has run.
+    ///
+    /// The elements cannot escape the function:
+    ///
+    /// ```compile_fail
+    /// fn f(b: &cuda_driver::SharedPinnedBuffer<u32>, s: &cuda_driver::Stream) {
+    ///     let mut keep: Option<&'static mut [u32]> = None;
+    ///     b.launch_host_fn(s, move |d| keep = Some(d)).unwrap();
+    /// }
+    /// ```
     #[wraps(cuLaunchHostFunc)]
     #[track_caller]
     pub fn launch_host_fn<F>(&self, stream: &Stream, f: F) -> Result<()>
@@ -406,9 +415,11 @@ impl<T: DeviceRepr + Send> SharedPinnedBuffer<T> {
         });
         if let Err(e) = queued {
             // The closure (and the completion) was dropped: wait for the queued work here;
-            // if even that fails, keep the memory allocated for ever.
+            // if even that fails, keep the memory allocated for ever and unreachable (the
+            // work may still run: no guard, no use, no node from now on).
             if stream.synchronize().is_err() {
                 self.inner.pending.fetch_add(1, Ordering::SeqCst);
+                self.inner.broken.store(true, Ordering::SeqCst);
                 std::mem::forget(Arc::clone(&self.inner));
             }
             return Err(e);
@@ -480,7 +491,16 @@ impl<T: DeviceRepr + Send> SharedPinnedBuffer<T> {
 }
 
 /// The program's access to a [`SharedPinnedBuffer`]: every queued use has completed, and none
-/// can be queued while it lives. Dereferences to the elements. `!Send` (it holds a lock).
+/// can be queued while it lives. Dereferences to the elements. `!Send` (it holds a lock):
+///
+/// ```compile_fail
+/// fn f(b: &cuda_driver::SharedPinnedBuffer<u32>) {
+///     let g = b.lock().unwrap();
+///     std::thread::scope(|s| {
+///         s.spawn(move || drop(g));
+///     });
+/// }
+/// ```
 pub struct SharedPinnedGuard<'a, T: DeviceRepr> {
     inner: &'a Inner<T>,
     _last: MutexGuard<'a, Event>,
@@ -523,26 +543,6 @@ mod tests {
     fn handles_and_guards_have_the_thread_rules_they_state() {
         fn send_sync<X: Send + Sync>() {}
         send_sync::<SharedPinnedBuffer<u32>>();
-        // A guard holds a MutexGuard: !Send (checked by the compile_fail doctest below).
+        // A guard holds a MutexGuard: !Send (the compile_fail doctest on SharedPinnedGuard).
     }
 }
-
-/// A guard cannot move to another thread:
-///
-/// ```compile_fail
-/// fn f(b: &cuda_driver::SharedPinnedBuffer<u32>) {
-///     let g = b.lock().unwrap();
-///     std::thread::scope(|s| { s.spawn(move || drop(g)); });
-/// }
-/// ```
-///
-/// The elements a host function gets cannot escape it:
-///
-/// ```compile_fail
-/// fn f(b: &cuda_driver::SharedPinnedBuffer<u32>, s: &cuda_driver::Stream) {
-///     let mut keep: Option<&'static mut [u32]> = None;
-///     b.launch_host_fn(s, move |d| { keep = Some(d); }).unwrap();
-/// }
-/// ```
-#[allow(dead_code)]
-fn compile_fail_doctests() {}

@@ -11,6 +11,8 @@
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
+use cuda_driver_macros::wraps;
+
 use crate::context::Context;
 use crate::error::{Error, Result};
 use crate::jit::JitOptions;
@@ -134,6 +136,8 @@ fn candidates(
 /// # Errors
 ///
 /// [`Error::DeviceRuntimeNotFound`], listing every place it looked.
+#[doc(alias = "cudadevrt")]
+#[doc(alias = "libcudadevrt")]
 pub fn find_device_runtime(hints: &[&Path]) -> Result<PathBuf> {
     let cwd = std::env::current_dir().ok();
     let exe = std::env::current_exe().ok();
@@ -175,7 +179,7 @@ impl Linker {
     /// # Errors
     ///
     /// [`Error::DeviceRuntimeNotFound`] (where it looked), or the linker's error.
-    #[doc(alias = "cuLinkAddFile")]
+    #[wraps(cuLinkAddFile)]
     #[doc(alias = "CU_JIT_INPUT_LIBRARY")]
     #[doc(alias = "cudadevrt")]
     #[track_caller]
@@ -202,9 +206,14 @@ impl Module {
     /// # let _ = set;
     /// # Ok::<(), cuda_driver::Error>(())
     /// ```
-    #[doc(alias = "cuLinkCreate")]
-    #[doc(alias = "cuLinkAddFile")]
-    #[doc(alias = "cuLinkComplete")]
+    #[wraps(
+        cuLinkCreate,
+        cuLinkAddData,
+        cuLinkAddFile,
+        cuLinkComplete,
+        cuModuleLoadData
+    )]
+    #[doc(alias = "cudadevrt")]
     #[track_caller]
     pub fn load_with_device_runtime(
         ctx: &Context,

@@ -709,13 +709,20 @@ unsafe impl Sync for PhysicalAllocation {}
 impl Drop for PhysicalAllocation {
     fn drop(&mut self) {
         let handle = self.handle;
-        // SAFETY (both arms): `handle` holds one reference (cuMemCreate,
-        // cuMemRetainAllocationHandle or cuMemImportFromShareableHandle), owned by self and
-        // released once, here; mappings of it keep the memory until they are unmapped.
         match &self.ctx {
-            Some(ctx) => ctx.release("cuMemRelease", move || unsafe { sys::cuMemRelease(handle) }),
+            Some(ctx) => ctx.release("cuMemRelease", move || {
+                // SAFETY: `handle` holds one reference (cuMemCreate,
+                // cuMemRetainAllocationHandle or cuMemImportFromShareableHandle), owned by self
+                // and released once, here; mappings of it keep the memory until unmapped.
+                unsafe { sys::cuMemRelease(handle) }
+            }),
             None => release(move || {
-                let r = without_context(|| unsafe { sys::cuMemRelease(handle) });
+                let r = without_context(|| {
+                    // SAFETY: as above, for an allocation made by `on_device`; called again
+                    // only when the first call was refused for want of a context (nothing
+                    // released).
+                    unsafe { sys::cuMemRelease(handle) }
+                });
                 report_drop_error("cuMemRelease", r);
             }),
         }

@@ -6,7 +6,7 @@
 use std::marker::PhantomData;
 use std::sync::Arc;
 
-use cuda_driver_macros::call;
+use cuda_driver_macros::{call, wraps};
 use cuda_driver_sys as sys;
 
 use super::{
@@ -68,6 +68,7 @@ struct Piece {
 /// assert!(v.to_vec()?.iter().all(|&x| x == 1.0));
 /// # Ok::<(), cuda_driver::Error>(())
 /// ```
+#[doc(alias = "cuMemMap")]
 pub struct MultiMapping<T: DeviceRepr> {
     // The reservation is held by the release of the pieces (Drop) until they are unmapped.
     range: AddressRange,
@@ -149,9 +150,7 @@ impl<T: DeviceRepr> MultiMapping<T> {
     /// checks); the allocations may belong to other devices
     /// ([`PhysicalAllocation::on_device`]), which `ctx`'s device must be able to reach. An
     /// allocation mapped elsewhere, or given twice, is [`Error::AllocationMapped`].
-    #[doc(alias = "cuMemAddressReserve")]
-    #[doc(alias = "cuMemMap")]
-    #[doc(alias = "cuMemSetAccess")]
+    #[wraps(cuMemAddressReserve, cuMemMap, cuMemSetAccess)]
     #[track_caller]
     pub fn new(
         ctx: &Context,
@@ -198,9 +197,13 @@ impl<T: DeviceRepr> MultiMapping<T> {
     /// the whole range. The stripes may hold more than `len` elements; the views cover `len`.
     ///
     /// `len` 0 or no backing device is [`Error::InvalidArgument`].
-    #[doc(alias = "cuMemCreate")]
-    #[doc(alias = "cuMemGetAllocationGranularity")]
-    #[doc(alias = "cuMemSetAccess")]
+    #[wraps(
+        cuMemCreate,
+        cuMemGetAllocationGranularity,
+        cuMemAddressReserve,
+        cuMemMap,
+        cuMemSetAccess
+    )]
     #[track_caller]
     pub fn striped(
         ctx: &Context,
@@ -336,8 +339,7 @@ impl<T: DeviceRepr> MultiMapping<T> {
     /// access unchanged), and the change first waits for all work of the range's context
     /// (returning that wait's error, the access unchanged, when it fails). `&mut self`: no
     /// view is alive.
-    #[doc(alias = "cuMemSetAccess")]
-    #[doc(alias = "cuCtxSynchronize")]
+    #[wraps(cuMemSetAccess, cuCtxSynchronize)]
     #[track_caller]
     pub fn set_access(&mut self, descs: &[MemAccessDesc]) -> Result<()> {
         let ctx = &self.range.inner.ctx;
@@ -353,7 +355,7 @@ impl<T: DeviceRepr> MultiMapping<T> {
 
     /// The access `location` has to the piece that holds byte `offset` (every piece has the
     /// same: access is only set over the whole range).
-    #[doc(alias = "cuMemGetAccess")]
+    #[wraps(cuMemGetAccess)]
     #[track_caller]
     pub fn access(&self, location: MemLocation) -> Result<MemAccessFlags> {
         get_access_raw(&self.range.inner.ctx, self.range.inner.ptr, location)
