@@ -143,13 +143,21 @@ impl PoolPointerMessage {
     }
 }
 
-/// One end of a Unix stream socket over which memory exports travel to another process (see
-/// the [module docs](self)): [`send_pool`](Self::send_pool) / [`recv_pool`](Self::recv_pool),
+/// One end of a Unix stream socket over which memory exports travel to another process:
+/// [`send_pool`](Self::send_pool) / [`recv_pool`](Self::recv_pool),
 /// [`send_pool_pointer`](Self::send_pool_pointer) /
 /// [`recv_pool_pointer`](Self::recv_pool_pointer), [`send_allocation`](Self::send_allocation) /
 /// [`recv_allocation`](Self::recv_allocation), and the building blocks
 /// [`send_fd`](Self::send_fd) / [`recv_fd`](Self::recv_fd) and
 /// [`send_bytes`](Self::send_bytes) / [`recv_bytes`](Self::recv_bytes).
+///
+/// Every message is a 16-byte header (a magic value, a version, the message kind, the number
+/// of file descriptors it carries, the payload length) and a payload of at most
+/// [`MAX_PAYLOAD`](Self::MAX_PAYLOAD) bytes. The receiver takes ownership of every descriptor
+/// the kernel hands it ([`OwnedFd`]) as soon as `recvmsg` returns, so a malformed message
+/// (garbage bytes, a wrong kind, a missing, extra or truncated descriptor) is an
+/// [`IpcSocketError`] and closes whatever came with it: nothing is leaked and nothing is
+/// trusted.
 ///
 /// Descriptors cross with `SCM_RIGHTS`: the receiver gets its own descriptor of the same open
 /// file, as an [`OwnedFd`] (close-on-exec), and the sender keeps its own. Timeouts are the
