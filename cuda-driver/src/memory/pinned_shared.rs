@@ -213,7 +213,7 @@ impl<T: DeviceRepr + Send> SharedPinnedBuffer<T> {
     /// (`cuEventSynchronize` of the event recorded after the last one). No use can be queued
     /// while the guard lives; a graph host node that runs meanwhile skips its closure. When
     /// the wait fails (a failed stream), no guard is handed out.
-    #[wraps(cuEventSynchronize)]
+    #[doc(alias = "cuEventSynchronize")]
     #[track_caller]
     pub fn lock(&self) -> Result<SharedPinnedGuard<'_, T>> {
         self.usable("SharedPinnedBuffer::lock")?;
@@ -237,7 +237,7 @@ impl<T: DeviceRepr + Send> SharedPinnedBuffer<T> {
 
     /// As [`lock`](Self::lock) without blocking: `None` while a queued use has not completed
     /// (`cuEventQuery`), another guard lives or a graph host node has the memory.
-    #[wraps(cuEventQuery)]
+    #[doc(alias = "cuEventQuery")]
     #[track_caller]
     pub fn try_lock(&self) -> Result<Option<SharedPinnedGuard<'_, T>>> {
         self.usable("SharedPinnedBuffer::try_lock")?;
@@ -335,7 +335,9 @@ impl<T: DeviceRepr + Send> SharedPinnedBuffer<T> {
     ///     b.launch_host_fn(s, move |d| keep = Some(d)).unwrap();
     /// }
     /// ```
-    #[wraps(cuLaunchHostFunc)]
+    #[doc(alias = "cuLaunchHostFunc")]
+    #[doc(alias = "cuStreamWaitEvent")]
+    #[doc(alias = "cuEventRecord")]
     #[track_caller]
     pub fn launch_host_fn<F>(&self, stream: &Stream, f: F) -> Result<()>
     where
