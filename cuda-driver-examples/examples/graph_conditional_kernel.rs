@@ -8,12 +8,11 @@
 
 use std::process::ExitCode;
 
+use cuda_driver::graph::Graph;
 use cuda_driver::prelude::*;
 use cuda_driver::types::GraphCondAssignFlags;
-use cuda_driver::{
-    Device, DeviceBuffer, Graph, GraphConditionalNodeType, GraphInstantiateFlags, LaunchConfig,
-    Stream, StreamFlags,
-};
+use cuda_driver::types::{GraphConditionalNodeType, GraphInstantiateFlags, StreamFlags};
+use cuda_driver::{Device, DeviceBuffer, LaunchConfig, Stream};
 use cuda_driver_examples::typed::graph_conditional::Kernels;
 use cuda_driver_examples::{check, run_example, Failure};
 

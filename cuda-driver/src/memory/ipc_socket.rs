@@ -252,7 +252,7 @@ impl IpcSocket {
     /// made with [`MemAllocationHandleType::POSIX_FILE_DESCRIPTOR`]) and sends it. The
     /// exported descriptor is closed here once sent.
     ///
-    /// [`MemAllocationHandleType::POSIX_FILE_DESCRIPTOR`]: crate::MemAllocationHandleType::POSIX_FILE_DESCRIPTOR
+    /// [`MemAllocationHandleType::POSIX_FILE_DESCRIPTOR`]: crate::types::MemAllocationHandleType::POSIX_FILE_DESCRIPTOR
     #[doc(alias = "cuMemPoolExportToShareableHandle")]
     pub fn send_pool(&mut self, pool: &MemPool) -> IpcResult<()> {
         let fd = pool.export_fd()?;
@@ -318,7 +318,7 @@ impl IpcSocket {
 
     /// Exports `alloc` as a POSIX file descriptor ([`PhysicalAllocation::export_fd`], which
     /// needs an allocation made with
-    /// [`MemAllocationHandleType::POSIX_FILE_DESCRIPTOR`](crate::MemAllocationHandleType::POSIX_FILE_DESCRIPTOR))
+    /// [`MemAllocationHandleType::POSIX_FILE_DESCRIPTOR`](crate::types::MemAllocationHandleType::POSIX_FILE_DESCRIPTOR))
     /// and sends it with its size, which the descriptor does not carry. An allocation of
     /// unknown size (imported or retained without
     /// [`with_known_size`](PhysicalAllocation::with_known_size)) is

@@ -7,14 +7,14 @@ use std::ops::{Deref, DerefMut};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, TryLockError};
 
-use cuda_driver_macros::wraps;
+use cuda_driver_macros::{call, wraps};
 use cuda_driver_sys as sys;
 
 use super::pinned::PinnedBuffer;
 use super::pool::check_orderable;
 use super::view::{check_len, check_stream};
 use crate::context::Context;
-use crate::error::{check, Error, Result};
+use crate::error::{Error, Result};
 use crate::event::Event;
 use crate::memory::owner::{DeviceMemory, DeviceMemoryMut};
 use crate::repr::DeviceRepr;
@@ -84,7 +84,7 @@ impl<T: DeviceRepr> Inner<T> {
 ///   (`cuEventSynchronize`), [`try_lock`](Self::try_lock) checks it (`cuEventQuery`) and
 ///   returns `None` while work is pending. While a guard lives, no use can be queued (the
 ///   guard holds the lock that queuing takes), so the memory is the program's alone.
-/// * **Graph host nodes** ([`Graph::add_host_with`](crate::Graph::add_host_with)) run
+/// * **Graph host nodes** ([`Graph::add_host_with`](crate::graph::Graph::add_host_with)) run
 ///   whenever an executable graph is launched, which the buffer cannot order. So a node checks
 ///   at run time: its closure gets the memory only when no queued use is pending and no guard
 ///   or other node has it; otherwise it skips this run, which is counted
@@ -282,14 +282,13 @@ impl<T: DeviceRepr + Send> SharedPinnedBuffer<T> {
             if bytes == 0 {
                 return Ok(());
             }
-            check(
+            call!(
                 // SAFETY: `dst` holds `bytes` bytes of page-locked memory that nothing else
                 // touches until this use completes (the chain: see the type's docs) and that
                 // the use's handle keeps allocated; `from` is a view of as many bytes of device
                 // memory of the stream's context (checked), whose owner outlives the queued
                 // work (M2).
                 unsafe { sys::cuMemcpyDtoHAsync(dst.cast::<c_void>(), from, bytes, s) },
-                "cuMemcpyDtoHAsync_v2",
             )
         })
     }
@@ -313,11 +312,10 @@ impl<T: DeviceRepr + Send> SharedPinnedBuffer<T> {
             if bytes == 0 {
                 return Ok(());
             }
-            check(
+            call!(
                 // SAFETY: as in copy_from_device_async, the other way round; `dst` is a
                 // mutable view, so no other view of those bytes exists.
                 unsafe { sys::cuMemcpyHtoDAsync(to, src.cast::<c_void>(), bytes, s) },
-                "cuMemcpyHtoDAsync_v2",
             )
         })
     }
