@@ -800,7 +800,7 @@ impl PhysicalAllocation {
     /// the driver ask for one, with device 0's primary context for the span of the call.
     ///
     /// It maps into a range of any context ([`AddressRange::map`],
-    /// [`MultiMapping::new`](crate::MultiMapping::new)), whose device must be able to reach
+    /// [`MultiMapping::new`](crate::memory::vmm::MultiMapping::new)), whose device must be able to reach
     /// the memory (the mapping's access: peer access between the devices).
     ///
     /// Handle types the device cannot export are [`Error::HandleTypeUnsupported`], before the
