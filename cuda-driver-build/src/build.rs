@@ -139,7 +139,7 @@ impl Build {
     /// (`libcudadevrt.a`) before loading it (`cuda_driver::Module::load_with_device_runtime`).
     ///
     /// The library is looked for at build time next to the nvcc that compiles (its toolkit's
-    /// `lib64/`, `lib/`, `targets/<arch>/lib/`), then where `cuda_driver::find_device_runtime`
+    /// `lib64/`, `lib/`, `targets/<arch>/lib/`), then where `cuda_driver::module::find_device_runtime`
     /// looks (`CUDA_DRIVER_CUDADEVRT`, `CUDA_PATH`, `CUDA_HOME`, a `.venv`'s pinned wheels,
     /// `/usr/local/cuda`, ...); the file found is tried first at run time, then the same
     /// search runs where the program runs, so a program built on one machine finds the

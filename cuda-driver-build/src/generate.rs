@@ -76,7 +76,7 @@ impl Generator {
     /// Makes the generated `Kernels::load` link the PTX (relocatable device code, `nvcc
     /// -rdc=true`) with the CUDA device runtime (`libcudadevrt.a`) before it loads it, through
     /// `cuda_driver::Module::load_with_device_runtime`, which looks at `hints` (files) first,
-    /// then where `cuda_driver::find_device_runtime` looks at run time. For kernels that call
+    /// then where `cuda_driver::module::find_device_runtime` looks at run time. For kernels that call
     /// the device runtime, such as `cudaGraphSetConditional` (graph if, while and switch
     /// nodes driven from a kernel). [`Build::device_runtime`](crate::Build::device_runtime)
     /// sets it, with the library it found at build time as the hint.
@@ -567,7 +567,7 @@ fn render(
             let _ = writeln!(
                 s,
                 "\n    /// Links [`PTX`] with the CUDA device runtime (`libcudadevrt.a`: the one \
-                 found at build time, else where `cuda_driver::find_device_runtime` looks) and \
+                 found at build time, else where `cuda_driver::module::find_device_runtime` looks) and \
                  loads the result into `ctx` (`cuLinkCreate`, `cuLinkAddFile`, \
                  `cuModuleLoadData`), then looks every kernel up.\n    \
                  #[track_caller]\n    \

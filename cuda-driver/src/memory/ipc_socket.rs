@@ -163,7 +163,10 @@ impl PoolPointerMessage {
 ///
 /// ```no_run
 /// use std::os::unix::net::UnixStream;
-/// use cuda_driver::{Device, IpcSocket, MemAllocationHandleType, MemPool, MemPoolProps};
+/// use cuda_driver::memory::pool::{MemPool, MemPoolProps};
+/// use cuda_driver::memory::IpcSocket;
+/// use cuda_driver::types::MemAllocationHandleType;
+/// use cuda_driver::Device;
 ///
 /// # fn parent(stream: UnixStream) -> Result<(), Box<dyn std::error::Error>> {
 /// let dev = Device::get(0)?;

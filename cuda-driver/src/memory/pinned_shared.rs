@@ -104,7 +104,9 @@ impl<T: DeviceRepr> Inner<T> {
 ///
 /// ```no_run
 /// use cuda_driver::prelude::*;
-/// use cuda_driver::{Device, DeviceBuffer, SharedPinnedBuffer, Stream, StreamFlags};
+/// use cuda_driver::memory::SharedPinnedBuffer;
+/// use cuda_driver::types::StreamFlags;
+/// use cuda_driver::{Device, DeviceBuffer, Stream};
 ///
 /// let ctx = Device::get(0)?.primary_context()?;
 /// let stream = Stream::new(&ctx, StreamFlags::NON_BLOCKING)?;
@@ -328,7 +330,7 @@ impl<T: DeviceRepr + Send> SharedPinnedBuffer<T> {
     /// The elements cannot escape the function:
     ///
     /// ```compile_fail
-    /// fn f(b: &cuda_driver::SharedPinnedBuffer<u32>, s: &cuda_driver::Stream) {
+    /// fn f(b: &cuda_driver::memory::SharedPinnedBuffer<u32>, s: &cuda_driver::Stream) {
     ///     let mut keep: Option<&'static mut [u32]> = None;
     ///     b.launch_host_fn(s, move |d| keep = Some(d)).unwrap();
     /// }
@@ -494,7 +496,7 @@ impl<T: DeviceRepr + Send> SharedPinnedBuffer<T> {
 /// can be queued while it lives. Dereferences to the elements. `!Send` (it holds a lock):
 ///
 /// ```compile_fail
-/// fn f(b: &cuda_driver::SharedPinnedBuffer<u32>) {
+/// fn f(b: &cuda_driver::memory::SharedPinnedBuffer<u32>) {
 ///     let g = b.lock().unwrap();
 ///     std::thread::scope(|s| {
 ///         s.spawn(move || drop(g));

@@ -57,7 +57,8 @@ struct Piece {
 ///
 /// ```no_run
 /// use cuda_driver::prelude::*;
-/// use cuda_driver::{Device, MultiMapping};
+/// use cuda_driver::memory::vmm::MultiMapping;
+/// use cuda_driver::Device;
 ///
 /// let dev = Device::get(0)?;
 /// let ctx = dev.primary_context()?;
