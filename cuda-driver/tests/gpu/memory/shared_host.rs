@@ -18,7 +18,7 @@ use cuda_driver::stream::host_fn_panic_count;
 use cuda_driver::types::{
     ContextFlags, GraphInstantiateFlags, StreamCaptureMode as CaptureMode, StreamFlags,
 };
-use cuda_driver::{Context, DeviceBuffer, Error, Stream};
+use cuda_driver::{Context, DeviceBuffer, Error, LaunchConfig, Module, Stream};
 
 use crate::memory::{block, words};
 
@@ -128,7 +128,8 @@ fn shared_page_locked_memory_outlives_handles_dropped_early_on_another_thread() 
 
 /// simpleCudaGraphs' host node: a graph's host node reads page-locked memory the program
 /// shares with it. A launch while the program holds a guard, or while a use is pending,
-/// skips the node's closure (counted); a forgotten guard keeps it skipping, never racing.
+/// skips the node's closure (counted) and never reads memory a copy is writing; a forgotten
+/// guard keeps it skipping, never racing.
 #[gpu_test]
 fn a_graph_host_node_reads_shared_page_locked_memory_only_when_nothing_else_has_it() {
     let ctx = gpu_or_skip!();
@@ -161,25 +162,42 @@ fn a_graph_host_node_reads_shared_page_locked_memory_only_when_nothing_else_has_
     assert_eq!(seen.load(Ordering::SeqCst), sum(&data));
     drop(g);
 
-    // A use pending (held back by a blocked host function on another stream): skips.
+    // A use pending on another stream (a copy of other data held back on the device behind a
+    // sleeping kernel, so that no host-function thread is occupied): a node launched meanwhile
+    // skips; should the machine be so slow that the node runs only after the copy completed,
+    // it reads the copy's whole result. Never a mix of the two (a read during the copy).
     let other = Stream::new(&ctx, StreamFlags::NON_BLOCKING).unwrap();
-    let gate = block(&other);
-    shared.copy_from_device_async(&dev, &other).unwrap();
+    let data2 = words(N, 66);
+    let dev2 = DeviceBuffer::from_slice(&ctx, &data2).unwrap();
+    let module = Module::load_data(&ctx, crate::common::TEST_KERNELS).unwrap();
+    let sleep = module.function("sleep_ns").unwrap();
+    let ns = 1_000_000_000u32;
+    // SAFETY: sleep_ns(unsigned) takes one 32-bit word and touches no memory.
+    unsafe { sleep.launch(&other, &LaunchConfig::new(1u32, 1u32), (&ns,)) }.unwrap();
+    shared.copy_from_device_async(&dev2, &other).unwrap();
+    let before = seen.load(Ordering::SeqCst);
     exec.launch(&stream).unwrap();
     stream.synchronize().unwrap();
-    assert_eq!(shared.skipped_host_nodes(), 2);
-    drop(gate);
+    let read = seen.load(Ordering::SeqCst) - before;
+    if read == 0 {
+        assert_eq!(shared.skipped_host_nodes(), 2);
+    } else {
+        crate::common::note("the node ran after the pending copy completed");
+        assert_eq!(read, sum(&data2), "the node read memory a copy was writing");
+    }
+    let skipped = shared.skipped_host_nodes();
     drop(shared.lock().unwrap());
+    let before = seen.load(Ordering::SeqCst);
     exec.launch(&stream).unwrap();
     stream.synchronize().unwrap();
-    assert_eq!(seen.load(Ordering::SeqCst), 2 * sum(&data));
+    assert_eq!(seen.load(Ordering::SeqCst) - before, sum(&data2));
 
     // A forgotten guard: never handed out again, the node skips for ever (no race, no UB).
     std::mem::forget(shared.lock().unwrap());
     assert!(shared.try_lock().unwrap().is_none());
     exec.launch(&stream).unwrap();
     stream.synchronize().unwrap();
-    assert_eq!(shared.skipped_host_nodes(), 3);
+    assert_eq!(shared.skipped_host_nodes(), skipped + 1);
     drop(exec);
     drop(shared);
 }

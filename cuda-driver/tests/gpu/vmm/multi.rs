@@ -190,27 +190,37 @@ fn a_multi_mapping_refuses_allocations_it_cannot_own_and_undoes_what_it_mapped()
 
 /// Dropping a multi-mapping while a memset queued through its view is pending behind a
 /// sleeping kernel: the drop waits for it (cuCtxSynchronize), so when it returns the stream
-/// is idle. Two mappings swapped through `&mut` keep their own memory and drop cleanly.
+/// is idle.
 #[gpu_test]
 fn dropping_a_multi_mapping_waits_for_work_queued_through_its_view() {
-    let ctx = gpu_exclusive_or_skip!();
+    // In a child process (as the Mapping test): were the drop not to wait, the memset would
+    // fault the context, which would fail every other test of this process.
+    #[cfg(unix)]
+    super::in_child_process("vmm_multi_drop_waits", |ctx| {
+        let dev = ctx.device();
+        let g = AllocationProps::device(dev).minimum_granularity().unwrap();
+        let stream = Stream::new(ctx, StreamFlags::NON_BLOCKING).unwrap();
+        let mut m = MultiMapping::<u32>::striped(ctx, g / 2, &[dev, dev], &[]).unwrap();
+        let module = Module::load_data(ctx, crate::common::TEST_KERNELS).unwrap();
+        let sleep = module.function("sleep_ns").unwrap();
+        let ns = 300_000_000u32;
+        // SAFETY: sleep_ns(unsigned) takes one 32-bit word and touches no memory.
+        unsafe { sleep.launch(&stream, &LaunchConfig::new(1u32, 1u32), (&ns,)) }.unwrap();
+        m.memset_async(0xDEAD_BEEFu32, &stream).unwrap();
+        drop(m);
+        assert!(
+            stream.query().unwrap(),
+            "dropping the multi-mapping returned while a memset through its view was pending"
+        );
+    });
+}
+
+/// Two multi-mappings swapped through `&mut` keep their own memory and drop cleanly.
+#[gpu_test]
+fn multi_mappings_swapped_through_mut_keep_their_memory() {
+    let ctx = gpu_or_skip!();
     require_vmm(&ctx);
     let dev = ctx.device();
-    let g = AllocationProps::device(dev).minimum_granularity().unwrap();
-    let stream = Stream::new(&ctx, StreamFlags::NON_BLOCKING).unwrap();
-    let mut m = MultiMapping::<u32>::striped(&ctx, g / 2, &[dev, dev], &[]).unwrap();
-    let module = Module::load_data(&ctx, crate::common::TEST_KERNELS).unwrap();
-    let sleep = module.function("sleep_ns").unwrap();
-    let ns = 300_000_000u32;
-    // SAFETY: sleep_ns(unsigned) takes one 32-bit word and touches no memory.
-    unsafe { sleep.launch(&stream, &LaunchConfig::new(1u32, 1u32), (&ns,)) }.unwrap();
-    m.memset_async(0xDEAD_BEEFu32, &stream).unwrap();
-    drop(m);
-    assert!(
-        stream.query().unwrap(),
-        "dropping the multi-mapping returned while a memset through its view was pending"
-    );
-
     let mut x = MultiMapping::<u32>::striped(&ctx, 1000, &[dev, dev], &[]).unwrap();
     let mut y = MultiMapping::<u32>::striped(&ctx, 2000, &[dev], &[]).unwrap();
     x.copy_from_host(&pattern(1, 1000)).unwrap();
