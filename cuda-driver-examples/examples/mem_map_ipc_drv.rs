@@ -2,9 +2,9 @@
 //! processes through a POSIX file descriptor. The parent creates exportable physical memory
 //! (cuMemCreate with CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR), maps it, fills it and exports
 //! it (cuMemExportToShareableHandle); the descriptor crosses to the child over a Unix socket
-//! (SCM_RIGHTS, the crate's IpcSocket); the child imports it (cuMemImportFromShareableHandle), maps it into its own
-//! address range, checks the parent's data and adds to every element with a kernel; the
-//! parent verifies the result.
+//! (SCM_RIGHTS, through the crate's IpcSocket); the child imports it
+//! (cuMemImportFromShareableHandle), maps it into its own address range, checks the parent's
+//! data and adds to every element with a kernel; the parent verifies the result.
 //!
 //! Run: `cargo run -p cuda-driver-examples --example mem_map_ipc_drv` (Linux)
 

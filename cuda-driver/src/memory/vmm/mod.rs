@@ -948,7 +948,9 @@ impl PhysicalAllocation {
     }
 
     /// Exports the allocation as a POSIX file descriptor, owned by the caller, to send to
-    /// another process (over a Unix socket with `SCM_RIGHTS`). The allocation must have
+    /// another process (over a Unix socket with `SCM_RIGHTS`:
+    /// [`IpcSocket::send_allocation`](crate::memory::IpcSocket::send_allocation) exports and
+    /// sends it with its size). The allocation must have
     /// been created with [`MemAllocationHandleType::POSIX_FILE_DESCRIPTOR`].
     #[cfg(unix)]
     #[wraps(cuMemExportToShareableHandle)]
