@@ -18,6 +18,8 @@ use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::net::UnixStream;
 use std::path::Path;
 
+use cuda_driver_macros::uses;
+
 use crate::context::Context;
 use crate::device::Device;
 use crate::error::Error;
@@ -256,7 +258,7 @@ impl IpcSocket {
     /// exported descriptor is closed here once sent.
     ///
     /// [`MemAllocationHandleType::POSIX_FILE_DESCRIPTOR`]: crate::types::MemAllocationHandleType::POSIX_FILE_DESCRIPTOR
-    #[doc(alias = "cuMemPoolExportToShareableHandle")]
+    #[uses(cuMemPoolExportToShareableHandle)]
     pub fn send_pool(&mut self, pool: &MemPool) -> IpcResult<()> {
         let fd = pool.export_fd()?;
         self.send(IpcMessageKind::Pool, Some(fd.as_fd()), &[])
@@ -266,7 +268,7 @@ impl IpcSocket {
     /// ([`MemPool::import_fd`]); the received descriptor is closed once imported (or refused).
     /// A descriptor that is not a pool export is the driver's error
     /// ([`IpcSocketError::Cuda`]).
-    #[doc(alias = "cuMemPoolImportFromShareableHandle")]
+    #[uses(cuMemPoolImportFromShareableHandle)]
     pub fn recv_pool(&mut self, device: Device) -> IpcResult<MemPool> {
         let (fd, _) = self.recv(IpcMessageKind::Pool)?;
         let fd = one_fd(fd)?;
@@ -279,7 +281,7 @@ impl IpcSocket {
     /// allocation has completed, and is freed here only after the receiver is done with it)
     /// is for the two processes to keep: synchronise `buf`'s stream before sending, and wait
     /// for the receiver's word before dropping `buf`.
-    #[doc(alias = "cuMemPoolExportPointer")]
+    #[uses(cuMemPoolExportPointer)]
     pub fn send_pool_pointer<T: DeviceRepr>(
         &mut self,
         buf: &AsyncDeviceBuffer<'_, T>,
@@ -297,7 +299,7 @@ impl IpcSocket {
     /// [`send_pool_pointer`](Self::send_pool_pointer). Importing it
     /// ([`MemPool::import_pointer`]) stays `unsafe`: the sender's word that the allocation is
     /// complete and stays alive is not something a message can prove.
-    #[doc(alias = "cuMemPoolImportPointer")]
+    #[uses(cuMemPoolImportPointer)]
     pub fn recv_pool_pointer(&mut self) -> IpcResult<PoolPointerMessage> {
         let (_, payload) = self.recv(IpcMessageKind::PoolPointer)?;
         let Ok(payload) = <[u8; 72]>::try_from(payload.as_slice()) else {
@@ -326,7 +328,7 @@ impl IpcSocket {
     /// unknown size (imported or retained without
     /// [`with_known_size`](PhysicalAllocation::with_known_size)) is
     /// [`Error::InvalidArgument`] before anything is exported.
-    #[doc(alias = "cuMemExportToShareableHandle")]
+    #[uses(cuMemExportToShareableHandle)]
     pub fn send_allocation(&mut self, alloc: &PhysicalAllocation) -> IpcResult<()> {
         let Some(size) = alloc.size() else {
             return Err(Error::InvalidArgument(
@@ -348,7 +350,7 @@ impl IpcSocket {
     /// it ([`PhysicalAllocation::import_fd`]) with the size the sender stated (`cuMemMap`
     /// checks the real one, so a false size is a driver error, not an overrun). The received
     /// descriptor is closed once imported (or refused).
-    #[doc(alias = "cuMemImportFromShareableHandle")]
+    #[uses(cuMemImportFromShareableHandle)]
     pub fn recv_allocation(&mut self, ctx: &Context) -> IpcResult<PhysicalAllocation> {
         let (fd, payload) = self.recv(IpcMessageKind::Allocation)?;
         let fd = one_fd(fd)?;

@@ -7,7 +7,7 @@ use std::ops::{Deref, DerefMut};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, TryLockError};
 
-use cuda_driver_macros::{call, wraps};
+use cuda_driver_macros::{call, uses, wraps};
 use cuda_driver_sys as sys;
 
 use super::pinned::PinnedBuffer;
@@ -215,7 +215,7 @@ impl<T: DeviceRepr + Send> SharedPinnedBuffer<T> {
     /// (`cuEventSynchronize` of the event recorded after the last one). No use can be queued
     /// while the guard lives; a graph host node that runs meanwhile skips its closure. When
     /// the wait fails (a failed stream), no guard is handed out.
-    #[doc(alias = "cuEventSynchronize")]
+    #[uses(cuEventSynchronize)]
     #[track_caller]
     pub fn lock(&self) -> Result<SharedPinnedGuard<'_, T>> {
         self.usable("SharedPinnedBuffer::lock")?;
@@ -239,7 +239,7 @@ impl<T: DeviceRepr + Send> SharedPinnedBuffer<T> {
 
     /// As [`lock`](Self::lock) without blocking: `None` while a queued use has not completed
     /// (`cuEventQuery`), another guard lives or a graph host node has the memory.
-    #[doc(alias = "cuEventQuery")]
+    #[uses(cuEventQuery)]
     #[track_caller]
     pub fn try_lock(&self) -> Result<Option<SharedPinnedGuard<'_, T>>> {
         self.usable("SharedPinnedBuffer::try_lock")?;
@@ -335,9 +335,7 @@ impl<T: DeviceRepr + Send> SharedPinnedBuffer<T> {
     ///     b.launch_host_fn(s, move |d| keep = Some(d)).unwrap();
     /// }
     /// ```
-    #[doc(alias = "cuLaunchHostFunc")]
-    #[doc(alias = "cuStreamWaitEvent")]
-    #[doc(alias = "cuEventRecord")]
+    #[uses(cuStreamWaitEvent, cuLaunchHostFunc, cuEventRecord)]
     #[track_caller]
     pub fn launch_host_fn<F>(&self, stream: &Stream, f: F) -> Result<()>
     where
