@@ -479,7 +479,9 @@ if [ "$sanitize" = 1 ]; then
         # The driver API errors an example provokes on purpose: invalid PTX shown with its
         # JIT log (jit_error_log, link and their raw twins), a device ordinal past the last
         # (raw_device_query).
-        declare -A provoked=([jit_error_log]=1 [raw_jit_error_log]=1 [link]=1 [raw_link]=1
+        # `link` loads with the default options: a plain cuModuleLoadData, retried once with
+        # log buffers (cuModuleLoadDataEx) when it fails, so that the error carries the JIT log.
+        declare -A provoked=([jit_error_log]=1 [raw_jit_error_log]=1 [link]=2 [raw_link]=1
             [raw_device_query]=1)
         for e in examples/*; do
             [ -x "$e" ] || continue

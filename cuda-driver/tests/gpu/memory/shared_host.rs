@@ -44,7 +44,6 @@ fn a_host_function_on_another_stream_sees_a_device_result_copied_into_shared_pag
     let shared = SharedPinnedBuffer::<u32>::zeroed(&ctx, N).unwrap();
     let gate = block(&a);
     shared.copy_from_device_async(&dev, &a).unwrap();
-    drop(dev); // dropped early: cuMemFree waits for the copy
     let seen = Arc::new(AtomicU64::new(0));
     let s = seen.clone();
     shared
@@ -58,6 +57,7 @@ fn a_host_function_on_another_stream_sees_a_device_result_copied_into_shared_pag
     assert!(shared.try_lock().unwrap().is_none());
     assert_eq!(seen.load(Ordering::SeqCst), 0);
     drop(gate);
+    drop(dev); // dropped while the copy may still run: cuMemFree waits for it
     let g = shared.lock().unwrap();
     assert_eq!(
         seen.load(Ordering::SeqCst),
