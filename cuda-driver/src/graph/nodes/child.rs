@@ -45,7 +45,8 @@ impl<'g> ChildGraphNode<'g> {
             unsafe { sys::cuGraphChildGraphNodeGetGraph(self.0.raw, &mut g) },
             "cuGraphChildGraphNodeGetGraph",
         )?;
-        // SAFETY: owned by the node, alive while its graph (borrowed for 'g) is.
-        Ok(unsafe { GraphRef::from_raw(g) })
+        // SAFETY: owned by the node, alive while its graph (borrowed for 'g) is; it shares
+        // the parent's book, so conditional nodes added to it are found again.
+        Ok(unsafe { GraphRef::with_retain(g, g, self.0.graph.book.clone()) })
     }
 }

@@ -31,6 +31,7 @@ use crate::{
 pub use crate::types::MemPoolCreateUsageFlags;
 
 mod location;
+mod shared;
 
 /// Device memory allocated in stream order on a stream it borrows, and freed in stream order
 /// on that stream when dropped.
