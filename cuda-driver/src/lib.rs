@@ -203,7 +203,7 @@ pub use entry_point::ProcAddressFlags;
 pub use error::{drop_error_count, Error, ErrorCode, ProcAddressStatus, Result};
 pub use event::{Event, EventFlags, EventRecordFlags, EventWaitFlags};
 pub use graph::{
-    exchange_thread_capture_mode, BatchMemOp, BatchMemOpNode, CaptureInfo, CaptureMode,
+    exchange_thread_capture_mode, BatchMemOp, BatchMemOpNode, Capture, CaptureInfo, CaptureMode,
     CaptureStatus, ChildGraphNode, ConditionalHandle, ConditionalNode, EdgeData, EventRecordNode,
     EventWaitNode, ExtSemSignalNode, ExtSemWaitNode, Graph, GraphAllocation,
     GraphConditionalNodeType, GraphDebugDotFlags, GraphDependencyType, GraphExec, GraphExecFlags,

@@ -73,13 +73,14 @@ impl Stream {
     #[track_caller]
     pub fn end_capture(&self) -> Result<Graph> {
         let _cur = self.context().enter()?;
+        super::capture_scope::check_not_scoped(self)?;
         let g = self.end_capture_raw()?;
         // SAFETY: the graph the capture made, owned by the caller now.
         Ok(unsafe { Graph::from_raw(g) })
     }
 
     #[track_caller]
-    fn end_capture_raw(&self) -> Result<sys::CUgraph> {
+    pub(super) fn end_capture_raw(&self) -> Result<sys::CUgraph> {
         let _cur = self.context().enter()?;
         let mut g = ptr::null_mut();
         // SAFETY: the stream is alive; writes one graph handle.
@@ -168,9 +169,38 @@ impl Stream {
     where
         F: FnOnce(&Stream) -> Result<()>,
     {
+        // SAFETY: the caller's guarantees.
+        unsafe { self.begin_capture_into(graph, dependencies, mode)? };
+        let r = catch_unwind(AssertUnwindSafe(|| f(self)));
+        // The graph handed back is `graph` itself, still owned by the caller.
+        let end = self.end_capture_raw().map(|_| ());
+        match r {
+            Err(panic) => {
+                drop(end);
+                resume_unwind(panic)
+            }
+            Ok(Err(e)) => Err(e),
+            Ok(Ok(())) => end,
+        }
+    }
+
+    /// Begins a capture into `graph` after `dependencies`.
+    ///
+    /// # Safety
+    /// As for [`begin_capture`](Self::begin_capture).
+    #[track_caller]
+    pub(super) unsafe fn begin_capture_into(
+        &self,
+        graph: &Graph,
+        dependencies: &[GraphNode<'_>],
+        mode: CaptureMode,
+    ) -> Result<()> {
         let _cur = self.context().enter()?;
         let deps = super::raw_deps(graph, dependencies)?;
         let begin = newer::cuStreamBeginCaptureToGraph()?;
+        // Captured nodes (memory nodes among them) reach the graph outside the crate's node
+        // calls: its memory nodes are read at instantiation.
+        graph.book.lock().inexact = true;
         check(
             // SAFETY: the stream and the graph are alive; `deps` holds `deps.len()` nodes of
             // the graph; no edge data (null: default edges).
@@ -187,17 +217,7 @@ impl Stream {
             "cuStreamBeginCaptureToGraph",
         )?;
         crate::stream::capture_begun();
-        let r = catch_unwind(AssertUnwindSafe(|| f(self)));
-        // The graph handed back is `graph` itself, still owned by the caller.
-        let end = self.end_capture_raw().map(|_| ());
-        match r {
-            Err(panic) => {
-                drop(end);
-                resume_unwind(panic)
-            }
-            Ok(Err(e)) => Err(e),
-            Ok(Ok(())) => end,
-        }
+        Ok(())
     }
 
     /// Whether the stream is capturing, and whether that capture is still valid.

@@ -30,8 +30,10 @@ pub use crate::types::{
     GraphInstantiateFlags, GraphNodeType,
 };
 mod capture;
+mod capture_scope;
 
 pub use capture::{exchange_thread_capture_mode, CaptureInfo, CaptureMode, CaptureStatus};
+pub use capture_scope::Capture;
 pub use exec::{GraphExec, GraphExecFlags, InstantiateOptions};
 pub use memory::{GraphAllocation, GraphMemAttribute};
 pub use nodes::{
