@@ -205,7 +205,7 @@ pub use event::{Event, EventFlags, EventRecordFlags, EventWaitFlags};
 pub use graph::{
     exchange_thread_capture_mode, BatchMemOp, BatchMemOpNode, Capture, CaptureInfo, CaptureMode,
     CaptureStatus, ChildGraphNode, ConditionalHandle, ConditionalNode, EdgeData, EventRecordNode,
-    EventWaitNode, ExtSemSignalNode, ExtSemWaitNode, Graph, GraphAllocation,
+    EventWaitNode, ExtSemSignalNode, ExtSemWaitNode, Graph, GraphAllocation, GraphMemory,
     GraphConditionalNodeType, GraphDebugDotFlags, GraphDependencyType, GraphExec, GraphExecFlags,
     GraphExecUpdateResult, GraphInstantiateFlags, GraphMemAttribute, GraphNode, GraphNodeType,
     GraphRef, HostNode, InstantiateOptions, KernelNode, MemAllocNode, MemFreeNode, MemcpyNode,

@@ -106,15 +106,6 @@ impl Book {
             });
         }
     }
-
-    /// Allocations of the owned graph that it does not free itself: address and size.
-    pub(crate) fn unfreed(&self) -> Vec<(sys::CUdeviceptr, usize)> {
-        self.allocs
-            .iter()
-            .copied()
-            .filter(|(p, _)| !self.frees.contains(p))
-            .collect()
-    }
 }
 
 #[cfg(test)]
@@ -166,13 +157,5 @@ mod tests {
             b.conditional(1 as _, 10 as _).unwrap().bodies,
             vec![555 as sys::CUgraph]
         );
-    }
-
-    #[test]
-    fn unfreed_allocations_are_those_without_a_free_node() {
-        let mut b = Book::default();
-        b.allocs = vec![(0x1000, 4), (0x2000, 8)];
-        b.frees = vec![0x1000];
-        assert_eq!(b.unfreed(), vec![(0x2000, 8)]);
     }
 }

@@ -51,6 +51,10 @@ pub struct GraphExec {
     kept: Vec<(usize, Box<dyn Any + Send + Sync>)>,
     /// Contexts the exec was launched in (to synchronize before releasing `kept`).
     launched: RefCell<Vec<Context>>,
+    /// What its launches allocate and free (graph memory nodes), if anything.
+    pub(super) memory: Option<Box<super::launch_memory::ExecMemory>>,
+    /// Adopted through `from_raw`: its memory nodes are unknown.
+    pub(super) adopted: bool,
 }
 
 // SAFETY: a CUgraphExec may be used from any thread, one at a time (not Sync); destroyed once.
@@ -118,7 +122,10 @@ impl Graph {
             "cuGraphInstantiateWithFlags",
         )?;
         // SAFETY: just created.
-        Ok(unsafe { GraphExec::from_raw(raw) })
+        let mut exec = unsafe { GraphExec::from_raw(raw) };
+        exec.memory = self.exec_memory(flags)?.map(Box::new);
+        exec.adopted = false;
+        Ok(exec)
     }
 
     /// Instantiates the graph with parameters (flags, an upload stream);
@@ -150,7 +157,10 @@ impl Graph {
         }
         check(r, "cuGraphInstantiateWithParams")?;
         // SAFETY: just created.
-        Ok(unsafe { GraphExec::from_raw(raw) })
+        let mut exec = unsafe { GraphExec::from_raw(raw) };
+        exec.memory = self.exec_memory(options.flags)?.map(Box::new);
+        exec.adopted = false;
+        Ok(exec)
     }
 }
 
@@ -164,6 +174,8 @@ impl GraphExec {
             raw,
             kept: Vec::new(),
             launched: RefCell::new(Vec::new()),
+            memory: None,
+            adopted: true,
         }
     }
 
@@ -174,6 +186,7 @@ impl GraphExec {
         let raw = self.raw;
         std::mem::forget(std::mem::take(&mut self.kept));
         drop(std::mem::take(self.launched.get_mut()));
+        drop(self.memory.take());
         std::mem::forget(self);
         raw
     }
@@ -194,10 +207,32 @@ impl GraphExec {
     }
 
     /// Launches the graph on `stream`; launches of one exec run one after another.
+    ///
+    /// Memory the launch allocates and does not free is not handed out (the exec cannot be
+    /// launched again until it is freed, unless instantiated with
+    /// [`GraphInstantiateFlags::AUTO_FREE_ON_LAUNCH`]): see
+    /// [`launch_with_memory`](Self::launch_with_memory). A graph that frees another graph's
+    /// allocation is launched only by `launch_with_memory`, which takes that memory's owner
+    /// ([`Error::InvalidArgument`] here).
     #[wraps(cuGraphLaunch)]
     #[inline]
     #[track_caller]
     pub fn launch(&self, stream: &Stream) -> Result<()> {
+        if let Some(m) = &self.memory {
+            if !m.foreign.is_empty() {
+                return Err(Error::InvalidArgument(
+                    "GraphExec::launch: the graph frees memory of another graph's launch;                      launch it with launch_with_memory, giving that memory's owner"
+                        .into(),
+                ));
+            }
+        }
+        self.launch_unchecked(stream)
+    }
+
+    /// `cuGraphLaunch`, without the memory checks of `launch`.
+    #[inline]
+    #[track_caller]
+    pub(super) fn launch_unchecked(&self, stream: &Stream) -> Result<()> {
         let _cur = stream.context().enter()?;
         self.note_launch(stream);
         check(
@@ -252,7 +287,18 @@ impl GraphExec {
                 from_node: info.errorFromNode as usize,
             });
         }
-        check(r, "cuGraphExecUpdate_v2")
+        check(r, "cuGraphExecUpdate_v2")?;
+        // The exec runs `graph` now: its memory nodes are the ones that count.
+        if !self.adopted {
+            let auto_free = self.memory.as_ref().is_some_and(|m| m.auto_free);
+            let flags = if auto_free {
+                GraphInstantiateFlags::AUTO_FREE_ON_LAUNCH
+            } else {
+                GraphInstantiateFlags::empty()
+            };
+            self.memory = graph.exec_memory(flags)?.map(Box::new);
+        }
+        Ok(())
     }
 
     /// Changes a kernel node's function, configuration and arguments in this exec only,

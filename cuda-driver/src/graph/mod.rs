@@ -6,6 +6,7 @@
 
 mod book;
 mod exec;
+mod launch_memory;
 mod memory;
 mod nodes;
 mod user_object;
@@ -35,6 +36,7 @@ mod capture_scope;
 pub use capture::{exchange_thread_capture_mode, CaptureInfo, CaptureMode, CaptureStatus};
 pub use capture_scope::Capture;
 pub use exec::{GraphExec, GraphExecFlags, InstantiateOptions};
+pub use launch_memory::GraphMemory;
 pub use memory::{GraphAllocation, GraphMemAttribute};
 pub use nodes::{
     BatchMemOp, BatchMemOpNode, ChildGraphNode, ConditionalHandle, ConditionalNode,
