@@ -205,11 +205,11 @@ pub use event::{Event, EventFlags, EventRecordFlags, EventWaitFlags};
 pub use graph::{
     exchange_thread_capture_mode, BatchMemOp, BatchMemOpNode, Capture, CaptureInfo, CaptureMode,
     CaptureStatus, ChildGraphNode, ConditionalHandle, ConditionalNode, EdgeData, EventRecordNode,
-    EventWaitNode, ExtSemSignalNode, ExtSemWaitNode, Graph, GraphAllocation, GraphMemory,
+    EventWaitNode, ExtSemSignalNode, ExtSemWaitNode, Graph, GraphAllocation,
     GraphConditionalNodeType, GraphDebugDotFlags, GraphDependencyType, GraphExec, GraphExecFlags,
-    GraphExecUpdateResult, GraphInstantiateFlags, GraphMemAttribute, GraphNode, GraphNodeType,
-    GraphRef, HostNode, InstantiateOptions, KernelNode, MemAllocNode, MemFreeNode, MemcpyNode,
-    MemsetNode, MemsetParams, UserObject,
+    GraphExecUpdateResult, GraphInstantiateFlags, GraphMemAttribute, GraphMemory, GraphNode,
+    GraphNodeType, GraphRef, HostNode, InstantiateOptions, KernelNode, MemAllocNode, MemFreeNode,
+    MemcpyNode, MemsetNode, MemsetParams, UserObject,
 };
 pub use green::{
     DevResource, DevResourceDesc, DevResourceType, DevSmResourceSplitFlags, GreenContext,

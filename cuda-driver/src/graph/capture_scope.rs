@@ -265,11 +265,7 @@ impl Stream {
     ///
     /// # Safety
     /// As for [`begin_capture`](Self::begin_capture).
-    #[wraps(
-        cuStreamBeginCapture_v2,
-        cuStreamGetCaptureInfo,
-        cuStreamEndCapture
-    )]
+    #[wraps(cuStreamBeginCapture_v2, cuStreamGetCaptureInfo, cuStreamEndCapture)]
     #[track_caller]
     pub unsafe fn capture_with<F>(&self, mode: CaptureMode, f: F) -> Result<Graph>
     where

@@ -353,11 +353,7 @@ impl GraphExec {
         }
         Ok(m.unfreed
             .iter()
-            .map(|&(ptr, bytes)| GraphMemory {
-                ptr,
-                bytes,
-                stream,
-            })
+            .map(|&(ptr, bytes)| GraphMemory { ptr, bytes, stream })
             .collect())
     }
 }

@@ -96,11 +96,7 @@ impl<'g> ConditionalNode<'g> {
             // SAFETY: a body graph owned by the node, alive as long as the node's graph, which
             // is borrowed for 'g; that graph runs the body, so it may hold the keep-alives.
             Some(&raw) => Ok(unsafe {
-                GraphRef::with_retain(
-                    raw,
-                    self.node.graph.retain,
-                    self.node.graph.book.clone(),
-                )
+                GraphRef::with_retain(raw, self.node.graph.retain, self.node.graph.book.clone())
             }),
             None => Err(Error::OutOfBounds {
                 start: i,

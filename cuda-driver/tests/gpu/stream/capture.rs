@@ -11,6 +11,8 @@ use cuda_driver::{
     GraphInstantiateFlags, GraphNodeType, GraphRef, LaunchConfig, Stream, StreamFlags,
 };
 
+mod scope;
+
 use crate::common::{skip, stream, unsupported};
 use crate::graph::kernels;
 
