@@ -41,15 +41,13 @@ pub(crate) struct Book {
     pub(crate) inexact: bool,
 }
 
+// SAFETY: the raw handles in a book are plain addresses used as keys, handed out only through
+// the graph that owns them (borrowed for the graph's lifetime); nothing is dereferenced.
+unsafe impl Send for Book {}
+
 /// A shared book.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct SharedBook(Arc<Mutex<Book>>);
-
-// SAFETY: the raw handles in a book are plain addresses used as keys and handed out only
-// through the graph that owns them (borrowed for the graph's lifetime).
-unsafe impl Send for SharedBook {}
-// SAFETY: as above; the Mutex serializes access.
-unsafe impl Sync for SharedBook {}
 
 impl SharedBook {
     /// A book for a graph whose nodes the crate did not all add (`inexact`).
