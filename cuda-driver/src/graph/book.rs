@@ -9,6 +9,7 @@
 //! Entries are keyed by the raw graph and node together; a clone or a graph the crate did not
 //! build has a book of its own, empty at first, so no entry ever names another graph's bodies.
 
+use std::sync::atomic::AtomicUsize;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use cuda_driver_sys as sys;
@@ -39,6 +40,9 @@ pub(crate) struct Book {
     /// Whether memory nodes may have reached the owned graph outside the crate's node calls
     /// (a capture, a raw handle): the graph's nodes are then read at instantiation.
     pub(crate) inexact: bool,
+    /// How many owners ([`GraphMemory`](super::GraphMemory)) of memory that launches of the
+    /// owned graph left allocated are alive: no exec of the graph launches while there are.
+    pub(crate) live: Arc<AtomicUsize>,
 }
 
 // SAFETY: the raw handles in a book are plain addresses used as keys, handed out only through

@@ -83,7 +83,7 @@ impl Drop for ScopedId {
 /// ([`Error::InvalidStream`]), also from another thread (a relaxed-mode capture). Not `Send`:
 /// nodes are added to the graph from the capturing thread only.
 ///
-/// ```compile_fail
+/// ```compile_fail,E0521
 /// # fn f(stream: &cuda_driver::Stream) -> cuda_driver::Result<()> {
 /// let mut kept = None;
 /// // SAFETY: nothing captured.

@@ -219,6 +219,7 @@ impl GraphExec {
     #[track_caller]
     pub fn launch(&self, stream: &Stream) -> Result<()> {
         if let Some(m) = &self.memory {
+            m.check_relaunch("GraphExec::launch")?;
             if !m.foreign.is_empty() {
                 return Err(Error::InvalidArgument(
                     "GraphExec::launch: the graph frees memory of another graph's launch;                      launch it with launch_with_memory, giving that memory's owner"

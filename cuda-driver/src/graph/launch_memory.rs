@@ -2,6 +2,8 @@
 //! and the launches that hand it out or free it ([`GraphExec::launch_with_memory`]).
 
 use std::mem::ManuallyDrop;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 
 use cuda_driver_macros::wraps;
 use cuda_driver_sys as sys;
@@ -25,6 +27,23 @@ pub(crate) struct ExecMemory {
     pub(crate) foreign: Vec<sys::CUdeviceptr>,
     /// Instantiated with `AUTO_FREE_ON_LAUNCH`: each launch frees the previous one's memory.
     pub(crate) auto_free: bool,
+    /// Live owners of memory left allocated by launches of the graph (the graph's book's).
+    pub(crate) live: Arc<AtomicUsize>,
+}
+
+impl ExecMemory {
+    /// Refuses a launch while memory an earlier launch of the graph left allocated is owned:
+    /// the launch would allocate it again at the same address under its owner.
+    #[track_caller]
+    pub(crate) fn check_relaunch(&self, what: &'static str) -> Result<()> {
+        if !self.auto_free && !self.unfreed.is_empty() && self.live.load(Ordering::Acquire) != 0 {
+            return Err(Error::InvalidArgument(format!(
+                "{what}: memory that an earlier launch of the graph left allocated is still \
+                 owned (a GraphMemory): free it first"
+            )));
+        }
+        Ok(())
+    }
 }
 
 impl Graph {
@@ -32,13 +51,14 @@ impl Graph {
     /// launch (none when the graph has no memory nodes).
     #[track_caller]
     pub(crate) fn exec_memory(&self, flags: GraphInstantiateFlags) -> Result<Option<ExecMemory>> {
-        let (mut allocs, mut frees, foreign, inexact) = {
+        let (mut allocs, mut frees, foreign, inexact, live) = {
             let b = self.book.lock();
             (
                 b.allocs.clone(),
                 b.frees.clone(),
                 b.foreign_frees.clone(),
                 b.inexact,
+                b.live.clone(),
             )
         };
         if inexact {
@@ -64,6 +84,7 @@ impl Graph {
             unfreed,
             foreign,
             auto_free: flags.contains(GraphInstantiateFlags::AUTO_FREE_ON_LAUNCH),
+            live,
         }))
     }
 }
@@ -94,6 +115,8 @@ pub struct GraphMemory<'s> {
     ptr: sys::CUdeviceptr,
     bytes: usize,
     stream: &'s Stream,
+    /// The allocating graph's count of live owners, decremented once this one is freed.
+    live: Arc<AtomicUsize>,
 }
 
 // SAFETY: as for AsyncDeviceBuffer: device memory is not tied to a host thread; the stream is
@@ -126,6 +149,7 @@ impl Drop for GraphMemory<'_> {
             "cuMemFreeAsync",
             move || unsafe { sys::cuMemFreeAsync(ptr, stream.get()) },
         );
+        self.live.fetch_sub(1, Ordering::AcqRel);
     }
 }
 
@@ -220,6 +244,8 @@ impl<'s> GraphMemory<'s> {
             ptr: this.ptr,
             bytes: this.bytes,
             stream,
+            // SAFETY: `this` is never used or dropped again: its Arc moves here.
+            live: unsafe { std::ptr::read(&this.live) },
         })
     }
 
@@ -228,13 +254,23 @@ impl<'s> GraphMemory<'s> {
     #[wraps(cuMemFreeAsync)]
     #[track_caller]
     pub fn free_async(self) -> Result<()> {
-        let this = ManuallyDrop::new(self);
-        let _cur = this.stream.enter_for_call()?;
+        let _cur = self.stream.enter_for_call()?;
+        let (ptr, stream) = self.disown();
         check(
-            // SAFETY: owned by `this`, never dropped: freed once, here, on its stream.
-            unsafe { sys::cuMemFreeAsync(this.ptr, this.stream.as_raw()) },
+            // SAFETY: disowned: freed once, here, on its stream.
+            unsafe { sys::cuMemFreeAsync(ptr, stream.as_raw()) },
             "cuMemFreeAsync",
         )
+    }
+
+    /// Gives up the memory (freed by the caller, or by a launch), counting the owner gone:
+    /// its address and stream.
+    fn disown(self) -> (sys::CUdeviceptr, &'s Stream) {
+        let this = ManuallyDrop::new(self);
+        this.live.fetch_sub(1, Ordering::AcqRel);
+        // SAFETY: `this` is never used or dropped again: its Arc is dropped once, here.
+        drop(unsafe { std::ptr::read(&this.live) });
+        (this.ptr, this.stream)
     }
 
     /// Frees the memory now: waits for its stream (all work that may use it), then
@@ -244,12 +280,12 @@ impl<'s> GraphMemory<'s> {
     #[track_caller]
     pub fn free(self) -> Result<()> {
         self.stream.synchronize()?;
-        let this = ManuallyDrop::new(self);
-        let _cur = this.stream.context().enter()?;
+        let _cur = self.stream.context().enter()?;
+        let (ptr, _) = self.disown();
         check(
-            // SAFETY: owned by `this`, never dropped: freed once, here, after its stream (all
-            // safe work on it) finished.
-            unsafe { sys::cuMemFree_v2(this.ptr) },
+            // SAFETY: disowned: freed once, here, after its stream (all safe work on it)
+            // finished.
+            unsafe { sys::cuMemFree_v2(ptr) },
             "cuMemFree_v2",
         )
     }
@@ -315,6 +351,7 @@ impl GraphExec {
                 ))
             }
         };
+        m.check_relaunch(WHAT)?;
         if m.auto_free && !m.unfreed.is_empty() {
             return Err(Error::InvalidArgument(
                 "GraphExec::launch_with_memory: the exec frees its allocations at its next \
@@ -349,11 +386,19 @@ impl GraphExec {
         self.launch_unchecked(stream)?;
         for f in frees {
             // Freed by the launch's free node, after everything queued on its stream.
-            std::mem::forget(f);
+            f.disown();
         }
         Ok(m.unfreed
             .iter()
-            .map(|&(ptr, bytes)| GraphMemory { ptr, bytes, stream })
+            .map(|&(ptr, bytes)| {
+                m.live.fetch_add(1, Ordering::AcqRel);
+                GraphMemory {
+                    ptr,
+                    bytes,
+                    stream,
+                    live: m.live.clone(),
+                }
+            })
             .collect())
     }
 }

@@ -61,7 +61,7 @@ impl<'s, T: DeviceRepr> AsyncDeviceBuffer<'s, T> {
     ///
     /// The views cannot leave the call:
     ///
-    /// ```compile_fail
+    /// ```compile_fail,E0521
     /// # fn f(a: &mut cuda_driver::AsyncDeviceBuffer<'_, u32>, s2: &cuda_driver::Stream)
     /// # -> cuda_driver::Result<()> {
     /// let mut kept = None;

@@ -98,8 +98,13 @@ fn memory_a_graph_leaves_allocated_is_freed_after_each_launch() {
         let mut mem = exec.launch_with_memory(&s, Vec::new()).unwrap();
         let m = mem.pop().unwrap();
         check(&m);
-        // While it lives, the exec cannot be launched again.
-        assert!(exec.launch_with_memory(&s, Vec::new()).is_err());
+        // While it lives, the exec cannot be launched again (the launch would allocate the
+        // same address under it).
+        assert!(matches!(
+            exec.launch_with_memory(&s, Vec::new()),
+            Err(Error::InvalidArgument(_))
+        ));
+        assert!(matches!(exec.launch(&s), Err(Error::InvalidArgument(_))));
         match way {
             0 => drop(m),
             1 => m.free_async().unwrap(),
@@ -128,6 +133,10 @@ fn memory_a_graph_leaves_allocated_is_freed_after_each_launch() {
     let mut mem = exec.launch_with_memory(&s, Vec::new()).unwrap();
     assert_eq!(mem[0].view::<u64>().unwrap().len(), N / 2);
     assert_eq!(mem[0].view_mut::<u8>().unwrap().len(), N * 4);
+    // Nor can a new exec of the same graph while the memory lives.
+    drop(exec);
+    let exec = g.instantiate(GraphInstantiateFlags::empty()).unwrap();
+    assert!(matches!(exec.launch(&s), Err(Error::InvalidArgument(_))));
     // The exec and graph may go first: graph memory outlives them.
     drop(exec);
     drop(g);
