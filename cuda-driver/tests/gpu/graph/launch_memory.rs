@@ -61,14 +61,20 @@ fn a_free_node_of_another_graph_frees_each_launchs_memory() {
         let on = if round % 2 == 0 { &s } else { &s2 };
         assert!(e2.launch_with_memory(on, mem).unwrap().is_empty());
     }
-    // Owners are checked against the free nodes: the allocating exec frees nothing.
+    // Owners are checked against the free nodes: memory of a third graph is refused (and
+    // dropped with the refusal: freed on its stream).
+    let (g3, _a3) = alloc_graph(&ctx, 3);
+    let e3 = g3.instantiate(GraphInstantiateFlags::empty()).unwrap();
+    let mut mem = e1.launch_with_memory(&s, Vec::new()).unwrap();
+    let other = e3.launch_with_memory(&s2, Vec::new()).unwrap();
+    mem.extend(other);
+    assert!(matches!(
+        e2.launch_with_memory(&s, mem),
+        Err(Error::InvalidArgument(_))
+    ));
+    // Both owners were freed with the refusal: both execs launch again.
     let mem = e1.launch_with_memory(&s, Vec::new()).unwrap();
-    let mem = match e1.launch_with_memory(&s, mem) {
-        Err(Error::InvalidArgument(_)) => e1.launch_with_memory(&s, Vec::new()),
-        other => panic!("{other:?}"),
-    };
-    // The previous launch's memory was dropped with the refusal (freed on s): relaunch works.
-    let mem = mem.unwrap();
+    drop(e3.launch_with_memory(&s2, Vec::new()).unwrap());
     e2.launch_with_memory(&s2, mem).unwrap();
     s.synchronize().unwrap();
     s2.synchronize().unwrap();
