@@ -95,7 +95,7 @@ impl Drop for ScopedId {
 /// };
 /// # Ok(()) }
 /// ```
-#[doc(alias = "cuStreamGetCaptureInfo")]
+#[wraps(cuStreamGetCaptureInfo, cuStreamUpdateCaptureDependencies)]
 pub struct Capture<'c> {
     stream: &'c Stream,
     graph: &'c Graph,

@@ -109,7 +109,7 @@ impl Graph {
 /// The exec that allocated it may be dropped first: graph memory outlives the graph (CUDA
 /// frees it only when told to). The exec cannot be launched again until the memory is
 /// freed (the driver refuses the launch).
-#[doc(alias = "cuGraphAddMemAllocNode")]
+#[wraps(cuGraphAddMemAllocNode, cuMemFreeAsync, cuMemFree)]
 #[must_use = "dropping it frees the memory on its stream"]
 pub struct GraphMemory<'s> {
     ptr: sys::CUdeviceptr,

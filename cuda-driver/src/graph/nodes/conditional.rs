@@ -50,6 +50,7 @@ impl<'g> GraphNode<'g> {
     /// body.add_empty(&[])?;
     /// # Ok(()) }
     /// ```
+    #[wraps(cuGraphNodeGetType)]
     #[track_caller]
     pub fn as_conditional(self) -> Result<ConditionalNode<'g>> {
         self.expect("as_conditional", GraphNodeType::CONDITIONAL)?;

@@ -155,7 +155,7 @@ fn memory_a_graph_leaves_allocated_is_freed_after_each_launch() {
 
 /// An exec that frees its memory at its next launch (AUTO_FREE_ON_LAUNCH) hands out no
 /// owner (the owner would be freed under it); a move to another context's stream is refused
-/// and gives the memory back.
+/// and gives the memory back; a forgotten owner leaks, never aliased by a relaunch.
 #[gpu_test]
 fn auto_free_execs_hand_out_no_memory_and_moves_across_contexts_are_refused() {
     let ctx = gpu_exclusive_or_skip!();
@@ -190,6 +190,15 @@ fn auto_free_execs_hand_out_no_memory_and_moves_across_contexts_are_refused() {
         .iter()
         .all(|&x| x == 6));
     m.free().unwrap();
+    // A forgotten owner is never freed: the memory leaks, and no exec of the graph launches
+    // again (it would allocate the same address under the forgotten owner).
+    let mem = e2.launch_with_memory(&s, Vec::new()).unwrap();
+    std::mem::forget(mem);
+    assert!(matches!(e2.launch(&s), Err(Error::InvalidArgument(_))));
+    assert!(matches!(
+        e2.launch_with_memory(&s, Vec::new()),
+        Err(Error::InvalidArgument(_))
+    ));
     s.synchronize().unwrap();
     let _ = g;
 }

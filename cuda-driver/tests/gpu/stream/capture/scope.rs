@@ -29,7 +29,7 @@ fn a_while_node_is_added_to_the_graph_being_captured() {
     let one = LaunchConfig::new(1u32, 32u32);
     // SAFETY: counter and after outlive the graph and its exec.
     let r = unsafe {
-        s.capture_with(CaptureMode::GLOBAL, |cap| {
+        s.capture_with(CaptureMode::THREAD_LOCAL, |cap| {
             assert_eq!(cap.stream().as_raw(), s.as_raw());
             counter.memset_async(0u32, cap.stream())?;
             let deps = cap.dependencies()?;
@@ -122,9 +122,6 @@ fn a_lent_capture_always_ends_and_cannot_be_ended_elsewhere() {
     }));
     assert!(p.is_err());
     assert_eq!(s.capture_status().unwrap(), CaptureStatus::NONE);
-    // Ended: end_capture refuses nothing it should not (no capture at all is the driver's
-    // error, not the scope's).
-    assert!(!matches!(s.end_capture(), Err(Error::InvalidStream { .. })));
     // capture_into_with: the lent graph is the caller's.
     let g = Graph::new().unwrap();
     let root = g.add_empty(&[]).unwrap();
