@@ -78,18 +78,25 @@ impl Device {
 /// Memory allocated by a graph's memory allocation node ([`Graph::add_mem_alloc`]).
 ///
 /// CUDA's rules for it: the address is fixed when the node is created and valid, in every
-/// launch, from the allocation node until the memory is freed (CUDA allocates it anew at
-/// each launch): by a memory free node of the same graph ([`Graph::add_mem_free`], which
-/// consumes this value, so the memory is freed in the graph exactly once); or by a free node
-/// of another graph (`add_mem_free` of that graph: each launch of that graph then takes the
-/// [`GraphMemory`](crate::GraphMemory) of one launch of this one and frees it); or else
-/// outside the graph after each launch: [`GraphExec::launch_with_memory`] hands out one owner
-/// per launch, which frees it when dropped (in stream order), by
-/// [`GraphMemory::free`](crate::GraphMemory::free) (synchronously) or by the launch of a
-/// graph that frees it; or automatically before the next launch of an exec instantiated with
-/// [`GraphInstantiateFlags::AUTO_FREE_ON_LAUNCH`](crate::GraphInstantiateFlags). An exec
-/// whose graph allocates memory that it does not free cannot be launched again until that
-/// memory is freed (the driver refuses the launch).
+/// launch, from the allocation node until the memory is freed (CUDA allocates it anew at each
+/// launch). It is freed:
+///
+/// * by a memory free node of the same graph ([`Graph::add_mem_free`], which consumes this
+///   value, so the memory is freed in the graph exactly once);
+/// * or by a free node of another graph (`add_mem_free` of that graph): each launch of that
+///   graph then takes the [`GraphMemory`](crate::GraphMemory) of one launch of this one and
+///   frees it;
+/// * or outside the graph after each launch:
+///   [`GraphExec::launch_with_memory`](crate::GraphExec::launch_with_memory) hands out one
+///   owner per launch, which frees it when dropped (in stream order), by
+///   [`GraphMemory::free`](crate::GraphMemory::free) (synchronously) or by the launch of a
+///   graph that frees it;
+/// * or automatically before the next launch of an exec instantiated with
+///   [`GraphInstantiateFlags::AUTO_FREE_ON_LAUNCH`](crate::GraphInstantiateFlags).
+///
+/// An exec whose graph allocates memory that it does not free cannot be launched again until
+/// that memory is freed (the driver refuses the launch, and the crate refuses it while a
+/// [`GraphMemory`](crate::GraphMemory) of it lives).
 #[doc(alias = "CUDA_MEM_ALLOC_NODE_PARAMS")]
 #[derive(Debug)]
 #[must_use = "free the allocation in the graph (Graph::add_mem_free) or after a launch"]
