@@ -270,10 +270,17 @@ impl GraphExec {
 
     /// Updates the exec to run `graph`, which must have the exec's topology; the refusal is
     /// [`Error::GraphUpdate`], naming the reason and the node. The exec then holds `graph`'s
-    /// keep-alives (the driver clones its user object references).
+    /// keep-alives (the driver clones its user object references). Refused
+    /// ([`Error::InvalidArgument`]) while memory a launch of the exec left allocated is owned
+    /// ([`GraphMemory`](crate::GraphMemory)).
     #[wraps(cuGraphExecUpdate)]
     #[track_caller]
     pub fn update(&mut self, graph: &Graph) -> Result<()> {
+        // Memory a launch left allocated stays counted against the graph that made it: no
+        // update while it is owned (the updated exec's next launch would not see the owner).
+        if let Some(m) = &self.memory {
+            m.check_relaunch("GraphExec::update")?;
+        }
         let mut info = sys::CUgraphExecUpdateResultInfo {
             result: sys::CU_GRAPH_EXEC_UPDATE_SUCCESS,
             errorNode: ptr::null_mut(),

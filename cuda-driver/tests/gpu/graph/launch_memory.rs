@@ -90,7 +90,7 @@ fn memory_a_graph_leaves_allocated_is_freed_after_each_launch() {
     let s2 = Stream::new(&ctx, StreamFlags::NON_BLOCKING).unwrap();
     let before = drop_error_count();
     let (g, _alloc) = alloc_graph(&ctx, 42);
-    let exec = g.instantiate(GraphInstantiateFlags::empty()).unwrap();
+    let mut exec = g.instantiate(GraphInstantiateFlags::empty()).unwrap();
     let check = |m: &GraphMemory<'_>| {
         assert!(m
             .view::<u32>()
@@ -111,6 +111,7 @@ fn memory_a_graph_leaves_allocated_is_freed_after_each_launch() {
             Err(Error::InvalidArgument(_))
         ));
         assert!(matches!(exec.launch(&s), Err(Error::InvalidArgument(_))));
+        assert!(matches!(exec.update(&g), Err(Error::InvalidArgument(_))));
         match way {
             0 => drop(m),
             1 => m.free_async().unwrap(),
