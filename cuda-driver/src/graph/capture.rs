@@ -23,7 +23,9 @@ pub struct CaptureInfo {
     pub status: CaptureStatus,
     /// The capture sequence's id, unique in the process (0 when not capturing).
     pub id: u64,
-    /// The raw graph being captured into (null when not capturing).
+    /// The raw graph being captured into (null when not capturing). A safe handle to it,
+    /// valid while the capture runs, is [`Capture::graph`](super::Capture::graph) in
+    /// [`Stream::capture_with`].
     pub graph: sys::CUgraph,
     /// How many nodes the next captured operation will depend on.
     pub dependency_count: usize,
@@ -260,7 +262,9 @@ impl Stream {
 
     /// Changes the set of nodes the next captured operation on this stream depends on:
     /// adds `nodes` to it, or (`replace`) makes it `nodes`. The nodes are nodes of the graph
-    /// being captured (see [`CaptureInfo::graph`]).
+    /// being captured (see [`CaptureInfo::graph`]); [`Capture::set_dependencies`](super::Capture::set_dependencies)
+    /// checks that they are, and [`Capture::dependencies`](super::Capture::dependencies)
+    /// reads the set.
     #[wraps(cuStreamUpdateCaptureDependencies)]
     #[track_caller]
     pub fn update_capture_dependencies(
