@@ -262,9 +262,9 @@ impl Stream {
 
     /// Changes the set of nodes the next captured operation on this stream depends on:
     /// adds `nodes` to it, or (`replace`) makes it `nodes`. The nodes are nodes of the graph
-    /// being captured (see [`CaptureInfo::graph`]); [`Capture::set_dependencies`](super::Capture::set_dependencies)
-    /// checks that they are, and [`Capture::dependencies`](super::Capture::dependencies)
-    /// reads the set.
+    /// being captured (see [`CaptureInfo::graph`]);
+    /// [`Capture::set_dependencies`](super::Capture::set_dependencies) checks that they are,
+    /// and [`Capture::dependencies`](super::Capture::dependencies) reads the set.
     #[wraps(cuStreamUpdateCaptureDependencies)]
     #[track_caller]
     pub fn update_capture_dependencies(
