@@ -257,3 +257,38 @@ fn a_relaunch_on_another_stream_does_not_overwrite_memory_still_read_on_the_old_
         .iter()
         .all(|&x| x == 0x2222_2222));
 }
+
+/// graphMemoryNodes' captured form: a stream-ordered allocation captured into a graph and
+/// not freed in it (the buffer given up with `into_raw` during the capture) is allocated anew
+/// at each launch, and each launch hands out its owner.
+#[gpu_test]
+fn memory_allocated_in_a_capture_is_handed_out_per_launch() {
+    let ctx = gpu_exclusive_or_skip!();
+    let s = Stream::new(&ctx, StreamFlags::NON_BLOCKING).unwrap();
+    // SAFETY: the captured work uses only the memory the capture allocates.
+    let g = unsafe {
+        s.capture(cuda_driver::CaptureMode::THREAD_LOCAL, |s| {
+            let mut b = DeviceBuffer::<u32>::new_async(s, N)?;
+            b.memset_async(9u32, s)?;
+            let _ = b.into_raw(); // left allocated: freed after each launch
+            Ok(())
+        })
+        .unwrap()
+    };
+    let exec = g.instantiate(GraphInstantiateFlags::empty()).unwrap();
+    let mut addr = None;
+    for _ in 0..3 {
+        let mem = exec.launch_with_memory(&s, Vec::new()).unwrap();
+        assert_eq!(mem.len(), 1);
+        assert_eq!(mem[0].bytes(), N * 4);
+        assert_eq!(*addr.get_or_insert(mem[0].as_raw()), mem[0].as_raw());
+        assert!(mem[0]
+            .view::<u32>()
+            .unwrap()
+            .to_vec()
+            .unwrap()
+            .iter()
+            .all(|&x| x == 9));
+    }
+    s.synchronize().unwrap();
+}
