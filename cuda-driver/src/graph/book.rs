@@ -9,11 +9,11 @@
 //! Entries are keyed by the raw graph and node together; a clone or a graph the crate did not
 //! build has a book of its own, empty at first, so no entry ever names another graph's bodies.
 
-use std::sync::atomic::AtomicUsize;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use cuda_driver_sys as sys;
 
+use super::launch_memory::Owners;
 use super::nodes::ConditionalHandle;
 use crate::types::GraphConditionalNodeType;
 
@@ -40,9 +40,9 @@ pub(crate) struct Book {
     /// Whether memory nodes may have reached the owned graph outside the crate's node calls
     /// (a capture, a raw handle): the graph's nodes are then read at instantiation.
     pub(crate) inexact: bool,
-    /// How many owners ([`GraphMemory`](super::GraphMemory)) of memory that launches of the
-    /// owned graph left allocated are alive: no exec of the graph launches while there are.
-    pub(crate) live: Arc<AtomicUsize>,
+    /// The owners ([`GraphMemory`](super::GraphMemory)) of memory that launches of the owned
+    /// graph left allocated: how many live, and the fences of their frees.
+    pub(crate) owners: Arc<Owners>,
 }
 
 // SAFETY: the raw handles in a book are plain addresses used as keys, handed out only through

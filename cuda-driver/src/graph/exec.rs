@@ -219,13 +219,14 @@ impl GraphExec {
     #[track_caller]
     pub fn launch(&self, stream: &Stream) -> Result<()> {
         if let Some(m) = &self.memory {
-            m.check_relaunch("GraphExec::launch")?;
             if !m.foreign.is_empty() {
                 return Err(Error::InvalidArgument(
-                    "GraphExec::launch: the graph frees memory of another graph's launch;                      launch it with launch_with_memory, giving that memory's owner"
+                    "GraphExec::launch: the graph frees memory of another graph's launch; \
+                     launch it with launch_with_memory, giving that memory's owner"
                         .into(),
                 ));
             }
+            m.before_launch("GraphExec::launch", stream)?;
         }
         self.launch_unchecked(stream)
     }
@@ -279,7 +280,7 @@ impl GraphExec {
         // Memory a launch left allocated stays counted against the graph that made it: no
         // update while it is owned (the updated exec's next launch would not see the owner).
         if let Some(m) = &self.memory {
-            m.check_relaunch("GraphExec::update")?;
+            m.check_unowned("GraphExec::update")?;
         }
         let mut info = sys::CUgraphExecUpdateResultInfo {
             result: sys::CU_GRAPH_EXEC_UPDATE_SUCCESS,

@@ -3,7 +3,7 @@
 
 use std::mem::ManuallyDrop;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use cuda_driver_macros::wraps;
 use cuda_driver_sys as sys;
@@ -11,6 +11,7 @@ use cuda_driver_sys as sys;
 use super::exec::GraphExec;
 use super::{Graph, GraphNodeType};
 use crate::error::{check, Error, Result};
+use crate::event::{Event, EventFlags};
 use crate::memory::pool::{check_orderable, order_after};
 use crate::memory::view::stream_identity;
 use crate::memory::{DeviceSlice, DeviceSliceMut, MoveToStreamError};
@@ -27,16 +28,69 @@ pub(crate) struct ExecMemory {
     pub(crate) foreign: Vec<sys::CUdeviceptr>,
     /// Instantiated with `AUTO_FREE_ON_LAUNCH`: each launch frees the previous one's memory.
     pub(crate) auto_free: bool,
-    /// Live owners of memory left allocated by launches of the graph (the graph's book's).
-    pub(crate) live: Arc<AtomicUsize>,
+    /// The owners of memory left allocated by launches of the graph (the graph's book's).
+    pub(crate) owners: Arc<Owners>,
+}
+
+/// The owners of memory that launches of one graph left allocated: how many are alive, and
+/// the events recorded after the frees of earlier ones.
+#[derive(Debug, Default)]
+pub(crate) struct Owners {
+    live: AtomicUsize,
+    /// Events recorded after frees of such memory (on the stream each free was queued on),
+    /// which the next launch of the graph waits for, so that it allocates the same address
+    /// again only after the work that used the freed memory.
+    fences: Mutex<Vec<Event>>,
+}
+
+impl Owners {
+    fn fences(&self) -> std::sync::MutexGuard<'_, Vec<Event>> {
+        self.fences.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Fences a free just queued on `stream` (or a launch there that frees): an event
+    /// recorded there for the next launch of the graph to wait for; where that fails, waits
+    /// for the stream instead (and counts a failure of that).
+    fn fence(&self, stream: &Stream) {
+        let event = Event::new(stream.context(), EventFlags::DISABLE_TIMING)
+            .and_then(|e| e.record(stream).map(|()| e));
+        match event {
+            Ok(e) => self.fences().push(e),
+            Err(_) => {
+                if let Err(e) = stream.synchronize() {
+                    crate::error::report_drop_problem(&format_args!(
+                        "graph memory freed on a stream that can be neither fenced nor waited \
+                         for: {e}"
+                    ));
+                }
+            }
+        }
+    }
 }
 
 impl ExecMemory {
-    /// Refuses a launch while memory an earlier launch of the graph left allocated is owned:
-    /// the launch would allocate it again at the same address under its owner.
+    /// Prepares a launch on `stream` of an exec of the graph: refuses it while memory an
+    /// earlier launch left allocated is owned (the launch would allocate it again at the same
+    /// address under its owner), and makes `stream` wait for the frees of earlier owners.
     #[track_caller]
-    pub(crate) fn check_relaunch(&self, what: &'static str) -> Result<()> {
-        if !self.auto_free && !self.unfreed.is_empty() && self.live.load(Ordering::Acquire) != 0 {
+    pub(crate) fn before_launch(&self, what: &'static str, stream: &Stream) -> Result<()> {
+        if self.auto_free || self.unfreed.is_empty() {
+            return Ok(());
+        }
+        self.check_unowned(what)?;
+        let mut fences = self.owners.fences();
+        while let Some(e) = fences.last() {
+            stream.wait_event(e)?;
+            fences.pop();
+        }
+        Ok(())
+    }
+
+    /// Refuses a launch or change of the exec while memory an earlier launch left allocated
+    /// is owned.
+    #[track_caller]
+    pub(crate) fn check_unowned(&self, what: &'static str) -> Result<()> {
+        if !self.unfreed.is_empty() && self.owners.live.load(Ordering::Acquire) != 0 {
             return Err(Error::InvalidArgument(format!(
                 "{what}: memory that an earlier launch of the graph left allocated is still \
                  owned (a GraphMemory): free it first"
@@ -51,14 +105,14 @@ impl Graph {
     /// launch (none when the graph has no memory nodes).
     #[track_caller]
     pub(crate) fn exec_memory(&self, flags: GraphInstantiateFlags) -> Result<Option<ExecMemory>> {
-        let (mut allocs, mut frees, foreign, inexact, live) = {
+        let (mut allocs, mut frees, foreign, inexact, owners) = {
             let b = self.book.lock();
             (
                 b.allocs.clone(),
                 b.frees.clone(),
                 b.foreign_frees.clone(),
                 b.inexact,
-                b.live.clone(),
+                b.owners.clone(),
             )
         };
         if inexact {
@@ -84,7 +138,7 @@ impl Graph {
             unfreed,
             foreign,
             auto_free: flags.contains(GraphInstantiateFlags::AUTO_FREE_ON_LAUNCH),
-            live,
+            owners,
         }))
     }
 }
@@ -107,16 +161,20 @@ impl Graph {
 ///   after its stream.
 ///
 /// The exec that allocated it may be dropped first: graph memory outlives the graph (CUDA
-/// frees it only when told to). The exec cannot be launched again until the memory is
-/// freed (the driver refuses the launch).
+/// frees it only when told to). While it lives, no exec of the graph is launched or updated
+/// ([`Error::InvalidArgument`]; a next launch would allocate the same address again). Each
+/// free records an event on the stream it was queued on (the free's stream, or that of the
+/// launch that freed it), and the graph's next launch, on whatever stream, waits for it: the
+/// address is allocated again only after the work that used the freed memory. A forgotten
+/// owner (`mem::forget`) leaks its memory and blocks the graph's launches for good.
 #[wraps(cuGraphAddMemAllocNode, cuMemFreeAsync, cuMemFree)]
 #[must_use = "dropping it frees the memory on its stream"]
 pub struct GraphMemory<'s> {
     ptr: sys::CUdeviceptr,
     bytes: usize,
     stream: &'s Stream,
-    /// The allocating graph's count of live owners, decremented once this one is freed.
-    live: Arc<AtomicUsize>,
+    /// The allocating graph's owners: counted live until this one is freed, then fenced.
+    owners: Arc<Owners>,
 }
 
 // SAFETY: as for AsyncDeviceBuffer: device memory is not tied to a host thread; the stream is
@@ -149,7 +207,12 @@ impl Drop for GraphMemory<'_> {
             "cuMemFreeAsync",
             move || unsafe { sys::cuMemFreeAsync(ptr, stream.get()) },
         );
-        self.live.fetch_sub(1, Ordering::AcqRel);
+        if !crate::release::in_host_fn() {
+            // (Inside a host function the free itself is deferred; the driver refuses a
+            // relaunch until it is queued.)
+            self.owners.fence(self.stream);
+        }
+        self.owners.live.fetch_sub(1, Ordering::AcqRel);
     }
 }
 
@@ -245,7 +308,7 @@ impl<'s> GraphMemory<'s> {
             bytes: this.bytes,
             stream,
             // SAFETY: `this` is never used or dropped again: its Arc moves here.
-            live: unsafe { std::ptr::read(&this.live) },
+            owners: unsafe { std::ptr::read(&this.owners) },
         })
     }
 
@@ -255,21 +318,24 @@ impl<'s> GraphMemory<'s> {
     #[track_caller]
     pub fn free_async(self) -> Result<()> {
         let _cur = self.stream.enter_for_call()?;
+        let owners = self.owners.clone();
         let (ptr, stream) = self.disown();
         check(
             // SAFETY: disowned: freed once, here, on its stream.
             unsafe { sys::cuMemFreeAsync(ptr, stream.as_raw()) },
             "cuMemFreeAsync",
-        )
+        )?;
+        owners.fence(stream);
+        Ok(())
     }
 
     /// Gives up the memory (freed by the caller, or by a launch), counting the owner gone:
     /// its address and stream.
     fn disown(self) -> (sys::CUdeviceptr, &'s Stream) {
         let this = ManuallyDrop::new(self);
-        this.live.fetch_sub(1, Ordering::AcqRel);
+        this.owners.live.fetch_sub(1, Ordering::AcqRel);
         // SAFETY: `this` is never used or dropped again: its Arc is dropped once, here.
-        drop(unsafe { std::ptr::read(&this.live) });
+        drop(unsafe { std::ptr::read(&this.owners) });
         (this.ptr, this.stream)
     }
 
@@ -351,7 +417,6 @@ impl GraphExec {
                 ))
             }
         };
-        m.check_relaunch(WHAT)?;
         if m.auto_free && !m.unfreed.is_empty() {
             return Err(Error::InvalidArgument(
                 "GraphExec::launch_with_memory: the exec frees its allocations at its next \
@@ -383,20 +448,24 @@ impl GraphExec {
         for f in &frees {
             order_after(WHAT, f.stream, stream)?;
         }
+        m.before_launch(WHAT, stream)?;
         self.launch_unchecked(stream)?;
         for f in frees {
-            // Freed by the launch's free node, after everything queued on its stream.
+            // Freed by the launch's free node, after everything queued on its stream; the
+            // allocating graph's next launch waits for this launch.
+            let owners = f.owners.clone();
             f.disown();
+            owners.fence(stream);
         }
         Ok(m.unfreed
             .iter()
             .map(|&(ptr, bytes)| {
-                m.live.fetch_add(1, Ordering::AcqRel);
+                m.owners.live.fetch_add(1, Ordering::AcqRel);
                 GraphMemory {
                     ptr,
                     bytes,
                     stream,
-                    live: m.live.clone(),
+                    owners: m.owners.clone(),
                 }
             })
             .collect())
