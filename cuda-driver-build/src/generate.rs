@@ -412,7 +412,7 @@ fn ptx_param(sig: &str, i: usize, p: &PtxParam) -> Result<TypedParam, Error> {
 
 /// A Rust type of the generated source by its absolute path: a primitive type through
 /// `::core::primitive` (a user's module may define its own `f32`), the others as they are
-/// (`::cuda_driver::Float4`).
+/// (`::cuda_driver::vector::Float4`).
 fn absolute(rust: &str) -> String {
     const PRIMITIVES: &[&str] = &[
         "bool", "char", "str", "u8", "u16", "u32", "u64", "u128", "usize", "i8", "i16", "i32",
@@ -642,11 +642,11 @@ fn render_kernel(s: &mut String, k: &TypedKernel) {
             }
             ParamType::Untyped => {
                 let t = format!("T{i}");
-                generics.push(format!("{t}: ::cuda_driver::KernelArg"));
+                generics.push(format!("{t}: ::cuda_driver::launch::KernelArg"));
                 asserts.push(format!(
                     "        const {{\n            \
                          ::core::assert!(\n                \
-                             <{t} as ::cuda_driver::KernelArg>::PARAM_SIZE == 8,\n                \
+                             <{t} as ::cuda_driver::launch::KernelArg>::PARAM_SIZE == 8,\n                \
                              \"{kname}: `{name}` is pointer-sized: pass a view or a `&u64`\"\n            \
                          )\n        \
                      }};",

@@ -36,7 +36,7 @@
 //! ```ignore
 //! use std::process::ExitCode;
 //!
-//! use cuda_driver::{prelude::*, Device, DeviceBuffer, LaunchConfig, Stream, StreamFlags};
+//! use cuda_driver::{prelude::*, Device, DeviceBuffer, LaunchConfig, Stream, types::StreamFlags};
 //!
 //! mod saxpy {
 //!     include!(concat!(env!("OUT_DIR"), "/saxpy.rs"));
@@ -92,7 +92,7 @@
 //! | `int`, `unsigned`, `long long`, `unsigned long long`, `short`, `char`, ... | `i32`, `u32`, `i64`, `u64`, `i16`, `i8`, ... |
 //! | `size_t` (`unsigned long`), `long` | `usize`, `i64` |
 //! | `float`, `double`, `__half`, `__nv_bfloat16` | `f32`, `f64`, `half::f16`, `half::bf16` |
-//! | `float2`, `float4`, `int4`, `double2`, ... | `cuda_driver::Float2`, `Float4`, `Int4`, `Double2`, ... |
+//! | `float2`, `float4`, `int4`, `double2`, ... | `cuda_driver::vector::Float2`, `Float4`, `Int4`, `Double2`, ... |
 //! | a struct by value | a generic `T: DeviceRepr`, its size and alignment checked against the PTX (at compile time when the launch is instantiated, and by the checked launch) |
 //! | `S*` for a struct `S` | a view of a generic `T: DeviceRepr` |
 //! | `void*` | any pointer-sized argument: a view, or `&u64` |

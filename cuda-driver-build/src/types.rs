@@ -61,26 +61,26 @@ pub fn known_type(name: &str) -> Option<(&'static str, u32, u32)> {
         "double" => ("f64", 8, 8),
         "__half" | "half" => ("::cuda_driver::half::f16", 2, 2),
         "__nv_bfloat16" | "nv_bfloat16" => ("::cuda_driver::half::bf16", 2, 2),
-        "char2" => ("::cuda_driver::Char2", 2, 2),
-        "char4" => ("::cuda_driver::Char4", 4, 4),
-        "uchar2" => ("::cuda_driver::Uchar2", 2, 2),
-        "uchar4" => ("::cuda_driver::Uchar4", 4, 4),
-        "short2" => ("::cuda_driver::Short2", 4, 4),
-        "short4" => ("::cuda_driver::Short4", 8, 8),
-        "ushort2" => ("::cuda_driver::Ushort2", 4, 4),
-        "ushort4" => ("::cuda_driver::Ushort4", 8, 8),
-        "int2" => ("::cuda_driver::Int2", 8, 8),
-        "int3" => ("::cuda_driver::Int3", 12, 4),
-        "int4" => ("::cuda_driver::Int4", 16, 16),
-        "uint2" => ("::cuda_driver::Uint2", 8, 8),
-        "uint3" => ("::cuda_driver::Uint3", 12, 4),
-        "uint4" => ("::cuda_driver::Uint4", 16, 16),
-        "longlong2" => ("::cuda_driver::Longlong2", 16, 16),
-        "ulonglong2" => ("::cuda_driver::Ulonglong2", 16, 16),
-        "float2" => ("::cuda_driver::Float2", 8, 8),
-        "float3" => ("::cuda_driver::Float3", 12, 4),
-        "float4" => ("::cuda_driver::Float4", 16, 16),
-        "double2" => ("::cuda_driver::Double2", 16, 16),
+        "char2" => ("::cuda_driver::vector::Char2", 2, 2),
+        "char4" => ("::cuda_driver::vector::Char4", 4, 4),
+        "uchar2" => ("::cuda_driver::vector::Uchar2", 2, 2),
+        "uchar4" => ("::cuda_driver::vector::Uchar4", 4, 4),
+        "short2" => ("::cuda_driver::vector::Short2", 4, 4),
+        "short4" => ("::cuda_driver::vector::Short4", 8, 8),
+        "ushort2" => ("::cuda_driver::vector::Ushort2", 4, 4),
+        "ushort4" => ("::cuda_driver::vector::Ushort4", 8, 8),
+        "int2" => ("::cuda_driver::vector::Int2", 8, 8),
+        "int3" => ("::cuda_driver::vector::Int3", 12, 4),
+        "int4" => ("::cuda_driver::vector::Int4", 16, 16),
+        "uint2" => ("::cuda_driver::vector::Uint2", 8, 8),
+        "uint3" => ("::cuda_driver::vector::Uint3", 12, 4),
+        "uint4" => ("::cuda_driver::vector::Uint4", 16, 16),
+        "longlong2" => ("::cuda_driver::vector::Longlong2", 16, 16),
+        "ulonglong2" => ("::cuda_driver::vector::Ulonglong2", 16, 16),
+        "float2" => ("::cuda_driver::vector::Float2", 8, 8),
+        "float3" => ("::cuda_driver::vector::Float3", 12, 4),
+        "float4" => ("::cuda_driver::vector::Float4", 16, 16),
+        "double2" => ("::cuda_driver::vector::Double2", 16, 16),
         _ => return None,
     })
 }
@@ -529,8 +529,8 @@ mod tests {
         assert_eq!(value("double"), ("f64", 8));
         assert_eq!(value("signed char"), ("i8", 1));
         assert_eq!(value("__nv_bfloat16"), ("::cuda_driver::half::bf16", 2));
-        assert_eq!(value("float4"), ("::cuda_driver::Float4", 16));
-        assert_eq!(value("int3"), ("::cuda_driver::Int3", 12));
+        assert_eq!(value("float4"), ("::cuda_driver::vector::Float4", 16));
+        assert_eq!(value("int3"), ("::cuda_driver::vector::Int3", 12));
         assert_eq!(
             rust("Params"),
             ParamType::Struct {

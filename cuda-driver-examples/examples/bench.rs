@@ -34,8 +34,8 @@ use std::time::{Duration, Instant, SystemTime};
 
 use cuda_driver::prelude::*;
 use cuda_driver::{
-    sys, Context, Device, DeviceBuffer, DeviceRepr, Event, EventFlags, LaunchConfig, Module,
-    PinnedBuffer, PinnedFlags, Stream, StreamFlags,
+    sys, types::EventFlags, types::PinnedFlags, types::StreamFlags, Context, Device, DeviceBuffer,
+    DeviceRepr, Event, LaunchConfig, Module, PinnedBuffer, Stream,
 };
 use cuda_driver_examples::bench::{
     first_difference, median, utc_date, Metric, Report, XorShift, CUDARC, CUDARC_2S, OURS, RAW,
@@ -240,7 +240,7 @@ impl fmt::Display for Failure {
             Failure::Raw { call, code } => write!(
                 f,
                 "{call} failed: {}",
-                cuda_driver::ErrorCode::from_raw(*code)
+                cuda_driver::types::ErrorCode::from_raw(*code)
             ),
             Failure::Wrong(s) => write!(f, "wrong result: {s}"),
             Failure::Usage(s) => write!(f, "{s}"),
@@ -1024,8 +1024,9 @@ fn vmm_ipc_pools(_: &mut Runner, _: &Config, _: &Context, _: &Stream) -> Res<()>
 #[cfg(unix)]
 fn vmm_ipc_pools(r: &mut Runner, cfg: &Config, ctx: &Context, stream: &Stream) -> Res<()> {
     use cuda_driver::{
-        AddressRange, AllocationProps, DeviceAttribute, IpcMemFlags, IpcMemHandle, MemAccessDesc,
-        MemPool, MemPoolProps, PhysicalAllocation,
+        memory::pool::MemPool, memory::pool::MemPoolProps, memory::vmm::AddressRange,
+        memory::vmm::AllocationProps, memory::vmm::MemAccessDesc, memory::vmm::PhysicalAllocation,
+        memory::IpcMemHandle, types::DeviceAttribute, types::IpcMemFlags,
     };
     use cuda_driver_examples::ipc::{connect_to_parent, spawn_self};
     use std::sync::Arc;
@@ -1182,7 +1183,7 @@ fn updates_count(reps: usize) -> usize {
 /// against one graph launch (host time per kernel). Raw: the same graphs through
 /// `cuGraph*` calls on the raw handles; safe: `Graph`, `GraphExec`.
 fn graphs(r: &mut Runner, cfg: &Config, ctx: &Context, stream: &Stream) -> Res<()> {
-    use cuda_driver::{Graph, GraphExec, GraphInstantiateFlags};
+    use cuda_driver::{graph::Graph, graph::GraphExec, types::GraphInstantiateFlags};
 
     let module = Module::load_data(ctx, ptx::GRAPH_KERNELS)?;
     let noop = module.function("noop")?;
@@ -1428,8 +1429,9 @@ fn graphs(r: &mut Runner, cfg: &Config, ctx: &Context, stream: &Stream) -> Res<(
 /// `cuTensorMapEncodeTiled` against `Copy2D`, `TextureObject` and `TensorMapTiled`.
 fn textures_and_2d_copies(r: &mut Runner, cfg: &Config, ctx: &Context) -> Res<()> {
     use cuda_driver::{
-        Array, Array3DFlags, Copy2D, Pitched2D, ResourceDesc, TensorMapDataType, TensorMapTiled,
-        TextureDesc, TextureObject,
+        memory::Array, memory::Copy2D, memory::Pitched2D, tensor_map::TensorMapTiled,
+        texture::ResourceDesc, texture::TextureDesc, texture::TextureObject, types::Array3DFlags,
+        types::TensorMapDataType,
     };
     let side = if cfg.quick { 1024 } else { 4096 };
     let reps = cfg.copy_reps.max(2) * 2;
@@ -1723,7 +1725,7 @@ fn textures_and_2d_copies(r: &mut Runner, cfg: &Config, ctx: &Context) -> Res<()
 }
 
 /// Sets every element of a pitched image to zero and waits (untimed preparation).
-fn fill_pitched(img: &mut cuda_driver::Pitched2D<f32>) -> Res<()> {
+fn fill_pitched(img: &mut cuda_driver::memory::Pitched2D<f32>) -> Res<()> {
     img.view_mut().memset_2d(0u32)?;
     ctx_sync()
 }

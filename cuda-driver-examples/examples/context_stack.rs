@@ -1,7 +1,7 @@
 //! Seed 001 (CUDA Driver API context management) with the safe API: two contexts created with
 //! [`Context::new`] (floating: no operation of cuda-driver changes the caller's stack, so the
 //! port pushes them itself, in the seed's order, to get the stack `cuCtxCreate` leaves), the
-//! current context, a push and pop through a [`ContextGuard`](cuda_driver::ContextGuard)
+//! current context, a push and pop through a [`ContextGuard`](cuda_driver::context::ContextGuard)
 //! (guards pop in order, nested), then the device's primary context. Where the seed prints
 //! what the stack holds, this port also checks it.
 //!
@@ -9,7 +9,7 @@
 
 use std::process::ExitCode;
 
-use cuda_driver::{sys, Context, ContextFlags, Device};
+use cuda_driver::{sys, types::ContextFlags, Context, Device};
 use cuda_driver_examples::{check, run_example, Failure};
 
 fn main() -> ExitCode {

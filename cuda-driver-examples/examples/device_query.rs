@@ -7,7 +7,7 @@
 
 use std::process::ExitCode;
 
-use cuda_driver::{Device, DeviceAttribute, Error};
+use cuda_driver::{types::DeviceAttribute, Device, Error};
 use cuda_driver_examples::{check, run_example, Failure};
 
 fn main() -> ExitCode {

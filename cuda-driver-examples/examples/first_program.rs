@@ -4,7 +4,7 @@
 use std::process::ExitCode;
 
 use cuda_driver::prelude::*;
-use cuda_driver::{Device, DeviceBuffer, LaunchConfig, Module, Stream, StreamFlags};
+use cuda_driver::types::StreamFlags;
 
 /// `scale(float* data, float factor, int n)`, `data[i] *= factor` for every `i < n`: what
 /// `nvcc --ptx` makes of a three-line CUDA C kernel (its comment lines left out).

@@ -12,8 +12,9 @@ use std::sync::Arc;
 
 use cuda_driver::prelude::*;
 use cuda_driver::{
-    CaptureMode, Copy2D, Device, DeviceBuffer, Graph, GraphInstantiateFlags, LaunchConfig, Module,
-    PinnedBuffer, PinnedFlags, Stream, StreamFlags,
+    graph::Graph, memory::Copy2D, types::GraphInstantiateFlags, types::PinnedFlags,
+    types::StreamCaptureMode as CaptureMode, types::StreamFlags, Device, DeviceBuffer,
+    LaunchConfig, Module, PinnedBuffer, Stream,
 };
 use cuda_driver_examples::{check, ptx, run_example, Failure};
 

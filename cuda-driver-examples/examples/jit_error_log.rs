@@ -12,7 +12,7 @@ use std::process::ExitCode;
 
 use cuda_driver::prelude::*;
 use cuda_driver::{
-    Device, DeviceBuffer, Error, JitOptions, LaunchConfig, Module, Stream, StreamFlags,
+    jit::JitOptions, types::StreamFlags, Device, DeviceBuffer, Error, LaunchConfig, Module, Stream,
 };
 use cuda_driver_examples::{ptx, run_example, Failure};
 

@@ -8,7 +8,7 @@
 use std::process::ExitCode;
 
 use cuda_driver::prelude::*;
-use cuda_driver::{Device, DeviceBuffer, LaunchConfig, Library, Stream, StreamFlags};
+use cuda_driver::{types::StreamFlags, Device, DeviceBuffer, LaunchConfig, Library, Stream};
 use cuda_driver_examples::{ptx, run_example, Failure};
 
 fn main() -> ExitCode {

@@ -12,8 +12,8 @@ use std::process::ExitCode;
 
 use cuda_driver::prelude::*;
 use cuda_driver::{
-    Device, DeviceBuffer, Error, JitInputType, JitOptions, LaunchConfig, Linker, Module, Stream,
-    StreamFlags,
+    jit::JitOptions, module::Linker, types::JitInputType, types::StreamFlags, Device, DeviceBuffer,
+    Error, LaunchConfig, Module, Stream,
 };
 use cuda_driver_examples::{ptx, run_example, Failure};
 

@@ -27,8 +27,9 @@ mod unix {
 
     use cuda_driver::prelude::*;
     use cuda_driver::{
-        AddressRange, AllocationProps, Device, DeviceAttribute, LaunchConfig,
-        MemAllocationHandleType, Module, PhysicalAllocation, Stream, StreamFlags,
+        memory::vmm::AddressRange, memory::vmm::AllocationProps, memory::vmm::PhysicalAllocation,
+        types::DeviceAttribute, types::MemAllocationHandleType, types::StreamFlags, Device,
+        LaunchConfig, Module, Stream,
     };
     use cuda_driver_examples::ipc::{connect_to_parent, spawn_self, Peer};
     use cuda_driver_examples::{check, ptx, run_example, Failure};

@@ -8,7 +8,9 @@
 use std::process::ExitCode;
 
 use cuda_driver::prelude::*;
-use cuda_driver::{Context, ContextFlags, Device, DeviceBuffer, PinnedBuffer, PinnedFlags, Stream};
+use cuda_driver::{
+    types::ContextFlags, types::PinnedFlags, Context, Device, DeviceBuffer, PinnedBuffer, Stream,
+};
 use cuda_driver_examples::{check, run_example, Failure};
 
 fn main() -> ExitCode {

@@ -31,7 +31,7 @@ use std::process::{Command, ExitCode, Stdio};
 use std::time::{Duration, Instant};
 
 use cuda_driver::prelude::*;
-use cuda_driver::{Device, DeviceBuffer, Stream, StreamFlags};
+use cuda_driver::{types::StreamFlags, Device, DeviceBuffer, Stream};
 use cuda_driver_nccl::rendezvous::{exchange_unique_id, RankEnv};
 use cuda_driver_nccl::{CommConfig, Communicator, ReduceOp, NVLS_VAR};
 

@@ -13,7 +13,8 @@ use std::process::ExitCode;
 
 use cuda_driver::prelude::*;
 use cuda_driver::{
-    Device, DeviceBuffer, Float2, Float4, LaunchConfig, Module, ParamBuffer, Stream, StreamFlags,
+    launch::ParamBuffer, types::StreamFlags, vector::Float2, vector::Float4, Device, DeviceBuffer,
+    LaunchConfig, Module, Stream,
 };
 use cuda_driver_examples::{ptx, run_example, Failure};
 

@@ -20,7 +20,8 @@ use std::sync::Barrier;
 use std::time::Instant;
 
 use cuda_driver::{
-    Context, Device, Event, EventFlags, Function, LaunchConfig, Module, Stream, StreamRef,
+    stream::StreamRef, types::EventFlags, Context, Device, Event, Function, LaunchConfig, Module,
+    Stream,
 };
 use cuda_driver_examples::{run_example, Failure};
 

@@ -19,7 +19,8 @@ use std::process::ExitCode;
 
 use cuda_driver::entry_point::{self, pfn, proc_address};
 use cuda_driver::{
-    sys, Device, Error, ErrorCode, ProcAddressFlags, ProcAddressStatus, Stream, StreamFlags,
+    sys, types::ErrorCode, types::ProcAddressFlags, types::ProcAddressStatus, types::StreamFlags,
+    Device, Error, Stream,
 };
 use cuda_driver_examples::{check, run_example, Failure};
 

@@ -15,7 +15,7 @@ use std::process::ExitCode;
 
 use cuda_driver::prelude::*;
 use cuda_driver::{
-    Device, DeviceBuffer, DeviceSlice, DeviceSliceMut, LaunchConfig, Stream, StreamFlags,
+    types::StreamFlags, Device, DeviceBuffer, DeviceSlice, DeviceSliceMut, LaunchConfig, Stream,
 };
 use cuda_driver_examples::{run_example, Failure};
 use cuda_driver_rtc::{Nvrtc, Options, Program};

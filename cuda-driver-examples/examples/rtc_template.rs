@@ -11,7 +11,8 @@ use std::process::ExitCode;
 
 use cuda_driver::prelude::*;
 use cuda_driver::{
-    Device, DeviceAttribute, DeviceBuffer, DeviceRepr, Function, LaunchConfig, Stream, StreamFlags,
+    types::DeviceAttribute, types::StreamFlags, Device, DeviceBuffer, DeviceRepr, Function,
+    LaunchConfig, Stream,
 };
 use cuda_driver_examples::{run_example, Failure};
 use cuda_driver_rtc::{Options, Program};

@@ -24,8 +24,8 @@ mod unix {
 
     use cuda_driver::prelude::*;
     use cuda_driver::{
-        Device, DeviceBuffer, Event, EventFlags, IpcEventHandle, IpcMemFlags, IpcMemHandle,
-        LaunchConfig, Module, Stream, StreamFlags,
+        memory::IpcEventHandle, memory::IpcMemHandle, types::EventFlags, types::IpcMemFlags,
+        types::StreamFlags, Device, DeviceBuffer, Event, LaunchConfig, Module, Stream,
     };
     use cuda_driver_examples::ipc::{connect_to_parent, spawn_self, Peer};
     use cuda_driver_examples::{check, ptx, run_example, Failure};

@@ -8,8 +8,8 @@ use std::process::ExitCode;
 
 use cuda_driver::prelude::*;
 use cuda_driver::{
-    Array, Array3DFlags, Device, DeviceBuffer, LaunchConfig, Module, ResourceDesc, Stream,
-    StreamFlags, TextureDesc, TextureObject,
+    memory::Array, texture::ResourceDesc, texture::TextureDesc, texture::TextureObject,
+    types::Array3DFlags, types::StreamFlags, Device, DeviceBuffer, LaunchConfig, Module, Stream,
 };
 use cuda_driver_examples::{check, run_example, Failure};
 

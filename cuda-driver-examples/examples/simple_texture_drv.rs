@@ -9,8 +9,9 @@ use std::process::ExitCode;
 
 use cuda_driver::prelude::*;
 use cuda_driver::{
-    AddressMode, Array, Array3DFlags, Device, DeviceBuffer, FilterMode, LaunchConfig, Module,
-    ResourceDesc, Stream, StreamFlags, TextureDesc, TextureObject,
+    memory::Array, texture::ResourceDesc, texture::TextureDesc, texture::TextureObject,
+    types::AddressMode, types::Array3DFlags, types::FilterMode, types::StreamFlags, Device,
+    DeviceBuffer, LaunchConfig, Module, Stream,
 };
 use cuda_driver_examples::{check, run_example, Failure};
 

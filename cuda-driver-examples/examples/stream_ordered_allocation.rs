@@ -12,8 +12,8 @@ use std::time::Instant;
 
 use cuda_driver::prelude::*;
 use cuda_driver::{
-    Device, DeviceAttribute, Function, LaunchConfig, MemPool, MemPoolProps, Module, Stream,
-    StreamFlags,
+    memory::pool::MemPool, memory::pool::MemPoolProps, types::DeviceAttribute, types::StreamFlags,
+    Device, Function, LaunchConfig, Module, Stream,
 };
 use cuda_driver_examples::{check, ptx, run_example, Failure};
 

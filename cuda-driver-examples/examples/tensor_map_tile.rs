@@ -10,8 +10,8 @@ use std::process::ExitCode;
 
 use cuda_driver::prelude::*;
 use cuda_driver::{
-    Device, DeviceBuffer, LaunchConfig, Module, Stream, StreamFlags, TensorMapDataType,
-    TensorMapTiled,
+    tensor_map::TensorMapTiled, types::StreamFlags, types::TensorMapDataType, Device, DeviceBuffer,
+    LaunchConfig, Module, Stream,
 };
 use cuda_driver_examples::{check, run_example, Failure};
 

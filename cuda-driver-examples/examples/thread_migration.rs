@@ -9,7 +9,9 @@
 use std::process::ExitCode;
 
 use cuda_driver::prelude::*;
-use cuda_driver::{Context, ContextFlags, Device, DeviceBuffer, LaunchConfig, Stream, StreamFlags};
+use cuda_driver::{
+    types::ContextFlags, types::StreamFlags, Context, Device, DeviceBuffer, LaunchConfig, Stream,
+};
 use cuda_driver_examples::typed::vector_add::Kernels;
 use cuda_driver_examples::{check, run_example, Failure};
 

@@ -9,7 +9,7 @@
 use std::process::ExitCode;
 
 use cuda_driver::prelude::*;
-use cuda_driver::{Device, DeviceBuffer, DeviceRepr, LaunchConfig, Stream, StreamFlags};
+use cuda_driver::{types::StreamFlags, Device, DeviceBuffer, DeviceRepr, LaunchConfig, Stream};
 use cuda_driver_examples::typed::typed_kernels::Kernels;
 use cuda_driver_examples::{check, run_example, Failure};
 

@@ -11,7 +11,7 @@
 use std::process::ExitCode;
 
 use cuda_driver::prelude::*;
-use cuda_driver::{Device, DeviceBuffer, LaunchConfig, Stream, StreamFlags};
+use cuda_driver::{types::StreamFlags, Device, DeviceBuffer, LaunchConfig, Stream};
 use cuda_driver_examples::typed::vector_add::Kernels;
 use cuda_driver_examples::{run_example, Failure};
 

@@ -12,8 +12,9 @@ use std::sync::Arc;
 
 use cuda_driver::prelude::*;
 use cuda_driver::{
-    AddressRange, AllocationProps, Context, Device, DeviceAttribute, DeviceSliceMut, LaunchConfig,
-    Mapping, MemAccessDesc, Module, PhysicalAllocation, Stream, StreamFlags,
+    memory::vmm::AddressRange, memory::vmm::AllocationProps, memory::vmm::Mapping,
+    memory::vmm::MemAccessDesc, memory::vmm::PhysicalAllocation, types::DeviceAttribute,
+    types::StreamFlags, Context, Device, DeviceSliceMut, LaunchConfig, Module, Stream,
 };
 use cuda_driver_examples::{check, ptx, run_example, Failure};
 

@@ -6,8 +6,11 @@
 //! * [`#[wraps(cuMemAlloc)]`](macro@wraps), for cuda-driver's own items: one driver name gives
 //!   both the link into the CUDA Driver API reference and the `#[doc(alias)]`es that let users
 //!   find the wrapper by the C name.
+//! * [`call!(unsafe { sys::cuMemFree(ptr) })`](macro@call), for cuda-driver's own driver calls:
+//!   the call's error names the function called (its exported symbol), taken from the call.
 #![deny(missing_docs)]
 
+mod call;
 mod device_repr;
 #[rustfmt::skip]
 mod names;
@@ -44,6 +47,20 @@ use proc_macro::TokenStream;
 #[proc_macro_attribute]
 pub fn wraps(attr: TokenStream, item: TokenStream) -> TokenStream {
     wraps::expand(attr.into(), item.into())
+        .unwrap_or_else(syn::Error::into_compile_error)
+        .into()
+}
+
+/// A driver call whose error names the call itself: `call!(unsafe { sys::cuMemFree(ptr) })` is
+/// `check(unsafe { sys::cuMemFree(ptr) }, "cuMemFree_v2")`, the crate's one conversion of a
+/// `CUresult` into its `Result`, with the name taken from the call (the symbol the library
+/// exports, `_v2` and all), so it is typed once and cannot name another function. A function
+/// reached through the crate's table of newer entry points is named the same way:
+/// `call!(unsafe { newer::cuCtxCreate()?(..) })`. For cuda-driver's own use: the expansion
+/// names `crate::error::check`.
+#[proc_macro]
+pub fn call(input: TokenStream) -> TokenStream {
+    call::expand(input.into())
         .unwrap_or_else(syn::Error::into_compile_error)
         .into()
 }

@@ -63,7 +63,7 @@ pub(crate) fn is_open() -> bool {
 ///
 /// ```no_run
 /// use cuda_driver::prelude::*;
-/// use cuda_driver::{Device, DeviceBuffer, Stream, StreamFlags};
+/// use cuda_driver::{Device, DeviceBuffer, Stream, types::StreamFlags};
 /// use cuda_driver_nccl::{CommConfig, Communicator, Group, ReduceOp};
 ///
 /// let ctxs = vec![Device::get(0)?.primary_context()?, Device::get(1)?.primary_context()?];

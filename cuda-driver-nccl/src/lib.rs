@@ -28,7 +28,7 @@
 //! ```no_run
 //! use std::time::Duration;
 //! use cuda_driver::prelude::*;
-//! use cuda_driver::{Device, DeviceBuffer, Stream, StreamFlags};
+//! use cuda_driver::{Device, DeviceBuffer, Stream, types::StreamFlags};
 //! use cuda_driver_nccl::rendezvous::{exchange_unique_id, RankEnv};
 //! use cuda_driver_nccl::{CommConfig, Communicator, ReduceOp};
 //!

@@ -13,7 +13,7 @@ use std::marker::PhantomData;
 use std::panic::Location;
 use std::ptr;
 
-use cuda_driver::{Context, ErrorCode};
+use cuda_driver::{types::ErrorCode, Context};
 use cuda_driver_sys as cu;
 
 use crate::error::{report_drop_error, Error, Result};

@@ -22,7 +22,7 @@
 //!   time, checked against the compiled kernel at load.
 //!
 //! ```no_run
-//! use cuda_driver::{prelude::*, Device, DeviceBuffer, LaunchConfig, Stream, StreamFlags};
+//! use cuda_driver::{prelude::*, Device, DeviceBuffer, LaunchConfig, Stream, types::StreamFlags};
 //! use cuda_driver_rtc::{Options, Program};
 //!
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -91,6 +91,6 @@ pub use target::{Target, Version};
 pub mod __private {
     pub use crate::typed::check_signature;
     pub use cuda_driver::{
-        Function, KernelArg, LaunchConfig, Module, Result as DriverResult, Stream,
+        launch::KernelArg, Function, LaunchConfig, Module, Result as DriverResult, Stream,
     };
 }

@@ -9,7 +9,7 @@
 
 use std::fmt;
 
-use cuda_driver::ModuleImage;
+use cuda_driver::module::ModuleImage;
 
 /// PTX text, as NVRTC or nvJitLink wrote it, NUL-terminated.
 #[derive(Clone, PartialEq, Eq, Hash)]

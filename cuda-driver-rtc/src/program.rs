@@ -6,7 +6,7 @@ use std::ptr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use cuda_driver::{Context, Device, Library, Module, ModuleImage};
+use cuda_driver::{module::ModuleImage, Context, Device, Library, Module};
 
 use crate::cache::Key;
 use crate::cstring::c_string;

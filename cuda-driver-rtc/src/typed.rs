@@ -83,7 +83,7 @@ pub fn check_signature(
 ///
 /// ```no_run
 /// use cuda_driver::{prelude::*, DeviceBuffer, DeviceSlice, DeviceSliceMut, LaunchConfig};
-/// use cuda_driver::{Device, Stream, StreamFlags};
+/// use cuda_driver::{Device, Stream, types::StreamFlags};
 /// use cuda_driver_rtc::{Options, Program};
 ///
 /// cuda_driver_rtc::typed_kernel! {

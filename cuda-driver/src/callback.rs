@@ -14,8 +14,8 @@
 //!   letting it unwind either (a payload whose own `Drop` panics is leaked);
 //! * [`log`] makes the crate's log calls from those places: a logger that panics loses the
 //!   message, and the panic is counted in [`logger_panic_count`];
-//! * user code is counted by its caller ([`host_fn_panic_count`](crate::host_fn_panic_count)
-//!   for host functions and user objects, [`drop_error_count`](crate::drop_error_count) for
+//! * user code is counted by its caller ([`host_fn_panic_count`](crate::stream::host_fn_panic_count)
+//!   for host functions and user objects, [`drop_error_count`](crate::error::drop_error_count) for
 //!   releases).
 //!
 //! This module is the crate's lowest layer: it imports nothing of the crate.
@@ -30,11 +30,11 @@ static LOGGER_PANICS: AtomicUsize = AtomicUsize::new(0);
 /// How many times the [`log`](https://docs.rs/log) logger has panicked on a message of this
 /// crate that was logged where no panic may pass: inside a callback the driver called (a
 /// host function's panic report, the driver-log forwarder of
-/// [`LogForwarder`](crate::LogForwarder)), on the crate's release thread, or in a `Drop`
+/// [`LogForwarder`](crate::logs::LogForwarder)), on the crate's release thread, or in a `Drop`
 /// reporting a failed release. The panic is caught, the message lost and the process goes
 /// on; the failure that was being reported is still counted where it belongs
-/// ([`drop_error_count`](crate::drop_error_count),
-/// [`host_fn_panic_count`](crate::host_fn_panic_count)).
+/// ([`drop_error_count`](crate::error::drop_error_count),
+/// [`host_fn_panic_count`](crate::stream::host_fn_panic_count)).
 pub fn logger_panic_count() -> usize {
     LOGGER_PANICS.load(Ordering::Relaxed)
 }
@@ -178,7 +178,7 @@ mod tests {
     #[test]
     fn a_drop_report_to_a_panicking_logger_does_not_unwind() {
         test_logger::panic_on_this_thread(true);
-        let drops = crate::drop_error_count();
+        let drops = crate::error::drop_error_count();
         let logs = logger_panic_count();
         let thrown = test_logger::thrown();
         crate::error::report_drop_problem(&"a release failed");
@@ -189,7 +189,7 @@ mod tests {
             thrown + 2,
             "both reports reached the logger"
         );
-        assert!(crate::drop_error_count() >= drops + 2);
+        assert!(crate::error::drop_error_count() >= drops + 2);
         assert!(logger_panic_count() >= logs + 2);
     }
 

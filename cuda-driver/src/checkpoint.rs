@@ -3,24 +3,23 @@
 //! With CRIU or a similar tool this checkpoints a whole process. Every call names the
 //! process by pid; the driver refuses the calling process for some steps.
 
-use cuda_driver_macros::wraps;
+use cuda_driver_macros::{call, wraps};
 use cuda_driver_sys as sys;
 
 use crate::entry_point::newer;
-use crate::error::{check, Result};
+use crate::error::Result;
 use crate::init;
 
-pub use crate::types::ProcessState;
+use crate::types::ProcessState;
 
 /// The CUDA checkpoint state of process `pid` (running, locked, checkpointed, failed).
 #[wraps(cuCheckpointProcessGetState)]
 #[track_caller]
 pub fn checkpoint_state(pid: i32) -> Result<ProcessState> {
     init()?;
-    let f = newer::cuCheckpointProcessGetState()?;
     let mut s = 0;
     // SAFETY: writes one CUprocessState.
-    check(unsafe { f(pid, &mut s) }, "cuCheckpointProcessGetState")?;
+    call!(unsafe { newer::cuCheckpointProcessGetState()?(pid, &mut s) })?;
     Ok(ProcessState(s))
 }
 
@@ -29,12 +28,10 @@ pub fn checkpoint_state(pid: i32) -> Result<ProcessState> {
 #[track_caller]
 pub fn checkpoint_restore_thread_id(pid: i32) -> Result<i32> {
     init()?;
-    let f = newer::cuCheckpointProcessGetRestoreThreadId()?;
     let mut tid = 0;
-    check(
+    call!(
         // SAFETY: writes one int.
-        unsafe { f(pid, &mut tid) },
-        "cuCheckpointProcessGetRestoreThreadId",
+        unsafe { newer::cuCheckpointProcessGetRestoreThreadId()?(pid, &mut tid) },
     )?;
     Ok(tid)
 }
@@ -44,12 +41,11 @@ pub fn checkpoint_restore_thread_id(pid: i32) -> Result<i32> {
 #[track_caller]
 pub fn checkpoint_lock(pid: i32, timeout_ms: u32) -> Result<()> {
     init()?;
-    let f = newer::cuCheckpointProcessLock()?;
     // SAFETY: all-zero is the documented default of the reserved fields.
     let mut args: sys::CUcheckpointLockArgs = unsafe { std::mem::zeroed() };
     args.timeoutMs = timeout_ms;
     // SAFETY: `args` lives across the call.
-    check(unsafe { f(pid, &mut args) }, "cuCheckpointProcessLock")
+    call!(unsafe { newer::cuCheckpointProcessLock()?(pid, &mut args) })
 }
 
 /// Checkpoints a locked process: its device memory moves to host memory.
@@ -57,13 +53,11 @@ pub fn checkpoint_lock(pid: i32, timeout_ms: u32) -> Result<()> {
 #[track_caller]
 pub fn checkpoint_checkpoint(pid: i32) -> Result<()> {
     init()?;
-    let f = newer::cuCheckpointProcessCheckpoint()?;
     // SAFETY: reserved fields must be zero.
     let mut args: sys::CUcheckpointCheckpointArgs = unsafe { std::mem::zeroed() };
-    check(
+    call!(
         // SAFETY: `args` lives across the call.
-        unsafe { f(pid, &mut args) },
-        "cuCheckpointProcessCheckpoint",
+        unsafe { newer::cuCheckpointProcessCheckpoint()?(pid, &mut args) },
     )
 }
 
@@ -72,11 +66,10 @@ pub fn checkpoint_checkpoint(pid: i32) -> Result<()> {
 #[track_caller]
 pub fn checkpoint_restore(pid: i32) -> Result<()> {
     init()?;
-    let f = newer::cuCheckpointProcessRestore()?;
     // SAFETY: reserved fields zero, no GPU remapping (null pairs, count 0).
     let mut args: sys::CUcheckpointRestoreArgs = unsafe { std::mem::zeroed() };
     // SAFETY: `args` lives across the call.
-    check(unsafe { f(pid, &mut args) }, "cuCheckpointProcessRestore")
+    call!(unsafe { newer::cuCheckpointProcessRestore()?(pid, &mut args) })
 }
 
 /// Unlocks a locked (or restored) process.
@@ -84,9 +77,8 @@ pub fn checkpoint_restore(pid: i32) -> Result<()> {
 #[track_caller]
 pub fn checkpoint_unlock(pid: i32) -> Result<()> {
     init()?;
-    let f = newer::cuCheckpointProcessUnlock()?;
     // SAFETY: reserved fields must be zero.
     let mut args: sys::CUcheckpointUnlockArgs = unsafe { std::mem::zeroed() };
     // SAFETY: `args` lives across the call.
-    check(unsafe { f(pid, &mut args) }, "cuCheckpointProcessUnlock")
+    call!(unsafe { newer::cuCheckpointProcessUnlock()?(pid, &mut args) })
 }

@@ -4,11 +4,12 @@ use std::ffi::c_void;
 
 use cuda_driver_macros::wraps;
 
+use crate::context::Context;
 use crate::entry_point::newer;
 use crate::error::{check, Result};
-use crate::{init, Context};
+use crate::init;
 
-pub use crate::types::{CoredumpGenerationFlags, CoredumpSettings};
+use crate::types::{CoredumpGenerationFlags, CoredumpSettings};
 
 /// Whether a setting is a path (`FILE`, `PIPE`) rather than a boolean or flags.
 fn is_path(attr: CoredumpSettings) -> bool {

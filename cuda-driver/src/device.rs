@@ -2,13 +2,13 @@
 
 use std::ffi::CStr;
 
-use cuda_driver_macros::wraps;
+use cuda_driver_macros::{call, wraps};
 use cuda_driver_sys as sys;
 
-use crate::error::{check, Error, Result};
+use crate::error::{Error, Result};
 use crate::init;
 
-pub use crate::types::DeviceAttribute;
+use crate::types::DeviceAttribute;
 
 /// A CUDA device (`CUdevice`).
 ///
@@ -25,12 +25,12 @@ impl Device {
     #[track_caller]
     pub fn count() -> Result<usize> {
         match init() {
-            Err(e) if e.code() == Some(crate::ErrorCode::NO_DEVICE) => return Ok(0),
+            Err(e) if e.code() == Some(crate::types::ErrorCode::NO_DEVICE) => return Ok(0),
             r => r?,
         }
         let mut n = 0;
         // SAFETY: cuDeviceGetCount writes one int to a valid pointer.
-        check(unsafe { sys::cuDeviceGetCount(&mut n) }, "cuDeviceGetCount")?;
+        call!(unsafe { sys::cuDeviceGetCount(&mut n) })?;
         Ok(n as usize)
     }
 
@@ -44,10 +44,9 @@ impl Device {
             return Err(Error::DeviceOutOfRange { ordinal, count });
         }
         let mut dev = 0;
-        check(
+        call!(
             // SAFETY: cuDeviceGet writes one CUdevice to a valid pointer; the ordinal is in range.
             unsafe { sys::cuDeviceGet(&mut dev, ordinal as i32) },
-            "cuDeviceGet",
         )?;
         Ok(Device(dev))
     }
@@ -74,10 +73,9 @@ impl Device {
     #[track_caller]
     pub fn name(self) -> Result<String> {
         let mut buf = [0 as std::ffi::c_char; 256];
-        check(
+        call!(
             // SAFETY: the driver writes at most `len` bytes, NUL-terminated, into `buf`.
             unsafe { sys::cuDeviceGetName(buf.as_mut_ptr(), buf.len() as i32, self.0) },
-            "cuDeviceGetName",
         )?;
         // SAFETY: `buf` is NUL-terminated within its length (zero-initialised, and the driver
         // writes a terminated string of at most len bytes).
@@ -93,10 +91,9 @@ impl Device {
     #[track_caller]
     pub fn uuid(self) -> Result<[u8; 16]> {
         let mut uuid = sys::CUuuid { bytes: [0; 16] };
-        check(
+        call!(
             // SAFETY: writes one CUuuid to a valid pointer.
             unsafe { sys::cuDeviceGetUuid_v2(&mut uuid, self.0) },
-            "cuDeviceGetUuid_v2",
         )?;
         Ok(uuid.bytes.map(|b| b as u8))
     }
@@ -106,10 +103,9 @@ impl Device {
     #[track_caller]
     pub fn pci_bus_id(self) -> Result<String> {
         let mut buf = [0 as std::ffi::c_char; 64];
-        check(
+        call!(
             // SAFETY: the driver writes at most `len` bytes, NUL-terminated.
             unsafe { sys::cuDeviceGetPCIBusId(buf.as_mut_ptr(), buf.len() as i32, self.0) },
-            "cuDeviceGetPCIBusId",
         )?;
         // SAFETY: zero-initialised buffer holding a terminated string.
         Ok(unsafe { CStr::from_ptr(buf.as_ptr()) }
@@ -122,10 +118,9 @@ impl Device {
     #[track_caller]
     pub fn total_memory(self) -> Result<usize> {
         let mut bytes = 0;
-        check(
+        call!(
             // SAFETY: writes one size_t to a valid pointer.
             unsafe { sys::cuDeviceTotalMem_v2(&mut bytes, self.0) },
-            "cuDeviceTotalMem_v2",
         )?;
         Ok(bytes)
     }
@@ -133,7 +128,7 @@ impl Device {
     /// An attribute of the device.
     ///
     /// ```no_run
-    /// use cuda_driver::{Device, DeviceAttribute};
+    /// use cuda_driver::{Device, types::DeviceAttribute};
     /// let dev = Device::get(0)?;
     /// let sms = dev.attribute(DeviceAttribute::MULTIPROCESSOR_COUNT)?;
     /// # Ok::<(), cuda_driver::Error>(())
@@ -142,11 +137,10 @@ impl Device {
     #[track_caller]
     pub fn attribute(self, attr: DeviceAttribute) -> Result<i32> {
         let mut v = 0;
-        check(
+        call!(
             // SAFETY: writes one int to a valid pointer; an attribute the driver does not know is
             // an error code, not undefined behaviour.
             unsafe { sys::cuDeviceGetAttribute(&mut v, attr.0, self.0) },
-            "cuDeviceGetAttribute",
         )?;
         Ok(v)
     }

@@ -1,17 +1,19 @@
 //! Device queries beyond the basics: lookup by PCI bus id, LUID, NUMA ids, texture limits,
 //! peer attributes, atomic capabilities and GPUDirect RDMA write flushes.
 
-use cuda_driver_macros::wraps;
+use cuda_driver_macros::{call, wraps};
 use cuda_driver_sys as sys;
 
 use crate::count::count_u32;
+use crate::device::Device;
 use crate::entry_point::newer;
-use crate::error::{check, Result};
+use crate::error::Result;
+use crate::init;
 use crate::types::ArrayFormat;
-use crate::{init, Device, DeviceAttribute};
+use crate::types::DeviceAttribute;
 
-pub use crate::types::{
-    AtomicOperation, AtomicOperationCapability, DeviceP2PAttribute, FlushGPUDirectRDMAWritesScope,
+use crate::types::{
+    AtomicOperation, AtomicOperationCapability, FlushGPUDirectRDMAWritesScope,
     FlushGPUDirectRDMAWritesTarget,
 };
 
@@ -23,11 +25,10 @@ impl Device {
     pub fn by_pci_bus_id(id: &str) -> Result<Device> {
         init()?;
         let mut d = 0;
-        let r = crate::cstr::with_c_str("PCI bus id", id, |p| {
+        crate::cstr::with_c_str("PCI bus id", id, |p| {
             // SAFETY: `p` is NUL-terminated; writes one CUdevice.
-            unsafe { sys::cuDeviceGetByPCIBusId(&mut d, p) }
-        })?;
-        check(r, "cuDeviceGetByPCIBusId")?;
+            call!(unsafe { sys::cuDeviceGetByPCIBusId(&mut d, p) })
+        })??;
         Ok(Device::from_raw(d))
     }
 
@@ -39,10 +40,9 @@ impl Device {
         init()?;
         let mut luid = [0 as std::ffi::c_char; 8];
         let mut mask = 0;
-        check(
+        call!(
             // SAFETY: writes 8 bytes and one unsigned int.
             unsafe { sys::cuDeviceGetLuid(luid.as_mut_ptr(), &mut mask, self.as_raw()) },
-            "cuDeviceGetLuid",
         )?;
         Ok((luid.map(|b| b as u8), mask))
     }
@@ -69,7 +69,7 @@ impl Device {
     pub fn texture_1d_linear_max_width(self, format: ArrayFormat, channels: u32) -> Result<usize> {
         init()?;
         let mut w = 0;
-        check(
+        call!(
             // SAFETY: writes one size_t.
             unsafe {
                 sys::cuDeviceGetTexture1DLinearMaxWidth(
@@ -79,7 +79,6 @@ impl Device {
                     self.as_raw(),
                 )
             },
-            "cuDeviceGetTexture1DLinearMaxWidth",
         )?;
         Ok(w)
     }
@@ -93,17 +92,22 @@ impl Device {
         ops: &[AtomicOperation],
     ) -> Result<Vec<AtomicOperationCapability>> {
         init()?;
-        let f = newer::cuDeviceGetHostAtomicCapabilities()?;
         if ops.is_empty() {
             return Ok(Vec::new());
         }
         let count = count_u32("Device::host_atomic_capabilities", "operations", ops.len())?;
         let raw: Vec<sys::CUatomicOperation> = ops.iter().map(|o| o.as_raw()).collect();
         let mut caps = vec![0u32; ops.len()];
-        check(
+        call!(
             // SAFETY: both arrays hold `len` elements.
-            unsafe { f(caps.as_mut_ptr(), raw.as_ptr(), count, self.as_raw()) },
-            "cuDeviceGetHostAtomicCapabilities",
+            unsafe {
+                newer::cuDeviceGetHostAtomicCapabilities()?(
+                    caps.as_mut_ptr(),
+                    raw.as_ptr(),
+                    count,
+                    self.as_raw(),
+                )
+            },
         )?;
         Ok(caps
             .into_iter()
@@ -121,17 +125,16 @@ impl Device {
         ops: &[AtomicOperation],
     ) -> Result<Vec<AtomicOperationCapability>> {
         init()?;
-        let f = newer::cuDeviceGetP2PAtomicCapabilities()?;
         if ops.is_empty() {
             return Ok(Vec::new());
         }
         let count = count_u32("Device::p2p_atomic_capabilities", "operations", ops.len())?;
         let raw: Vec<sys::CUatomicOperation> = ops.iter().map(|o| o.as_raw()).collect();
         let mut caps = vec![0u32; ops.len()];
-        check(
+        call!(
             // SAFETY: both arrays hold `len` elements.
             unsafe {
-                f(
+                newer::cuDeviceGetP2PAtomicCapabilities()?(
                     caps.as_mut_ptr(),
                     raw.as_ptr(),
                     count,
@@ -139,7 +142,6 @@ impl Device {
                     peer.as_raw(),
                 )
             },
-            "cuDeviceGetP2PAtomicCapabilities",
         )?;
         Ok(caps
             .into_iter()
@@ -160,27 +162,27 @@ impl Device {
         flags: i32,
     ) -> Result<()> {
         init()?;
-        check(
+        call!(
             // SAFETY: the caller's guarantee.
             unsafe { sys::cuDeviceGetNvSciSyncAttributes(list, self.as_raw(), flags) },
-            "cuDeviceGetNvSciSyncAttributes",
         )
     }
 }
 
-/// Makes GPUDirect RDMA writes to the current context's memory visible (`target`
-/// `CURRENT_CTX`, `scope` `TO_OWNER` or `TO_ALL_DEVICES`).
-#[wraps(cuFlushGPUDirectRDMAWrites)]
-#[track_caller]
-pub fn flush_gpudirect_rdma_writes(
-    ctx: &crate::Context,
-    target: FlushGPUDirectRDMAWritesTarget,
-    scope: FlushGPUDirectRDMAWritesScope,
-) -> Result<()> {
-    let _cur = ctx.enter()?;
-    check(
-        // SAFETY: plain values on the current context.
-        unsafe { sys::cuFlushGPUDirectRDMAWrites(target.as_raw(), scope.as_raw()) },
-        "cuFlushGPUDirectRDMAWrites",
-    )
+impl crate::context::Context {
+    /// Makes GPUDirect RDMA writes to this context's memory visible (`target`
+    /// `CURRENT_CTX`, `scope` `TO_OWNER` or `TO_ALL_DEVICES`).
+    #[wraps(cuFlushGPUDirectRDMAWrites)]
+    #[track_caller]
+    pub fn flush_gpudirect_rdma_writes(
+        &self,
+        target: FlushGPUDirectRDMAWritesTarget,
+        scope: FlushGPUDirectRDMAWritesScope,
+    ) -> Result<()> {
+        let _cur = self.enter()?;
+        call!(
+            // SAFETY: plain values on the current context.
+            unsafe { sys::cuFlushGPUDirectRDMAWrites(target.as_raw(), scope.as_raw()) },
+        )
+    }
 }

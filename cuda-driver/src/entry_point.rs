@@ -38,13 +38,13 @@ use std::marker::PhantomData;
 use std::ptr::NonNull;
 use std::sync::OnceLock;
 
-use cuda_driver_macros::wraps;
+use cuda_driver_macros::{call, wraps};
 use cuda_driver_sys as sys;
 
-pub use crate::error::ProcAddressStatus;
-use crate::error::{check, Error, ErrorCode, Result};
+use crate::error::{Error, Result};
+use crate::types::{ErrorCode, ProcAddressStatus};
 
-pub use crate::types::ProcAddressFlags;
+use crate::types::ProcAddressFlags;
 
 /// The stream flavour this crate's own calls use: [`ProcAddressFlags::PER_THREAD_DEFAULT_STREAM`]
 /// with the `per-thread-default-stream` feature, [`ProcAddressFlags::LEGACY_STREAM`] otherwise,
@@ -71,7 +71,7 @@ pub const CRATE_FLAGS: ProcAddressFlags = if cfg!(feature = "per-thread-default-
 ///
 /// ```no_run
 /// use cuda_driver::entry_point::proc_address;
-/// use cuda_driver::ProcAddressFlags;
+/// use cuda_driver::types::ProcAddressFlags;
 ///
 /// let v1 = proc_address(c"cuStreamBeginCapture", 10000, ProcAddressFlags::DEFAULT)?;
 /// let v2 = proc_address(c"cuStreamBeginCapture", 10010, ProcAddressFlags::DEFAULT)?;
@@ -88,16 +88,18 @@ pub fn proc_address(
     crate::init()?;
     let mut p = std::ptr::null_mut();
     let mut status = sys::CU_GET_PROC_ADDRESS_SUCCESS;
-    // SAFETY: `symbol` is NUL-terminated; the driver writes one pointer and one status.
-    let r = unsafe {
-        sys::cuGetProcAddress_v2(
-            symbol.as_ptr(),
-            &mut p,
-            cuda_version,
-            flags.as_raw(),
-            &mut status,
-        )
-    };
+    let r = call!(
+        // SAFETY: `symbol` is NUL-terminated; the driver writes one pointer and one status.
+        unsafe {
+            sys::cuGetProcAddress_v2(
+                symbol.as_ptr(),
+                &mut p,
+                cuda_version,
+                flags.as_raw(),
+                &mut status,
+            )
+        }
+    );
     let status = ProcAddressStatus(status);
     let not_found = |status: ProcAddressStatus| Error::EntryPoint {
         symbol: symbol.to_string_lossy().into_owned(),
@@ -108,7 +110,7 @@ pub fn proc_address(
             status
         },
     };
-    match check(r, "cuGetProcAddress_v2") {
+    match r {
         Ok(()) => match NonNull::new(p) {
             Some(p) if status == ProcAddressStatus::SUCCESS => Ok(p),
             _ => Err(not_found(status)),
@@ -201,7 +203,7 @@ pub fn get<P: EntryPoint>() -> Result<P::Pfn> {
 /// [`proc_address`], but a version newer than the driver is [`Error::Unsupported`].
 #[track_caller]
 fn lookup(symbol: &'static CStr, version: i32, flags: ProcAddressFlags) -> Result<NonNull<c_void>> {
-    let driver = crate::driver_version_raw()?;
+    let driver = crate::init::driver_version_raw()?;
     if version > driver {
         return Err(Error::Unsupported {
             function: symbol.to_str().unwrap_or("?"),
@@ -301,7 +303,7 @@ macro_rules! entry_points {
                         Err(_) => panic!("a symbol name contains NUL"),
                     };
                 const VERSION: i32 = $ver;
-                const FLAGS: $crate::ProcAddressFlags = $crate::ProcAddressFlags::$flags;
+                const FLAGS: $crate::types::ProcAddressFlags = $crate::types::ProcAddressFlags::$flags;
             }
         )*
     };
@@ -360,7 +362,7 @@ impl LazyFn {
             Err(Error::EntryPoint { .. }) => Err(Error::Unsupported {
                 function: self.symbol.to_str().unwrap_or("?"),
                 needs: self.version,
-                driver: crate::driver_version_raw().unwrap_or(0),
+                driver: crate::init::driver_version_raw().unwrap_or(0),
             }),
             Err(e) => Err(e),
         }
@@ -436,7 +438,7 @@ macro_rules! lazy_driver_fns {
             $(#[$m])*
             #[allow(non_snake_case, dead_code)]
             #[track_caller]
-            $vis fn $name() -> $crate::Result<<cuda_driver_sys::$pfn as $crate::entry_point::Pfn>::Fn> {
+            $vis fn $name() -> $crate::error::Result<<cuda_driver_sys::$pfn as $crate::entry_point::Pfn>::Fn> {
                 static F: $crate::entry_point::LazyFn = $crate::entry_point::LazyFn::new($sym, $ver);
                 // SAFETY: $pfn is cudaTypedefs.h's typedef of this symbol at this version (the
                 // unit test `newer_entries_match_their_typedefs` checks the names agree).

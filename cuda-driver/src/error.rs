@@ -1,6 +1,6 @@
 //! Errors: the driver's result codes and the crate's one error type.
 //!
-//! [`check`] is the one place where a `CUresult` becomes a [`Result`]: every driver call in
+//! `check` is the one place where a `CUresult` becomes a [`Result`]: every driver call in
 //! the crate goes through it, with the name of the driver symbol and the caller's location.
 
 use std::ffi::CStr;
@@ -10,8 +10,9 @@ use std::panic::Location;
 use cuda_driver_macros::wraps;
 use cuda_driver_sys as sys;
 
-pub use crate::types::ErrorCode;
-pub use crate::types::ProcAddressStatus;
+pub use crate::callback::logger_panic_count;
+use crate::types::ErrorCode;
+use crate::types::ProcAddressStatus;
 
 impl ErrorCode {
     /// The code's name, such as `"CUDA_ERROR_OUT_OF_MEMORY"`, from `cuGetErrorName`; for a
@@ -235,7 +236,7 @@ pub enum Error {
 
     /// Stream-ordered memory was used on a stream other than the one it belongs to; order
     /// the streams explicitly first (see
-    /// [`AsyncDeviceBuffer::move_to_stream`](crate::AsyncDeviceBuffer::move_to_stream)).
+    /// [`AsyncDeviceBuffer::move_to_stream`](crate::memory::pool::AsyncDeviceBuffer::move_to_stream)).
     #[error(
         "{what}: the memory is ordered on stream {expected:#x}, but the operation was queued \
          on stream {found:#x}; move it to that stream first (AsyncDeviceBuffer::move_to_stream)"
@@ -433,9 +434,9 @@ pub enum Error {
     },
 
     /// A physical allocation cannot be mapped the way asked for because it is mapped
-    /// already: an exclusive mapping ([`AddressRange::map`](crate::AddressRange::map))
+    /// already: an exclusive mapping ([`AddressRange::map`](crate::memory::vmm::AddressRange::map))
     /// excludes every other mapping of its allocation, and shared mappings
-    /// ([`AddressRange::map_shared`](crate::AddressRange::map_shared)) exclude exclusive ones.
+    /// ([`AddressRange::map_shared`](crate::memory::vmm::AddressRange::map_shared)) exclude exclusive ones.
     #[error(
         "{what}: physical allocation {handle:#x} is mapped already; an exclusive mapping \
          (AddressRange::map) excludes every other mapping of its allocation, and shared ones \
@@ -602,7 +603,7 @@ pub enum Error {
     },
 
     /// An array without a flag the operation needs (a surface needs
-    /// [`Array3DFlags::SURFACE_LDST`](crate::Array3DFlags::SURFACE_LDST)).
+    /// [`Array3DFlags::SURFACE_LDST`](crate::types::Array3DFlags::SURFACE_LDST)).
     #[error("{what} needs an array created with {flag}")]
     MissingArrayFlag {
         /// The operation.
@@ -834,7 +835,7 @@ static DROP_ERRORS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUs
 /// guard's pop, ...) have failed in this process. `Drop` never panics: it counts the failure
 /// here and reports it through the [`log`] crate at the `warn` level (target
 /// `cuda_driver`), which costs nothing when no logger is installed. A logger that panics on
-/// the report is caught and counted in [`logger_panic_count`](crate::logger_panic_count).
+/// the report is caught and counted in [`logger_panic_count`].
 pub fn drop_error_count() -> usize {
     DROP_ERRORS.load(std::sync::atomic::Ordering::Relaxed)
 }

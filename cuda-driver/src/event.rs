@@ -5,15 +5,17 @@
 
 use std::ptr;
 
-use cuda_driver_macros::wraps;
+use cuda_driver_macros::{call, wraps};
 use cuda_driver_sys as sys;
 
+use crate::context::Context;
 use crate::entry_point::newer;
-use crate::error::{check, Error, Result};
+use crate::error::{Error, Result};
 use crate::release::SendRaw;
-use crate::{Context, ErrorCode, Stream};
+use crate::stream::Stream;
+use crate::types::ErrorCode;
 
-pub use crate::types::{EventFlags, EventRecordFlags, EventWaitFlags};
+use crate::types::{EventFlags, EventRecordFlags, EventWaitFlags};
 
 /// An event (`CUevent`) of a context, destroyed on drop. `Send + Sync`.
 #[wraps(CUevent)]
@@ -68,10 +70,9 @@ impl Event {
     pub fn new(ctx: &Context, flags: EventFlags) -> Result<Event> {
         let _cur = ctx.enter()?;
         let mut raw = ptr::null_mut();
-        check(
+        call!(
             // SAFETY: writes one CUevent; wrapped in the next statement.
             unsafe { sys::cuEventCreate(&mut raw, flags.as_raw()) },
-            "cuEventCreate",
         )?;
         Ok(Event {
             raw,
@@ -148,10 +149,9 @@ impl Event {
     pub fn record(&self, stream: &Stream) -> Result<()> {
         same_context("Event::record", self, stream)?;
         let _cur = self.ctx.enter()?;
-        check(
+        call!(
             // SAFETY: event and stream are alive.
             unsafe { sys::cuEventRecord(self.raw, stream.as_raw()) },
-            "cuEventRecord",
         )
     }
 
@@ -160,10 +160,9 @@ impl Event {
     #[track_caller]
     pub fn synchronize(&self) -> Result<()> {
         let _cur = self.ctx.enter()?;
-        check(
+        call!(
             // SAFETY: the event is alive.
             unsafe { sys::cuEventSynchronize(self.raw) },
-            "cuEventSynchronize",
         )
     }
 
@@ -175,7 +174,7 @@ impl Event {
     pub fn query(&self) -> Result<bool> {
         let _cur = self.ctx.enter()?;
         // SAFETY: the event is alive.
-        match check(unsafe { sys::cuEventQuery(self.raw) }, "cuEventQuery") {
+        match call!(unsafe { sys::cuEventQuery(self.raw) }) {
             Ok(()) => Ok(true),
             Err(e) if e.code() == Some(ErrorCode::NOT_READY) => Ok(false),
             Err(e) => Err(e),
@@ -189,13 +188,13 @@ impl Event {
     #[wraps(cuEventElapsedTime)]
     #[track_caller]
     pub fn elapsed_ms(&self, end: &Event) -> Result<f32> {
-        let f = crate::entry_point::newer::cuEventElapsedTime_v1()?;
         let _cur = self.ctx.enter()?;
         let mut ms = 0.0f32;
-        check(
+        call!(
             // SAFETY: both events are alive; writes one float.
-            unsafe { f(&mut ms, self.raw, end.raw) },
-            "cuEventElapsedTime",
+            unsafe {
+                crate::entry_point::newer::cuEventElapsedTime_v1()?(&mut ms, self.raw, end.raw)
+            },
         )?;
         Ok(ms)
     }
@@ -208,10 +207,9 @@ impl Stream {
     #[track_caller]
     pub fn wait_event(&self, event: &Event) -> Result<()> {
         let _cur = self.context().enter()?;
-        check(
+        call!(
             // SAFETY: stream and event are alive; flags must be 0.
             unsafe { sys::cuStreamWaitEvent(self.as_raw(), event.as_raw(), 0) },
-            "cuStreamWaitEvent",
         )
     }
 
@@ -242,17 +240,16 @@ impl Event {
     #[track_caller]
     pub fn record_with_flags(&self, stream: &Stream, flags: EventRecordFlags) -> Result<()> {
         if stream.context() != self.context() {
-            return Err(crate::Error::ContextMismatch {
+            return Err(crate::error::Error::ContextMismatch {
                 what: "Event::record_with_flags",
                 expected: self.context().as_raw() as usize,
                 found: stream.context().as_raw() as usize,
             });
         }
         let _cur = self.context().enter()?;
-        check(
+        call!(
             // SAFETY: event and stream are alive.
             unsafe { sys::cuEventRecordWithFlags(self.as_raw(), stream.as_raw(), flags.as_raw()) },
-            "cuEventRecordWithFlags",
         )
     }
 
@@ -261,13 +258,11 @@ impl Event {
     #[wraps(cuEventElapsedTime_v2)]
     #[track_caller]
     pub fn elapsed_ms_v2(&self, end: &Event) -> Result<f32> {
-        let f = newer::cuEventElapsedTime_v2()?;
         let _cur = self.context().enter()?;
         let mut ms = 0.0f32;
-        check(
+        call!(
             // SAFETY: both events are alive; writes one float.
-            unsafe { f(&mut ms, self.as_raw(), end.as_raw()) },
-            "cuEventElapsedTime_v2",
+            unsafe { newer::cuEventElapsedTime_v2()?(&mut ms, self.as_raw(), end.as_raw()) },
         )?;
         Ok(ms)
     }
@@ -280,10 +275,9 @@ impl Stream {
     #[track_caller]
     pub fn wait_event_with_flags(&self, event: &Event, flags: EventWaitFlags) -> Result<()> {
         let _cur = self.context().enter()?;
-        check(
+        call!(
             // SAFETY: stream and event are alive.
             unsafe { sys::cuStreamWaitEvent(self.as_raw(), event.as_raw(), flags.as_raw()) },
-            "cuStreamWaitEvent",
         )
     }
 }
@@ -294,12 +288,10 @@ impl Context {
     #[wraps(cuCtxRecordEvent)]
     #[track_caller]
     pub fn record_event(&self, event: &Event) -> Result<()> {
-        let f = newer::cuCtxRecordEvent()?;
         let _cur = self.enter()?;
-        check(
+        call!(
             // SAFETY: context and event are alive.
-            unsafe { f(self.as_raw(), event.as_raw()) },
-            "cuCtxRecordEvent",
+            unsafe { newer::cuCtxRecordEvent()?(self.as_raw(), event.as_raw()) },
         )
     }
 
@@ -307,12 +299,10 @@ impl Context {
     #[wraps(cuCtxWaitEvent)]
     #[track_caller]
     pub fn wait_event(&self, event: &Event) -> Result<()> {
-        let f = newer::cuCtxWaitEvent()?;
         let _cur = self.enter()?;
-        check(
+        call!(
             // SAFETY: context and event are alive.
-            unsafe { f(self.as_raw(), event.as_raw()) },
-            "cuCtxWaitEvent",
+            unsafe { newer::cuCtxWaitEvent()?(self.as_raw(), event.as_raw()) },
         )
     }
 }

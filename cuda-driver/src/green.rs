@@ -10,7 +10,7 @@
 //!    of the context and of every object made in it is gone).
 //!
 //! ```no_run
-//! use cuda_driver::{Device, DevSmResourceSplitFlags, GreenContext, DevResourceDesc};
+//! use cuda_driver::{Device, types::DevSmResourceSplitFlags, green::GreenContext, green::DevResourceDesc};
 //!
 //! let dev = Device::get(0)?;
 //! let sms = dev.sm_resource()?;
@@ -22,15 +22,20 @@
 
 use std::ptr;
 
-use cuda_driver_macros::wraps;
+use cuda_driver_macros::{call, wraps};
 use cuda_driver_sys as sys;
 
+use crate::context::Context;
 use crate::count::count_u32;
+use crate::device::Device;
 use crate::entry_point::newer;
-use crate::error::{check, Error, Result};
-use crate::{init, Context, Device, Event, Stream, StreamFlags};
+use crate::error::{Error, Result};
+use crate::event::Event;
+use crate::init;
+use crate::stream::Stream;
+use crate::types::StreamFlags;
 
-pub use crate::types::{DevResourceType, DevSmResourceSplitFlags, GreenCtxCreateFlags};
+use crate::types::{DevResourceType, DevSmResourceSplitFlags, GreenCtxCreateFlags};
 
 /// A device resource (`CUdevResource`): for now a set of SMs.
 #[derive(Clone, Copy)]
@@ -102,17 +107,16 @@ impl DevResource {
         min_count: u32,
         flags: DevSmResourceSplitFlags,
     ) -> Result<(Vec<DevResource>, DevResource)> {
-        let f = newer::cuDevSmResourceSplitByCount()?;
         // No more groups than SMs can come back: the output array never needs more room (GPU
         // test green::splitting_into_an_absurd_number_of_groups_returns_what_fits).
         let room = groups.min(self.sm_count().max(1));
         let mut n = room;
         let mut out = vec![zero_resource(); room as usize];
         let mut rest = zero_resource();
-        check(
+        call!(
             // SAFETY: `out` has room for `n` resources; input and rest are valid.
             unsafe {
-                f(
+                newer::cuDevSmResourceSplitByCount()?(
                     out.as_mut_ptr(),
                     &mut n,
                     &self.0,
@@ -121,7 +125,6 @@ impl DevResource {
                     min_count,
                 )
             },
-            "cuDevSmResourceSplitByCount",
         )?;
         if n == 0 && groups > 0 {
             return Err(Error::ResourceExhausted {
@@ -153,14 +156,12 @@ impl DevResourceDesc {
     #[wraps(cuDevResourceGenerateDesc)]
     #[track_caller]
     pub fn new(resources: &[DevResource]) -> Result<DevResourceDesc> {
-        let f = newer::cuDevResourceGenerateDesc()?;
         let len = count_u32("DevResourceDesc::new", "resources", resources.len())?;
         let mut raw: Vec<sys::CUdevResource> = resources.iter().map(|r| r.0).collect();
         let mut desc = ptr::null_mut();
-        check(
+        call!(
             // SAFETY: `raw` holds `len` resources; writes one descriptor handle.
-            unsafe { f(&mut desc, raw.as_mut_ptr(), len) },
-            "cuDevResourceGenerateDesc",
+            unsafe { newer::cuDevResourceGenerateDesc()?(&mut desc, raw.as_mut_ptr(), len) },
         )?;
         Ok(DevResourceDesc(desc))
     }
@@ -184,12 +185,10 @@ impl Device {
     #[track_caller]
     pub fn resource(self, kind: DevResourceType) -> Result<DevResource> {
         init()?;
-        let f = newer::cuDeviceGetDevResource()?;
         let mut r = zero_resource();
-        check(
+        call!(
             // SAFETY: writes one CUdevResource.
-            unsafe { f(self.as_raw(), &mut r, kind.as_raw()) },
-            "cuDeviceGetDevResource",
+            unsafe { newer::cuDeviceGetDevResource()?(self.as_raw(), &mut r, kind.as_raw()) },
         )?;
         Ok(DevResource(r))
     }
@@ -200,12 +199,10 @@ impl Context {
     #[wraps(cuCtxGetDevResource)]
     #[track_caller]
     pub fn resource(&self, kind: DevResourceType) -> Result<DevResource> {
-        let f = newer::cuCtxGetDevResource()?;
         let mut r = zero_resource();
-        check(
+        call!(
             // SAFETY: the context is alive; writes one CUdevResource.
-            unsafe { f(self.as_raw(), &mut r, kind.as_raw()) },
-            "cuCtxGetDevResource",
+            unsafe { newer::cuCtxGetDevResource()?(self.as_raw(), &mut r, kind.as_raw()) },
         )?;
         Ok(DevResource(r))
     }
@@ -231,25 +228,25 @@ impl GreenContext {
     #[track_caller]
     pub fn new(device: Device, desc: &DevResourceDesc) -> Result<GreenContext> {
         init()?;
-        let create = newer::cuGreenCtxCreate()?;
-        let from = newer::cuCtxFromGreenCtx()?;
+        // Looked up before the green context exists, so that the call below cannot fail to
+        // find it after the creation (the lookup is cached).
+        newer::cuCtxFromGreenCtx()?;
         let mut raw = ptr::null_mut();
-        check(
+        call!(
             // SAFETY: writes one CUgreenCtx, owned from here on.
             unsafe {
-                create(
+                newer::cuGreenCtxCreate()?(
                     &mut raw,
                     desc.as_raw(),
                     device.as_raw(),
                     GreenCtxCreateFlags::DEFAULT_STREAM.as_raw(),
                 )
             },
-            "cuGreenCtxCreate",
         )?;
         let mut ctx = ptr::null_mut();
         // SAFETY: `raw` is the green context created above.
-        let r = unsafe { from(&mut ctx, raw) };
-        if let Err(e) = check(r, "cuCtxFromGreenCtx") {
+        let r = call!(unsafe { newer::cuCtxFromGreenCtx()?(&mut ctx, raw) });
+        if let Err(e) = r {
             if let Ok(d) = newer::cuGreenCtxDestroy() {
                 // SAFETY: created above and not handed out; destroyed once.
                 let r = unsafe { d(raw) };
@@ -277,12 +274,10 @@ impl GreenContext {
     #[wraps(cuGreenCtxGetDevResource)]
     #[track_caller]
     pub fn resource(&self, kind: DevResourceType) -> Result<DevResource> {
-        let f = newer::cuGreenCtxGetDevResource()?;
         let mut r = zero_resource();
-        check(
+        call!(
             // SAFETY: the green context is alive; writes one CUdevResource.
-            unsafe { f(self.raw, &mut r, kind.as_raw()) },
-            "cuGreenCtxGetDevResource",
+            unsafe { newer::cuGreenCtxGetDevResource()?(self.raw, &mut r, kind.as_raw()) },
         )?;
         Ok(DevResource(r))
     }
@@ -291,10 +286,9 @@ impl GreenContext {
     #[wraps(cuGreenCtxGetId)]
     #[track_caller]
     pub fn id(&self) -> Result<u64> {
-        let f = newer::cuGreenCtxGetId()?;
         let mut id = 0;
         // SAFETY: the green context is alive; writes one unsigned long long.
-        check(unsafe { f(self.raw, &mut id) }, "cuGreenCtxGetId")?;
+        call!(unsafe { newer::cuGreenCtxGetId()?(self.raw, &mut id) })?;
         Ok(id)
     }
 
@@ -302,19 +296,17 @@ impl GreenContext {
     #[wraps(cuGreenCtxStreamCreate)]
     #[track_caller]
     pub fn create_stream(&self, priority: i32) -> Result<Stream> {
-        let f = newer::cuGreenCtxStreamCreate()?;
         let mut s = ptr::null_mut();
-        check(
+        call!(
             // SAFETY: writes one CUstream, wrapped (owned) in the next statement.
             unsafe {
-                f(
+                newer::cuGreenCtxStreamCreate()?(
                     &mut s,
                     self.raw,
                     StreamFlags::NON_BLOCKING.as_raw(),
                     priority,
                 )
             },
-            "cuGreenCtxStreamCreate",
         )?;
         // SAFETY: `s` was just created in this green context, whose Context is `self.ctx`.
         Ok(unsafe { Stream::from_raw(s, &self.ctx) })
@@ -325,12 +317,10 @@ impl GreenContext {
     #[wraps(cuGreenCtxRecordEvent)]
     #[track_caller]
     pub fn record_event(&self, event: &Event) -> Result<()> {
-        let f = newer::cuGreenCtxRecordEvent()?;
         let _cur = self.ctx.enter()?;
-        check(
+        call!(
             // SAFETY: green context and event are alive.
-            unsafe { f(self.raw, event.as_raw()) },
-            "cuGreenCtxRecordEvent",
+            unsafe { newer::cuGreenCtxRecordEvent()?(self.raw, event.as_raw()) },
         )
     }
 
@@ -338,12 +328,10 @@ impl GreenContext {
     #[wraps(cuGreenCtxWaitEvent)]
     #[track_caller]
     pub fn wait_event(&self, event: &Event) -> Result<()> {
-        let f = newer::cuGreenCtxWaitEvent()?;
         let _cur = self.ctx.enter()?;
-        check(
+        call!(
             // SAFETY: green context and event are alive.
-            unsafe { f(self.raw, event.as_raw()) },
-            "cuGreenCtxWaitEvent",
+            unsafe { newer::cuGreenCtxWaitEvent()?(self.raw, event.as_raw()) },
         )
     }
 }
@@ -353,11 +341,10 @@ impl Stream {
     #[wraps(cuStreamGetGreenCtx)]
     #[track_caller]
     pub fn green_context_raw(&self) -> Result<Option<sys::CUgreenCtx>> {
-        let f = newer::cuStreamGetGreenCtx()?;
         let _cur = self.context().enter()?;
         let mut g = ptr::null_mut();
         // SAFETY: the stream is alive; writes one CUgreenCtx.
-        check(unsafe { f(self.as_raw(), &mut g) }, "cuStreamGetGreenCtx")?;
+        call!(unsafe { newer::cuStreamGetGreenCtx()?(self.as_raw(), &mut g) })?;
         Ok((!g.is_null()).then_some(g))
     }
 }

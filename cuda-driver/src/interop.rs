@@ -22,21 +22,22 @@ use std::os::fd::{IntoRawFd, OwnedFd};
 use std::ptr;
 use std::sync::Arc;
 
-use cuda_driver_macros::wraps;
+use cuda_driver_macros::{call, wraps};
 use cuda_driver_sys as sys;
 
+use crate::context::Context;
 use crate::count::count_u32;
-use crate::error::{check, Error, Result};
+use crate::error::{Error, Result};
 use crate::memory::{
     ArrayDescriptor, ArrayElement, ArrayRefMut, DeviceMemory, DeviceMemoryMut, DeviceSlice,
     DeviceSliceMut, MipmappedArray,
 };
 use crate::release::SendRaw;
-use crate::{Context, DeviceRepr, Stream};
+use crate::repr::DeviceRepr;
+use crate::stream::Stream;
 
-pub use crate::types::{
-    ExternalMemoryFlags, ExternalMemoryHandleType, ExternalSemaphoreHandleType,
-    ExternalSemaphoreSignalFlags, ExternalSemaphoreWaitFlags,
+use crate::types::{
+    ExternalSemaphoreHandleType, ExternalSemaphoreSignalFlags, ExternalSemaphoreWaitFlags,
 };
 
 struct MemoryInner {
@@ -132,11 +133,10 @@ impl ExternalMemory {
     unsafe fn import(ctx: &Context, desc: &sys::CUDA_EXTERNAL_MEMORY_HANDLE_DESC) -> Result<Self> {
         let _cur = ctx.enter()?;
         let mut raw = ptr::null_mut();
-        check(
+        call!(
             // SAFETY: the caller's guarantees on `desc`; writes one handle, owned by the
             // value built next.
             unsafe { sys::cuImportExternalMemory(&mut raw, desc) },
-            "cuImportExternalMemory",
         )?;
         Ok(ExternalMemory {
             inner: Arc::new(MemoryInner {
@@ -188,11 +188,10 @@ impl ExternalMemory {
         desc.size = bytes;
         let _cur = self.inner.ctx.enter()?;
         let mut ptr = 0;
-        check(
+        call!(
             // SAFETY: the memory is alive and the range lies in it (checked); writes one
             // device pointer, owned by the buffer built next (freed with cuMemFree).
             unsafe { sys::cuExternalMemoryGetMappedBuffer(&mut ptr, self.inner.raw, &desc) },
-            "cuExternalMemoryGetMappedBuffer",
         )?;
         Ok(ExternalBuffer {
             ptr,
@@ -230,12 +229,11 @@ impl ExternalMemory {
         d.numLevels = levels;
         let _cur = self.inner.ctx.enter()?;
         let mut raw = ptr::null_mut();
-        check(
+        call!(
             // SAFETY: the memory is alive and `d` a valid descriptor (shape checked above); a
             // shape past the memory's end is the driver's error to return, not an access by
             // this process; writes one handle, owned by the array built next.
             unsafe { sys::cuExternalMemoryGetMappedMipmappedArray(&mut raw, self.inner.raw, &d) },
-            "cuExternalMemoryGetMappedMipmappedArray",
         )?;
         Ok(ExternalMipmappedArray {
             // SAFETY: just created in this context with this shape, owned by nobody else;
@@ -307,8 +305,8 @@ unsafe impl<T: DeviceRepr> DeviceMemoryMut for ExternalBuffer<T> {
 ///
 /// ```compile_fail,E0596
 /// # fn f(
-/// #     ext: &mut cuda_driver::ExternalMipmappedArray<f32>,
-/// #     other: cuda_driver::MipmappedArray<f32>,
+/// #     ext: &mut cuda_driver::interop::ExternalMipmappedArray<f32>,
+/// #     other: cuda_driver::memory::MipmappedArray<f32>,
 /// # ) {
 /// let mapped = std::mem::replace(&mut **ext, other);
 /// # drop(mapped);
@@ -317,8 +315,8 @@ unsafe impl<T: DeviceRepr> DeviceMemoryMut for ExternalBuffer<T> {
 ///
 /// ```compile_fail,E0596
 /// # fn f(
-/// #     a: &mut cuda_driver::ExternalMipmappedArray<f32>,
-/// #     b: &mut cuda_driver::MipmappedArray<f32>,
+/// #     a: &mut cuda_driver::interop::ExternalMipmappedArray<f32>,
+/// #     b: &mut cuda_driver::memory::MipmappedArray<f32>,
 /// # ) {
 /// std::mem::swap(&mut **a, b);
 /// # }
@@ -328,7 +326,7 @@ unsafe impl<T: DeviceRepr> DeviceMemoryMut for ExternalBuffer<T> {
 /// deref's [`level`](MipmappedArray::level):
 ///
 /// ```
-/// # fn f(ext: &mut cuda_driver::ExternalMipmappedArray<f32>) -> cuda_driver::Result<()> {
+/// # fn f(ext: &mut cuda_driver::interop::ExternalMipmappedArray<f32>) -> cuda_driver::Result<()> {
 /// let n = ext.level(0)?.len();
 /// ext.level_mut(0)?.copy_from_host(&vec![1.0; n])?;
 /// let mut back = vec![0.0; n];
@@ -466,10 +464,9 @@ impl ExternalSemaphore {
     ) -> Result<Self> {
         let _cur = ctx.enter()?;
         let mut raw = ptr::null_mut();
-        check(
+        call!(
             // SAFETY: the caller's guarantees; writes one handle, owned by the value built next.
             unsafe { sys::cuImportExternalSemaphore(&mut raw, desc) },
-            "cuImportExternalSemaphore",
         )?;
         Ok(ExternalSemaphore {
             raw,
@@ -561,7 +558,7 @@ impl Stream {
         let raws: Vec<_> = sems.iter().map(|(s, _)| s.raw).collect();
         let params: Vec<_> = sems.iter().map(|&(_, v)| signal_params(v, flags)).collect();
         let _cur = self.context().enter()?;
-        check(
+        call!(
             // SAFETY: `raws` and `params` hold `raws.len()` live semaphores and their
             // parameters, read during the call.
             unsafe {
@@ -572,7 +569,6 @@ impl Stream {
                     self.as_raw(),
                 )
             },
-            "cuSignalExternalSemaphoresAsync",
         )
     }
 
@@ -593,7 +589,7 @@ impl Stream {
         let raws: Vec<_> = sems.iter().map(|(s, _)| s.raw).collect();
         let params: Vec<_> = sems.iter().map(|&(_, v)| wait_params(v, flags)).collect();
         let _cur = self.context().enter()?;
-        check(
+        call!(
             // SAFETY: as in signal_external_semaphores.
             unsafe {
                 sys::cuWaitExternalSemaphoresAsync(
@@ -603,7 +599,6 @@ impl Stream {
                     self.as_raw(),
                 )
             },
-            "cuWaitExternalSemaphoresAsync",
         )
     }
 }

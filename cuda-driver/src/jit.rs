@@ -1,7 +1,7 @@
 //! The JIT compiler's options and logs, shared by every driver call that compiles or links
 //! device code: module and library loads and the linker.
 //!
-//! [`JitOptions`] is the caller's side. [`JitCall`] is one call's `CUjit_option` arrays and the
+//! [`JitOptions`] is the caller's side. `JitCall` is one call's `CUjit_option` arrays and the
 //! log buffers they point to. The driver may write the logs after the call returns (a library
 //! is compiled lazily, when it is first loaded into a context; a link state until it is
 //! destroyed), so a `JitCall` given to a load lives as long as what was loaded, unmoved, and is
@@ -13,8 +13,9 @@ use std::ptr::{self, NonNull};
 use cuda_driver_macros::wraps;
 use cuda_driver_sys as sys;
 
-use crate::error::{check, Error, ErrorCode, Result};
-pub use crate::types::{JitCacheMode, JitFallback, JitTarget};
+use crate::error::{check, Error, Result};
+use crate::types::ErrorCode;
+use crate::types::{JitCacheMode, JitFallback, JitTarget};
 
 impl JitTarget {
     /// The `compute_<major><minor>` target, such as `compute_90` for `(9, 0)`; the
@@ -35,14 +36,14 @@ enum Target {
 }
 
 /// Options of the JIT compiler and linker (`CUjit_option`), for loading modules and
-/// libraries and for the [`Linker`](crate::Linker).
+/// libraries and for the [`Linker`](crate::module::Linker).
 ///
 /// Built with chained setters; options left unset keep the driver's default. The info and
 /// error logs and the wall time are always requested (the logs in buffers of
 /// [`log_buffer_size`](Self::log_buffer_size) bytes each, 16 KiB by default).
 ///
 /// ```
-/// use cuda_driver::{JitCacheMode, JitOptions, JitTarget};
+/// use cuda_driver::{types::JitCacheMode, jit::JitOptions, types::JitTarget};
 /// let opts = JitOptions::new()
 ///     .max_registers(64)
 ///     .optimization_level(3)

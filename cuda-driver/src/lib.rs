@@ -14,17 +14,17 @@
 //!   ([`DeviceSlice`], [`DeviceSliceMut`]); copies, memsets and kernel arguments are
 //!   implemented once, on the views, and every owner gets them through [`DeviceMemory`] and
 //!   [`DeviceMemoryMut`] (import [`prelude`]). Memory freed in stream order
-//!   ([`AsyncDeviceBuffer`]) is used on its own stream only, which safe code cannot break.
+//!   ([`AsyncDeviceBuffer`](crate::memory::pool::AsyncDeviceBuffer)) is used on its own stream only, which safe code cannot break.
 //! * **Contexts**: no operation changes the caller's context stack. Each object makes its
 //!   context current for the span of one operation when it is not (pushing and popping it);
 //!   when it is, the whole cost is one `cuCtxGetCurrent`. Launches and stream-ordered
 //!   allocations and frees on a created stream cost not even that: the driver takes their
 //!   context from the stream.
 //! * **Ownership**: every handle is released in `Drop`, which never panics (failures go to
-//!   the [`log`](https://docs.rs/log) crate and [`drop_error_count`]); objects keep their
+//!   the [`log`](https://docs.rs/log) crate and [`drop_error_count`](crate::error::drop_error_count)); objects keep their
 //!   context alive, work from any thread, and are never released inside a host function.
-//!   Owned and borrowed handles are different types ([`Stream`] / [`StreamRef`],
-//!   [`MemPool`] / [`MemPoolRef`]); every handle has `as_raw`, `from_raw(raw, ..)` and
+//!   Owned and borrowed handles are different types ([`Stream`] / [`StreamRef`](crate::stream::StreamRef),
+//!   [`MemPool`](crate::memory::pool::MemPool) / [`MemPoolRef`](crate::memory::pool::MemPoolRef)); every handle has `as_raw`, `from_raw(raw, ..)` and
 //!   `into_raw`.
 //! * **Speed**: the launch and copy paths allocate nothing; launches check arguments against
 //!   the kernel's parameter list read once from the driver.
@@ -39,7 +39,7 @@
 //! use std::process::ExitCode;
 //!
 //! use cuda_driver::prelude::*;
-//! use cuda_driver::{Device, DeviceBuffer, LaunchConfig, Module, Stream, StreamFlags};
+//! use cuda_driver::types::StreamFlags;
 //!
 //! /// `scale(float* data, float factor, int n)`, `data[i] *= factor` for every `i < n`: what
 //! /// `nvcc --ptx` makes of a three-line CUDA C kernel (its comment lines left out).
@@ -119,6 +119,46 @@
 //! }
 //! ```
 //!
+//! # A tour, in the order a program meets the areas
+//!
+//! Each area is a module named after its group of the
+//! [CUDA Driver API reference](https://docs.nvidia.com/cuda/cuda-driver-api/modules.html); the
+//! root re-exports the core types above, and [`prelude`] brings them and the traits into scope.
+//! Every wrapper carries its C name as a `#[doc(alias)]`: search the docs for `cuMemAlloc`.
+//!
+//! 1. [`device`]: the GPUs, their attributes and names; [`init`] and [`driver_version`].
+//! 2. [`context`]: primary and created contexts, the per-thread current context (which no call
+//!    of this crate changes behind your back), limits and cache configuration.
+//! 3. [`module`] and [`library`]: code from PTX, cubins and fatbins, per context or
+//!    context-independent, their [`Function`]s, [`Kernel`]s and globals; the JIT's options are
+//!    in [`jit`], and the JIT linker is [`module::Linker`].
+//! 4. [`memory`]: one model for every kind of memory. Owners ([`DeviceBuffer`],
+//!    [`PinnedBuffer`], managed, pitched, arrays) hand out views ([`DeviceSlice`],
+//!    [`DeviceSliceMut`]) on which copies, memsets and kernel arguments are written once; the
+//!    stream-ordered allocator is [`memory::pool`], virtual memory management
+//!    [`memory::vmm`], unified addressing [`memory::unified`].
+//! 5. [`launch`]: [`LaunchConfig`], checked and typed launches, launch attributes, cooperative
+//!    and clustered launches, occupancy, and the parameter buffer for launches built at run
+//!    time.
+//! 6. [`stream`] and [`event`]: ordering work, host functions, stream attributes, waiting and
+//!    timing; [`stream_memop`] has the stream memory operations (wait on and write values).
+//! 7. [`graph`]: graphs built node by node or captured from a stream, executable graphs and
+//!    their updates, memory nodes, conditional nodes and user objects.
+//! 8. [`texture`], [`surface`] and [`tensor_map`]: texture and surface objects over arrays and
+//!    linear memory, and tensor maps for the Hopper tensor-memory accelerator.
+//! 9. [`peer`]: access between GPUs; [`interop`]: external memory and semaphores (Vulkan,
+//!    D3D12, NvSci); [`external`]: the hooks companion crates (NCCL) use.
+//! 10. [`green`]: green contexts over a share of a GPU's SMs.
+//! 11. Tools: [`coredump`], [`checkpoint`] (process checkpoints), [`logs`] (the driver's error
+//!     log), [`profiler`], and [`entry_point`] for functions newer than the linked library.
+//! 12. Values: [`error`] ([`Error`], the codes, which errors are sticky), [`types`] (every enum
+//!     and flag set of cuda.h as a newtype, with one path each), and [`vector`] (CUDA's vector
+//!     types: `float4` is [`vector::Float4`]).
+//!
+//! The rules that make all of this safe (views, stream order, releases that wait for the
+//! device, panics that never cross into the driver) are written down once, in the project's
+//! `docs/SOUNDNESS.md`.
+//!
 //! Driver support: any driver from CUDA 12.0 on. Functions newer than 12.0 are resolved at run
 //! time (see [`entry_point`]) and return [`Error::Unsupported`] on an older driver.
 #![cfg_attr(docsrs, feature(doc_cfg))]
@@ -139,132 +179,83 @@ pub use half;
 extern crate self as cuda_driver;
 
 mod callback;
-mod checkpoint;
-mod context;
-mod coredump;
+pub mod checkpoint;
+pub mod context;
+pub mod coredump;
 mod count;
 mod cstr;
-mod device;
+pub mod device;
 mod device_info;
 pub mod entry_point;
-mod error;
-mod event;
+pub mod error;
+pub mod event;
 pub mod external;
-mod graph;
-mod green;
+pub mod graph;
+pub mod green;
 mod image;
 mod init;
-mod interop;
-mod jit;
-mod launch;
-mod library;
-mod logs;
-mod memory;
-mod module;
+pub mod interop;
+pub mod jit;
+pub mod launch;
+pub mod library;
+pub mod logs;
+pub mod memory;
+pub mod module;
 mod params;
-mod peer;
+pub mod peer;
 #[cfg(feature = "bytemuck")]
 mod pod;
-mod profiler;
+pub mod profiler;
 mod release;
 mod repr;
-mod stream;
+pub mod stream;
 mod stream_attr;
-mod stream_memop;
-mod surface;
-mod tensor_map;
-mod texture;
+pub mod stream_memop;
+pub mod surface;
+pub mod tensor_map;
+pub mod texture;
 #[rustfmt::skip]
 pub mod types;
 #[cfg(test)]
 mod types_tests;
-mod vector;
+pub mod vector;
 
-pub use callback::logger_panic_count;
-pub use checkpoint::{
-    checkpoint_checkpoint, checkpoint_lock, checkpoint_restore, checkpoint_restore_thread_id,
-    checkpoint_state, checkpoint_unlock, ProcessState,
-};
-pub use context::{
-    CacheConfig, Context, ContextCreateParams, ContextFlags, ContextGuard, ExecAffinityType, Limit,
-    SharedMemConfig,
-};
-pub use coredump::{
-    coredump_attribute_global, set_coredump_attribute_global, CoredumpGenerationFlags,
-    CoredumpSettings, CoredumpValue,
-};
+// The core types a first program needs; everything else is found in its area's module.
+pub use context::Context;
 pub use cuda_driver_macros::DeviceRepr;
-pub use device::{Device, DeviceAttribute};
-pub use device_info::{
-    flush_gpudirect_rdma_writes, AtomicOperation, AtomicOperationCapability, DeviceP2PAttribute,
-    FlushGPUDirectRDMAWritesScope, FlushGPUDirectRDMAWritesTarget,
-};
-pub use entry_point::ProcAddressFlags;
-pub use error::{drop_error_count, Error, ErrorCode, ProcAddressStatus, Result};
-pub use event::{Event, EventFlags, EventRecordFlags, EventWaitFlags};
-pub use graph::{
-    exchange_thread_capture_mode, BatchMemOp, BatchMemOpNode, Capture, CaptureInfo, CaptureMode,
-    CaptureStatus, ChildGraphNode, ConditionalHandle, ConditionalNode, EdgeData, EventRecordNode,
-    EventWaitNode, ExtSemSignalNode, ExtSemWaitNode, Graph, GraphAllocation,
-    GraphConditionalNodeType, GraphDebugDotFlags, GraphDependencyType, GraphExec, GraphExecFlags,
-    GraphExecUpdateResult, GraphInstantiateFlags, GraphMemAttribute, GraphMemory, GraphNode,
-    GraphNodeType, GraphRef, HostNode, InstantiateOptions, KernelNode, MemAllocNode, MemFreeNode,
-    MemcpyNode, MemsetNode, MemsetParams, UserObject,
-};
-pub use green::{
-    DevResource, DevResourceDesc, DevResourceType, DevSmResourceSplitFlags, GreenContext,
-    GreenCtxCreateFlags,
-};
+pub use device::Device;
+pub use error::{Error, Result};
+pub use event::Event;
 /// The entry points of the fuzz targets in `fuzz/`: not part of the API.
 #[cfg(feature = "__fuzz")]
 #[doc(hidden)]
 pub use image::fuzz as __fuzz;
-pub use image::ModuleImage;
-pub(crate) use init::driver_version_raw;
 pub use init::{driver_version, init};
-pub use interop::{
-    ExternalBuffer, ExternalMemory, ExternalMemoryFlags, ExternalMemoryHandleType,
-    ExternalMipmappedArray, ExternalSemaphore, ExternalSemaphoreHandleType,
-    ExternalSemaphoreSignalFlags, ExternalSemaphoreWaitFlags, SemaphoreValue,
+pub use launch::{Dim3, LaunchConfig};
+pub use library::{Kernel, Library};
+pub use memory::{
+    DeviceBuffer, DeviceMemory, DeviceMemoryMut, DeviceSlice, DeviceSliceMut, PinnedBuffer,
 };
-pub use jit::{JitCacheMode, JitFallback, JitOptions, JitTarget, DEFAULT_JIT_LOG_SIZE};
-pub use launch::*;
-pub use library::{Kernel, Library, LibraryOptions, Managed};
-pub use logs::{LogForwarder, LogLevel, LogPosition};
-pub use memory::*;
-pub use module::{
-    module_loading_mode, Function, FunctionAttribute, FunctionLoadingState, Global, JitInputType,
-    Linker, Module, ModuleLoadingMode,
-};
-pub use params::{argument_check, set_argument_check, ArgumentCheck, ParamInfo};
+pub use module::{Function, Module};
 #[cfg(feature = "bytemuck")]
 #[cfg_attr(docsrs, doc(cfg(feature = "bytemuck")))]
 pub use pod::Pod;
-pub use profiler::ProfilerRange;
-pub use release::wait_for_deferred_releases;
 pub use repr::DeviceRepr;
-pub use stream::{host_fn_panic_count, Stream, StreamFlags, StreamRef};
-pub use stream_attr::{
-    AccessPolicyWindow, AccessProperty, LaunchMemSyncDomain, SynchronizationPolicy,
-};
-pub use stream_memop::{
-    MemOpBatch, StreamMemoryBarrierFlags, StreamWaitValueFlags, StreamWriteValueFlags,
-    MAX_BATCH_MEM_OPS,
-};
-pub use surface::SurfaceObject;
-pub use tensor_map::*;
-pub use texture::{
-    AddressMode, FilterMode, ResourceDesc, ResourceViewDesc, ResourceViewFormat, Resourcetype,
-    TextureDesc, TextureFlags, TextureObject,
-};
+pub use stream::Stream;
 
-/// The traits most programs need in scope: the memory model's [`DeviceMemory`] and
-/// [`DeviceMemoryMut`], whose methods (copies, memsets, slicing) every memory owner has.
+/// What most programs need in scope: the memory traits ([`DeviceMemory`] and
+/// [`DeviceMemoryMut`], whose methods (copies, memsets, slicing) every memory owner has), the
+/// kernel-argument traits, and the core types.
 ///
 /// ```
 /// use cuda_driver::prelude::*;
 /// ```
 pub mod prelude {
-    pub use crate::{DeviceMemory, DeviceMemoryMut};
+    pub use crate::launch::{KernelArg, KernelArgs};
+    pub use crate::memory::MemsetValue;
+    pub use crate::{
+        Context, Device, DeviceBuffer, DeviceMemory, DeviceMemoryMut, DeviceRepr, DeviceSlice,
+        DeviceSliceMut, Dim3, Error, Event, Function, Kernel, LaunchConfig, Library, Module,
+        PinnedBuffer, Result, Stream,
+    };
 }
-pub use vector::*;

@@ -43,21 +43,23 @@ use std::ptr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use cuda_driver_macros::wraps;
+use cuda_driver_macros::{call, wraps};
 use cuda_driver_sys as sys;
 
-use crate::context::{CacheConfig, Context};
+use crate::context::Context;
 use crate::cstr::{path_to_c_string, with_c_str};
 use crate::device::Device;
 use crate::entry_point::newer;
-use crate::error::{check, report_drop_error, Error, Result};
+use crate::error::{report_drop_error, Error, Result};
 use crate::image::{Image, ImageKind, ModuleImage, ParamCounts};
 use crate::jit::{check_jit, check_lookup, JitCall, JitOptions, LiveJit};
 use crate::memory::{DeviceSlice, DeviceSliceMut};
-use crate::module::{AddressClaim, Function, FunctionAttribute, FunctionOwner, Global, Module};
+use crate::module::{AddressClaim, Function, FunctionOwner, Global, Module};
 use crate::params::{KernelParams, ParamCache, ParamInfo};
 use crate::release::{release, SendRaw};
 use crate::repr::DeviceRepr;
+use crate::types::CacheConfig;
+use crate::types::FunctionAttribute;
 
 /// Options of a library load (`CUlibraryOption`).
 ///
@@ -502,20 +504,18 @@ impl Library {
     #[wraps(cuLibraryGetKernelCount, cuLibraryEnumerateKernels)]
     #[track_caller]
     pub fn kernels(&self) -> Result<Vec<Kernel>> {
-        let count_fn = newer::cuLibraryGetKernelCount()?;
-        let enumerate = newer::cuLibraryEnumerateKernels()?;
         let mut n = 0;
-        check(
+        call!(
             // SAFETY: the library is alive; writes one unsigned int.
-            unsafe { count_fn(&mut n, self.inner.raw) },
-            "cuLibraryGetKernelCount",
+            unsafe { newer::cuLibraryGetKernelCount()?(&mut n, self.inner.raw) },
         )?;
         let mut raws = vec![ptr::null_mut(); n as usize];
         if n > 0 {
-            check(
+            call!(
                 // SAFETY: `raws` holds n writable CUkernel slots.
-                unsafe { enumerate(raws.as_mut_ptr(), n, self.inner.raw) },
-                "cuLibraryEnumerateKernels",
+                unsafe {
+                    newer::cuLibraryEnumerateKernels()?(raws.as_mut_ptr(), n, self.inner.raw)
+                },
             )?;
         }
         Ok(raws
@@ -729,10 +729,9 @@ impl Kernel {
     #[track_caller]
     pub fn attribute(&self, attr: FunctionAttribute, device: Device) -> Result<i32> {
         let mut v = 0;
-        check(
+        call!(
             // SAFETY: the kernel is alive; writes one int.
             unsafe { sys::cuKernelGetAttribute(&mut v, attr.as_raw(), self.raw, device.as_raw()) },
-            "cuKernelGetAttribute",
         )?;
         Ok(v)
     }
@@ -742,10 +741,9 @@ impl Kernel {
     #[wraps(cuKernelSetAttribute)]
     #[track_caller]
     pub fn set_attribute(&self, attr: FunctionAttribute, value: i32, device: Device) -> Result<()> {
-        check(
+        call!(
             // SAFETY: the kernel is alive; plain values.
             unsafe { sys::cuKernelSetAttribute(attr.as_raw(), value, self.raw, device.as_raw()) },
-            "cuKernelSetAttribute",
         )
     }
 
@@ -753,10 +751,9 @@ impl Kernel {
     #[wraps(cuKernelSetCacheConfig)]
     #[track_caller]
     pub fn set_cache_config(&self, config: CacheConfig, device: Device) -> Result<()> {
-        check(
+        call!(
             // SAFETY: the kernel is alive; plain values.
             unsafe { sys::cuKernelSetCacheConfig(self.raw, config.as_raw(), device.as_raw()) },
-            "cuKernelSetCacheConfig",
         )
     }
 }
@@ -786,11 +783,10 @@ impl KernelParams for Kernel {
     }
 
     fn driver_name(&self) -> Option<String> {
-        let f = newer::cuKernelGetName().ok()?;
         let mut p = ptr::null();
         // SAFETY: the kernel is alive; writes a pointer to a NUL-terminated string the driver
         // owns while the library is loaded.
-        check(unsafe { f(&mut p, self.raw) }, "cuKernelGetName").ok()?;
+        call!(unsafe { newer::cuKernelGetName().ok()?(&mut p, self.raw) }).ok()?;
         if p.is_null() {
             return None;
         }
@@ -924,10 +920,9 @@ impl Kernel {
     #[cuda_driver_macros::wraps(cuKernelGetLibrary)]
     #[track_caller]
     pub fn library_raw(&self) -> Result<sys::CUlibrary> {
-        let f = crate::entry_point::newer::cuKernelGetLibrary()?;
         let mut l = ptr::null_mut();
         // SAFETY: the kernel is alive while `self` is; writes one CUlibrary.
-        check(unsafe { f(&mut l, self.raw) }, "cuKernelGetLibrary")?;
+        call!(unsafe { crate::entry_point::newer::cuKernelGetLibrary()?(&mut l, self.raw) })?;
         Ok(l)
     }
 }
@@ -941,16 +936,18 @@ impl Library {
         let mut p = ptr::null_mut();
         let r = crate::cstr::with_c_str("function name", name, |c| {
             // SAFETY: the library is alive; `c` is NUL-terminated; writes one pointer.
-            unsafe { sys::cuLibraryGetUnifiedFunction(&mut p, self.inner.raw, c) }
+            call!(unsafe { sys::cuLibraryGetUnifiedFunction(&mut p, self.inner.raw, c) })
         })?;
-        if r == sys::CUDA_ERROR_NOT_FOUND {
+        if r.as_ref()
+            .is_err_and(|e| e.code() == Some(crate::types::ErrorCode::NOT_FOUND))
+        {
             return Err(Error::NotFound {
                 kind: "unified function",
                 name: name.to_owned(),
-                code: crate::ErrorCode::NOT_FOUND,
+                code: crate::types::ErrorCode::NOT_FOUND,
             });
         }
-        check(r, "cuLibraryGetUnifiedFunction")?;
+        r?;
         Ok(p)
     }
 }

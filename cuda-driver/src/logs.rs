@@ -5,20 +5,18 @@
 use std::ffi::{c_char, c_void};
 use std::path::Path;
 
-use cuda_driver_macros::wraps;
+use cuda_driver_macros::{call, wraps};
 use cuda_driver_sys as sys;
 
 use crate::callback;
 use crate::entry_point::newer;
-use crate::error::{check, report_drop_error, Result};
+use crate::error::{report_drop_error, Result};
 use crate::init;
-
-pub use crate::types::LogLevel;
 
 /// The callback: forwards one driver message to the `log` crate (target `cuda_driver::driver`).
 /// The driver calls it, so nothing may unwind out of it: the whole forwarding runs under
 /// [`callback::log`], and a logger that panics is caught and counted in
-/// [`logger_panic_count`](crate::logger_panic_count).
+/// [`logger_panic_count`](crate::error::logger_panic_count).
 unsafe extern "C" fn forward(
     _data: *mut c_void,
     level: sys::CUlogLevel,
@@ -61,13 +59,13 @@ impl LogForwarder {
     #[track_caller]
     pub fn register() -> Result<LogForwarder> {
         init()?;
-        let f = newer::cuLogsRegisterCallback()?;
         let mut handle = std::ptr::null_mut();
-        check(
+        call!(
             // SAFETY: `forward` is a plain function valid for the program's life and ignores its
             // user data; writes one handle, owned by the forwarder from here on.
-            unsafe { f(Some(forward), std::ptr::null_mut(), &mut handle) },
-            "cuLogsRegisterCallback",
+            unsafe {
+                newer::cuLogsRegisterCallback()?(Some(forward), std::ptr::null_mut(), &mut handle)
+            },
         )?;
         Ok(LogForwarder { handle })
     }
@@ -77,9 +75,8 @@ impl LogForwarder {
     #[track_caller]
     pub fn unregister(self) -> Result<()> {
         let this = std::mem::ManuallyDrop::new(self);
-        let f = newer::cuLogsUnregisterCallback()?;
         // SAFETY: the handle is registered and unregistered once (Drop does not run).
-        check(unsafe { f(this.handle) }, "cuLogsUnregisterCallback")
+        call!(unsafe { newer::cuLogsUnregisterCallback()?(this.handle) })
     }
 }
 
@@ -102,10 +99,9 @@ impl LogPosition {
     #[track_caller]
     pub fn current() -> Result<LogPosition> {
         init()?;
-        let f = newer::cuLogsCurrent()?;
         let mut it = 0;
         // SAFETY: writes one iterator; flags must be 0.
-        check(unsafe { f(&mut it, 0) }, "cuLogsCurrent")?;
+        call!(unsafe { newer::cuLogsCurrent()?(&mut it, 0) })?;
         Ok(LogPosition(it))
     }
 
@@ -119,10 +115,9 @@ impl LogPosition {
     #[track_caller]
     pub fn dump_to_file(&mut self, path: &Path) -> Result<()> {
         init()?;
-        let f = newer::cuLogsDumpToFile()?;
         let c = crate::cstr::path_to_c_string(path)?;
         // SAFETY: `c` is NUL-terminated; the iterator is ours to advance; flags must be 0.
-        check(unsafe { f(&mut self.0, c.as_ptr(), 0) }, "cuLogsDumpToFile")
+        call!(unsafe { newer::cuLogsDumpToFile()?(&mut self.0, c.as_ptr(), 0) })
     }
 
     /// The most bytes a dump to memory can return: the size of the driver's log buffer
@@ -143,17 +138,17 @@ impl LogPosition {
     #[track_caller]
     pub fn dump_to_memory(&mut self, max_bytes: usize) -> Result<String> {
         init()?;
-        let f = newer::cuLogsDumpToMemory()?;
         let Some(mut buf) = dump_buffer(max_bytes) else {
             return Ok(String::new());
         };
         let mut size = buf.len();
-        check(
+        call!(
             // SAFETY: `buf` holds `size` bytes (at least 2); the driver writes at most that,
             // NUL-terminated, and stores the length written (without the NUL) in `size`
             // (GPU test logs::dumping_the_driver_log_with_absurd_sizes_is_safe).
-            unsafe { f(&mut self.0, buf.as_mut_ptr().cast(), &mut size, 0) },
-            "cuLogsDumpToMemory",
+            unsafe {
+                newer::cuLogsDumpToMemory()?(&mut self.0, buf.as_mut_ptr().cast(), &mut size, 0)
+            },
         )?;
         buf.truncate(size.min(buf.len() - 1));
         Ok(String::from_utf8_lossy(&buf).into_owned())
@@ -190,7 +185,7 @@ mod tests {
     #[test]
     fn a_panicking_logger_in_the_driver_log_callback_is_caught_and_counted() {
         crate::callback::test_logger::panic_on_this_thread(true);
-        let before = crate::logger_panic_count();
+        let before = crate::callback::logger_panic_count();
         let thrown = crate::callback::test_logger::thrown();
         let mut msg = *b"a driver message\n\0";
         // SAFETY: as the driver calls it: `len` bytes of message at `msg`, valid meanwhile.
@@ -204,6 +199,6 @@ mod tests {
         };
         crate::callback::test_logger::panic_on_this_thread(false);
         assert_eq!(crate::callback::test_logger::thrown(), thrown + 1);
-        assert!(crate::logger_panic_count() > before);
+        assert!(crate::callback::logger_panic_count() > before);
     }
 }

@@ -29,12 +29,13 @@ use std::sync::{Arc, OnceLock};
 
 use cuda_driver_sys as sys;
 
-use crate::error::{check, Error, ErrorCode, Result};
+use crate::error::{check, Error, Result};
 use crate::image::ParamCounts;
+use crate::types::ErrorCode;
 
 /// Where a kernel parameter lives in the device-side parameter layout, as the driver reports
 /// it (`cuFuncGetParamInfo`, `cuKernelGetParamInfo`) and as
-/// [`ParamBuffer`](crate::ParamBuffer) places it.
+/// [`ParamBuffer`](crate::launch::ParamBuffer) places it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct ParamInfo {
     /// Offset in bytes from the start of the parameters.
@@ -65,7 +66,7 @@ static WARNED: AtomicBool = AtomicBool::new(false);
 /// [`ArgumentCheck::WhenSupported`] lets it go unchecked, as the unchecked launches do.
 ///
 /// ```
-/// use cuda_driver::{argument_check, set_argument_check, ArgumentCheck};
+/// use cuda_driver::{launch::argument_check, launch::set_argument_check, launch::ArgumentCheck};
 /// assert_eq!(argument_check(), ArgumentCheck::Required);
 /// // This program runs on old drivers too, where its launches cannot be checked.
 /// set_argument_check(ArgumentCheck::WhenSupported);
@@ -93,7 +94,7 @@ pub fn argument_check() -> ArgumentCheck {
 #[inline(never)]
 #[track_caller]
 fn unchecked(policy: ArgumentCheck, call: &'static str, kernel: &str) -> Result<()> {
-    let driver = crate::driver_version_raw().unwrap_or(0);
+    let driver = crate::init::driver_version_raw().unwrap_or(0);
     match policy {
         ArgumentCheck::Required => Err(Error::Unsupported {
             function: call,

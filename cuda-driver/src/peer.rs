@@ -3,13 +3,14 @@
 //! written once on the views (`memory/view.rs`); cross-context uses are fenced (see
 //! `docs/SOUNDNESS.md`).
 
-use cuda_driver_macros::wraps;
+use cuda_driver_macros::{call, wraps};
 use cuda_driver_sys as sys;
 
 use crate::context::Context;
 use crate::device::Device;
-use crate::device_info::DeviceP2PAttribute;
-use crate::error::{check, Result};
+use crate::types::DeviceP2PAttribute;
+
+use crate::error::Result;
 use crate::init::init;
 
 impl Context {
@@ -18,10 +19,9 @@ impl Context {
     #[track_caller]
     pub fn enable_peer_access(&self, peer: &Context) -> Result<()> {
         let _cur = self.enter()?;
-        check(
+        call!(
             // SAFETY: `peer` is alive; flags must be 0.
             unsafe { sys::cuCtxEnablePeerAccess(peer.as_raw(), 0) },
-            "cuCtxEnablePeerAccess",
         )
     }
 
@@ -30,10 +30,9 @@ impl Context {
     #[track_caller]
     pub fn disable_peer_access(&self, peer: &Context) -> Result<()> {
         let _cur = self.enter()?;
-        check(
+        call!(
             // SAFETY: `peer` is alive.
             unsafe { sys::cuCtxDisablePeerAccess(peer.as_raw()) },
-            "cuCtxDisablePeerAccess",
         )
     }
 }
@@ -44,10 +43,9 @@ impl Device {
     #[track_caller]
     pub fn can_access_peer(self, peer: Device) -> Result<bool> {
         let mut v = 0;
-        check(
+        call!(
             // SAFETY: writes one int to a valid pointer.
             unsafe { sys::cuDeviceCanAccessPeer(&mut v, self.as_raw(), peer.as_raw()) },
-            "cuDeviceCanAccessPeer",
         )?;
         Ok(v != 0)
     }
@@ -58,12 +56,11 @@ impl Device {
     pub fn p2p_attribute(self, attr: DeviceP2PAttribute, peer: Device) -> Result<i32> {
         init()?;
         let mut v = 0;
-        check(
+        call!(
             // SAFETY: writes one int.
             unsafe {
                 sys::cuDeviceGetP2PAttribute(&mut v, attr.as_raw(), self.as_raw(), peer.as_raw())
             },
-            "cuDeviceGetP2PAttribute",
         )?;
         Ok(v)
     }

@@ -3,7 +3,7 @@
 
 use bytemuck::TransparentWrapper;
 
-use crate::DeviceRepr;
+use crate::repr::DeviceRepr;
 
 /// A [`bytemuck::Pod`] value as a [`DeviceRepr`]: the way to put the types a program already
 /// shares with bytemuck (vertices, pixels, `#[derive(Pod)]` structs of other crates) into
@@ -23,7 +23,7 @@ use crate::DeviceRepr;
 ///
 /// As for every `DeviceRepr`, the layout must be the one the kernel expects: a struct of four
 /// `f32` is 4-byte aligned on the host, but CUDA's `float4` is 16-byte aligned (use
-/// [`Float4`](crate::Float4) for that).
+/// [`Float4`](crate::vector::Float4) for that).
 ///
 /// ```no_run
 /// use bytemuck::{Pod as BytemuckPod, Zeroable};
@@ -119,7 +119,8 @@ mod tests {
     use bytemuck::{Pod as BytemuckPod, Zeroable};
 
     use super::*;
-    use crate::{KernelArg, ParamBuffer};
+    use crate::launch::args::KernelArg;
+    use crate::launch::param_buffer::ParamBuffer;
 
     #[repr(C)]
     #[derive(Clone, Copy, Debug, PartialEq, BytemuckPod, Zeroable)]

@@ -2,11 +2,11 @@
 //! context ([`Context::profiler_start`], [`Context::profiler_stop`], and the scoped
 //! [`Context::profiler_range`]).
 
-use cuda_driver_macros::wraps;
+use cuda_driver_macros::{call, wraps};
 use cuda_driver_sys as sys;
 
 use crate::context::Context;
-use crate::error::{check, Result};
+use crate::error::Result;
 
 impl Context {
     /// Starts profile collection for this context by the attached profiling tool.
@@ -39,7 +39,7 @@ impl Context {
     pub fn profiler_start(&self) -> Result<()> {
         let _cur = self.enter()?;
         // SAFETY: no arguments; acts on the current context, which `_cur` makes `self`.
-        check(unsafe { sys::cuProfilerStart() }, "cuProfilerStart")
+        call!(unsafe { sys::cuProfilerStart() })
     }
 
     /// Stops profile collection for this context by the attached profiling tool (see
@@ -53,7 +53,7 @@ impl Context {
     pub fn profiler_stop(&self) -> Result<()> {
         let _cur = self.enter()?;
         // SAFETY: no arguments; acts on the current context, which `_cur` makes `self`.
-        check(unsafe { sys::cuProfilerStop() }, "cuProfilerStop")
+        call!(unsafe { sys::cuProfilerStop() })
     }
 
     /// Starts profile collection for this context (see
@@ -82,13 +82,13 @@ impl Context {
 ///
 /// Dropping it calls `cuProfilerStop` with the context made current for the call (the
 /// caller's stack is left as it is, also when the drop runs during a panic); a failure goes
-/// to the [`log`](https://docs.rs/log) crate and [`drop_error_count`](crate::drop_error_count),
+/// to the [`log`](https://docs.rs/log) crate and [`drop_error_count`](crate::error::drop_error_count),
 /// never a panic. It may be dropped on any thread.
 ///
 /// The range borrows its context, so it cannot outlive it:
 ///
 /// ```compile_fail
-/// use cuda_driver::{Device, ProfilerRange, Result};
+/// use cuda_driver::{Device, profiler::ProfilerRange, Result};
 ///
 /// fn range() -> Result<ProfilerRange<'static>> {
 ///     let ctx = Device::get(0)?.primary_context()?;

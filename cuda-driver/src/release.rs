@@ -128,7 +128,7 @@ pub fn wait_for_deferred_releases() -> Result<()> {
 /// The release thread: runs the deferred releases in order, each under
 /// [`callback::guard`](crate::callback::guard), so that a release that panics (it should
 /// not: `Drop` reports and counts failures) is counted in
-/// [`drop_error_count`](crate::drop_error_count) and the thread goes on.
+/// [`drop_error_count`](crate::error::drop_error_count) and the thread goes on.
 fn release_thread(jobs: std::sync::mpsc::Receiver<Job>) {
     ON_RELEASE_THREAD.with(|t| t.set(true));
     for job in jobs {
@@ -282,7 +282,7 @@ mod tests {
 
     #[test]
     fn a_panicking_release_is_counted_and_the_release_thread_goes_on() {
-        let errors = crate::drop_error_count();
+        let errors = crate::error::drop_error_count();
         let ran = Arc::new(AtomicBool::new(false));
         {
             let _scope = HostFnScope::enter();
@@ -295,6 +295,6 @@ mod tests {
             ran.load(Ordering::SeqCst),
             "the release after the panic ran"
         );
-        assert!(crate::drop_error_count() > errors);
+        assert!(crate::error::drop_error_count() > errors);
     }
 }

@@ -22,7 +22,7 @@
 ///     n: u32,
 ///     flags: u32,
 ///     offsets: [i32; 4],
-///     dir: cuda_driver::Float4,
+///     dir: cuda_driver::vector::Float4,
 /// }
 ///
 /// fn needs<T: DeviceRepr>() {}
@@ -30,7 +30,7 @@
 /// ```
 ///
 /// The layout must match the device's (mind that vector types such as `float4` are 16-byte
-/// aligned on the device: use this crate's [`Float4`](crate::Float4)). Without `#[repr(C)]`,
+/// aligned on the device: use this crate's [`Float4`](crate::vector::Float4)). Without `#[repr(C)]`,
 /// Rust may reorder the fields:
 ///
 /// ```compile_fail

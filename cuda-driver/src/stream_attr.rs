@@ -5,34 +5,19 @@
 use std::ffi::c_void;
 use std::ptr;
 
-use cuda_driver_macros::wraps;
+use cuda_driver_macros::{call, wraps};
 use cuda_driver_sys as sys;
 
+use crate::device::Device;
 use crate::entry_point::newer;
-use crate::error::{check, Result};
+use crate::error::Result;
 use crate::memory::view::DeviceSliceMut;
-use crate::{Device, DeviceRepr, Stream};
+use crate::repr::DeviceRepr;
+use crate::stream::{AccessPolicyWindow, Stream};
 
-pub use crate::types::{
+use crate::types::{
     AccessProperty, AttachFlags, LaunchAttributeID, LaunchMemSyncDomain, SynchronizationPolicy,
 };
-
-/// An L2 access-policy window (`CUaccessPolicyWindow`): accesses to `num_bytes` from `base`
-/// hit the persisting L2 lines with probability `hit_ratio`. A hint; an address that is not
-/// (or no longer) allocated only wastes cache.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct AccessPolicyWindow {
-    /// The window's first address.
-    pub base: sys::CUdeviceptr,
-    /// Its length in bytes (at most `MAX_ACCESS_POLICY_WINDOW_SIZE`).
-    pub num_bytes: usize,
-    /// The fraction of accesses that get `hit_prop`, in `[0, 1]`.
-    pub hit_ratio: f32,
-    /// The property of hits (usually `PERSISTING`).
-    pub hit_prop: AccessProperty,
-    /// The property of misses (usually `STREAMING`).
-    pub miss_prop: AccessProperty,
-}
 
 fn zero_value() -> sys::CUstreamAttrValue {
     sys::CUstreamAttrValue { pad: [0; 64] }
@@ -45,10 +30,9 @@ impl Stream {
     pub fn id(&self) -> Result<u64> {
         let _cur = self.context().enter()?;
         let mut id = 0;
-        check(
+        call!(
             // SAFETY: the stream is alive; writes one unsigned long long.
             unsafe { sys::cuStreamGetId(self.as_raw(), &mut id) },
-            "cuStreamGetId",
         )?;
         Ok(id)
     }
@@ -60,10 +44,9 @@ impl Stream {
     pub fn query_context(&self) -> Result<sys::CUcontext> {
         let _cur = self.context().enter()?;
         let mut c = ptr::null_mut();
-        check(
+        call!(
             // SAFETY: the stream is alive; writes one CUcontext.
             unsafe { sys::cuStreamGetCtx(self.as_raw(), &mut c) },
-            "cuStreamGetCtx",
         )?;
         Ok(c)
     }
@@ -72,13 +55,11 @@ impl Stream {
     #[wraps(cuStreamGetCtx_v2)]
     #[track_caller]
     pub fn query_contexts(&self) -> Result<(sys::CUcontext, Option<sys::CUgreenCtx>)> {
-        let f = newer::cuStreamGetCtx_v2()?;
         let _cur = self.context().enter()?;
         let (mut c, mut g) = (ptr::null_mut(), ptr::null_mut());
-        check(
+        call!(
             // SAFETY: the stream is alive; writes one CUcontext and one CUgreenCtx.
-            unsafe { f(self.as_raw(), &mut c, &mut g) },
-            "cuStreamGetCtx_v2",
+            unsafe { newer::cuStreamGetCtx_v2()?(self.as_raw(), &mut c, &mut g) },
         )?;
         Ok((c, (!g.is_null()).then_some(g)))
     }
@@ -87,11 +68,10 @@ impl Stream {
     #[wraps(cuStreamGetDevice)]
     #[track_caller]
     pub fn device(&self) -> Result<Device> {
-        let f = newer::cuStreamGetDevice()?;
         let _cur = self.context().enter()?;
         let mut d = 0;
         // SAFETY: the stream is alive; writes one CUdevice.
-        check(unsafe { f(self.as_raw(), &mut d) }, "cuStreamGetDevice")?;
+        call!(unsafe { newer::cuStreamGetDevice()?(self.as_raw(), &mut d) })?;
         Ok(Device::from_raw(d))
     }
 
@@ -101,10 +81,9 @@ impl Stream {
     pub fn attribute_raw(&self, id: LaunchAttributeID) -> Result<sys::CUstreamAttrValue> {
         let _cur = self.context().enter()?;
         let mut v = zero_value();
-        check(
+        call!(
             // SAFETY: the stream is alive; writes one CUstreamAttrValue.
             unsafe { sys::cuStreamGetAttribute(self.as_raw(), id.as_raw(), &mut v) },
-            "cuStreamGetAttribute",
         )?;
         Ok(v)
     }
@@ -122,10 +101,9 @@ impl Stream {
         value: &sys::CUstreamAttrValue,
     ) -> Result<()> {
         let _cur = self.context().enter()?;
-        check(
+        call!(
             // SAFETY: the stream is alive; the caller vouches for the value.
             unsafe { sys::cuStreamSetAttribute(self.as_raw(), id.as_raw(), value) },
-            "cuStreamSetAttribute",
         )
     }
 
@@ -146,7 +124,7 @@ impl Stream {
     }
 
     /// Sets the L2 access-policy window of the stream's kernels (see
-    /// [`Limit::PERSISTING_L2_CACHE_SIZE`](crate::Limit)).
+    /// [`Limit::PERSISTING_L2_CACHE_SIZE`](crate::types::Limit)).
     #[wraps(cuStreamSetAttribute)]
     #[track_caller]
     pub fn set_access_policy_window(&self, w: AccessPolicyWindow) -> Result<()> {
@@ -226,10 +204,9 @@ impl Stream {
     #[track_caller]
     pub fn copy_attributes_from(&self, src: &Stream) -> Result<()> {
         let _cur = self.context().enter()?;
-        check(
+        call!(
             // SAFETY: both streams are alive.
             unsafe { sys::cuStreamCopyAttributes(self.as_raw(), src.as_raw()) },
-            "cuStreamCopyAttributes",
         )
     }
 
@@ -239,7 +216,7 @@ impl Stream {
     /// other memory with `CUDA_ERROR_INVALID_VALUE`).
     ///
     /// The view is taken exclusively: no host reference of its memory is alive meanwhile. A
-    /// [`ManagedBuffer`](crate::ManagedBuffer)'s host access waits for its stream only, which
+    /// [`ManagedBuffer`](crate::memory::ManagedBuffer)'s host access waits for its stream only, which
     /// on a device without concurrent managed access is sound only while the memory stays
     /// attached to that stream: for views ordered on a stream, any attachment but `SINGLE`
     /// is [`Error::InvalidArgument`](crate::Error::InvalidArgument), before the driver.
@@ -252,13 +229,13 @@ impl Stream {
     ) -> Result<()> {
         crate::memory::view::check_stream("Stream::attach_mem", view.context(), view.home(), self)?;
         if !view.home().is_null() && flags != AttachFlags::SINGLE {
-            return Err(crate::Error::InvalidArgument(format!(
+            return Err(crate::error::Error::InvalidArgument(format!(
                 "Stream::attach_mem: memory ordered on a stream (a ManagedBuffer) stays attached \
                  to it (SINGLE), since its host access waits for that stream only; got {flags:?}"
             )));
         }
         let _cur = self.context().enter()?;
-        check(
+        call!(
             // SAFETY: the view borrows live memory of `bytes()` bytes; attaching changes
             // visibility, not contents.
             unsafe {
@@ -269,7 +246,6 @@ impl Stream {
                     flags.as_raw(),
                 )
             },
-            "cuStreamAttachMemAsync",
         )
     }
 }

@@ -10,14 +10,17 @@
 //! A wait whose condition never comes true blocks the stream (and work that waits on it)
 //! forever; nothing in memory safety depends on it.
 
-use cuda_driver_macros::wraps;
+use cuda_driver_macros::{call, wraps};
 use cuda_driver_sys as sys;
 
-use crate::error::{check, Error, Result};
+use crate::device::Device;
+use crate::error::{Error, Result};
 use crate::memory::view::{check_stream, stream_identity};
-use crate::{Device, DeviceAttribute, DeviceSlice, DeviceSliceMut, Stream};
+use crate::memory::view::{DeviceSlice, DeviceSliceMut};
+use crate::stream::Stream;
+use crate::types::DeviceAttribute;
 
-pub use crate::types::{StreamMemoryBarrierFlags, StreamWaitValueFlags, StreamWriteValueFlags};
+use crate::types::{StreamMemoryBarrierFlags, StreamWaitValueFlags, StreamWriteValueFlags};
 
 /// The most operations one `cuStreamBatchMemOp` takes.
 pub const MAX_BATCH_MEM_OPS: usize = 256;
@@ -64,7 +67,7 @@ fn require_64(dev: Device, what: &'static str) -> Result<()> {
 }
 
 #[track_caller]
-fn first<T: crate::DeviceRepr>(len: usize, what: &'static str) -> Result<()> {
+fn first<T: crate::repr::DeviceRepr>(len: usize, what: &'static str) -> Result<()> {
     if len == 0 {
         return Err(Error::OutOfBounds {
             start: 0,
@@ -91,12 +94,11 @@ impl Stream {
         check_stream("Stream::wait_value_u32", word.context(), word.home(), self)?;
         check_wait_flags(self.context().device(), flags, "Stream::wait_value_u32")?;
         let _cur = self.context().enter()?;
-        check(
+        call!(
             // SAFETY: the view borrows at least one live u32; the wait only reads it.
             unsafe {
                 sys::cuStreamWaitValue32_v2(self.as_raw(), word.as_raw(), value, flags.as_raw())
             },
-            "cuStreamWaitValue32_v2",
         )
     }
 
@@ -116,12 +118,11 @@ impl Stream {
         require_64(dev, "Stream::wait_value_u64")?;
         check_wait_flags(dev, flags, "Stream::wait_value_u64")?;
         let _cur = self.context().enter()?;
-        check(
+        call!(
             // SAFETY: the view borrows at least one live u64; the wait only reads it.
             unsafe {
                 sys::cuStreamWaitValue64_v2(self.as_raw(), word.as_raw(), value, flags.as_raw())
             },
-            "cuStreamWaitValue64_v2",
         )
     }
 
@@ -137,12 +138,11 @@ impl Stream {
         first::<u32>(word.len(), "Stream::write_value_u32")?;
         check_stream("Stream::write_value_u32", word.context(), word.home(), self)?;
         let _cur = self.context().enter()?;
-        check(
+        call!(
             // SAFETY: the view borrows at least one live u32 mutably.
             unsafe {
                 sys::cuStreamWriteValue32_v2(self.as_raw(), word.as_raw(), value, flags.as_raw())
             },
-            "cuStreamWriteValue32_v2",
         )
     }
 
@@ -160,12 +160,11 @@ impl Stream {
         check_stream("Stream::write_value_u64", word.context(), word.home(), self)?;
         require_64(self.context().device(), "Stream::write_value_u64")?;
         let _cur = self.context().enter()?;
-        check(
+        call!(
             // SAFETY: the view borrows at least one live u64 mutably.
             unsafe {
                 sys::cuStreamWriteValue64_v2(self.as_raw(), word.as_raw(), value, flags.as_raw())
             },
-            "cuStreamWriteValue64_v2",
         )
     }
 
@@ -179,7 +178,7 @@ impl Stream {
         batch.check_stream(self, "Stream::batch_mem_ops")?;
         batch.check(self.context().device(), "Stream::batch_mem_ops")?;
         let _cur = self.context().enter()?;
-        check(
+        call!(
             // SAFETY: every address in the batch comes from a view the batch borrows for its
             // lifetime (writes mutably); the array holds `len` initialised operations.
             unsafe {
@@ -190,7 +189,6 @@ impl Stream {
                     0,
                 )
             },
-            "cuStreamBatchMemOp_v2",
         )
     }
 }
@@ -248,7 +246,7 @@ impl<'a> MemOpBatch<'a> {
     #[track_caller]
     fn note_view(
         &mut self,
-        ctx: &crate::Context,
+        ctx: &crate::context::Context,
         home: sys::CUstream,
         what: &'static str,
     ) -> Result<()> {

@@ -1,12 +1,12 @@
 //! Surface Object Management: [`SurfaceObject`], read and written by kernels
 //! (`surf2Dread`, `surf2Dwrite`, ...) over an array created with
-//! [`Array3DFlags::SURFACE_LDST`](crate::Array3DFlags::SURFACE_LDST).
+//! [`Array3DFlags::SURFACE_LDST`](crate::types::Array3DFlags::SURFACE_LDST).
 //!
 //! A surface object borrows its array: it cannot outlive the array's scope,
 //!
 //! ```compile_fail,E0597
 //! # fn f(ctx: &cuda_driver::Context) -> cuda_driver::Result<()> {
-//! use cuda_driver::{Array, Array3DFlags, SurfaceObject};
+//! use cuda_driver::{memory::Array, types::Array3DFlags, surface::SurfaceObject};
 //! let surf = {
 //!     let arr = Array::<f32>::new_2d(ctx, 16, 16, Array3DFlags::SURFACE_LDST)?;
 //!     SurfaceObject::new(&arr)?
@@ -18,7 +18,7 @@
 //!
 //! ```compile_fail,E0505
 //! # fn f(ctx: &cuda_driver::Context) -> cuda_driver::Result<()> {
-//! use cuda_driver::{Array, Array3DFlags, SurfaceObject};
+//! use cuda_driver::{memory::Array, types::Array3DFlags, surface::SurfaceObject};
 //! let arr = Array::<f32>::new_2d(ctx, 16, 16, Array3DFlags::SURFACE_LDST)?;
 //! let surf = SurfaceObject::new(&arr)?;
 //! drop(arr);
@@ -33,13 +33,14 @@ use std::ffi::c_void;
 use std::marker::PhantomData;
 use std::mem::{align_of, size_of};
 
-use cuda_driver_macros::wraps;
+use cuda_driver_macros::{call, wraps};
 use cuda_driver_sys as sys;
 
-use crate::error::{check, Error, Result};
+use crate::context::Context;
+use crate::error::{Error, Result};
 use crate::launch::KernelArg;
 use crate::memory::{ArrayElement, ArrayRef};
-use crate::{Context, ResourceDesc};
+use crate::texture::ResourceDesc;
 
 /// A surface object (`CUsurfObject`, `cudaSurfaceObject_t` in kernels), destroyed on drop,
 /// borrowing its array for `'a`.
@@ -93,11 +94,10 @@ impl<'a> SurfaceObject<'a> {
         let ctx = resource.context();
         let _cur = ctx.enter()?;
         let mut raw = 0;
-        check(
+        call!(
             // SAFETY: the descriptor names a live array borrowed for 'a, which the object
             // carries; writes one handle, owned by the value built next.
             unsafe { sys::cuSurfObjectCreate(&mut raw, resource.as_raw()) },
-            "cuSurfObjectCreate",
         )?;
         Ok(SurfaceObject {
             raw,
@@ -146,10 +146,9 @@ impl<'a> SurfaceObject<'a> {
         let _cur = self.ctx.enter()?;
         // SAFETY: a plain C struct; all-zero is valid.
         let mut r: sys::CUDA_RESOURCE_DESC = unsafe { std::mem::zeroed() };
-        check(
+        call!(
             // SAFETY: the object is live; writes one struct.
             unsafe { sys::cuSurfObjectGetResourceDesc(&mut r, self.raw) },
-            "cuSurfObjectGetResourceDesc",
         )?;
         Ok(r)
     }

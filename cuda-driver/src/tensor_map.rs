@@ -11,7 +11,7 @@
 //! in the memory it is encoded over. A broken rule is [`Error::TensorMapRule`] naming it.
 //!
 //! ```no_run
-//! use cuda_driver::{Device, DeviceBuffer, TensorMapDataType, TensorMapTiled};
+//! use cuda_driver::{Device, DeviceBuffer, types::TensorMapDataType, tensor_map::TensorMapTiled};
 //!
 //! let ctx = Device::get(0)?.primary_context()?;
 //! let (w, h) = (256u64, 128u64);
@@ -29,13 +29,14 @@
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicU8, Ordering};
 
-use cuda_driver_macros::wraps;
+use cuda_driver_macros::{call, wraps};
 use cuda_driver_sys as sys;
 
-use crate::error::{check, Error, Result};
-use crate::{DeviceRepr, DeviceSlice};
+use crate::error::{Error, Result};
+use crate::memory::view::DeviceSlice;
+use crate::repr::DeviceRepr;
 
-pub use crate::types::{
+use crate::types::{
     TensorMapDataType, TensorMapFloatOOBfill, TensorMapIm2ColWideMode, TensorMapInterleave,
     TensorMapL2promotion, TensorMapSwizzle,
 };
@@ -77,11 +78,10 @@ impl TensorMap {
     pub fn replace_address<T: DeviceRepr>(&mut self, memory: &DeviceSlice<'_, T>) -> Result<()> {
         check_alignment(memory.as_raw(), 16)?;
         let _cur = memory.context().enter()?;
-        check(
+        call!(
             // SAFETY: writes into the 64-byte-aligned map owned by self; the address is that
             // of live device memory (the map's later use is the launch's contract).
             unsafe { sys::cuTensorMapReplaceAddress(&mut self.0, memory.as_raw() as *mut c_void) },
-            "cuTensorMapReplaceAddress",
         )
     }
 }
@@ -596,7 +596,7 @@ impl TensorMapTiled {
     ) -> Result<()> {
         let c = &self.common;
         let es = c.element_strides();
-        check(
+        call!(
             // SAFETY: the arrays have `rank` (strides `rank - 1`) entries, checked; the map is
             // 64-byte aligned; writes only the map.
             unsafe {
@@ -615,7 +615,6 @@ impl TensorMapTiled {
                     c.oob_fill.as_raw(),
                 )
             },
-            "cuTensorMapEncodeTiled",
         )
     }
 }
@@ -734,7 +733,7 @@ impl TensorMapIm2col {
     ) -> Result<()> {
         let c = &self.common;
         let es = c.element_strides();
-        check(
+        call!(
             // SAFETY: array lengths checked against the rank; the map is aligned; writes only
             // the map.
             unsafe {
@@ -756,7 +755,6 @@ impl TensorMapIm2col {
                     c.oob_fill.as_raw(),
                 )
             },
-            "cuTensorMapEncodeIm2col",
         )
     }
 }
@@ -850,14 +848,13 @@ impl TensorMapIm2colWide {
         address: sys::CUdeviceptr,
         map: &mut sys::CUtensorMap,
     ) -> Result<()> {
-        let f = crate::entry_point::newer::cuTensorMapEncodeIm2colWide()?;
         let c = &self.common;
         let es = c.element_strides();
-        check(
+        call!(
             // SAFETY: `f` is the driver's cuTensorMapEncodeIm2colWide of this signature;
             // array lengths checked; writes only the map.
             unsafe {
-                f(
+                crate::entry_point::newer::cuTensorMapEncodeIm2colWide()?(
                     map,
                     c.data_type.as_raw(),
                     c.rank() as u32,
@@ -876,7 +873,6 @@ impl TensorMapIm2colWide {
                     c.oob_fill.as_raw(),
                 )
             },
-            "cuTensorMapEncodeIm2colWide",
         )
     }
 }

@@ -8,7 +8,7 @@
 //!
 //! ```compile_fail,E0597
 //! # fn f(ctx: &cuda_driver::Context) -> cuda_driver::Result<()> {
-//! use cuda_driver::{Array, Array3DFlags, ResourceDesc, TextureDesc, TextureObject};
+//! use cuda_driver::{memory::Array, types::Array3DFlags, texture::ResourceDesc, texture::TextureDesc, texture::TextureObject};
 //! let tex = {
 //!     let arr = Array::<f32>::new_2d(ctx, 16, 16, Array3DFlags::empty())?;
 //!     TextureObject::new(&ResourceDesc::array(&arr), &TextureDesc::new(), None)?
@@ -20,7 +20,7 @@
 //!
 //! ```compile_fail,E0502
 //! # fn f(ctx: &cuda_driver::Context) -> cuda_driver::Result<()> {
-//! use cuda_driver::{Array, Array3DFlags, ResourceDesc, TextureDesc, TextureObject};
+//! use cuda_driver::{memory::Array, types::Array3DFlags, texture::ResourceDesc, texture::TextureDesc, texture::TextureObject};
 //! let mut arr = Array::<f32>::new_2d(ctx, 4, 4, Array3DFlags::empty())?;
 //! let tex = TextureObject::new(&ResourceDesc::array(&arr), &TextureDesc::new(), None)?;
 //! arr.copy_from_host(&[0.0; 16])?;
@@ -33,15 +33,18 @@ use std::ffi::c_void;
 use std::marker::PhantomData;
 use std::mem::{align_of, size_of};
 
-use cuda_driver_macros::wraps;
+use cuda_driver_macros::{call, wraps};
 use cuda_driver_sys as sys;
 
-use crate::error::{check, Error, Result};
+use crate::context::Context;
+use crate::error::{Error, Result};
 use crate::launch::KernelArg;
+use crate::memory::array::MipmappedArray;
+use crate::memory::pitched::Pitched2DView;
+use crate::memory::view::DeviceSlice;
 use crate::memory::{ArrayElement, ArrayRef};
-use crate::{Context, DeviceSlice, MipmappedArray, Pitched2DView};
 
-pub use crate::types::{AddressMode, FilterMode, ResourceViewFormat, Resourcetype, TextureFlags};
+use crate::types::{AddressMode, FilterMode, ResourceViewFormat, Resourcetype, TextureFlags};
 
 /// What a texture or surface object reads: an array, a mipmapped array, linear memory or
 /// pitched 2D memory (`CUDA_RESOURCE_DESC`), borrowed for `'a`.
@@ -115,7 +118,7 @@ impl<'a> ResourceDesc<'a> {
     }
 
     /// Pitched 2D memory of `T` elements; address and pitch must be aligned to the
-    /// device's `TEXTURE_PITCH_ALIGNMENT` (a whole [`Pitched2D`](crate::Pitched2D) is).
+    /// device's `TEXTURE_PITCH_ALIGNMENT` (a whole [`Pitched2D`](crate::memory::Pitched2D) is).
     pub fn pitch_2d<T: ArrayElement>(view: Pitched2DView<'a, T>) -> Self {
         let mut raw = zeroed_resource();
         raw.resType = sys::CU_RESOURCE_TYPE_PITCH2D;
@@ -441,12 +444,11 @@ impl<'a> TextureObject<'a> {
         let _cur = ctx.enter()?;
         let mut raw = 0;
         let view_ptr = view.map_or(std::ptr::null(), |v| &v.0 as *const _);
-        check(
+        call!(
             // SAFETY: the descriptors are valid for reads for the call; the resource is
             // borrowed for 'a, which the object carries; writes one handle, owned by the
             // value built next.
             unsafe { sys::cuTexObjectCreate(&mut raw, &resource.raw, &desc.0, view_ptr) },
-            "cuTexObjectCreate",
         )?;
         Ok(TextureObject {
             raw,
@@ -494,10 +496,9 @@ impl<'a> TextureObject<'a> {
     pub fn resource_desc(&self) -> Result<sys::CUDA_RESOURCE_DESC> {
         let _cur = self.ctx.enter()?;
         let mut r = zeroed_resource();
-        check(
+        call!(
             // SAFETY: the object is live; writes one struct.
             unsafe { sys::cuTexObjectGetResourceDesc(&mut r, self.raw) },
-            "cuTexObjectGetResourceDesc",
         )?;
         Ok(r)
     }
@@ -508,10 +509,9 @@ impl<'a> TextureObject<'a> {
     pub fn texture_desc(&self) -> Result<TextureDesc> {
         let _cur = self.ctx.enter()?;
         let mut d = TextureDesc::new();
-        check(
+        call!(
             // SAFETY: the object is live; writes one struct.
             unsafe { sys::cuTexObjectGetTextureDesc(&mut d.0, self.raw) },
-            "cuTexObjectGetTextureDesc",
         )?;
         Ok(d)
     }
@@ -522,10 +522,9 @@ impl<'a> TextureObject<'a> {
     pub fn resource_view_desc(&self) -> Result<ResourceViewDesc> {
         let _cur = self.ctx.enter()?;
         let mut v = ResourceViewDesc::new(ResourceViewFormat::NONE, 0, 0, 0);
-        check(
+        call!(
             // SAFETY: the object is live; writes one struct.
             unsafe { sys::cuTexObjectGetResourceViewDesc(&mut v.0, self.raw) },
-            "cuTexObjectGetResourceViewDesc",
         )?;
         Ok(v)
     }

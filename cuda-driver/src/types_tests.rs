@@ -124,19 +124,6 @@ fn constant_names_follow_the_rule() {
 }
 
 #[test]
-fn the_crate_root_reexports_the_same_types() {
-    fn same<T>(_: T, _: T) {}
-    same(crate::ContextFlags::MAP_HOST, ContextFlags::MAP_HOST);
-    same(crate::ErrorCode::SUCCESS, ErrorCode::SUCCESS);
-    same(crate::memory::PinnedFlags::PORTABLE, PinnedFlags::PORTABLE);
-    same(crate::memory::AttachFlags::GLOBAL, AttachFlags::GLOBAL);
-    same(
-        crate::entry_point::ProcAddressFlags::DEFAULT,
-        ProcAddressFlags::DEFAULT,
-    );
-}
-
-#[test]
 fn flags_combine_and_contain() {
     let f = ContextFlags::SCHED_BLOCKING_SYNC | ContextFlags::MAP_HOST;
     assert!(f.contains(ContextFlags::MAP_HOST));

@@ -4,7 +4,7 @@
 //! On the device `float4` is 16-byte aligned and `float2` 8-byte aligned, while `[f32; 4]` and
 //! `[f32; 2]` are only 4-byte aligned in Rust. The difference matters whenever a vector sits
 //! next to other data: as a field of a kernel parameter struct, in a packed parameter buffer
-//! ([`ParamBuffer`](crate::ParamBuffer)), or as the element of a buffer shared with the
+//! ([`ParamBuffer`](crate::launch::ParamBuffer)), or as the element of a buffer shared with the
 //! device. These types are `#[repr(C, align(N))]` with the alignment of CUDA's
 //! `vector_types.h`, so `size_of` and `align_of` equal the device's `sizeof` and `__alignof`:
 //!
@@ -28,14 +28,14 @@
 //! parameter struct and a buffer element.
 //!
 //! ```
-//! use cuda_driver::Float4;
+//! use cuda_driver::vector::Float4;
 //! let v = Float4::new(1.0, 2.0, 3.0, 4.0);
 //! assert_eq!(<[f32; 4]>::from(v), [1.0, 2.0, 3.0, 4.0]);
 //! assert_eq!(Float4::from([1.0, 2.0, 3.0, 4.0]), v);
 //! assert_eq!((std::mem::size_of::<Float4>(), std::mem::align_of::<Float4>()), (16, 16));
 //! ```
 
-use crate::DeviceRepr;
+use cuda_driver_macros::DeviceRepr;
 
 macro_rules! vector_type {
     ($(#[$m:meta])* $name:ident, $c:literal, $t:ty, $align:literal, $n:literal, [$($f:ident),+]) => {

@@ -62,7 +62,7 @@ mod hostile {
         pub scale: f32,
         pub n: u32,
         pub offsets: [i32; 2],
-        pub dir: ::cuda_driver::Float4,
+        pub dir: ::cuda_driver::vector::Float4,
     }
 
     #[repr(transparent)]

@@ -4,7 +4,9 @@
 
 use std::sync::Arc;
 
-use cuda_driver::{DeviceSliceMut, Function, KernelArg, KernelArgs, Library, ParamBuffer};
+use cuda_driver::{
+    launch::KernelArg, launch::KernelArgs, launch::ParamBuffer, DeviceSliceMut, Function, Library,
+};
 use cudarc::driver::{
     CudaContext, CudaFunction, CudaSlice, CudaStream, DevicePtr, LaunchConfig as CudarcConfig,
     PinnedHostSlice, PushKernelArg,

@@ -6,7 +6,7 @@
 use std::sync::{Arc, Mutex};
 
 use cuda_driver::prelude::*;
-use cuda_driver::{Context, ContextFlags, DeviceBuffer};
+use cuda_driver::{types::ContextFlags, Context, DeviceBuffer};
 use cuda_driver_nccl::{CommConfig, Communicator, Error, Group, ReduceOp, UniqueId};
 
 use crate::common::{gpu, nccl, one_rank, stream, upload, values};

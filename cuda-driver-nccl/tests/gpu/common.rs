@@ -7,7 +7,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use cuda_driver::prelude::*;
-use cuda_driver::{Context, Device, DeviceBuffer, Stream, StreamFlags};
+use cuda_driver::{types::StreamFlags, Context, Device, DeviceBuffer, Stream};
 use cuda_driver_nccl::{CommConfig, Communicator, Element, Nccl};
 pub use cuda_driver_test_harness::{note, skip, skip_needs_gpus};
 

@@ -4,7 +4,7 @@
 //! `group.rs` shows they cannot be dropped before).
 
 use cuda_driver::prelude::*;
-use cuda_driver::{DeviceBuffer, Stream, StreamFlags};
+use cuda_driver::{types::StreamFlags, DeviceBuffer, Stream};
 use cuda_driver_nccl::{CommConfig, Group, ReduceOp};
 
 use crate::common::{gpu, one_rank, stream, upload, values};

@@ -2,7 +2,9 @@
 //! instantiated twice, typed launchers checked at load, cached outputs.
 
 use cuda_driver::prelude::*;
-use cuda_driver::{DeviceBuffer, DeviceSlice, DeviceSliceMut, LaunchConfig, Stream, StreamFlags};
+use cuda_driver::{
+    types::StreamFlags, DeviceBuffer, DeviceSlice, DeviceSliceMut, LaunchConfig, Stream,
+};
 use cuda_driver_rtc::{Cache, Error, Options, Program};
 
 use crate::common::{gpu, nvrtc, SAXPY, SCALE};

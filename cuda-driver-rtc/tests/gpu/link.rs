@@ -1,7 +1,7 @@
 //! Programs linked by nvJitLink, loaded and launched.
 
 use cuda_driver::prelude::*;
-use cuda_driver::{DeviceBuffer, LaunchConfig, Module, Stream, StreamFlags};
+use cuda_driver::{types::StreamFlags, DeviceBuffer, LaunchConfig, Module, Stream};
 use cuda_driver_rtc::{LinkOptions, Linker, Options, Program};
 
 use crate::common::{gpu, note, nvjitlink, nvrtc};

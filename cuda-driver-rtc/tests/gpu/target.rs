@@ -2,7 +2,7 @@
 //! and what it produces loads.
 
 use cuda_driver::prelude::*;
-use cuda_driver::{DeviceBuffer, LaunchConfig, Stream, StreamFlags};
+use cuda_driver::{types::StreamFlags, DeviceBuffer, LaunchConfig, Stream};
 use cuda_driver_rtc::{Arch, Error, Options, Program, Version};
 
 use crate::common::{gpu, note, nvrtc, SAXPY};

@@ -5,15 +5,16 @@ use std::ffi::c_void;
 use std::ptr;
 use std::sync::Arc;
 
-use cuda_driver_macros::wraps;
+use cuda_driver_macros::{call, wraps};
 use cuda_driver_sys as sys;
 
 use super::{Context, ContextFlags, Inner};
+use crate::device::Device;
 use crate::entry_point::newer;
-use crate::error::{check, report_drop_error, Result};
-use crate::{init, Device};
+use crate::error::{report_drop_error, Result};
+use crate::init;
 
-pub use crate::types::{CigDataType, ExecAffinityType};
+use crate::types::{CigDataType, ExecAffinityType};
 
 /// Destroys a green context (from a [`Context`]'s `Drop`, on the release path).
 pub(super) fn destroy_green(green: sys::CUgreenCtx) {
@@ -79,7 +80,6 @@ impl Context {
         params: &ContextCreateParams,
     ) -> Result<Context> {
         init()?;
-        let create = newer::cuCtxCreate_v4()?;
         let mut affinity = sys::CUexecAffinityParam {
             type_: sys::CU_EXEC_AFFINITY_TYPE_SM_COUNT,
             param: sys::CUexecAffinityParam_st__bindgen_ty_1 {
@@ -106,11 +106,10 @@ impl Context {
             },
         };
         let mut raw = ptr::null_mut();
-        check(
+        call!(
             // SAFETY: `p` and what it points to live across the call; writes one CUcontext,
             // which we own and wrap in the next statement.
-            unsafe { create(&mut raw, &mut p, flags.as_raw(), device.as_raw()) },
-            "cuCtxCreate_v4",
+            unsafe { newer::cuCtxCreate_v4()?(&mut raw, &mut p, flags.as_raw(), device.as_raw()) },
         )?;
         let ctx = Context {
             inner: Arc::new(Inner {
@@ -122,10 +121,9 @@ impl Context {
             }),
         };
         let mut popped = ptr::null_mut();
-        check(
+        call!(
             // SAFETY: cuCtxCreate pushed `raw` on this thread's stack just now.
             unsafe { sys::cuCtxPopCurrent_v2(&mut popped) },
-            "cuCtxPopCurrent_v2",
         )?;
         Ok(ctx)
     }
@@ -159,10 +157,9 @@ impl Context {
     #[wraps(cuCtxSetFlags)]
     #[track_caller]
     pub fn set_flags(&self, flags: ContextFlags) -> Result<()> {
-        let f = newer::cuCtxSetFlags()?;
         let _cur = self.enter()?;
         // SAFETY: a plain value on the current context, which is `self`.
-        check(unsafe { f(flags.as_raw()) }, "cuCtxSetFlags")
+        call!(unsafe { newer::cuCtxSetFlags()?(flags.as_raw()) })
     }
 
     /// The context's unique id in this process.
@@ -170,10 +167,9 @@ impl Context {
     #[track_caller]
     pub fn id(&self) -> Result<u64> {
         let mut id = 0;
-        check(
+        call!(
             // SAFETY: the context is alive while `self` is; writes one unsigned long long.
             unsafe { sys::cuCtxGetId(self.as_raw(), &mut id) },
-            "cuCtxGetId",
         )?;
         Ok(id)
     }
@@ -185,7 +181,7 @@ impl Context {
         let _cur = self.enter()?;
         let mut d = 0;
         // SAFETY: writes one CUdevice; the current context is `self`.
-        check(unsafe { sys::cuCtxGetDevice(&mut d) }, "cuCtxGetDevice")?;
+        call!(unsafe { sys::cuCtxGetDevice(&mut d) })?;
         Ok(Device::from_raw(d))
     }
 
@@ -193,10 +189,9 @@ impl Context {
     #[wraps(cuCtxGetDevice_v2)]
     #[track_caller]
     pub fn query_device_direct(&self) -> Result<Device> {
-        let f = newer::cuCtxGetDevice_v2()?;
         let mut d = 0;
         // SAFETY: the context is alive while `self` is; writes one CUdevice.
-        check(unsafe { f(&mut d, self.as_raw()) }, "cuCtxGetDevice_v2")?;
+        call!(unsafe { newer::cuCtxGetDevice_v2()?(&mut d, self.as_raw()) })?;
         Ok(Device::from_raw(d))
     }
 
@@ -204,9 +199,8 @@ impl Context {
     #[wraps(cuCtxSynchronize_v2)]
     #[track_caller]
     pub fn synchronize_direct(&self) -> Result<()> {
-        let f = newer::cuCtxSynchronize_v2()?;
         // SAFETY: the context is alive while `self` is.
-        check(unsafe { f(self.as_raw()) }, "cuCtxSynchronize_v2")
+        call!(unsafe { newer::cuCtxSynchronize_v2()?(self.as_raw()) })
     }
 
     /// The number of SMs this context may use (its `SM_COUNT` execution affinity).
@@ -220,10 +214,9 @@ impl Context {
                 smCount: sys::CUexecAffinitySmCount { val: 0 },
             },
         };
-        check(
+        call!(
             // SAFETY: writes one CUexecAffinityParam to a valid pointer.
             unsafe { sys::cuCtxGetExecAffinity(&mut p, sys::CU_EXEC_AFFINITY_TYPE_SM_COUNT) },
-            "cuCtxGetExecAffinity",
         )?;
         // SAFETY: for SM_COUNT the driver fills the smCount member.
         Ok(unsafe { p.param.smCount.val })
@@ -234,10 +227,9 @@ impl Context {
     #[track_caller]
     pub fn reset_persisting_l2_cache(&self) -> Result<()> {
         let _cur = self.enter()?;
-        check(
+        call!(
             // SAFETY: no arguments; acts on the current context, `self`.
             unsafe { sys::cuCtxResetPersistingL2Cache() },
-            "cuCtxResetPersistingL2Cache",
         )
     }
 }
@@ -249,10 +241,9 @@ impl Device {
     pub fn supports_exec_affinity(self, kind: ExecAffinityType) -> Result<bool> {
         init()?;
         let mut v = 0;
-        check(
+        call!(
             // SAFETY: writes one int to a valid pointer.
             unsafe { sys::cuDeviceGetExecAffinitySupport(&mut v, kind.as_raw(), self.as_raw()) },
-            "cuDeviceGetExecAffinitySupport",
         )?;
         Ok(v != 0)
     }

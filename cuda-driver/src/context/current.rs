@@ -11,6 +11,7 @@
 //! same afterwards as before, also when the operation fails and also in `Drop`. The crate
 //! never calls `cuCtxSetCurrent` on its own behalf.
 
+use cuda_driver_macros::call;
 use std::marker::PhantomData;
 use std::panic::Location;
 use std::ptr;
@@ -18,7 +19,7 @@ use std::ptr;
 use cuda_driver_sys as sys;
 
 use super::Context;
-use crate::error::{check, report_drop_error, report_drop_problem, Error, Result};
+use crate::error::{report_drop_error, report_drop_problem, Error, Result};
 use crate::release::{in_host_fn, release};
 
 /// The context of an operation made current for its span; see the module docs. `!Send`: it
@@ -42,7 +43,7 @@ impl Context {
         }
         let mut cur = ptr::null_mut();
         // SAFETY: writes one CUcontext to a valid pointer.
-        check(unsafe { sys::cuCtxGetCurrent(&mut cur) }, "cuCtxGetCurrent")?;
+        call!(unsafe { sys::cuCtxGetCurrent(&mut cur) })?;
         if cur == self.as_raw() {
             Ok(Current {
                 pushed: ptr::null_mut(),
@@ -58,10 +59,9 @@ impl Context {
     #[inline(never)]
     #[track_caller]
     fn push_for_op(&self) -> Result<Current<'_>> {
-        check(
+        call!(
             // SAFETY: the context is alive while `self` is, and the guard borrows `self`.
             unsafe { sys::cuCtxPushCurrent_v2(self.as_raw()) },
-            "cuCtxPushCurrent_v2",
         )?;
         Ok(Current {
             pushed: self.as_raw(),
@@ -112,7 +112,7 @@ impl Context {
     }
 
     /// [`enter`](Self::enter) for `Drop`: reports a failure (see
-    /// [`drop_error_count`](crate::drop_error_count)) and returns `None` instead of an error.
+    /// [`drop_error_count`](crate::error::drop_error_count)) and returns `None` instead of an error.
     pub(crate) fn enter_for_drop(&self) -> Option<Current<'_>> {
         let mut cur = ptr::null_mut();
         // SAFETY: writes one CUcontext to a valid pointer.
@@ -163,7 +163,7 @@ impl Context {
     /// so every stream of the context has finished the work queued through the owner's views),
     /// then `f` runs. When the synchronisation fails (a stream capture in global mode on another
     /// thread forbids it, or the context is broken), `f` does not run: what it would release is
-    /// leaked and the problem reported (see [`drop_error_count`](crate::drop_error_count)),
+    /// leaked and the problem reported (see [`drop_error_count`](crate::error::drop_error_count)),
     /// since queued work might still touch it. Inside a host function, all of it runs on the
     /// release thread.
     pub(crate) fn release_after_sync<F>(&self, call: &'static str, f: F)
@@ -306,18 +306,17 @@ impl AnyCurrent {
         crate::init()?;
         let mut cur = ptr::null_mut();
         // SAFETY: writes one CUcontext to a valid pointer.
-        check(unsafe { sys::cuCtxGetCurrent(&mut cur) }, "cuCtxGetCurrent")?;
+        call!(unsafe { sys::cuCtxGetCurrent(&mut cur) })?;
         if !cur.is_null() {
             return Ok(AnyCurrent {
                 pushed: None,
                 _not_send: PhantomData,
             });
         }
-        let primary = crate::Device::get(0)?.primary_context()?;
-        check(
+        let primary = crate::device::Device::get(0)?.primary_context()?;
+        call!(
             // SAFETY: the primary context is alive while `pushed` holds it.
             unsafe { sys::cuCtxPushCurrent_v2(primary.as_raw()) },
-            "cuCtxPushCurrent_v2",
         )?;
         Ok(AnyCurrent {
             pushed: Some(primary),

@@ -12,6 +12,7 @@
 //! since the work might still run). The check costs one relaxed atomic load on every release
 //! and nothing on the paths that stay in one context.
 
+use cuda_driver_macros::call;
 use std::ptr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
@@ -19,7 +20,7 @@ use std::sync::Mutex;
 use cuda_driver_sys as sys;
 
 use super::Context;
-use crate::error::{check, report_drop_problem, Result};
+use crate::error::{report_drop_problem, Result};
 use crate::release::SendRaw;
 
 /// The pending cross-context uses of one context's memory: events recorded on streams of
@@ -39,19 +40,17 @@ impl Fences {
 /// An event recorded on `stream` (of the current context), or the error.
 fn record_fence(stream: sys::CUstream) -> Result<SendRaw<sys::CUevent>> {
     let mut event = ptr::null_mut();
-    check(
+    call!(
         // SAFETY: writes one CUevent, owned by the caller or destroyed here.
         unsafe { sys::cuEventCreate(&mut event, sys::CU_EVENT_DISABLE_TIMING) },
-        "cuEventCreate",
     )?;
     // SAFETY: `event` and `stream` are of the current context.
-    let r = unsafe { sys::cuEventRecord(event, stream) };
-    if r != sys::CUDA_SUCCESS {
+    let r = call!(unsafe { sys::cuEventRecord(event, stream) });
+    if r.is_err() {
         // SAFETY: created above, never recorded, owned here.
         unsafe { sys::cuEventDestroy_v2(event) };
-        return check(r, "cuEventRecord").map(|()| SendRaw(event));
     }
-    Ok(SendRaw(event))
+    r.map(|()| SendRaw(event))
 }
 
 /// Destroys a fence event of `ctx` (any context may be current; the event names its own).
@@ -96,10 +95,9 @@ impl Context {
             }
             // No event (out of resources): wait for the work now instead; when that fails too
             // the stream's context is broken and its queued work will not run.
-            Err(_) => check(
+            Err(_) => call!(
                 // SAFETY: `stream` is a live stream of the current context.
                 unsafe { sys::cuStreamSynchronize(stream) },
-                "cuStreamSynchronize",
             ),
         }
     }
@@ -135,10 +133,10 @@ impl Context {
         let mut list = self.inner.fences.lock();
         while let Some((event, ctx)) = list.pop() {
             // SAFETY: a live event of the list; the wait needs no current context.
-            let r = unsafe { sys::cuEventSynchronize(SendRaw(event.0).get()) };
-            if r != sys::CUDA_SUCCESS {
+            let r = call!(unsafe { sys::cuEventSynchronize(SendRaw(event.0).get()) });
+            if r.is_err() {
                 list.push((event, ctx));
-                return check(r, "cuEventSynchronize");
+                return r;
             }
             destroy(event, &ctx);
         }

@@ -28,23 +28,25 @@ use std::marker::PhantomData;
 use std::ptr;
 use std::sync::Arc;
 
-use cuda_driver_macros::wraps;
+use cuda_driver_macros::{call, wraps};
 use cuda_driver_sys as sys;
 
-use crate::error::{check, report_drop_error, report_drop_problem, Error, Result};
+use crate::error::{report_drop_error, report_drop_problem, Error, Result};
+pub use crate::release::wait_for_deferred_releases;
 
-mod current;
-mod fence;
+pub(crate) mod current;
+pub(crate) mod fence;
 
 pub(crate) use current::{AnyCurrent, Current};
-mod create;
-mod primary;
+pub(crate) mod create;
+pub(crate) mod primary;
 
+use crate::device::Device;
+use crate::init;
 use crate::release::{release, SendRaw};
-use crate::{init, Device};
 
-pub use crate::types::{CacheConfig, ContextFlags, Limit, SharedMemConfig};
-pub use create::{ContextCreateParams, ExecAffinityType};
+use crate::types::{CacheConfig, ContextFlags, Limit, SharedMemConfig};
+pub use create::ContextCreateParams;
 
 /// A CUDA context (`CUcontext`), primary or created. Cloning is cheap and shares it.
 ///
@@ -130,11 +132,10 @@ impl Context {
     pub fn new(device: Device, flags: ContextFlags) -> Result<Context> {
         init()?;
         let mut raw = ptr::null_mut();
-        check(
+        call!(
             // SAFETY: writes one CUcontext to a valid pointer; on success we own the context and
             // wrap it in the next statement.
             unsafe { sys::cuCtxCreate_v2(&mut raw, flags.as_raw(), device.as_raw()) },
-            "cuCtxCreate_v2",
         )?;
         let ctx = Context {
             inner: Arc::new(Inner {
@@ -146,11 +147,10 @@ impl Context {
             }),
         };
         let mut popped = ptr::null_mut();
-        check(
+        call!(
             // SAFETY: cuCtxCreate pushed `raw` on this thread's stack just now; writes one
             // CUcontext.
             unsafe { sys::cuCtxPopCurrent_v2(&mut popped) },
-            "cuCtxPopCurrent_v2",
         )?;
         Ok(ctx)
     }
@@ -211,7 +211,7 @@ impl Context {
         init()?;
         let mut cur = ptr::null_mut();
         // SAFETY: writes one CUcontext to a valid pointer.
-        check(unsafe { sys::cuCtxGetCurrent(&mut cur) }, "cuCtxGetCurrent")?;
+        call!(unsafe { sys::cuCtxGetCurrent(&mut cur) })?;
         Ok((!cur.is_null()).then_some(cur))
     }
 
@@ -226,10 +226,9 @@ impl Context {
     #[wraps(cuCtxSetCurrent)]
     #[track_caller]
     pub fn set_current(&self) -> Result<()> {
-        check(
+        call!(
             // SAFETY: the context is alive while `self` is.
             unsafe { sys::cuCtxSetCurrent(self.inner.raw) },
-            "cuCtxSetCurrent",
         )
     }
 
@@ -238,7 +237,7 @@ impl Context {
     /// Calls `cuCtxPushCurrent_v2`; the guard's drop wraps `cuCtxPopCurrent_v2`.
     ///
     /// ```no_run
-    /// use cuda_driver::{Context, ContextFlags, Device};
+    /// use cuda_driver::{Context, types::ContextFlags, Device};
     /// let dev = Device::get(0)?;
     /// let a = Context::new(dev, ContextFlags::SCHED_AUTO)?;
     /// let b = Context::new(dev, ContextFlags::SCHED_AUTO)?; // b is current now
@@ -252,10 +251,9 @@ impl Context {
     #[wraps(cuCtxPopCurrent_v2, cuCtxPushCurrent)]
     #[track_caller]
     pub fn push(&self) -> Result<ContextGuard<'_>> {
-        check(
+        call!(
             // SAFETY: the context is alive for the guard's lifetime, which borrows `self`.
             unsafe { sys::cuCtxPushCurrent_v2(self.inner.raw) },
-            "cuCtxPushCurrent_v2",
         )?;
         Ok(ContextGuard {
             ctx: self,
@@ -269,7 +267,7 @@ impl Context {
     pub fn synchronize(&self) -> Result<()> {
         let _cur = self.enter()?;
         // SAFETY: no arguments; acts on the current context, which is `self`.
-        check(unsafe { sys::cuCtxSynchronize() }, "cuCtxSynchronize")
+        call!(unsafe { sys::cuCtxSynchronize() })
     }
 
     /// A limit of this context (stack size, printf FIFO size, malloc heap size, ...).
@@ -278,10 +276,9 @@ impl Context {
     pub fn limit(&self, limit: Limit) -> Result<usize> {
         let _cur = self.enter()?;
         let mut v = 0;
-        check(
+        call!(
             // SAFETY: writes one size_t to a valid pointer.
             unsafe { sys::cuCtxGetLimit(&mut v, limit.0) },
-            "cuCtxGetLimit",
         )?;
         Ok(v)
     }
@@ -291,10 +288,9 @@ impl Context {
     #[track_caller]
     pub fn set_limit(&self, limit: Limit, value: usize) -> Result<()> {
         let _cur = self.enter()?;
-        check(
+        call!(
             // SAFETY: plain value arguments on the current context.
             unsafe { sys::cuCtxSetLimit(limit.0, value) },
-            "cuCtxSetLimit",
         )
     }
 
@@ -304,10 +300,9 @@ impl Context {
     pub fn cache_config(&self) -> Result<CacheConfig> {
         let _cur = self.enter()?;
         let mut v = 0;
-        check(
+        call!(
             // SAFETY: writes one CUfunc_cache to a valid pointer.
             unsafe { sys::cuCtxGetCacheConfig(&mut v) },
-            "cuCtxGetCacheConfig",
         )?;
         Ok(CacheConfig(v))
     }
@@ -317,10 +312,9 @@ impl Context {
     #[track_caller]
     pub fn set_cache_config(&self, config: CacheConfig) -> Result<()> {
         let _cur = self.enter()?;
-        check(
+        call!(
             // SAFETY: plain value argument on the current context.
             unsafe { sys::cuCtxSetCacheConfig(config.0) },
-            "cuCtxSetCacheConfig",
         )
     }
 
@@ -332,10 +326,9 @@ impl Context {
     pub fn shared_mem_config(&self) -> Result<SharedMemConfig> {
         let _cur = self.enter()?;
         let mut v = 0;
-        check(
+        call!(
             // SAFETY: writes one CUsharedconfig to a valid pointer.
             unsafe { sys::cuCtxGetSharedMemConfig(&mut v) },
-            "cuCtxGetSharedMemConfig",
         )?;
         Ok(SharedMemConfig(v))
     }
@@ -347,10 +340,9 @@ impl Context {
     #[track_caller]
     pub fn set_shared_mem_config(&self, config: SharedMemConfig) -> Result<()> {
         let _cur = self.enter()?;
-        check(
+        call!(
             // SAFETY: plain value argument on the current context.
             unsafe { sys::cuCtxSetSharedMemConfig(config.0) },
-            "cuCtxSetSharedMemConfig",
         )
     }
 
@@ -359,10 +351,9 @@ impl Context {
     #[track_caller]
     pub fn api_version(&self) -> Result<u32> {
         let mut v = 0;
-        check(
+        call!(
             // SAFETY: the context is alive; writes one unsigned int.
             unsafe { sys::cuCtxGetApiVersion(self.inner.raw, &mut v) },
-            "cuCtxGetApiVersion",
         )?;
         Ok(v)
     }
@@ -374,7 +365,7 @@ impl Context {
         let _cur = self.enter()?;
         let mut v = 0;
         // SAFETY: writes one unsigned int to a valid pointer.
-        check(unsafe { sys::cuCtxGetFlags(&mut v) }, "cuCtxGetFlags")?;
+        call!(unsafe { sys::cuCtxGetFlags(&mut v) })?;
         Ok(ContextFlags(v))
     }
 
@@ -384,10 +375,9 @@ impl Context {
     pub fn stream_priority_range(&self) -> Result<(i32, i32)> {
         let _cur = self.enter()?;
         let (mut least, mut greatest) = (0, 0);
-        check(
+        call!(
             // SAFETY: writes two ints to valid pointers.
             unsafe { sys::cuCtxGetStreamPriorityRange(&mut least, &mut greatest) },
-            "cuCtxGetStreamPriorityRange",
         )?;
         Ok((least, greatest))
     }
@@ -398,10 +388,9 @@ impl Context {
     pub fn mem_info(&self) -> Result<(usize, usize)> {
         let _cur = self.enter()?;
         let (mut free, mut total) = (0, 0);
-        check(
+        call!(
             // SAFETY: writes two size_t to valid pointers.
             unsafe { sys::cuMemGetInfo_v2(&mut free, &mut total) },
-            "cuMemGetInfo_v2",
         )?;
         Ok((free, total))
     }
@@ -411,7 +400,7 @@ impl Context {
 ///
 /// It refuses to pop a context that is not its own: if the top of the stack is another
 /// context when the guard drops (someone pushed without popping), nothing is popped and the
-/// problem is counted in [`drop_error_count`](crate::drop_error_count).
+/// problem is counted in [`drop_error_count`](crate::error::drop_error_count).
 ///
 /// `!Send`, because the stack belongs to the thread that pushed:
 ///
@@ -445,7 +434,7 @@ impl ContextGuard<'_> {
     fn pop_inner(&self) -> Result<()> {
         let mut cur = ptr::null_mut();
         // SAFETY: writes one CUcontext to a valid pointer.
-        check(unsafe { sys::cuCtxGetCurrent(&mut cur) }, "cuCtxGetCurrent")?;
+        call!(unsafe { sys::cuCtxGetCurrent(&mut cur) })?;
         if cur != self.ctx.as_raw() {
             return Err(Error::ContextStackMismatch {
                 expected: self.ctx.as_raw() as usize,
@@ -453,11 +442,10 @@ impl ContextGuard<'_> {
             });
         }
         let mut popped = ptr::null_mut();
-        check(
+        call!(
             // SAFETY: the top of the stack is our context, pushed by Context::push on this thread
             // (the guard is !Send); writes one CUcontext.
             unsafe { sys::cuCtxPopCurrent_v2(&mut popped) },
-            "cuCtxPopCurrent_v2",
         )
     }
 }

@@ -3,21 +3,21 @@
 use std::ptr;
 use std::sync::Arc;
 
-use cuda_driver_macros::wraps;
+use cuda_driver_macros::{call, wraps};
 use cuda_driver_sys as sys;
 
 use super::{Context, ContextFlags, Inner};
-use crate::error::{check, Result};
-use crate::{init, Device};
+use crate::device::Device;
+use crate::error::Result;
+use crate::init;
 
 impl Context {
     #[track_caller]
     fn retain_primary(device: Device) -> Result<Context> {
         let mut raw = ptr::null_mut();
-        check(
+        call!(
             // SAFETY: writes one CUcontext; on success we hold one retain, released in Drop.
             unsafe { sys::cuDevicePrimaryCtxRetain(&mut raw, device.as_raw()) },
-            "cuDevicePrimaryCtxRetain",
         )?;
         Ok(Context {
             inner: Arc::new(Inner {
@@ -47,10 +47,9 @@ impl Device {
     pub fn primary_context_state(self) -> Result<(ContextFlags, bool)> {
         init()?;
         let (mut flags, mut active) = (0u32, 0i32);
-        check(
+        call!(
             // SAFETY: writes one unsigned and one int to valid pointers.
             unsafe { sys::cuDevicePrimaryCtxGetState(self.as_raw(), &mut flags, &mut active) },
-            "cuDevicePrimaryCtxGetState",
         )?;
         Ok((ContextFlags::from_raw(flags), active != 0))
     }
@@ -61,10 +60,9 @@ impl Device {
     #[track_caller]
     pub fn set_primary_context_flags(self, flags: ContextFlags) -> Result<()> {
         init()?;
-        check(
+        call!(
             // SAFETY: plain value arguments.
             unsafe { sys::cuDevicePrimaryCtxSetFlags_v2(self.as_raw(), flags.as_raw()) },
-            "cuDevicePrimaryCtxSetFlags_v2",
         )
     }
 
@@ -78,10 +76,9 @@ impl Device {
     #[track_caller]
     pub unsafe fn reset_primary_context(self) -> Result<()> {
         init()?;
-        check(
+        call!(
             // SAFETY: the caller guarantees nothing created in the primary context is used again.
             unsafe { sys::cuDevicePrimaryCtxReset_v2(self.as_raw()) },
-            "cuDevicePrimaryCtxReset_v2",
         )
     }
 }

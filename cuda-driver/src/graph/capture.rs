@@ -3,16 +3,17 @@
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 use std::ptr;
 
-use cuda_driver_macros::wraps;
+use cuda_driver_macros::{call, wraps};
 use cuda_driver_sys as sys;
 
 use super::{Graph, GraphNode};
 use crate::entry_point::newer;
-use crate::error::{check, Error, ErrorCode, Result};
-use crate::Stream;
+use crate::error::{Error, Result};
+use crate::stream::Stream;
+use crate::types::ErrorCode;
 
-pub use crate::types::StreamCaptureMode as CaptureMode;
-pub use crate::types::StreamCaptureStatus as CaptureStatus;
+use crate::types::StreamCaptureMode as CaptureMode;
+use crate::types::StreamCaptureStatus as CaptureStatus;
 use crate::types::StreamUpdateCaptureDependenciesFlags;
 
 /// A stream's capture state (`cuStreamGetCaptureInfo`).
@@ -46,7 +47,7 @@ impl Stream {
     /// the stream being captured fails the same way, and they then hand out no host access.)
     ///
     /// Kernels launched through this crate onto a captured stream are kept loaded by the graph
-    /// (see the [graph module docs](crate::Graph)).
+    /// (see the [graph module docs](crate::graph::Graph)).
     ///
     /// # Safety
     /// The captured work refers to device memory by address: the memory it uses stays
@@ -55,10 +56,9 @@ impl Stream {
     #[track_caller]
     pub unsafe fn begin_capture(&self, mode: CaptureMode) -> Result<()> {
         let _cur = self.context().enter()?;
-        check(
+        call!(
             // SAFETY: the stream is alive.
             unsafe { sys::cuStreamBeginCapture_v2(self.as_raw(), mode.as_raw()) },
-            "cuStreamBeginCapture_v2",
         )?;
         crate::stream::capture_begun();
         Ok(())
@@ -86,19 +86,21 @@ impl Stream {
         let _cur = self.context().enter()?;
         let mut g = ptr::null_mut();
         // SAFETY: the stream is alive; writes one graph handle.
-        let r = unsafe { sys::cuStreamEndCapture(self.as_raw(), &mut g) };
-        let code = ErrorCode::from_raw(r);
+        let r = call!(unsafe { sys::cuStreamEndCapture(self.as_raw(), &mut g) });
+        let code = r
+            .as_ref()
+            .map_or_else(|e| e.code(), |()| Some(ErrorCode::SUCCESS));
         // The driver may end the capture also when refusing the call from another thread
         // (driver 580 does): count it ended only once the stream says it is no longer
         // capturing, so that the count never falls below the captures in progress.
-        if code != ErrorCode::STREAM_CAPTURE_WRONG_THREAD
+        if code != Some(ErrorCode::STREAM_CAPTURE_WRONG_THREAD)
             || self.capture_status_raw().ok() == Some(sys::CU_STREAM_CAPTURE_STATUS_NONE)
         {
             crate::stream::capture_ended();
         }
         match code {
-            ErrorCode::SUCCESS => Ok(g),
-            ErrorCode::STREAM_CAPTURE_INVALIDATED => {
+            Some(ErrorCode::SUCCESS) => Ok(g),
+            Some(ErrorCode::STREAM_CAPTURE_INVALIDATED) => {
                 if !g.is_null() {
                     // SAFETY: a graph handed back with the error is ours to destroy.
                     drop(unsafe { Graph::from_raw(g) });
@@ -107,10 +109,10 @@ impl Stream {
                     location: std::panic::Location::caller(),
                 })
             }
-            ErrorCode::STREAM_CAPTURE_WRONG_THREAD => Err(Error::CaptureWrongThread {
+            Some(ErrorCode::STREAM_CAPTURE_WRONG_THREAD) => Err(Error::CaptureWrongThread {
                 location: std::panic::Location::caller(),
             }),
-            _ => check(r, "cuStreamEndCapture").map(|()| g),
+            _ => r.map(|()| g),
         }
     }
 
@@ -119,7 +121,7 @@ impl Stream {
     /// is returned, the graph discarded) or panics (the panic goes on after the capture ended).
     ///
     /// ```no_run
-    /// # use cuda_driver::{CaptureMode, Graph, GraphInstantiateFlags, Stream, StreamFlags};
+    /// # use cuda_driver::{types::StreamCaptureMode as CaptureMode, graph::Graph, types::GraphInstantiateFlags, Stream, types::StreamFlags};
     /// # fn f(stream: &Stream) -> cuda_driver::Result<()> {
     /// // SAFETY: the captured work uses no device memory.
     /// let graph = unsafe {
@@ -199,15 +201,14 @@ impl Stream {
     ) -> Result<()> {
         let _cur = self.context().enter()?;
         let deps = super::raw_deps(graph, dependencies)?;
-        let begin = newer::cuStreamBeginCaptureToGraph()?;
         // Captured nodes (memory nodes among them) reach the graph outside the crate's node
         // calls: its memory nodes are read at instantiation.
         graph.book.lock().inexact = true;
-        check(
+        call!(
             // SAFETY: the stream and the graph are alive; `deps` holds `deps.len()` nodes of
             // the graph; no edge data (null: default edges).
             unsafe {
-                begin(
+                newer::cuStreamBeginCaptureToGraph()?(
                     self.as_raw(),
                     graph.as_raw(),
                     deps.as_ptr(),
@@ -216,7 +217,6 @@ impl Stream {
                     mode.as_raw(),
                 )
             },
-            "cuStreamBeginCaptureToGraph",
         )?;
         crate::stream::capture_begun();
         Ok(())
@@ -234,14 +234,13 @@ impl Stream {
     #[wraps(cuStreamGetCaptureInfo)]
     #[track_caller]
     pub fn capture_info(&self) -> Result<CaptureInfo> {
-        let f = newer::cuStreamGetCaptureInfo_v2()?;
         let _cur = self.context().enter()?;
         let mut status = sys::CU_STREAM_CAPTURE_STATUS_NONE;
         let (mut id, mut graph, mut deps, mut n) = (0, ptr::null_mut(), ptr::null(), 0);
-        check(
+        call!(
             // SAFETY: the stream is alive; writes the outputs.
             unsafe {
-                f(
+                newer::cuStreamGetCaptureInfo_v2()?(
                     self.as_raw(),
                     &mut status,
                     &mut id,
@@ -250,7 +249,6 @@ impl Stream {
                     &mut n,
                 )
             },
-            "cuStreamGetCaptureInfo",
         )?;
         Ok(CaptureInfo {
             status: CaptureStatus::from_raw(status),
@@ -272,7 +270,6 @@ impl Stream {
         nodes: &[GraphNode<'_>],
         replace: bool,
     ) -> Result<()> {
-        let f = newer::cuStreamUpdateCaptureDependencies_v1()?;
         let _cur = self.context().enter()?;
         let mut raw: Vec<_> = nodes.iter().map(|n| n.as_raw()).collect();
         let flags = if replace {
@@ -280,10 +277,16 @@ impl Stream {
         } else {
             StreamUpdateCaptureDependenciesFlags::ADD_CAPTURE_DEPENDENCIES
         };
-        check(
+        call!(
             // SAFETY: the stream is alive; `raw` holds `len` nodes.
-            unsafe { f(self.as_raw(), raw.as_mut_ptr(), raw.len(), flags.as_raw()) },
-            "cuStreamUpdateCaptureDependencies",
+            unsafe {
+                newer::cuStreamUpdateCaptureDependencies_v1()?(
+                    self.as_raw(),
+                    raw.as_mut_ptr(),
+                    raw.len(),
+                    flags.as_raw(),
+                )
+            },
         )
     }
 }
@@ -295,10 +298,9 @@ impl Stream {
 pub fn exchange_thread_capture_mode(mode: CaptureMode) -> Result<CaptureMode> {
     crate::init()?;
     let mut m = mode.as_raw();
-    check(
+    call!(
         // SAFETY: reads and writes one enum value.
         unsafe { sys::cuThreadExchangeStreamCaptureMode(&mut m) },
-        "cuThreadExchangeStreamCaptureMode",
     )?;
     Ok(CaptureMode::from_raw(m))
 }

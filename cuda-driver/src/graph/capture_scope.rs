@@ -8,13 +8,14 @@ use std::ptr;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
-use cuda_driver_macros::wraps;
+use cuda_driver_macros::{call, wraps};
 use cuda_driver_sys as sys;
 
-use super::{raw_deps, CaptureMode, Graph, GraphNode};
+use super::{raw_deps, Graph, GraphNode};
 use crate::entry_point::newer;
-use crate::error::{check, Error, Result};
+use crate::error::{Error, Result};
 use crate::stream::Stream;
+use crate::types::StreamCaptureMode as CaptureMode;
 use crate::types::StreamUpdateCaptureDependenciesFlags;
 
 /// Ids of the captures that a [`Capture`] scope runs: [`Stream::end_capture`] refuses them.
@@ -88,7 +89,7 @@ impl Drop for ScopedId {
 /// let mut kept = None;
 /// // SAFETY: nothing captured.
 /// let _graph = unsafe {
-///     stream.capture_with(cuda_driver::CaptureMode::THREAD_LOCAL, |cap| {
+///     stream.capture_with(cuda_driver::types::StreamCaptureMode::THREAD_LOCAL, |cap| {
 ///         kept = Some(cap.graph()); // the graph cannot outlive the capture
 ///         Ok(())
 ///     })?
@@ -139,14 +140,13 @@ impl<'c> Capture<'c> {
     #[wraps(cuStreamGetCaptureInfo)]
     #[track_caller]
     pub fn dependencies(&self) -> Result<Vec<GraphNode<'_>>> {
-        let f = newer::cuStreamGetCaptureInfo_v2()?;
         let _cur = self.stream.context().enter()?;
         let mut status = sys::CU_STREAM_CAPTURE_STATUS_NONE;
         let (mut id, mut graph, mut deps, mut n) = (0, ptr::null_mut(), ptr::null(), 0);
-        check(
+        call!(
             // SAFETY: the stream is alive; writes the outputs.
             unsafe {
-                f(
+                newer::cuStreamGetCaptureInfo_v2()?(
                     self.stream.as_raw(),
                     &mut status,
                     &mut id,
@@ -155,7 +155,6 @@ impl<'c> Capture<'c> {
                     &mut n,
                 )
             },
-            "cuStreamGetCaptureInfo",
         )?;
         if status != sys::CU_STREAM_CAPTURE_STATUS_ACTIVE || graph != self.graph.raw {
             return Err(Error::InvalidStream {
@@ -201,20 +200,18 @@ impl<'c> Capture<'c> {
         flags: StreamUpdateCaptureDependenciesFlags,
     ) -> Result<()> {
         let mut raw = raw_deps(self.graph, nodes)?;
-        let f = newer::cuStreamUpdateCaptureDependencies_v1()?;
         let _cur = self.stream.context().enter()?;
-        check(
+        call!(
             // SAFETY: the stream is alive and capturing into the graph `raw`'s nodes belong to
             // (checked); `raw` holds `len` nodes.
             unsafe {
-                f(
+                newer::cuStreamUpdateCaptureDependencies_v1()?(
                     self.stream.as_raw(),
                     raw.as_mut_ptr(),
                     raw.len(),
                     flags.as_raw(),
                 )
             },
-            "cuStreamUpdateCaptureDependencies",
         )
     }
 }

@@ -5,7 +5,7 @@ use std::cell::RefCell;
 use std::ptr;
 use std::sync::Arc;
 
-use cuda_driver_macros::wraps;
+use cuda_driver_macros::{call, wraps};
 use cuda_driver_sys as sys;
 
 use super::nodes::{kernel_params, memcpy_params, MemsetParams, NodeKernel};
@@ -13,14 +13,17 @@ use super::{
     ChildGraphNode, EventRecordNode, EventWaitNode, Graph, GraphNode, HostNode, KernelNode,
     MemcpyNode, MemsetNode,
 };
+use crate::context::Context;
 use crate::entry_point::newer;
-use crate::error::{check, report_drop_error, Error, Result};
+use crate::error::{report_drop_error, Error, Result};
+use crate::event::Event;
 use crate::launch::{KernelArgs, LaunchConfig};
 use crate::memory::{DeviceSlice, DeviceSliceMut};
+use crate::module::function::Function;
 use crate::release::{release, SendRaw};
 use crate::repr::DeviceRepr;
+use crate::stream::Stream;
 use crate::types::{GraphExecUpdateResult, GraphInstantiateFlags, GraphInstantiateResult};
-use crate::{Context, Event, Function, Stream};
 
 /// The flags an executable graph was instantiated with (`cuGraphExecGetFlags`).
 pub type GraphExecFlags = GraphInstantiateFlags;
@@ -116,10 +119,9 @@ impl Graph {
         // primary context for the span of the call).
         let _cur = crate::context::AnyCurrent::enter()?;
         let mut raw = ptr::null_mut();
-        check(
+        call!(
             // SAFETY: the graph is live; writes one handle, wrapped in the next statement.
             unsafe { sys::cuGraphInstantiateWithFlags(&mut raw, self.raw, flags.as_raw() as _) },
-            "cuGraphInstantiateWithFlags",
         )?;
         // SAFETY: just created.
         let mut exec = unsafe { GraphExec::from_raw(raw) };
@@ -148,14 +150,14 @@ impl Graph {
         };
         let mut raw = ptr::null_mut();
         // SAFETY: the graph is live; `p` is valid and receives the result.
-        let r = unsafe { sys::cuGraphInstantiateWithParams(&mut raw, self.raw, &mut p) };
-        if r != sys::CUDA_SUCCESS && p.result_out != sys::CUDA_GRAPH_INSTANTIATE_SUCCESS {
+        let r = call!(unsafe { sys::cuGraphInstantiateWithParams(&mut raw, self.raw, &mut p) });
+        if r.is_err() && p.result_out != sys::CUDA_GRAPH_INSTANTIATE_SUCCESS {
             return Err(Error::GraphInstantiate {
                 reason: GraphInstantiateResult::from_raw(p.result_out),
                 node: p.hErrNode_out as usize,
             });
         }
-        check(r, "cuGraphInstantiateWithParams")?;
+        r?;
         // SAFETY: just created.
         let mut exec = unsafe { GraphExec::from_raw(raw) };
         exec.memory = self.exec_memory(options.flags)?.map(Box::new);
@@ -237,10 +239,9 @@ impl GraphExec {
     pub(super) fn launch_unchecked(&self, stream: &Stream) -> Result<()> {
         let _cur = stream.context().enter()?;
         self.note_launch(stream);
-        check(
+        call!(
             // SAFETY: exec and stream are live; everything the nodes use is kept alive.
             unsafe { sys::cuGraphLaunch(self.raw, stream.as_raw()) },
-            "cuGraphLaunch",
         )
     }
 
@@ -249,10 +250,9 @@ impl GraphExec {
     #[track_caller]
     pub fn upload(&self, stream: &Stream) -> Result<()> {
         let _cur = stream.context().enter()?;
-        check(
+        call!(
             // SAFETY: exec and stream are live.
             unsafe { sys::cuGraphUpload(self.raw, stream.as_raw()) },
-            "cuGraphUpload",
         )
     }
 
@@ -261,10 +261,9 @@ impl GraphExec {
     #[track_caller]
     pub fn flags(&self) -> Result<GraphExecFlags> {
         let mut f = 0;
-        check(
+        call!(
             // SAFETY: the exec is live; writes one value.
             unsafe { sys::cuGraphExecGetFlags(self.raw, &mut f) },
-            "cuGraphExecGetFlags",
         )?;
         Ok(GraphInstantiateFlags::from_raw(f as _))
     }
@@ -273,7 +272,7 @@ impl GraphExec {
     /// [`Error::GraphUpdate`], naming the reason and the node. The exec then holds `graph`'s
     /// keep-alives (the driver clones its user object references). Refused
     /// ([`Error::InvalidArgument`]) while memory a launch of the exec left allocated is owned
-    /// ([`GraphMemory`](crate::GraphMemory)).
+    /// ([`GraphMemory`](crate::graph::GraphMemory)).
     #[wraps(cuGraphExecUpdate)]
     #[track_caller]
     pub fn update(&mut self, graph: &Graph) -> Result<()> {
@@ -288,15 +287,15 @@ impl GraphExec {
             errorFromNode: ptr::null_mut(),
         };
         // SAFETY: exec and graph are live; writes the result info.
-        let r = unsafe { sys::cuGraphExecUpdate_v2(self.raw, graph.as_raw(), &mut info) };
-        if r != sys::CUDA_SUCCESS && info.result != sys::CU_GRAPH_EXEC_UPDATE_SUCCESS {
+        let r = call!(unsafe { sys::cuGraphExecUpdate_v2(self.raw, graph.as_raw(), &mut info) });
+        if r.is_err() && info.result != sys::CU_GRAPH_EXEC_UPDATE_SUCCESS {
             return Err(Error::GraphUpdate {
                 reason: GraphExecUpdateResult::from_raw(info.result),
                 node: info.errorNode as usize,
                 from_node: info.errorFromNode as usize,
             });
         }
-        check(r, "cuGraphExecUpdate_v2")?;
+        r?;
         // The exec runs `graph` now: its memory nodes are the ones that count.
         if !self.adopted {
             let auto_free = self.memory.as_ref().is_some_and(|m| m.auto_free);
@@ -332,10 +331,9 @@ impl GraphExec {
         // process with SIGSEGV when no context is current, and succeed with any context
         // current. Entering the function's context costs one cuCtxGetCurrent when it is.
         let _cur = f.context().enter()?;
-        check(
+        call!(
             // SAFETY: a kernel node of the exec's graph; checked parameters.
             unsafe { sys::cuGraphExecKernelNodeSetParams_v2(self.raw, node.as_raw(), &p) },
-            "cuGraphExecKernelNodeSetParams_v2",
         )?;
         self.keep_value(f.key(), || f.clone());
         Ok(())
@@ -372,7 +370,7 @@ impl GraphExec {
     pub unsafe fn set_copy_node_2d<T: DeviceRepr>(
         &mut self,
         node: MemcpyNode<'_>,
-        copy: crate::Copy2D<'_, T>,
+        copy: crate::memory::copy::Copy2D<'_, T>,
     ) -> Result<()> {
         let p = copy.node_params("GraphExec::set_copy_node_2d")?;
         // SAFETY: the caller's guarantees; checked parameters.
@@ -390,7 +388,7 @@ impl GraphExec {
     pub unsafe fn set_copy_node_3d<T: DeviceRepr>(
         &mut self,
         node: MemcpyNode<'_>,
-        copy: crate::Copy3D<'_, T>,
+        copy: crate::memory::copy::Copy3D<'_, T>,
     ) -> Result<()> {
         let p = copy.node_params("GraphExec::set_copy_node_3d")?;
         // SAFETY: the caller's guarantees; checked parameters.
@@ -418,12 +416,11 @@ impl GraphExec {
             ));
         }
         let _cur = ctx.enter()?;
-        check(
+        call!(
             // SAFETY: a memcpy node of the exec's graph; checked parameters.
             unsafe {
                 sys::cuGraphExecMemcpyNodeSetParams(self.raw, node.as_raw(), p, ctx.as_raw())
             },
-            "cuGraphExecMemcpyNodeSetParams",
         )
     }
 
@@ -448,12 +445,11 @@ impl GraphExec {
             height: params.height,
         };
         let _cur = ctx.enter()?;
-        check(
+        call!(
             // SAFETY: a memset node of the exec's graph; the caller guarantees the memory.
             unsafe {
                 sys::cuGraphExecMemsetNodeSetParams(self.raw, node.as_raw(), &p, ctx.as_raw())
             },
-            "cuGraphExecMemsetNodeSetParams",
         )
     }
 
@@ -477,11 +473,10 @@ impl GraphExec {
             fn_: Some(crate::stream::shared_host_fn_trampoline::<F>),
             userData: data.cast_mut().cast(),
         };
-        check(
+        call!(
             // SAFETY: a host node of the exec's graph; the closure is kept in `self.kept`
             // (a Box: its address is stable) until the exec is destroyed after its launches.
             unsafe { sys::cuGraphExecHostNodeSetParams(self.raw, node.as_raw(), &p) },
-            "cuGraphExecHostNodeSetParams",
         )?;
         self.kept.push((0, boxed));
         Ok(())
@@ -492,7 +487,7 @@ impl GraphExec {
     #[wraps(cuGraphExecChildGraphNodeSetParams)]
     #[track_caller]
     pub fn set_child_graph_node(&mut self, node: ChildGraphNode<'_>, child: &Graph) -> Result<()> {
-        check(
+        call!(
             // SAFETY: a child graph node of the exec's graph; the driver clones `child`
             // (with its user object references; GPU test
             // graph::exec::exec_child_graph_update_runs_the_new_child drops the new child after
@@ -500,7 +495,6 @@ impl GraphExec {
             unsafe {
                 sys::cuGraphExecChildGraphNodeSetParams(self.raw, node.as_raw(), child.as_raw())
             },
-            "cuGraphExecChildGraphNodeSetParams",
         )
     }
 
@@ -513,12 +507,11 @@ impl GraphExec {
         event: &Arc<Event>,
     ) -> Result<()> {
         let _cur = event.context().enter()?;
-        check(
+        call!(
             // SAFETY: an event record node of the exec's graph; the exec keeps the event.
             unsafe {
                 sys::cuGraphExecEventRecordNodeSetEvent(self.raw, node.as_raw(), event.as_raw())
             },
-            "cuGraphExecEventRecordNodeSetEvent",
         )?;
         self.keep_value(event.as_raw() as usize, || event.clone());
         Ok(())
@@ -533,12 +526,11 @@ impl GraphExec {
         event: &Arc<Event>,
     ) -> Result<()> {
         let _cur = event.context().enter()?;
-        check(
+        call!(
             // SAFETY: an event wait node of the exec's graph; the exec keeps the event.
             unsafe {
                 sys::cuGraphExecEventWaitNodeSetEvent(self.raw, node.as_raw(), event.as_raw())
             },
-            "cuGraphExecEventWaitNodeSetEvent",
         )?;
         self.keep_value(event.as_raw() as usize, || event.clone());
         Ok(())
@@ -549,10 +541,9 @@ impl GraphExec {
     #[wraps(cuGraphNodeSetEnabled)]
     #[track_caller]
     pub fn set_node_enabled(&mut self, node: GraphNode<'_>, enabled: bool) -> Result<()> {
-        check(
+        call!(
             // SAFETY: a node of the exec's graph.
             unsafe { sys::cuGraphNodeSetEnabled(self.raw, node.as_raw(), enabled as u32) },
-            "cuGraphNodeSetEnabled",
         )
     }
 
@@ -561,10 +552,9 @@ impl GraphExec {
     #[track_caller]
     pub fn node_enabled(&self, node: GraphNode<'_>) -> Result<bool> {
         let mut v = 0;
-        check(
+        call!(
             // SAFETY: a node of the exec's graph; writes one value.
             unsafe { sys::cuGraphNodeGetEnabled(self.raw, node.as_raw(), &mut v) },
-            "cuGraphNodeGetEnabled",
         )?;
         Ok(v != 0)
     }
@@ -606,11 +596,9 @@ impl GraphExec {
         node: GraphNode<'_>,
         params: &mut sys::CUgraphNodeParams,
     ) -> Result<()> {
-        let f = newer::cuGraphExecNodeSetParams()?;
-        check(
+        call!(
             // SAFETY: the caller's guarantees.
-            unsafe { f(self.as_raw(), node.as_raw(), params) },
-            "cuGraphExecNodeSetParams",
+            unsafe { newer::cuGraphExecNodeSetParams()?(self.as_raw(), node.as_raw(), params) },
         )
     }
 }

@@ -5,18 +5,20 @@ use std::mem::ManuallyDrop;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-use cuda_driver_macros::wraps;
+use cuda_driver_macros::{call, wraps};
 use cuda_driver_sys as sys;
 
 use super::exec::GraphExec;
 use super::{Graph, GraphNodeType};
-use crate::error::{check, Error, Result};
-use crate::event::{Event, EventFlags};
+use crate::error::{Error, Result};
+use crate::event::Event;
+use crate::memory::pool::MoveToStreamError;
 use crate::memory::pool::{check_orderable, order_after};
 use crate::memory::view::stream_identity;
-use crate::memory::{DeviceSlice, DeviceSliceMut, MoveToStreamError};
+use crate::memory::view::{DeviceSlice, DeviceSliceMut};
 use crate::repr::DeviceRepr;
 use crate::stream::Stream;
+use crate::types::EventFlags;
 use crate::types::GraphInstantiateFlags;
 
 /// What an exec's launches allocate and free, recorded at instantiation.
@@ -148,7 +150,7 @@ impl Graph {
 /// out by [`GraphExec::launch_with_memory`], once per launch (CUDA allocates the memory anew at
 /// each launch, at the same address).
 ///
-/// It is stream-ordered memory, like [`AsyncDeviceBuffer`](crate::AsyncDeviceBuffer): ordered
+/// It is stream-ordered memory, like [`AsyncDeviceBuffer`](crate::memory::pool::AsyncDeviceBuffer): ordered
 /// on the stream of the launch that allocated it (every safe use of its views must be on that
 /// stream, [`Error::StreamMismatch`] otherwise), movable to another stream of its context
 /// ([`move_to_stream`](Self::move_to_stream)), and freed exactly once, after the work queued
@@ -284,7 +286,7 @@ impl<'s> GraphMemory<'s> {
     }
 
     /// Moves the memory to `stream`, as
-    /// [`AsyncDeviceBuffer::move_to_stream`](crate::AsyncDeviceBuffer::move_to_stream) does:
+    /// [`AsyncDeviceBuffer::move_to_stream`](crate::memory::pool::AsyncDeviceBuffer::move_to_stream) does:
     /// `stream` waits for an event recorded on the memory's stream; a stream of another
     /// context or the per-thread default stream is refused, and the memory given back.
     #[wraps(cuEventRecord, cuStreamWaitEvent)]
@@ -320,10 +322,9 @@ impl<'s> GraphMemory<'s> {
         let _cur = self.stream.enter_for_call()?;
         let owners = self.owners.clone();
         let (ptr, stream) = self.disown();
-        check(
+        call!(
             // SAFETY: disowned: freed once, here, on its stream.
             unsafe { sys::cuMemFreeAsync(ptr, stream.as_raw()) },
-            "cuMemFreeAsync",
         )?;
         owners.fence(stream);
         Ok(())
@@ -348,11 +349,10 @@ impl<'s> GraphMemory<'s> {
         self.stream.synchronize()?;
         let _cur = self.stream.context().enter()?;
         let (ptr, _) = self.disown();
-        check(
+        call!(
             // SAFETY: disowned: freed once, here, after its stream (all safe work on it)
             // finished.
             unsafe { sys::cuMemFree_v2(ptr) },
-            "cuMemFree_v2",
         )
     }
 }
@@ -377,7 +377,9 @@ impl GraphExec {
     /// freed on its stream).
     ///
     /// ```no_run
-    /// use cuda_driver::{Device, Graph, GraphInstantiateFlags, Stream, StreamFlags};
+    /// use cuda_driver::graph::Graph;
+    /// use cuda_driver::types::{GraphInstantiateFlags, StreamFlags};
+    /// use cuda_driver::{Device, Stream};
     ///
     /// let dev = Device::get(0)?;
     /// let ctx = dev.primary_context()?;

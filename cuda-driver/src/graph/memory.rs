@@ -3,7 +3,8 @@
 
 #[allow(unused_imports)]
 use super::nodes::*;
-use crate::error::check;
+use crate::context::Context;
+use crate::device::Device;
 use crate::error::Error;
 use crate::error::Result;
 use crate::graph::ptr_or_null;
@@ -12,13 +13,11 @@ use crate::graph::Graph;
 use crate::graph::GraphNode;
 use crate::memory::DeviceSliceMut;
 use crate::repr::DeviceRepr;
-use crate::Context;
-use crate::Device;
-use cuda_driver_macros::wraps;
+use cuda_driver_macros::{call, wraps};
 use cuda_driver_sys as sys;
 use std::ptr;
 
-pub use crate::types::GraphMemAttribute;
+use crate::types::GraphMemAttribute;
 
 impl Device {
     /// A graph memory attribute of the device, in bytes: memory currently used by or
@@ -28,7 +27,7 @@ impl Device {
     pub fn graph_mem_attribute(self, attr: GraphMemAttribute) -> Result<u64> {
         crate::init()?;
         let mut v: u64 = 0;
-        check(
+        call!(
             // SAFETY: every graph memory attribute is a cuuint64_t; writes one.
             unsafe {
                 sys::cuDeviceGetGraphMemAttribute(
@@ -37,7 +36,6 @@ impl Device {
                     (&mut v as *mut u64).cast(),
                 )
             },
-            "cuDeviceGetGraphMemAttribute",
         )?;
         Ok(v)
     }
@@ -49,7 +47,7 @@ impl Device {
     pub fn reset_graph_mem_high_watermark(self, attr: GraphMemAttribute) -> Result<()> {
         crate::init()?;
         let mut v: u64 = 0;
-        check(
+        call!(
             // SAFETY: the watermarks are cuuint64_t and may only be set to 0.
             unsafe {
                 sys::cuDeviceSetGraphMemAttribute(
@@ -58,7 +56,6 @@ impl Device {
                     (&mut v as *mut u64).cast(),
                 )
             },
-            "cuDeviceSetGraphMemAttribute",
         )
     }
 
@@ -67,10 +64,9 @@ impl Device {
     #[track_caller]
     pub fn graph_mem_trim(self) -> Result<()> {
         crate::init()?;
-        check(
+        call!(
             // SAFETY: a valid device ordinal.
             unsafe { sys::cuDeviceGraphMemTrim(self.as_raw()) },
-            "cuDeviceGraphMemTrim",
         )
     }
 }
@@ -84,19 +80,19 @@ impl Device {
 /// * by a memory free node of the same graph ([`Graph::add_mem_free`], which consumes this
 ///   value, so the memory is freed in the graph exactly once);
 /// * or by a free node of another graph (`add_mem_free` of that graph): each launch of that
-///   graph then takes the [`GraphMemory`](crate::GraphMemory) of one launch of this one and
+///   graph then takes the [`GraphMemory`](crate::graph::GraphMemory) of one launch of this one and
 ///   frees it;
 /// * or outside the graph after each launch:
-///   [`GraphExec::launch_with_memory`](crate::GraphExec::launch_with_memory) hands out one
+///   [`GraphExec::launch_with_memory`](crate::graph::GraphExec::launch_with_memory) hands out one
 ///   owner per launch, which frees it when dropped (in stream order), by
-///   [`GraphMemory::free`](crate::GraphMemory::free) (synchronously) or by the launch of a
+///   [`GraphMemory::free`](crate::graph::GraphMemory::free) (synchronously) or by the launch of a
 ///   graph that frees it;
 /// * or automatically before the next launch of an exec instantiated with
-///   [`GraphInstantiateFlags::AUTO_FREE_ON_LAUNCH`](crate::GraphInstantiateFlags).
+///   [`GraphInstantiateFlags::AUTO_FREE_ON_LAUNCH`](crate::types::GraphInstantiateFlags).
 ///
 /// An exec whose graph allocates memory that it does not free cannot be launched again until
 /// that memory is freed (the driver refuses the launch, and the crate refuses it while a
-/// [`GraphMemory`](crate::GraphMemory) of it lives).
+/// [`GraphMemory`](crate::graph::GraphMemory) of it lives).
 #[doc(alias = "CUDA_MEM_ALLOC_NODE_PARAMS")]
 #[derive(Debug)]
 #[must_use = "free the allocation in the graph (Graph::add_mem_free) or after a launch"]
@@ -140,12 +136,11 @@ impl GraphAllocation {
     /// before `stream`'s next work, no later work uses the memory, and it is freed once.
     #[wraps(cuMemFreeAsync)]
     #[track_caller]
-    pub unsafe fn free_after_launch(self, stream: &crate::Stream) -> Result<()> {
+    pub unsafe fn free_after_launch(self, stream: &crate::stream::Stream) -> Result<()> {
         let _cur = stream.context().enter()?;
-        check(
+        call!(
             // SAFETY: the caller's guarantees.
             unsafe { sys::cuMemFreeAsync(self.ptr, stream.as_raw()) },
-            "cuMemFreeAsync",
         )
     }
 }
@@ -170,12 +165,11 @@ impl Graph {
         p.poolProps.location.id = device.as_raw();
         p.bytesize = bytes;
         let mut raw = ptr::null_mut();
-        check(
+        call!(
             // SAFETY: the graph is live; `p` is valid and receives the address.
             unsafe {
                 sys::cuGraphAddMemAllocNode(&mut raw, self.raw, ptr_or_null(&d), d.len(), &mut p)
             },
-            "cuGraphAddMemAllocNode",
         )?;
         if self.root {
             self.book.lock().allocs.push((p.dptr, bytes));
@@ -193,9 +187,9 @@ impl Graph {
     /// Adds a node freeing `alloc`: memory allocated by this graph (freed in each launch), or
     /// by another graph, as CUDA allows: then this graph's launches free the memory of that
     /// graph's launches, one each, and are made with
-    /// [`GraphExec::launch_with_memory`](crate::GraphExec::launch_with_memory), which takes
-    /// the [`GraphMemory`](crate::GraphMemory) to free (a plain
-    /// [`launch`](crate::GraphExec::launch) is refused). Another graph's allocation is
+    /// [`GraphExec::launch_with_memory`](crate::graph::GraphExec::launch_with_memory), which takes
+    /// the [`GraphMemory`](crate::graph::GraphMemory) to free (a plain
+    /// [`launch`](crate::graph::GraphExec::launch) is refused). Another graph's allocation is
     /// refused ([`Error::GraphMismatch`]) on a borrowed graph (a body or child graph, or one
     /// borrowed by raw handle).
     #[wraps(cuGraphAddMemFreeNode)]
@@ -215,14 +209,13 @@ impl Graph {
         }
         let d = raw_deps(self, deps)?;
         let mut raw = ptr::null_mut();
-        check(
+        call!(
             // SAFETY: the graph is live; the address was allocated by an allocation node, of
             // this graph or of another one (launches of this graph then free one launch's
             // memory each, taking its owner: `GraphExec::launch_with_memory`).
             unsafe {
                 sys::cuGraphAddMemFreeNode(&mut raw, self.raw, ptr_or_null(&d), d.len(), alloc.ptr)
             },
-            "cuGraphAddMemFreeNode",
         )?;
         if self.root {
             let mut book = self.book.lock();
@@ -243,10 +236,9 @@ impl<'g> MemAllocNode<'g> {
     pub fn allocation(&self) -> Result<(sys::CUdeviceptr, usize)> {
         // SAFETY: all-zero is a valid struct to be written.
         let mut p: sys::CUDA_MEM_ALLOC_NODE_PARAMS = unsafe { std::mem::zeroed() };
-        check(
+        call!(
             // SAFETY: a live allocation node; writes the struct.
             unsafe { sys::cuGraphMemAllocNodeGetParams(self.0.raw, &mut p) },
-            "cuGraphMemAllocNodeGetParams",
         )?;
         Ok((p.dptr, p.bytesize))
     }
@@ -258,10 +250,9 @@ impl<'g> MemFreeNode<'g> {
     #[track_caller]
     pub fn address(&self) -> Result<sys::CUdeviceptr> {
         let mut p = 0;
-        check(
+        call!(
             // SAFETY: a live free node; writes one address.
             unsafe { sys::cuGraphMemFreeNodeGetParams(self.0.raw, &mut p) },
-            "cuGraphMemFreeNodeGetParams",
         )?;
         Ok(p)
     }

@@ -5,11 +5,11 @@
 //! See [`Graph`] for what graphs keep alive, and what they cannot.
 
 mod book;
-mod exec;
-mod launch_memory;
-mod memory;
-mod nodes;
-mod user_object;
+pub(crate) mod exec;
+pub(crate) mod launch_memory;
+pub(crate) mod memory;
+pub(crate) mod nodes;
+pub(crate) mod user_object;
 
 use std::cell::RefCell;
 use std::ffi::CString;
@@ -19,25 +19,22 @@ use std::ops::Deref;
 use std::path::Path;
 use std::ptr;
 
-use cuda_driver_macros::wraps;
+use cuda_driver_macros::{call, wraps};
 use cuda_driver_sys as sys;
 
 use crate::entry_point::newer;
 use crate::error::{check, Error, Result};
 use crate::release::{release, SendRaw};
 
-pub use crate::types::{
-    GraphConditionalNodeType, GraphDebugDotFlags, GraphDependencyType, GraphExecUpdateResult,
-    GraphInstantiateFlags, GraphNodeType,
-};
-mod capture;
-mod capture_scope;
+use crate::types::{GraphDebugDotFlags, GraphDependencyType, GraphNodeType};
+pub(crate) mod capture;
+pub(crate) mod capture_scope;
 
-pub use capture::{exchange_thread_capture_mode, CaptureInfo, CaptureMode, CaptureStatus};
+pub use capture::{exchange_thread_capture_mode, CaptureInfo};
 pub use capture_scope::Capture;
 pub use exec::{GraphExec, GraphExecFlags, InstantiateOptions};
 pub use launch_memory::GraphMemory;
-pub use memory::{GraphAllocation, GraphMemAttribute};
+pub use memory::GraphAllocation;
 pub use nodes::{
     BatchMemOp, BatchMemOpNode, ChildGraphNode, ConditionalHandle, ConditionalNode,
     EventRecordNode, EventWaitNode, ExtSemSignalNode, ExtSemWaitNode, HostNode, KernelNode,
@@ -46,7 +43,13 @@ pub use nodes::{
 pub use user_object::UserObject;
 
 #[allow(unused_imports)]
-use crate::{Event, Function, Kernel, Stream};
+use crate::event::Event;
+#[allow(unused_imports)]
+use crate::library::Kernel;
+#[allow(unused_imports)]
+use crate::module::function::Function;
+#[allow(unused_imports)]
+use crate::stream::Stream;
 
 /// A CUDA graph (`CUgraph`), destroyed on drop: nodes and the dependencies between them,
 /// built node by node or captured from a stream ([`Stream::capture`]), and instantiated into
@@ -89,7 +92,7 @@ use crate::{Event, Function, Kernel, Stream};
 /// but not `Sync`. Node handles ([`GraphNode`]) borrow their graph.
 ///
 /// ```no_run
-/// use cuda_driver::{Device, Graph, GraphInstantiateFlags, Stream, StreamFlags};
+/// use cuda_driver::{Device, graph::Graph, types::GraphInstantiateFlags, Stream, types::StreamFlags};
 /// use std::sync::atomic::{AtomicUsize, Ordering};
 /// use std::sync::Arc;
 ///
@@ -159,8 +162,8 @@ impl Drop for Graph {
 ///
 /// ```compile_fail,E0596
 /// # fn f(
-/// #     node: cuda_driver::ChildGraphNode<'_>,
-/// #     mine: &mut cuda_driver::Graph,
+/// #     node: cuda_driver::graph::ChildGraphNode<'_>,
+/// #     mine: &mut cuda_driver::graph::Graph,
 /// # ) -> cuda_driver::Result<()> {
 /// let mut child = node.child()?;
 /// std::mem::swap(&mut *child, mine); // `mine` would then destroy the node's graph
@@ -338,10 +341,9 @@ impl Graph {
     pub fn new() -> Result<Graph> {
         crate::init()?;
         let mut raw = ptr::null_mut();
-        check(
+        call!(
             // SAFETY: writes one CUgraph; wrapped in the next statement.
             unsafe { sys::cuGraphCreate(&mut raw, 0) },
-            "cuGraphCreate",
         )?;
         // SAFETY: just created, owned by nobody else.
         let g = unsafe { Graph::from_raw(raw) };
@@ -388,10 +390,9 @@ impl Graph {
     pub fn try_clone(&self) -> Result<Graph> {
         crate::init()?;
         let mut raw = ptr::null_mut();
-        check(
+        call!(
             // SAFETY: self is live; writes one CUgraph, wrapped in the next statement.
             unsafe { sys::cuGraphClone(&mut raw, self.raw) },
-            "cuGraphClone",
         )?;
         // SAFETY: just created.
         Ok(unsafe { Graph::from_raw(raw) })
@@ -407,10 +408,9 @@ impl Graph {
         clone: &'c Graph,
     ) -> Result<GraphNode<'c>> {
         let mut raw = ptr::null_mut();
-        check(
+        call!(
             // SAFETY: both graphs are live; writes one node handle.
             unsafe { sys::cuGraphNodeFindInClone(&mut raw, node.raw, clone.raw) },
-            "cuGraphNodeFindInClone",
         )?;
         Ok(GraphNode { raw, graph: clone })
     }
@@ -450,10 +450,9 @@ impl Graph {
     #[track_caller]
     pub fn node_count(&self) -> Result<usize> {
         let mut n = 0;
-        check(
+        call!(
             // SAFETY: self is live; a null array asks for the count only.
             unsafe { sys::cuGraphGetNodes(self.raw, ptr::null_mut(), &mut n) },
-            "cuGraphGetNodes",
         )?;
         Ok(n)
     }
@@ -492,19 +491,25 @@ impl Graph {
     #[wraps(cuGraphGetEdges)]
     #[track_caller]
     pub fn edges(&self) -> Result<Vec<(GraphNode<'_>, GraphNode<'_>)>> {
-        let f = newer::cuGraphGetEdges_v1()?;
         let mut n = 0;
-        check(
+        call!(
             // SAFETY: self is live; null arrays ask for the count.
-            unsafe { f(self.raw, ptr::null_mut(), ptr::null_mut(), &mut n) },
-            "cuGraphGetEdges",
+            unsafe {
+                newer::cuGraphGetEdges_v1()?(self.raw, ptr::null_mut(), ptr::null_mut(), &mut n)
+            },
         )?;
         let (mut from, mut to) = (vec![ptr::null_mut(); n], vec![ptr::null_mut(); n]);
         if n > 0 {
-            check(
+            call!(
                 // SAFETY: both arrays have room for n nodes.
-                unsafe { f(self.raw, from.as_mut_ptr(), to.as_mut_ptr(), &mut n) },
-                "cuGraphGetEdges",
+                unsafe {
+                    newer::cuGraphGetEdges_v1()?(
+                        self.raw,
+                        from.as_mut_ptr(),
+                        to.as_mut_ptr(),
+                        &mut n,
+                    )
+                },
             )?;
         }
         Ok(from
@@ -530,12 +535,11 @@ impl Graph {
     #[wraps(cuGraphGetEdges_v2)]
     #[track_caller]
     pub fn edges_with_data(&self) -> Result<Vec<(GraphNode<'_>, GraphNode<'_>, EdgeData)>> {
-        let f = newer::cuGraphGetEdges_v2()?;
         let mut n = 0;
-        check(
+        call!(
             // SAFETY: self is live; null arrays ask for the count.
             unsafe {
-                f(
+                newer::cuGraphGetEdges_v2()?(
                     self.raw,
                     ptr::null_mut(),
                     ptr::null_mut(),
@@ -543,15 +547,14 @@ impl Graph {
                     &mut n,
                 )
             },
-            "cuGraphGetEdges_v2",
         )?;
         let (mut from, mut to) = (vec![ptr::null_mut(); n], vec![ptr::null_mut(); n]);
         let mut data = vec![EdgeData::default().to_raw(); n];
         if n > 0 {
-            check(
+            call!(
                 // SAFETY: the three arrays have room for n entries.
                 unsafe {
-                    f(
+                    newer::cuGraphGetEdges_v2()?(
                         self.raw,
                         from.as_mut_ptr(),
                         to.as_mut_ptr(),
@@ -559,7 +562,6 @@ impl Graph {
                         &mut n,
                     )
                 },
-                "cuGraphGetEdges_v2",
             )?;
         }
         Ok((0..n.min(from.len()))
@@ -584,11 +586,16 @@ impl Graph {
     #[track_caller]
     pub fn add_dependencies(&self, edges: &[(GraphNode<'_>, GraphNode<'_>)]) -> Result<()> {
         let (from, to) = self.split_edges(edges)?;
-        let f = newer::cuGraphAddDependencies_v1()?;
-        check(
+        call!(
             // SAFETY: both arrays hold `len` nodes of this graph.
-            unsafe { f(self.raw, from.as_ptr(), to.as_ptr(), from.len()) },
-            "cuGraphAddDependencies",
+            unsafe {
+                newer::cuGraphAddDependencies_v1()?(
+                    self.raw,
+                    from.as_ptr(),
+                    to.as_ptr(),
+                    from.len(),
+                )
+            },
         )
     }
 
@@ -602,11 +609,10 @@ impl Graph {
         let pairs: Vec<_> = edges.iter().map(|e| (e.0, e.1)).collect();
         let (from, to) = self.split_edges(&pairs)?;
         let data: Vec<_> = edges.iter().map(|e| e.2.to_raw()).collect();
-        let f = newer::cuGraphAddDependencies_v2()?;
-        check(
+        call!(
             // SAFETY: the three arrays hold `len` entries.
             unsafe {
-                f(
+                newer::cuGraphAddDependencies_v2()?(
                     self.raw,
                     from.as_ptr(),
                     to.as_ptr(),
@@ -614,7 +620,6 @@ impl Graph {
                     from.len(),
                 )
             },
-            "cuGraphAddDependencies_v2",
         )
     }
 
@@ -623,11 +628,16 @@ impl Graph {
     #[track_caller]
     pub fn remove_dependencies(&self, edges: &[(GraphNode<'_>, GraphNode<'_>)]) -> Result<()> {
         let (from, to) = self.split_edges(edges)?;
-        let f = newer::cuGraphRemoveDependencies_v1()?;
-        check(
+        call!(
             // SAFETY: both arrays hold `len` nodes of this graph.
-            unsafe { f(self.raw, from.as_ptr(), to.as_ptr(), from.len()) },
-            "cuGraphRemoveDependencies",
+            unsafe {
+                newer::cuGraphRemoveDependencies_v1()?(
+                    self.raw,
+                    from.as_ptr(),
+                    to.as_ptr(),
+                    from.len(),
+                )
+            },
         )
     }
 
@@ -641,11 +651,10 @@ impl Graph {
         let pairs: Vec<_> = edges.iter().map(|e| (e.0, e.1)).collect();
         let (from, to) = self.split_edges(&pairs)?;
         let data: Vec<_> = edges.iter().map(|e| e.2.to_raw()).collect();
-        let f = newer::cuGraphRemoveDependencies_v2()?;
-        check(
+        call!(
             // SAFETY: the three arrays hold `len` entries.
             unsafe {
-                f(
+                newer::cuGraphRemoveDependencies_v2()?(
                     self.raw,
                     from.as_ptr(),
                     to.as_ptr(),
@@ -653,7 +662,6 @@ impl Graph {
                     from.len(),
                 )
             },
-            "cuGraphRemoveDependencies_v2",
         )
     }
 
@@ -686,10 +694,9 @@ impl Graph {
             value: s.to_owned(),
             reason: "contains a NUL byte",
         })?;
-        check(
+        call!(
             // SAFETY: self is live; `c` is a NUL-terminated path alive for the call.
             unsafe { sys::cuGraphDebugDotPrint(self.raw, c.as_ptr(), flags.as_raw()) },
-            "cuGraphDebugDotPrint",
         )
     }
 
@@ -739,10 +746,9 @@ impl<'g> GraphNode<'g> {
     #[track_caller]
     pub fn node_type(&self) -> Result<GraphNodeType> {
         let mut t = 0;
-        check(
+        call!(
             // SAFETY: the node is live; writes one enum value.
             unsafe { sys::cuGraphNodeGetType(self.raw, &mut t) },
-            "cuGraphNodeGetType",
         )?;
         Ok(GraphNodeType::from_raw(t))
     }
@@ -793,10 +799,9 @@ impl<'g> GraphNode<'g> {
     #[wraps(cuGraphDestroyNode)]
     #[track_caller]
     pub unsafe fn destroy(self) -> Result<()> {
-        check(
+        call!(
             // SAFETY: the node is live; the caller does not use it again.
             unsafe { sys::cuGraphDestroyNode(self.raw) },
-            "cuGraphDestroyNode",
         )?;
         // A later node may get the same handle: forget this one's records (and its bodies').
         self.graph.book.lock().forget_node(self.graph.raw, self.raw);
@@ -814,4 +819,4 @@ fn ptr_or_null<T>(v: &[T]) -> *const T {
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

@@ -38,16 +38,16 @@ fn memset_params_count_words() {
     // A view that is never dereferenced: only its address and length are read.
     // SAFETY: the handle is never passed to the driver and never dropped.
     let ctx = std::mem::ManuallyDrop::new(unsafe {
-        crate::Context::from_raw(std::ptr::null_mut(), crate::Device::from_raw(0))
+        crate::context::Context::from_raw(std::ptr::null_mut(), crate::device::Device::from_raw(0))
     });
     // SAFETY: never dereferenced.
-    let v = unsafe { crate::DeviceSliceMut::<u32>::from_raw(0x1000, 8, &ctx) };
+    let v = unsafe { crate::memory::view::DeviceSliceMut::<u32>::from_raw(0x1000, 8, &ctx) };
     let p = MemsetParams::fill(&v, 7u8).unwrap();
     assert_eq!((p.width, p.element_size, p.value, p.height), (32, 1, 7, 1));
     let p = MemsetParams::fill(&v, 7u32).unwrap();
     assert_eq!((p.width, p.element_size), (8, 4));
     // SAFETY: never dereferenced.
-    let b = unsafe { crate::DeviceSliceMut::<u8>::from_raw(0x1000, 3, &ctx) };
+    let b = unsafe { crate::memory::view::DeviceSliceMut::<u8>::from_raw(0x1000, 3, &ctx) };
     assert!(matches!(
         MemsetParams::fill(&b, 1u16),
         Err(Error::MemsetWidth { .. })

@@ -3,12 +3,11 @@
 
 //! Graph nodes of every kind: adding them to a [`Graph`], their typed handles and parameters.
 
-use crate::error::check;
 use crate::error::Result;
 use crate::graph::Graph;
 use crate::stream::run_host_fn;
 use crate::types::UserObjectFlags;
-use cuda_driver_macros::wraps;
+use cuda_driver_macros::{call, wraps};
 use cuda_driver_sys as sys;
 use std::ffi::c_void;
 use std::ptr;
@@ -20,10 +19,9 @@ impl Graph {
     #[wraps(cuGraphRetainUserObject)]
     #[track_caller]
     pub fn retain_user_object(&self, obj: &UserObject) -> Result<()> {
-        check(
+        call!(
             // SAFETY: both are live; takes a new reference (no move).
             unsafe { sys::cuGraphRetainUserObject(self.raw, obj.raw, 1, 0) },
-            "cuGraphRetainUserObject",
         )
     }
 
@@ -35,10 +33,9 @@ impl Graph {
     #[wraps(cuGraphReleaseUserObject)]
     #[track_caller]
     pub unsafe fn release_user_object(&self, obj: &UserObject) -> Result<()> {
-        check(
+        call!(
             // SAFETY: the caller's guarantee: the graph holds the reference released.
             unsafe { sys::cuGraphReleaseUserObject(self.raw, obj.raw, 1) },
-            "cuGraphReleaseUserObject",
         )
     }
 }
@@ -81,7 +78,7 @@ impl UserObject {
         let data = Box::into_raw(Box::new(value));
         let mut raw = ptr::null_mut();
         // SAFETY: `data` is a live Box<T>; the destructor takes it back once.
-        let r = unsafe {
+        let r = call!(unsafe {
             sys::cuUserObjectCreate(
                 &mut raw,
                 data.cast(),
@@ -89,12 +86,12 @@ impl UserObject {
                 1,
                 UserObjectFlags::NO_DESTRUCTOR_SYNC.as_raw(),
             )
-        };
-        if r != sys::CUDA_SUCCESS {
+        });
+        if r.is_err() {
             // SAFETY: no user object owns the box: it is still ours.
             drop(unsafe { Box::from_raw(data) });
         }
-        check(r, "cuUserObjectCreate")?;
+        r?;
         Ok(UserObject { raw })
     }
 
@@ -120,10 +117,9 @@ impl UserObject {
     #[wraps(cuUserObjectRetain)]
     #[track_caller]
     pub fn try_clone(&self) -> Result<UserObject> {
-        check(
+        call!(
             // SAFETY: the object is alive (self holds a reference); takes one more.
             unsafe { sys::cuUserObjectRetain(self.raw, 1) },
-            "cuUserObjectRetain",
         )?;
         Ok(UserObject { raw: self.raw })
     }

@@ -337,7 +337,7 @@ pub(crate) fn sub(b: &[u8], offset: u64, size: u64) -> Option<&[u8]> {
 #[cfg(feature = "__fuzz")]
 pub mod fuzz;
 #[cfg(any(test, feature = "__fuzz"))]
-mod in_bounds;
+pub(crate) mod in_bounds;
 #[cfg(test)]
 pub(crate) mod testing;
 

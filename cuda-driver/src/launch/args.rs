@@ -12,7 +12,7 @@ use crate::repr::DeviceRepr;
 /// One kernel argument: something the driver can copy a kernel parameter from.
 ///
 /// Implemented for
-/// * `&T` where `T:` [`DeviceRepr`]: numbers, the [vector types](crate::Float4), `#[repr(C)]`
+/// * `&T` where `T:` [`DeviceRepr`]: numbers, the [vector types](crate::vector::Float4), `#[repr(C)]`
 ///   structs, raw `CUdeviceptr`s; the parameter is the value;
 /// * the views [`DeviceSlice`] and [`DeviceSliceMut`] (by value or by reference), the one
 ///   currency of device memory: the parameter is the device pointer, a `T*` on the device,
@@ -48,7 +48,7 @@ pub unsafe trait KernelArg {
     /// Size of the parameter in bytes.
     const PARAM_SIZE: usize;
     /// Alignment of the parameter on the device, for packed buffers
-    /// ([`ParamBuffer`](crate::ParamBuffer)).
+    /// ([`ParamBuffer`](crate::launch::ParamBuffer)).
     const PARAM_ALIGN: usize;
     /// Where the driver copies the parameter from.
     fn param_ptr(&self) -> *mut c_void;
@@ -192,7 +192,7 @@ kernel_args_tuple!(12; A.0, B.1, C.2, D.3, E.4, F.5, G.6, H.7, I.8, J.9, K.10, L
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{Double2, Float4};
+    use crate::vector::{Double2, Float4};
 
     #[test]
     fn sizes_follow_the_tuple() {

@@ -15,7 +15,7 @@ pub const MAX_LAUNCH_ATTRIBUTES: usize = 8;
 /// in a fixed array on the stack.
 ///
 /// ```
-/// use cuda_driver::{Dim3, LaunchAttributes};
+/// use cuda_driver::{Dim3, launch::LaunchAttributes};
 /// let attrs = LaunchAttributes::new().cluster_dim((2, 1, 1)).priority(-1);
 /// assert_eq!(attrs.as_raw().len(), 2);
 /// ```
@@ -83,7 +83,7 @@ impl LaunchAttributes {
     /// [`LaunchConfig`](crate::LaunchConfig) counts blocks, not clusters, and must be a multiple
     /// of `dim` in each dimension ([`LaunchConfig::clusters`](crate::LaunchConfig::clusters)
     /// builds it from a count of clusters); clusters of more than 8 blocks need
-    /// [`NON_PORTABLE_CLUSTER_SIZE_ALLOWED`](crate::FunctionAttribute::NON_PORTABLE_CLUSTER_SIZE_ALLOWED).
+    /// [`NON_PORTABLE_CLUSTER_SIZE_ALLOWED`](crate::types::FunctionAttribute::NON_PORTABLE_CLUSTER_SIZE_ALLOWED).
     #[doc(alias = "CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION")]
     pub fn cluster_dim(self, dim: impl Into<Dim3>) -> Self {
         let d = dim.into();

@@ -70,7 +70,7 @@ impl From<[u32; 3]> for Dim3 {
 /// shared memory per block.
 ///
 /// The grid always counts **blocks**, also in a clustered launch
-/// ([`LaunchAttributes::cluster_dim`](crate::LaunchAttributes::cluster_dim)): as in
+/// ([`LaunchAttributes::cluster_dim`](crate::launch::LaunchAttributes::cluster_dim)): as in
 /// `cuLaunchKernelEx`, `gridDimX` is the number of blocks, which must be a multiple of the
 /// cluster's size in each dimension. (NVIDIA's cuda.core counts clusters instead.) To give the
 /// grid in clusters, use [`LaunchConfig::clusters`], which multiplies it out.
@@ -105,7 +105,7 @@ impl LaunchConfig {
 
     /// A grid of `clusters` thread-block clusters of `cluster` blocks each, of `block` threads,
     /// as the grid in blocks the driver takes (`clusters × cluster` in each dimension); launch
-    /// it with [`LaunchAttributes::cluster_dim`](crate::LaunchAttributes::cluster_dim)`(cluster)`.
+    /// it with [`LaunchAttributes::cluster_dim`](crate::launch::LaunchAttributes::cluster_dim)`(cluster)`.
     /// A grid dimension that overflows `u32` is [`Error::InvalidArgument`].
     ///
     /// ```

@@ -3,11 +3,11 @@
 
 use std::ffi::c_void;
 
-use cuda_driver_macros::wraps;
+use cuda_driver_macros::{call, wraps};
 use cuda_driver_sys as sys;
 
 use super::LaunchConfig;
-use crate::error::{check, Result};
+use crate::error::Result;
 use crate::module::Function;
 use crate::stream::Stream;
 
@@ -27,7 +27,7 @@ impl Function {
         params: *mut *mut c_void,
     ) -> Result<()> {
         let _cur = self.context().enter()?;
-        check(
+        call!(
             // SAFETY: the caller's guarantees; the function and stream are alive.
             unsafe {
                 sys::cuLaunchCooperativeKernel(
@@ -43,7 +43,6 @@ impl Function {
                     params,
                 )
             },
-            "cuLaunchCooperativeKernel",
         )
     }
 }

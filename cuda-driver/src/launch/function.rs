@@ -6,14 +6,15 @@
 
 use std::ptr;
 
-use cuda_driver_macros::wraps;
+use cuda_driver_macros::{call, wraps};
 use cuda_driver_sys as sys;
 
-use crate::context::CacheConfig;
 use crate::entry_point::newer;
-use crate::error::{check, Result};
-use crate::module::{Function, FunctionAttribute};
+use crate::error::Result;
+use crate::module::Function;
 use crate::params::{KernelParams, ParamInfo};
+use crate::types::CacheConfig;
+use crate::types::FunctionAttribute;
 use crate::types::FunctionLoadingState;
 
 impl Function {
@@ -23,10 +24,9 @@ impl Function {
     pub fn attribute(&self, attr: FunctionAttribute) -> Result<i32> {
         let _cur = self.context().enter()?;
         let mut v = 0;
-        check(
+        call!(
             // SAFETY: the function is alive; writes one int.
             unsafe { sys::cuFuncGetAttribute(&mut v, attr.as_raw(), self.as_raw()) },
-            "cuFuncGetAttribute",
         )?;
         Ok(v)
     }
@@ -39,10 +39,9 @@ impl Function {
     #[track_caller]
     pub fn set_attribute(&self, attr: FunctionAttribute, value: i32) -> Result<()> {
         let _cur = self.context().enter()?;
-        check(
+        call!(
             // SAFETY: the function is alive; plain values.
             unsafe { sys::cuFuncSetAttribute(self.as_raw(), attr.as_raw(), value) },
-            "cuFuncSetAttribute",
         )
     }
 
@@ -51,10 +50,9 @@ impl Function {
     #[track_caller]
     pub fn set_cache_config(&self, config: CacheConfig) -> Result<()> {
         let _cur = self.context().enter()?;
-        check(
+        call!(
             // SAFETY: the function is alive; a plain value.
             unsafe { sys::cuFuncSetCacheConfig(self.as_raw(), config.as_raw()) },
-            "cuFuncSetCacheConfig",
         )
     }
 
@@ -107,10 +105,9 @@ impl Function {
     #[track_caller]
     pub fn module_raw(&self) -> Result<sys::CUmodule> {
         let mut m = ptr::null_mut();
-        check(
+        call!(
             // SAFETY: the function is alive while `self` is; writes one CUmodule.
             unsafe { sys::cuFuncGetModule(&mut m, self.as_raw()) },
-            "cuFuncGetModule",
         )?;
         Ok(m)
     }
@@ -120,11 +117,10 @@ impl Function {
     #[wraps(cuFuncIsLoaded)]
     #[track_caller]
     pub fn loading_state(&self) -> Result<FunctionLoadingState> {
-        let f = newer::cuFuncIsLoaded()?;
         let _cur = self.context().enter()?;
         let mut s = 0;
         // SAFETY: the function is alive; writes one CUfunctionLoadingState.
-        check(unsafe { f(&mut s, self.as_raw()) }, "cuFuncIsLoaded")?;
+        call!(unsafe { newer::cuFuncIsLoaded()?(&mut s, self.as_raw()) })?;
         Ok(FunctionLoadingState(s))
     }
 
@@ -132,9 +128,8 @@ impl Function {
     #[wraps(cuFuncLoad)]
     #[track_caller]
     pub fn load(&self) -> Result<()> {
-        let f = newer::cuFuncLoad()?;
         let _cur = self.context().enter()?;
         // SAFETY: the function is alive.
-        check(unsafe { f(self.as_raw()) }, "cuFuncLoad")
+        call!(unsafe { newer::cuFuncLoad()?(self.as_raw()) })
     }
 }

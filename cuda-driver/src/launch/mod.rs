@@ -24,7 +24,7 @@
 //! allocation. A mismatch is [`Error::ArgumentCount`] or [`Error::ArgumentSize`] and nothing
 //! is launched. Where neither tells the parameter list (a binary image on a driver older than
 //! 12.4), a checked launch is [`Error::Unsupported`], unless the process opted in to unchecked
-//! launches with [`set_argument_check`](crate::set_argument_check). A checked launch also
+//! launches with [`set_argument_check`]. A checked launch also
 //! refuses a view of stream-ordered memory that is ordered on another stream
 //! ([`Error::StreamMismatch`]); for arguments that are no such views that check compiles to
 //! nothing.
@@ -35,27 +35,28 @@
 //! is made current first (one `cuCtxGetCurrent` when it already is). No launch allocates:
 //! arguments are packed into an array on the stack.
 
-mod args;
-mod attributes;
-mod config;
-mod cooperative;
-mod function;
-mod occupancy;
-mod param_buffer;
+pub(crate) mod args;
+pub(crate) mod attributes;
+pub(crate) mod config;
+pub(crate) mod cooperative;
+pub(crate) mod function;
+pub(crate) mod occupancy;
+pub(crate) mod param_buffer;
 
 use std::ffi::c_void;
 use std::ptr;
 
-use cuda_driver_macros::wraps;
+use cuda_driver_macros::{call, wraps};
 use cuda_driver_sys as sys;
 
-use crate::error::{check, Error, Result};
+use crate::error::{Error, Result};
 use crate::library::Kernel;
 use crate::memory::view::stream_identity;
 use crate::module::Function;
 use crate::params::KernelParams;
 use crate::stream::Stream;
 
+pub use crate::params::{argument_check, set_argument_check, ArgumentCheck, ParamInfo};
 pub use args::{KernelArg, KernelArgs};
 pub use attributes::{LaunchAttributes, MAX_LAUNCH_ATTRIBUTES};
 pub use config::{Dim3, LaunchConfig, DEFAULT_BLOCK_SIZE};
@@ -149,7 +150,7 @@ fn stream_mismatch(home: sys::CUstream, stream: &Stream) -> Error {
 /// While a stream capture begun by this crate is in progress somewhere in the process, and
 /// `stream` is being captured, moves a clone of the kernel handle (which keeps its module or
 /// library loaded) into the graph being captured, so that the graph and its executable graphs
-/// keep the code loaded (see [`crate::Graph`]). Outside captures: one atomic load.
+/// keep the code loaded (see [`crate::graph::Graph`]). Outside captures: one atomic load.
 #[inline(always)]
 #[track_caller]
 fn keep_in_capture<L: Clone + Send + Sync + 'static>(f: &L, stream: &Stream) -> Result<()> {
@@ -176,7 +177,7 @@ unsafe fn cu_launch_kernel(
     params: *mut *mut c_void,
     extra: *mut *mut c_void,
 ) -> Result<()> {
-    check(
+    call!(
         // SAFETY: the caller's guarantees.
         unsafe {
             sys::cuLaunchKernel(
@@ -193,7 +194,6 @@ unsafe fn cu_launch_kernel(
                 extra,
             )
         },
-        "cuLaunchKernel",
     )
 }
 
@@ -243,10 +243,9 @@ unsafe fn launch_kernel_ex<A: KernelArgs>(
     let config = attrs.raw_config(cfg, stream.as_raw());
     let mut pointers = args.pointers();
     let params = kernel_params(pointers.as_mut());
-    check(
+    call!(
         // SAFETY: as in launch_kernel; `config` points to `attrs`' array, alive for the call.
         unsafe { sys::cuLaunchKernelEx(&config, f, params, ptr::null_mut()) },
-        "cuLaunchKernelEx",
     )
 }
 
@@ -290,10 +289,10 @@ macro_rules! launch_methods {
             ///   list the driver reports (read once and cached, see [`params`](Self::params)); a
             ///   mismatch is [`Error::ArgumentCount`] or [`Error::ArgumentSize`] naming the
             ///   kernel; a driver that cannot report parameters is [`Error::Unsupported`] unless
-            ///   the process allows it (see [`set_argument_check`](crate::set_argument_check));
+            ///   the process allows it (see [`set_argument_check`](crate::launch::set_argument_check));
             /// * a view of stream-ordered memory must be ordered on `stream`
             ///   ([`Error::StreamMismatch`] otherwise; see
-            ///   [`AsyncDeviceBuffer::move_to_stream`](crate::AsyncDeviceBuffer::move_to_stream));
+            ///   [`AsyncDeviceBuffer::move_to_stream`](crate::memory::pool::AsyncDeviceBuffer::move_to_stream));
             /// * a [`Function`] launches only on a stream of its own context
             ///   ([`Error::ContextMismatch`] otherwise), a [`Kernel`] on any.
             ///
@@ -485,7 +484,9 @@ launch_methods!(Kernel, "(in the stream's context, on any device)");
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{Context, Device, DeviceSlice, DeviceSliceMut};
+    use crate::context::Context;
+    use crate::device::Device;
+    use crate::memory::view::{DeviceSlice, DeviceSliceMut};
     use std::mem::ManuallyDrop;
 
     /// A context handle that is never given to the driver, and never dropped.

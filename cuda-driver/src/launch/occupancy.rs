@@ -4,6 +4,7 @@
 //! The driver takes block sizes and block counts as `int`: a `u32` above `i32::MAX` is
 //! [`Error::InvalidArgument`](crate::Error::InvalidArgument) before the driver is called.
 
+use cuda_driver_macros::call;
 use std::ptr;
 
 use cuda_driver_sys as sys;
@@ -157,11 +158,10 @@ fn potential_cluster_size(
 ) -> Result<u32> {
     let config = attrs.raw_config(cfg, ptr::null_mut());
     let mut n = 0;
-    check(
+    call!(
         // SAFETY: as above; `config` points to `attrs`, alive for the call (null stream: the
         // current context); writes one int.
         unsafe { sys::cuOccupancyMaxPotentialClusterSize(&mut n, f, &config) },
-        "cuOccupancyMaxPotentialClusterSize",
     )?;
     Ok(n as u32)
 }
@@ -174,10 +174,9 @@ fn active_clusters(
 ) -> Result<u32> {
     let config = attrs.raw_config(cfg, ptr::null_mut());
     let mut n = 0;
-    check(
+    call!(
         // SAFETY: as in potential_cluster_size.
         unsafe { sys::cuOccupancyMaxActiveClusters(&mut n, f, &config) },
-        "cuOccupancyMaxActiveClusters",
     )?;
     Ok(n as u32)
 }

@@ -31,7 +31,7 @@ struct Storage<const N: usize>(MaybeUninit<[u8; N]>);
 ///
 /// Each value goes at the next offset aligned to its device alignment, the C rule for the
 /// fields of a struct: `align_of::<T>()`, which is the device's for numbers, device pointers
-/// (8) and this crate's [vector types](crate::Float4) (`float4` 16, `float2` 8), and for
+/// (8) and this crate's [vector types](crate::vector::Float4) (`float4` 16, `float2` 8), and for
 /// `#[repr(C)]` structs of them. The buffer is a fixed array on the stack (4 KiB by default,
 /// aligned to 16), so building it allocates nothing.
 ///
@@ -39,7 +39,7 @@ struct Storage<const N: usize>(MaybeUninit<[u8; N]>);
 /// # fn f(k: &cuda_driver::Function, s: &cuda_driver::Stream,
 /// #      out: &mut cuda_driver::DeviceBuffer<f32>) -> cuda_driver::Result<()> {
 /// use cuda_driver::prelude::*;
-/// use cuda_driver::{Float2, Float4, LaunchConfig, ParamBuffer};
+/// use cuda_driver::{vector::Float2, vector::Float4, LaunchConfig, launch::ParamBuffer};
 /// // param_buffer(int i, float4 f4, char c, float f, float* out, float2 f2)
 /// let mut params = ParamBuffer::new();
 /// params
@@ -62,7 +62,7 @@ struct Storage<const N: usize>(MaybeUninit<[u8; N]>);
 /// ```compile_fail
 /// # use cuda_driver::prelude::*;
 /// # fn f(ctx: &cuda_driver::Context) -> cuda_driver::Result<()> {
-/// let mut params = cuda_driver::ParamBuffer::new();
+/// let mut params = cuda_driver::launch::ParamBuffer::new();
 /// {
 ///     let buf = cuda_driver::DeviceBuffer::<f32>::new(ctx, 4)?;
 ///     params.push_arg(buf.as_view())?;
@@ -268,6 +268,7 @@ fn align_up(offset: usize, align: usize) -> usize {
 mod tests {
     use super::*;
     use crate::image::testing::or_few_under_miri;
+    use crate::vector::*;
     use crate::*;
     use proptest::prelude::*;
     use std::mem::offset_of;

@@ -5,11 +5,11 @@
 //! An array is opaque device memory laid out for the texture hardware: it is not linear
 //! memory and has no device address, so it is an owner of its own kind, not a
 //! [`DeviceMemory`](crate::DeviceMemory). Its data moves through the 2D and 3D copies
-//! ([`Copy2D`](crate::Copy2D), [`Copy3D`](crate::Copy3D)) and is read by kernels through
+//! ([`Copy2D`](crate::memory::Copy2D), [`Copy3D`](crate::memory::Copy3D)) and is read by kernels through
 //! texture objects and read and written through surface objects.
 //!
 //! The element type is typed: an [`ArrayElement`] names the array format and channel count
-//! (`f32` is one `CU_AD_FORMAT_FLOAT` channel, [`Float4`](crate::Float4) four). For the
+//! (`f32` is one `CU_AD_FORMAT_FLOAT` channel, [`Float4`](crate::vector::Float4) four). For the
 //! formats no Rust type describes (block-compressed, NV12 and the other video formats),
 //! implement [`ArrayElement`] for a `#[repr(C)]` type of the right size and build the array
 //! with [`Array::with_descriptor`]; the Rust-side bounds checks of copies then leave the
@@ -19,24 +19,26 @@ use std::marker::PhantomData;
 use std::mem::{size_of, ManuallyDrop};
 use std::ptr;
 
-use cuda_driver_macros::wraps;
+use cuda_driver_macros::{call, wraps};
 use cuda_driver_sys as sys;
 
-use crate::error::{check, Error, Result};
-use crate::{Context, Device, DeviceRepr};
+use crate::context::Context;
+use crate::device::Device;
+use crate::error::{Error, Result};
+use crate::repr::DeviceRepr;
 
-pub use crate::types::{Array3DFlags, ArrayCubemapFace, ArrayFormat, ArraySparsePropertiesFlags};
+use crate::types::{Array3DFlags, ArrayFormat, ArraySparsePropertiesFlags};
 
 /// An element type of CUDA arrays, textures and surfaces: an array format and a channel
 /// count (`CUDA_ARRAY3D_DESCRIPTOR::Format` and `NumChannels`).
 ///
 /// Implemented for `u8`, `i8`, `u16`, `i16`, `u32`, `i32`, `f32` and [`half::f16`] (one
 /// channel), for their two- and four-channel forms as this crate's vector types
-/// ([`Uchar2`](crate::Uchar2), [`Float4`](crate::Float4), ...) and as arrays (`[u8; 4]`,
+/// ([`Uchar2`](crate::vector::Uchar2), [`Float4`](crate::vector::Float4), ...) and as arrays (`[u8; 4]`,
 /// `[half::f16; 2]`, ...).
 ///
 /// ```
-/// use cuda_driver::{ArrayElement, ArrayFormat, Float4};
+/// use cuda_driver::{memory::ArrayElement, types::ArrayFormat, vector::Float4};
 /// assert_eq!(<Float4 as ArrayElement>::FORMAT, ArrayFormat::FLOAT);
 /// assert_eq!(<Float4 as ArrayElement>::CHANNELS, 4);
 /// assert_eq!(<[u8; 2] as ArrayElement>::CHANNELS, 2);
@@ -83,13 +85,33 @@ macro_rules! array_element {
     };
 }
 
-array_element!(UNSIGNED_INT8, u8, crate::Uchar2, crate::Uchar4);
-array_element!(SIGNED_INT8, i8, crate::Char2, crate::Char4);
-array_element!(UNSIGNED_INT16, u16, crate::Ushort2, crate::Ushort4);
-array_element!(SIGNED_INT16, i16, crate::Short2, crate::Short4);
-array_element!(UNSIGNED_INT32, u32, crate::Uint2, crate::Uint4);
-array_element!(SIGNED_INT32, i32, crate::Int2, crate::Int4);
-array_element!(FLOAT, f32, crate::Float2, crate::Float4);
+array_element!(
+    UNSIGNED_INT8,
+    u8,
+    crate::vector::Uchar2,
+    crate::vector::Uchar4
+);
+array_element!(SIGNED_INT8, i8, crate::vector::Char2, crate::vector::Char4);
+array_element!(
+    UNSIGNED_INT16,
+    u16,
+    crate::vector::Ushort2,
+    crate::vector::Ushort4
+);
+array_element!(
+    SIGNED_INT16,
+    i16,
+    crate::vector::Short2,
+    crate::vector::Short4
+);
+array_element!(
+    UNSIGNED_INT32,
+    u32,
+    crate::vector::Uint2,
+    crate::vector::Uint4
+);
+array_element!(SIGNED_INT32, i32, crate::vector::Int2, crate::vector::Int4);
+array_element!(FLOAT, f32, crate::vector::Float2, crate::vector::Float4);
 
 // SAFETY: one 16-bit float channel.
 unsafe impl ArrayElement for half::f16 {
@@ -310,7 +332,7 @@ pub struct ArrayMemoryRequirements {
 /// same types as a mipmap level's or a plane's; the methods of `Array` go through them.
 ///
 /// ```no_run
-/// use cuda_driver::{Array, Array3DFlags, Device};
+/// use cuda_driver::{memory::Array, types::Array3DFlags, Device};
 ///
 /// let ctx = Device::get(0)?.primary_context()?;
 /// let mut img = Array::<f32>::new_2d(&ctx, 64, 32, Array3DFlags::empty())?;
@@ -454,7 +476,7 @@ macro_rules! array_reads {
     };
 }
 
-mod view;
+pub(crate) mod view;
 
 pub use view::{ArrayRef, ArrayRefMut};
 
@@ -470,11 +492,10 @@ impl<T: ArrayElement> Array<T> {
         let raw_desc = desc.as_raw();
         let _cur = ctx.enter()?;
         let mut raw = ptr::null_mut();
-        check(
+        call!(
             // SAFETY: reads one descriptor and writes one CUarray; the array is owned by the
             // value built in the next statement.
             unsafe { sys::cuArray3DCreate(&mut raw, &raw_desc) },
-            "cuArray3DCreate_v2",
         )?;
         Ok(Array {
             raw,
@@ -762,10 +783,9 @@ fn query_descriptor(raw: sys::CUarray, ctx: &Context) -> Result<ArrayDescriptor>
     let _cur = ctx.enter()?;
     // SAFETY: a plain C struct; all-zero bytes are a valid value.
     let mut d: sys::CUDA_ARRAY3D_DESCRIPTOR = unsafe { std::mem::zeroed() };
-    check(
+    call!(
         // SAFETY: `raw` is a live array of `ctx` (the caller's guarantee); writes one struct.
         unsafe { sys::cuArray3DGetDescriptor(&mut d, raw) },
-        "cuArray3DGetDescriptor_v2",
     )?;
     Ok(ArrayDescriptor::from_raw(&d))
 }
@@ -826,10 +846,9 @@ impl<T: ArrayElement> MipmappedArray<T> {
         let raw_desc = desc.as_raw();
         let _cur = ctx.enter()?;
         let mut raw = ptr::null_mut();
-        check(
+        call!(
             // SAFETY: reads one descriptor, writes one handle, owned by the value built next.
             unsafe { sys::cuMipmappedArrayCreate(&mut raw, &raw_desc, levels) },
-            "cuMipmappedArrayCreate",
         )?;
         Ok(MipmappedArray {
             raw,
@@ -927,11 +946,10 @@ impl<T: ArrayElement> MipmappedArray<T> {
         }
         let _cur = self.ctx.enter()?;
         let mut raw = ptr::null_mut();
-        check(
+        call!(
             // SAFETY: the mipmapped array is live (borrowed) and `level` is one of its levels;
             // writes one CUarray owned by it.
             unsafe { sys::cuMipmappedArrayGetLevel(&mut raw, self.raw, level) },
-            "cuMipmappedArrayGetLevel",
         )?;
         Ok((raw, query_descriptor(raw, &self.ctx)?))
     }
@@ -963,10 +981,9 @@ impl<T: ArrayElement> MipmappedArray<T> {
         let _cur = self.ctx.enter()?;
         // SAFETY: a plain C struct; all-zero bytes are a valid value.
         let mut raw: sys::CUDA_ARRAY_SPARSE_PROPERTIES = unsafe { std::mem::zeroed() };
-        check(
+        call!(
             // SAFETY: the handle is live (borrowed); writes one struct.
             unsafe { sys::cuMipmappedArrayGetSparseProperties(&mut raw, self.raw) },
-            "cuMipmappedArrayGetSparseProperties",
         )?;
         Ok(ArraySparseProperties::from_raw(&raw))
     }
@@ -978,12 +995,11 @@ impl<T: ArrayElement> MipmappedArray<T> {
         let _cur = self.ctx.enter()?;
         // SAFETY: a plain C struct; all-zero bytes are a valid value.
         let mut raw: sys::CUDA_ARRAY_MEMORY_REQUIREMENTS = unsafe { std::mem::zeroed() };
-        check(
+        call!(
             // SAFETY: the handle is live (borrowed); writes one struct.
             unsafe {
                 sys::cuMipmappedArrayGetMemoryRequirements(&mut raw, self.raw, device.as_raw())
             },
-            "cuMipmappedArrayGetMemoryRequirements",
         )?;
         Ok(ArrayMemoryRequirements {
             size: raw.size,
@@ -995,7 +1011,7 @@ impl<T: ArrayElement> MipmappedArray<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{Float4, Uchar4};
+    use crate::vector::{Float4, Uchar4};
 
     #[test]
     fn elements_name_format_and_channels() {
@@ -1019,11 +1035,11 @@ mod tests {
     #[test]
     fn every_element_has_the_size_of_its_format() {
         sizes_agree::<u8>();
-        sizes_agree::<crate::Char2>();
-        sizes_agree::<crate::Ushort4>();
-        sizes_agree::<crate::Short2>();
-        sizes_agree::<crate::Uint4>();
-        sizes_agree::<crate::Int2>();
+        sizes_agree::<crate::vector::Char2>();
+        sizes_agree::<crate::vector::Ushort4>();
+        sizes_agree::<crate::vector::Short2>();
+        sizes_agree::<crate::vector::Uint4>();
+        sizes_agree::<crate::vector::Int2>();
         sizes_agree::<Float4>();
         sizes_agree::<half::f16>();
         sizes_agree::<[half::f16; 4]>();

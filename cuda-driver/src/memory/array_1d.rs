@@ -8,15 +8,17 @@
 use std::mem::size_of;
 use std::ptr;
 
-use cuda_driver_macros::wraps;
+use cuda_driver_macros::{call, wraps};
 use cuda_driver_sys as sys;
 
-use super::array::{Array, ArrayDescriptor, ArrayElement, ArrayFormat, ArrayRef, ArrayRefMut};
+use super::array::{Array, ArrayDescriptor, ArrayElement, ArrayRef, ArrayRefMut};
 use super::view::check_stream;
 use super::{DeviceSlice, DeviceSliceMut};
-use crate::error::{check, Error, Result};
+use crate::context::Context;
+use crate::error::{Error, Result};
+use crate::stream::Stream;
 use crate::types::Array3DFlags;
-use crate::{Context, Stream};
+use crate::types::ArrayFormat;
 
 impl<T: ArrayElement> Array<T> {
     /// Creates a 1D (`height == 0`) or 2D array of `T` through the 2D descriptor
@@ -35,10 +37,9 @@ impl<T: ArrayElement> Array<T> {
         };
         let _cur = ctx.enter()?;
         let mut raw = ptr::null_mut();
-        check(
+        call!(
             // SAFETY: reads one descriptor, writes one CUarray, owned by the value built next.
             unsafe { sys::cuArrayCreate(&mut raw, &raw_desc) },
-            "cuArrayCreate_v2",
         )?;
         Ok(Array::from_parts(raw, desc, ctx))
     }
@@ -58,10 +59,9 @@ impl<'a, T: ArrayElement> ArrayRef<'a, T> {
             Format: 0,
             NumChannels: 0,
         };
-        check(
+        call!(
             // SAFETY: the array is alive (borrowed for 'a); writes one struct.
             unsafe { sys::cuArrayGetDescriptor(&mut d, self.as_raw()) },
-            "cuArrayGetDescriptor_v2",
         )?;
         Ok(ArrayDescriptor {
             width: d.Width,
@@ -82,10 +82,9 @@ impl<'a, T: ArrayElement> ArrayRef<'a, T> {
             return Ok(());
         }
         let _cur = self.context().enter()?;
-        check(
+        call!(
             // SAFETY: the range lies in the live array (checked) and `dst` holds `bytes` bytes.
             unsafe { sys::cuMemcpyAtoH(dst.as_mut_ptr().cast(), self.as_raw(), off, bytes) },
-            "cuMemcpyAtoH_v2",
         )
     }
 
@@ -115,7 +114,7 @@ impl<'a, T: ArrayElement> ArrayRef<'a, T> {
             return Ok(());
         }
         let _cur = self.context().enter()?;
-        check(
+        call!(
             // SAFETY: as in read_1d; the caller keeps `dst` valid until the copy ran, and
             // cuArrayDestroy waits for it (GPU test
             // release::cu_array_destroy_waits_for_a_copy_queued_on_another_stream).
@@ -128,7 +127,6 @@ impl<'a, T: ArrayElement> ArrayRef<'a, T> {
                     stream.as_raw(),
                 )
             },
-            "cuMemcpyAtoHAsync_v2",
         )
     }
 
@@ -138,7 +136,7 @@ impl<'a, T: ArrayElement> ArrayRef<'a, T> {
     #[track_caller]
     pub fn copy_1d_to_device(&self, offset: usize, dst: &mut DeviceSliceMut<'_, T>) -> Result<()>
     where
-        T: crate::DeviceRepr,
+        T: crate::repr::DeviceRepr,
     {
         let (off, bytes) =
             range_1d::<T>(self.desc(), "Array::copy_1d_to_device", offset, dst.len())?;
@@ -149,11 +147,10 @@ impl<'a, T: ArrayElement> ArrayRef<'a, T> {
         let home = dst.as_view().stream_order();
         let _cur = self.context().enter()?;
         sync_home(home)?;
-        check(
+        call!(
             // SAFETY: the range lies in the live array (checked); the view borrows `bytes`
             // bytes of live device memory exclusively.
             unsafe { sys::cuMemcpyAtoD(dst.as_raw(), self.as_raw(), off, bytes) },
-            "cuMemcpyAtoD_v2",
         )?;
         wait_for_copy(home)
     }
@@ -169,11 +166,10 @@ impl<'a, T: ArrayElement> ArrayRefMut<'a, T> {
             return Ok(());
         }
         let _cur = self.context().enter()?;
-        check(
+        call!(
             // SAFETY: the range lies in the live array (checked), borrowed exclusively; `src`
             // holds `bytes` bytes.
             unsafe { sys::cuMemcpyHtoA(self.as_raw(), off, src.as_ptr().cast(), bytes) },
-            "cuMemcpyHtoA_v2",
         )
     }
 
@@ -202,7 +198,7 @@ impl<'a, T: ArrayElement> ArrayRefMut<'a, T> {
             return Ok(());
         }
         let _cur = self.context().enter()?;
-        check(
+        call!(
             // SAFETY: as in write_1d; the caller keeps `src` valid until the copy ran.
             unsafe {
                 sys::cuMemcpyHtoAAsync(
@@ -213,7 +209,6 @@ impl<'a, T: ArrayElement> ArrayRefMut<'a, T> {
                     stream.as_raw(),
                 )
             },
-            "cuMemcpyHtoAAsync_v2",
         )
     }
 
@@ -223,7 +218,7 @@ impl<'a, T: ArrayElement> ArrayRefMut<'a, T> {
     #[track_caller]
     pub fn copy_1d_from_device(&mut self, offset: usize, src: &DeviceSlice<'_, T>) -> Result<()>
     where
-        T: crate::DeviceRepr,
+        T: crate::repr::DeviceRepr,
     {
         let (off, bytes) =
             range_1d::<T>(self.desc(), "Array::copy_1d_from_device", offset, src.len())?;
@@ -234,11 +229,10 @@ impl<'a, T: ArrayElement> ArrayRefMut<'a, T> {
         let home = src.stream_order();
         let _cur = self.context().enter()?;
         sync_home(home)?;
-        check(
+        call!(
             // SAFETY: the range lies in the live array (checked, borrowed exclusively); the
             // view borrows `bytes` bytes of live device memory.
             unsafe { sys::cuMemcpyDtoA(self.as_raw(), off, src.as_raw(), bytes) },
-            "cuMemcpyDtoA_v2",
         )?;
         wait_for_copy(home)
     }
@@ -262,11 +256,10 @@ impl<'a, T: ArrayElement> ArrayRefMut<'a, T> {
             return Ok(());
         }
         let _cur = self.context().enter()?;
-        check(
+        call!(
             // SAFETY: both ranges lie in live arrays (checked); `self` is borrowed
             // exclusively and `src` shared, so the arrays differ.
             unsafe { sys::cuMemcpyAtoA(self.as_raw(), off, src.as_raw(), src_off, bytes) },
-            "cuMemcpyAtoA_v2",
         )
     }
 }
@@ -316,11 +309,10 @@ fn same_context(what: &'static str, a: &Context, b: &Context) -> Result<()> {
 #[track_caller]
 fn sync_home(home: Option<sys::CUstream>) -> Result<()> {
     if let Some(s) = home {
-        check(
+        call!(
             // SAFETY: `s` is the live stream the view's memory is ordered on (its owner
             // borrows it).
             unsafe { sys::cuStreamSynchronize(s) },
-            "cuStreamSynchronize",
         )?;
     }
     Ok(())
@@ -333,10 +325,9 @@ fn sync_home(home: Option<sys::CUstream>) -> Result<()> {
 #[track_caller]
 fn wait_for_copy(home: Option<sys::CUstream>) -> Result<()> {
     if home.is_some() {
-        check(
+        call!(
             // SAFETY: the null stream of the current context, always valid.
             unsafe { sys::cuStreamSynchronize(ptr::null_mut()) },
-            "cuStreamSynchronize",
         )?;
     }
     Ok(())

@@ -11,7 +11,7 @@
 //! video, the driver checks the array side.) A copy with a zero extent does nothing.
 //!
 //! ```no_run
-//! use cuda_driver::{Array, Array3DFlags, Copy2D, Device, Pitched2D};
+//! use cuda_driver::{memory::Array, types::Array3DFlags, memory::Copy2D, Device, memory::Pitched2D};
 //!
 //! let ctx = Device::get(0)?.primary_context()?;
 //! let (w, h) = (640, 480);
@@ -28,7 +28,7 @@
 //! # Stream order
 //!
 //! As for the views' copies: a linear operand of stream-ordered memory
-//! ([`AsyncDeviceBuffer`](crate::AsyncDeviceBuffer)) is used on its own stream only
+//! ([`AsyncDeviceBuffer`](crate::memory::pool::AsyncDeviceBuffer)) is used on its own stream only
 //! ([`Error::StreamMismatch`]), and every stream must belong to the operands' context
 //! ([`Error::ContextMismatch`]). The blocking [`run`](Copy2D::run) of such memory queues the
 //! copy on its stream and waits for it. [`run_async`](Copy2D::run_async) refuses host
@@ -40,14 +40,17 @@ use std::marker::PhantomData;
 use std::mem::size_of;
 use std::ptr;
 
-use cuda_driver_macros::wraps;
+use cuda_driver_macros::{call, wraps};
 use cuda_driver_sys as sys;
 
 use super::array::{ArrayElement, ArrayRef, ArrayRefMut};
 use super::pitched::{Pitched2DView, Pitched2DViewMut};
 use super::view::{check_stream, common_home};
+use crate::context::Context;
 use crate::error::{check, Error, Result};
-use crate::{Context, DeviceRepr, DeviceSlice, DeviceSliceMut, Stream};
+use crate::memory::view::{DeviceSlice, DeviceSliceMut};
+use crate::repr::DeviceRepr;
+use crate::stream::Stream;
 
 /// What an operand is.
 #[derive(Clone, Copy, Debug)]
@@ -458,10 +461,7 @@ fn blocking(
     } else {
         check(on_stream(home), call.1)?;
         // SAFETY: `home` is the live stream a borrowed operand is ordered on.
-        check(
-            unsafe { sys::cuStreamSynchronize(home) },
-            "cuStreamSynchronize",
-        )
+        call!(unsafe { sys::cuStreamSynchronize(home) },)
     }
 }
 
@@ -708,11 +708,10 @@ impl<'a, T: DeviceRepr> Copy2D<'a, T> {
         p.check_async("Copy2D::run_async", stream, allow_host)?;
         let raw = p.raw_2d();
         let _cur = p.ctx.enter()?;
-        check(
+        call!(
             // SAFETY: regions checked, streams checked (memory ordered on a stream is used on
             // it), host memory kept valid by the caller.
             unsafe { sys::cuMemcpy2DAsync(&raw, stream.as_raw()) },
-            "cuMemcpy2DAsync_v2",
         )
     }
 }
@@ -886,10 +885,9 @@ impl<'a, T: DeviceRepr> Copy3D<'a, T> {
         p.check_async("Copy3D::run_async", stream, allow_host)?;
         let raw = p.raw_3d();
         let _cur = p.ctx.enter()?;
-        check(
+        call!(
             // SAFETY: regions and streams checked; host memory kept valid by the caller.
             unsafe { sys::cuMemcpy3DAsync(&raw, stream.as_raw()) },
-            "cuMemcpy3DAsync_v2",
         )
     }
 
@@ -917,11 +915,10 @@ impl<'a, T: DeviceRepr> Copy3D<'a, T> {
         }
         let raw = p.raw_peer();
         let _cur = p.ctx.enter()?;
-        check(
+        call!(
             // SAFETY: every operand is borrowed for 'a (with its context) and the region was
             // checked to lie inside each.
             unsafe { sys::cuMemcpy3DPeer(&raw) },
-            "cuMemcpy3DPeer",
         )?;
         // The copy may still run on the destination context's legacy stream: the source's
         // context waits for it before releasing memory (see `context::fence`).
@@ -958,13 +955,12 @@ impl<'a, T: DeviceRepr> Copy3D<'a, T> {
         let raw = p.raw_peer();
         {
             let _cur = p.ctx.enter()?;
-            check(
+            call!(
                 // SAFETY: operands borrowed and checked; the destination is ordered on
                 // `stream` or released by a call that waits for its context's work; the
                 // source is not ordered on another stream, and its context waits for the
                 // fence recorded below before releasing.
                 unsafe { sys::cuMemcpy3DPeerAsync(&raw, stream.as_raw()) },
-                "cuMemcpy3DPeerAsync",
             )?;
         }
         match p.src.ctx {

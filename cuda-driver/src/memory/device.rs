@@ -3,14 +3,16 @@
 
 use std::marker::PhantomData;
 
-use cuda_driver_macros::wraps;
+use cuda_driver_macros::{call, wraps};
 use cuda_driver_sys as sys;
 
 use super::view::byte_len;
-use crate::error::{check, Result};
-use crate::{
-    Context, DeviceMemory, DeviceMemoryMut, DeviceRepr, DeviceSlice, DeviceSliceMut, Stream,
-};
+use crate::context::Context;
+use crate::error::Result;
+use crate::memory::owner::{DeviceMemory, DeviceMemoryMut};
+use crate::memory::view::{DeviceSlice, DeviceSliceMut};
+use crate::repr::DeviceRepr;
+use crate::stream::Stream;
 
 /// A typed allocation of device memory (`cuMemAlloc_v2`), freed on drop in its own context.
 ///
@@ -22,7 +24,7 @@ use crate::{
 /// arguments.
 ///
 /// **Its blocking operations (those without a stream) are not ordered after work queued on
-/// [`NON_BLOCKING`](crate::StreamFlags::NON_BLOCKING) streams**: after a kernel or an
+/// [`NON_BLOCKING`](crate::types::StreamFlags::NON_BLOCKING) streams**: after a kernel or an
 /// `*_async` operation on such a stream, synchronise it before a blocking copy or memset (see
 /// [below](#ordering-of-the-blocking-operations)).
 ///
@@ -42,9 +44,9 @@ use crate::{
 /// The operations without a stream run on the default stream (the legacy one, or the
 /// per-thread one with the `per-thread-default-stream` feature) and are ordered like it, in
 /// both directions: after the work already queued on the default stream and on streams
-/// created with [`StreamFlags::DEFAULT`](crate::StreamFlags::DEFAULT), and before the work
+/// created with [`StreamFlags::DEFAULT`](crate::types::StreamFlags::DEFAULT), and before the work
 /// queued there later; **not** after, nor before, the work of
-/// [`NON_BLOCKING`](crate::StreamFlags::NON_BLOCKING) streams (with the feature, of any
+/// [`NON_BLOCKING`](crate::types::StreamFlags::NON_BLOCKING) streams (with the feature, of any
 /// stream but this thread's default stream and the legacy one). So synchronise a non-blocking stream ([`Stream::synchronize`]) before a blocking
 /// operation that must see its work, and synchronise the default stream
 /// ([`Stream::null`]`(ctx).synchronize()`) before work on a non-blocking stream that must
@@ -112,11 +114,10 @@ impl<T: DeviceRepr> DeviceBuffer<T> {
         let _cur = ctx.enter()?;
         let mut ptr = 0;
         if bytes > 0 {
-            check(
+            call!(
                 // SAFETY: writes one CUdeviceptr; the allocation is owned by the buffer built in
                 // the next statement.
                 unsafe { sys::cuMemAlloc_v2(&mut ptr, bytes) },
-                "cuMemAlloc_v2",
             )?;
         }
         Ok(DeviceBuffer {
@@ -218,8 +219,9 @@ unsafe impl<T: DeviceRepr> DeviceMemoryMut for DeviceBuffer<T> {
 mod tests {
     use super::*;
     use crate::error::Error;
+    use crate::memory::pool::AsyncDeviceBuffer;
     use crate::memory::view::{byte_len, memset_count, resolve_range};
-    use crate::{AsyncDeviceBuffer, StreamRef};
+    use crate::stream::StreamRef;
     use proptest::prelude::*;
     use std::mem::ManuallyDrop;
 
@@ -230,7 +232,7 @@ mod tests {
         // SAFETY: the handle is never passed to the driver (the tests check that they fail
         // first) and never dropped (ManuallyDrop), so nothing destroys the fake context.
         ManuallyDrop::new(unsafe {
-            Context::from_raw(raw as sys::CUcontext, crate::Device::from_raw(0))
+            Context::from_raw(raw as sys::CUcontext, crate::device::Device::from_raw(0))
         })
     }
 

@@ -15,21 +15,23 @@
 //! freed, is an error ([`Error::Driver`]), and the context stays usable.
 //!
 //! Legacy IPC works between processes on the same node, on Linux; virtual memory
-//! ([`PhysicalAllocation::export_fd`](crate::PhysicalAllocation::export_fd)) and pools
-//! ([`MemPool::export_fd`](crate::MemPool::export_fd)) are the newer ways.
+//! ([`PhysicalAllocation::export_fd`](crate::memory::vmm::PhysicalAllocation::export_fd)) and pools
+//! ([`MemPool::export_fd`](crate::memory::pool::MemPool::export_fd)) are the newer ways.
 
 use std::marker::PhantomData;
 
-use cuda_driver_macros::wraps;
+use cuda_driver_macros::{call, wraps};
 use cuda_driver_sys as sys;
 
-use crate::error::{check, Error, Result};
-use crate::{
-    Context, DeviceBuffer, DeviceMemory, DeviceMemoryMut, DeviceRepr, DeviceSlice, DeviceSliceMut,
-    Event,
-};
+use crate::context::Context;
+use crate::error::{Error, Result};
+use crate::event::Event;
+use crate::memory::device::DeviceBuffer;
+use crate::memory::owner::{DeviceMemory, DeviceMemoryMut};
+use crate::memory::view::{DeviceSlice, DeviceSliceMut};
+use crate::repr::DeviceRepr;
 
-pub use crate::types::IpcMemFlags;
+use crate::types::IpcMemFlags;
 
 /// The IPC handle of a device allocation (`CUipcMemHandle`): 64 opaque bytes, `Copy`, to
 /// send to another process and [`open`](Self::open) there.
@@ -111,11 +113,10 @@ impl IpcMemHandle {
         let bytes = super::view::byte_len::<T>("IpcMemHandle::open", len)?;
         let _cur = ctx.enter()?;
         let mut ptr = 0;
-        check(
+        call!(
             // SAFETY: the handle is passed by value; writes one CUdeviceptr, owned by the
             // IpcMemory built in the next statement (closed with cuIpcCloseMemHandle).
             unsafe { sys::cuIpcOpenMemHandle_v2(&mut ptr, self.as_raw(), flags.as_raw()) },
-            "cuIpcOpenMemHandle_v2",
         )?;
         let mem = IpcMemory {
             ptr,
@@ -124,10 +125,9 @@ impl IpcMemHandle {
             _marker: PhantomData,
         };
         let (mut base, mut size) = (0, 0);
-        check(
+        call!(
             // SAFETY: `ptr` is a live mapping; writes one CUdeviceptr and one size_t.
             unsafe { sys::cuMemGetAddressRange_v2(&mut base, &mut size, ptr) },
-            "cuMemGetAddressRange_v2",
         )?;
         let available = size.saturating_sub((ptr - base) as usize);
         if bytes > available {
@@ -181,11 +181,10 @@ impl IpcEventHandle {
     pub fn open(&self, ctx: &Context) -> Result<Event> {
         let _cur = ctx.enter()?;
         let mut raw = std::ptr::null_mut();
-        check(
+        call!(
             // SAFETY: the handle is passed by value; writes one CUevent, owned by the Event
             // built in the next statement.
             unsafe { sys::cuIpcOpenEventHandle(&mut raw, self.as_raw()) },
-            "cuIpcOpenEventHandle",
         )?;
         // SAFETY: `raw` is a live event of `ctx` opened just now, destroyed by the Event only;
         // an event opened from an IPC handle is interprocess, without timing (cuda.h:
@@ -194,7 +193,7 @@ impl IpcEventHandle {
             Event::from_raw_with_flags(
                 raw,
                 ctx,
-                crate::EventFlags::INTERPROCESS | crate::EventFlags::DISABLE_TIMING,
+                crate::types::EventFlags::INTERPROCESS | crate::types::EventFlags::DISABLE_TIMING,
             )
         })
     }
@@ -214,10 +213,9 @@ impl<T: DeviceRepr> DeviceBuffer<T> {
     pub fn ipc_handle(&self) -> Result<IpcMemHandle> {
         let _cur = self.context().enter()?;
         let mut raw = sys::CUipcMemHandle { reserved: [0; 64] };
-        check(
+        call!(
             // SAFETY: the allocation is alive; writes one CUipcMemHandle.
             unsafe { sys::cuIpcGetMemHandle(&mut raw, self.as_raw()) },
-            "cuIpcGetMemHandle",
         )?;
         Ok(IpcMemHandle::from_raw(raw))
     }
@@ -226,18 +224,17 @@ impl<T: DeviceRepr> DeviceBuffer<T> {
 impl Event {
     /// The IPC handle of the event, to open in another process ([`IpcEventHandle::open`]).
     /// The event must have been created with [`EventFlags::INTERPROCESS`] and
-    /// [`EventFlags::DISABLE_TIMING`](crate::EventFlags::DISABLE_TIMING).
+    /// [`EventFlags::DISABLE_TIMING`](crate::types::EventFlags::DISABLE_TIMING).
     ///
-    /// [`EventFlags::INTERPROCESS`]: crate::EventFlags::INTERPROCESS
+    /// [`EventFlags::INTERPROCESS`]: crate::types::EventFlags::INTERPROCESS
     #[wraps(cuIpcGetEventHandle)]
     #[track_caller]
     pub fn ipc_handle(&self) -> Result<IpcEventHandle> {
         let _cur = self.context().enter()?;
         let mut raw = sys::CUipcEventHandle { reserved: [0; 64] };
-        check(
+        call!(
             // SAFETY: the event is alive; writes one CUipcEventHandle.
             unsafe { sys::cuIpcGetEventHandle(&mut raw, self.as_raw()) },
-            "cuIpcGetEventHandle",
         )?;
         Ok(IpcEventHandle::from_raw(raw))
     }

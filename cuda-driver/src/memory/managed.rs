@@ -3,19 +3,22 @@
 use std::marker::PhantomData;
 use std::ptr::NonNull;
 
-use cuda_driver_macros::wraps;
+use cuda_driver_macros::{call, wraps};
 use cuda_driver_sys as sys;
 
 use super::pool::{check_orderable, order_after, MoveToStreamError};
 use super::view::{byte_len, stream_identity};
 use super::{MemAdvice, MemLocation};
-use crate::error::{check, Error, Result};
-use crate::{
-    Context, DeviceAttribute, DeviceBuffer, DeviceMemory, DeviceMemoryMut, DeviceRepr, DeviceSlice,
-    DeviceSliceMut, Stream,
-};
+use crate::context::Context;
+use crate::error::{Error, Result};
+use crate::memory::device::DeviceBuffer;
+use crate::memory::owner::{DeviceMemory, DeviceMemoryMut};
+use crate::memory::view::{DeviceSlice, DeviceSliceMut};
+use crate::repr::DeviceRepr;
+use crate::stream::Stream;
+use crate::types::DeviceAttribute;
 
-pub use crate::types::AttachFlags;
+use crate::types::AttachFlags;
 
 /// Managed memory holding `len` values of `T` (`cuMemAllocManaged`): one address valid on the
 /// host and on the devices, migrated on demand by the driver. Freed with `cuMemFree` on drop
@@ -57,7 +60,7 @@ pub use crate::types::AttachFlags;
 ///
 /// ```no_run
 /// use cuda_driver::prelude::*;
-/// use cuda_driver::{AttachFlags, Device, ManagedBuffer, Stream, StreamFlags};
+/// use cuda_driver::{types::AttachFlags, Device, memory::ManagedBuffer, Stream, types::StreamFlags};
 ///
 /// let ctx = Device::get(0)?.primary_context()?;
 /// let stream = Stream::new(&ctx, StreamFlags::NON_BLOCKING)?;
@@ -67,7 +70,7 @@ pub use crate::types::AttachFlags;
 /// # Ok::<(), cuda_driver::Error>(())
 /// ```
 ///
-/// [`AsyncDeviceBuffer`]: crate::AsyncDeviceBuffer
+/// [`AsyncDeviceBuffer`]: crate::memory::pool::AsyncDeviceBuffer
 #[wraps(cuMemAllocManaged)]
 pub struct ManagedBuffer<'s, T: DeviceRepr> {
     /// A device allocation freed with `cuMemFree_v2` in its context (the stream's), like a
@@ -141,11 +144,10 @@ impl<'s, T: DeviceRepr> ManagedBuffer<'s, T> {
         if bytes > 0 {
             single = needs_single_attach(WHAT, stream)?;
             let _cur = ctx.enter()?;
-            check(
+            call!(
                 // SAFETY: writes one CUdeviceptr; the allocation is owned by the buffer built in
                 // the next statement.
                 unsafe { sys::cuMemAllocManaged(&mut ptr, bytes, flags.as_raw()) },
-                "cuMemAllocManaged",
             )?;
         }
         let buf = ManagedBuffer {
@@ -205,7 +207,7 @@ impl<'s, T: DeviceRepr> ManagedBuffer<'s, T> {
             return Ok(());
         }
         let _cur = stream.context().enter()?;
-        check(
+        call!(
             // SAFETY: the buffer is a live managed allocation; length 0 names all of it;
             // attaching changes which streams may use it, not its contents.
             unsafe {
@@ -216,7 +218,6 @@ impl<'s, T: DeviceRepr> ManagedBuffer<'s, T> {
                     sys::CU_MEM_ATTACH_SINGLE,
                 )
             },
-            "cuStreamAttachMemAsync",
         )
     }
 
@@ -426,17 +427,16 @@ impl<'s, T: DeviceRepr> ManagedBuffer<'s, T> {
     #[wraps(cuMemPrefetchAsync)]
     #[track_caller]
     pub fn prefetch(&self, location: MemLocation) -> Result<()> {
-        let f = crate::entry_point::newer::cuMemPrefetchAsync_v2()?;
         if self.as_raw() == 0 {
             return Ok(());
         }
         let _cur = self.stream.context().enter()?;
-        check(
+        call!(
             // SAFETY: the buffer is a live managed allocation of `bytes()` bytes; a prefetch
             // moves pages without changing their contents; flags must be 0. Queued on the
             // buffer's stream, so host access waits for it.
             unsafe {
-                f(
+                crate::entry_point::newer::cuMemPrefetchAsync_v2()?(
                     self.as_raw(),
                     self.bytes(),
                     location.as_raw(),
@@ -444,7 +444,6 @@ impl<'s, T: DeviceRepr> ManagedBuffer<'s, T> {
                     self.stream.as_raw(),
                 )
             },
-            "cuMemPrefetchAsync_v2",
         )
     }
 
@@ -456,23 +455,21 @@ impl<'s, T: DeviceRepr> ManagedBuffer<'s, T> {
     #[wraps(cuMemAdvise)]
     #[track_caller]
     pub fn advise(&self, advice: MemAdvice, location: MemLocation) -> Result<()> {
-        let f = crate::entry_point::newer::cuMemAdvise_v2()?;
         if self.as_raw() == 0 {
             return Ok(());
         }
         let _cur = self.context().enter()?;
-        check(
+        call!(
             // SAFETY: the buffer is a live managed allocation of `bytes()` bytes; advice changes
             // no contents.
             unsafe {
-                f(
+                crate::entry_point::newer::cuMemAdvise_v2()?(
                     self.as_raw(),
                     self.bytes(),
                     advice.as_raw(),
                     location.as_raw(),
                 )
             },
-            "cuMemAdvise_v2",
         )
     }
 }
@@ -493,17 +490,18 @@ mod tests {
         // SAFETY: the fake context and streams are never used by the driver (every call below
         // fails or returns first) and never dropped.
         let ctx = std::mem::ManuallyDrop::new(unsafe {
-            Context::from_raw(std::ptr::null_mut(), crate::Device::from_raw(0))
+            Context::from_raw(std::ptr::null_mut(), crate::device::Device::from_raw(0))
         });
         // SAFETY: as above.
-        let stream = unsafe { crate::StreamRef::from_raw(0x40 as sys::CUstream, &ctx) };
+        let stream = unsafe { crate::stream::StreamRef::from_raw(0x40 as sys::CUstream, &ctx) };
         assert!(matches!(
             ManagedBuffer::<u64>::zeroed(&stream, usize::MAX / 4, AttachFlags::GLOBAL),
             Err(Error::SizeOverflow { .. })
         ));
         // The per-thread default stream cannot order memory.
         // SAFETY: as above.
-        let per_thread = unsafe { crate::StreamRef::from_raw(sys::CU_STREAM_PER_THREAD, &ctx) };
+        let per_thread =
+            unsafe { crate::stream::StreamRef::from_raw(sys::CU_STREAM_PER_THREAD, &ctx) };
         assert!(matches!(
             ManagedBuffer::<u64>::zeroed(&per_thread, 0, AttachFlags::GLOBAL),
             Err(Error::InvalidStream { .. })
@@ -523,7 +521,7 @@ mod tests {
         ));
         // Its views are ordered on its stream: another stream is refused before any call.
         // SAFETY: as above.
-        let other = unsafe { crate::StreamRef::from_raw(0x80 as sys::CUstream, &ctx) };
+        let other = unsafe { crate::stream::StreamRef::from_raw(0x80 as sys::CUstream, &ctx) };
         assert!(matches!(
             empty.memset_async(0u8, &other),
             Err(Error::StreamMismatch { .. })

@@ -10,12 +10,12 @@
 //! | Type | Allocated by | Freed by | Host access |
 //! |---|---|---|---|
 //! | [`DeviceBuffer`] | `cuMemAlloc_v2` | `cuMemFree_v2` | through copies |
-//! | [`AsyncDeviceBuffer`] | `cuMemAllocAsync`, `cuMemAllocFromPoolAsync` ([`MemPool`]) | `cuMemFreeAsync` on its stream | through copies |
+//! | [`AsyncDeviceBuffer`](crate::memory::pool::AsyncDeviceBuffer) | `cuMemAllocAsync`, `cuMemAllocFromPoolAsync` ([`MemPool`](crate::memory::pool::MemPool)) | `cuMemFreeAsync` on its stream | through copies |
 //! | [`ManagedBuffer`] | `cuMemAllocManaged` | `cuMemFree_v2` | `as_slice` / `as_mut_slice` after synchronising its stream |
 //! | [`PinnedBuffer`] | `cuMemHostAlloc` | `cuMemFreeHost` | `Deref<Target = [T]>`; device view in a closure, on a stream it then waits for |
 //! | [`HostRegistration`] | `cuMemHostRegister_v2` | `cuMemHostUnregister` | `Deref<Target = [T]>`; device view in a closure (`unsafe`) |
-//! | [`Mapping`] | `cuMemCreate` + `cuMemMap` into an [`AddressRange`] | `cuCtxSynchronize`, then `cuMemUnmap` (+ `cuMemRelease`, `cuMemAddressFree`) | through copies |
-//! | [`GrowableBuffer`] | `cuMemAddressReserve`, then `cuMemCreate` + `cuMemMap` per chunk | `cuCtxSynchronize`, then `cuMemUnmap`, `cuMemRelease`, `cuMemAddressFree` | through copies |
+//! | [`Mapping`](crate::memory::vmm::Mapping) | `cuMemCreate` + `cuMemMap` into an [`AddressRange`](crate::memory::vmm::AddressRange) | `cuCtxSynchronize`, then `cuMemUnmap` (+ `cuMemRelease`, `cuMemAddressFree`) | through copies |
+//! | [`GrowableBuffer`](crate::memory::vmm::GrowableBuffer) | `cuMemAddressReserve`, then `cuMemCreate` + `cuMemMap` per chunk | `cuCtxSynchronize`, then `cuMemUnmap`, `cuMemRelease`, `cuMemAddressFree` | through copies |
 //! | [`IpcMemory`] | `cuIpcOpenMemHandle_v2` (another process's allocation) | `cuCtxSynchronize`, then `cuIpcCloseMemHandle` | through copies |
 //! | [`Pitched2D`] | `cuMemAllocPitch_v2` | `cuMemFree_v2` | through [`Copy2D`] / [`Copy3D`] |
 //! | [`Array`], [`MipmappedArray`] | `cuArray3DCreate_v2`, `cuMipmappedArrayCreate` | `cuArrayDestroy`, `cuMipmappedArrayDestroy` | through [`Copy2D`] / [`Copy3D`]; not linear memory |
@@ -23,50 +23,36 @@
 use cuda_driver_macros::wraps;
 use cuda_driver_sys as sys;
 
-use crate::Device;
+use crate::device::Device;
 
 pub(crate) mod array;
-mod array_1d;
+pub(crate) mod array_1d;
 pub(crate) mod copy;
-mod device;
-mod ipc;
-mod managed;
-mod owner;
-mod pinned;
-mod pitched;
-pub(crate) mod pool;
-mod unified;
+pub(crate) mod device;
+pub(crate) mod ipc;
+pub(crate) mod managed;
+pub(crate) mod owner;
+pub(crate) mod pinned;
+pub(crate) mod pitched;
+pub mod pool;
+pub mod unified;
 pub(crate) mod view;
-mod vmm;
+pub mod vmm;
 
 pub use array::{
-    Array, Array3DFlags, ArrayCubemapFace, ArrayDescriptor, ArrayElement, ArrayFormat,
-    ArrayMemoryRequirements, ArrayRef, ArrayRefMut, ArraySparseProperties,
-    ArraySparsePropertiesFlags, MipmappedArray,
+    Array, ArrayDescriptor, ArrayElement, ArrayMemoryRequirements, ArrayRef, ArrayRefMut,
+    ArraySparseProperties, MipmappedArray,
 };
 pub use copy::{Copy2D, Copy3D};
 pub use device::DeviceBuffer;
-pub use ipc::{IpcEventHandle, IpcMemFlags, IpcMemHandle, IpcMemory};
-pub use managed::{AttachFlags, ManagedBuffer};
+pub use ipc::{IpcEventHandle, IpcMemHandle, IpcMemory};
+pub use managed::ManagedBuffer;
 pub use owner::{DeviceMemory, DeviceMemoryMut};
-pub use pinned::{HostRegisterFlags, HostRegistration, PinnedBuffer, PinnedFlags};
+pub use pinned::{HostRegistration, PinnedBuffer};
 pub use pitched::{Pitched2D, Pitched2DView, Pitched2DViewMut};
-pub use pool::MoveToStreamError;
-pub use pool::{
-    AsyncDeviceBuffer, MemPool, MemPoolCreateUsageFlags, MemPoolProps, MemPoolRef,
-    PoolPtrExportData,
-};
-pub use unified::{pointer_attributes, MemRangeAttribute, PointerAttributes, PointerInfo};
 pub use view::{DeviceSlice, DeviceSliceMut, MemsetValue};
-pub use vmm::SparseRegion;
-pub use vmm::{
-    AddressRange, AllocationProps, FabricHandle, GrowableBuffer, Mapping, MemAccessDesc,
-    MemAccessFlags, MemAllocationCompType, MemAllocationGranularityFlags, MemAllocationHandleType,
-    MemAllocationType, MemCreateUsageFlags, PhysicalAllocation,
-};
-pub use vmm::{MapExclusive, MapMode, MapShared, SharedMapping};
 
-pub use crate::types::{MemAdvice, MemoryType};
+use crate::types::{MemAdvice, MemoryType};
 
 /// A place memory can live or be moved to (`CUmemLocation`): a device, or the host. For
 /// [`ManagedBuffer::prefetch`] and [`ManagedBuffer::advise`].

@@ -7,13 +7,13 @@
 //! | Owner | Allocated by | Freed by |
 //! |---|---|---|
 //! | [`DeviceBuffer`](crate::DeviceBuffer) | `cuMemAlloc_v2` | `cuMemFree_v2` |
-//! | [`AsyncDeviceBuffer`](crate::AsyncDeviceBuffer) | `cuMemAllocAsync`, `cuMemAllocFromPoolAsync` | `cuMemFreeAsync` on its stream |
-//! | [`ManagedBuffer`](crate::ManagedBuffer) | `cuMemAllocManaged` | `cuMemFree_v2` |
-//! | [`Global`](crate::Global) | a module's `__device__` variable | nothing (the module) |
+//! | [`AsyncDeviceBuffer`](crate::memory::pool::AsyncDeviceBuffer) | `cuMemAllocAsync`, `cuMemAllocFromPoolAsync` | `cuMemFreeAsync` on its stream |
+//! | [`ManagedBuffer`](crate::memory::ManagedBuffer) | `cuMemAllocManaged` | `cuMemFree_v2` |
+//! | [`Global`](crate::module::Global) | a module's `__device__` variable | nothing (the module) |
 //! | [`DeviceSlice`], [`DeviceSliceMut`] | borrowed | nothing |
 //!
 //! The device side of page-locked host memory ([`PinnedBuffer::with_device_view_mut`](crate::PinnedBuffer::with_device_view_mut))
-//! and of library `__managed__` variables ([`Managed::view`](crate::Managed::view)) are views
+//! and of library `__managed__` variables ([`Managed::view`](crate::library::Managed::view)) are views
 //! too.
 
 use std::ops::RangeBounds;
@@ -22,8 +22,11 @@ use cuda_driver_macros::wraps;
 use cuda_driver_sys as sys;
 
 use super::view::MemsetValue;
+use crate::context::Context;
 use crate::error::Result;
-use crate::{Context, DeviceRepr, DeviceSlice, DeviceSliceMut, Stream};
+use crate::memory::view::{DeviceSlice, DeviceSliceMut};
+use crate::repr::DeviceRepr;
+use crate::stream::Stream;
 
 /// Device memory of [`Elem`](Self::Elem)s that hands out shared views: every memory owner,
 /// and the views themselves. Its provided methods are the read side of the memory model.

@@ -15,27 +15,29 @@ use std::ops::{Deref, DerefMut};
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 use std::ptr::{self, NonNull};
 
-use cuda_driver_macros::wraps;
+use cuda_driver_macros::{call, wraps};
 use cuda_driver_sys as sys;
 
 use super::pool::check_orderable;
 use super::view::{byte_len, stream_identity};
-use crate::error::{check, report_drop_problem, Error, Result};
+use crate::context::Context;
+use crate::error::{report_drop_problem, Error, Result};
+use crate::memory::view::{DeviceSlice, DeviceSliceMut};
 use crate::release::SendRaw;
-use crate::{Context, DeviceRepr, DeviceSlice, DeviceSliceMut, Stream};
+use crate::repr::DeviceRepr;
+use crate::stream::Stream;
 
-pub use crate::types::{HostRegisterFlags, PinnedFlags};
+use crate::types::{HostRegisterFlags, PinnedFlags};
 
 /// The address cuMemHostGetDevicePointer_v2 gives the device for host memory at `host`.
 #[track_caller]
 fn host_device_ptr(ctx: &Context, host: *mut std::ffi::c_void) -> Result<sys::CUdeviceptr> {
     let _cur = ctx.enter()?;
     let mut dptr = 0;
-    check(
+    call!(
         // SAFETY: `host` is page-locked memory of the current context (the callers own or borrow
         // it); writes one CUdeviceptr; flags must be 0.
         unsafe { sys::cuMemHostGetDevicePointer_v2(&mut dptr, host, 0) },
-        "cuMemHostGetDevicePointer_v2",
     )?;
     Ok(dptr)
 }
@@ -136,7 +138,7 @@ fn finish<R>(waited: Waited<R>, poison: impl FnOnce(&Error)) -> Result<R> {
 ///
 /// ```no_run
 /// use cuda_driver::prelude::*;
-/// use cuda_driver::{Device, DeviceBuffer, PinnedBuffer, PinnedFlags, Stream};
+/// use cuda_driver::{Device, DeviceBuffer, PinnedBuffer, types::PinnedFlags, Stream};
 ///
 /// let ctx = Device::get(0)?.primary_context()?;
 /// let stream = Stream::legacy(&ctx);
@@ -242,17 +244,15 @@ impl<T: DeviceRepr> PinnedBuffer<T> {
         let _cur = ctx.enter()?;
         let mut p = ptr::null_mut();
         if alloc_host {
-            check(
+            call!(
                 // SAFETY: writes one pointer; the allocation is owned by the buffer built
                 // next (freed by cuMemFreeHost like cuMemHostAlloc's).
                 unsafe { sys::cuMemAllocHost(&mut p, bytes) },
-                "cuMemAllocHost_v2",
             )?;
         } else {
-            check(
+            call!(
                 // SAFETY: writes one pointer; the allocation is owned by the buffer built next.
                 unsafe { sys::cuMemHostAlloc(&mut p, bytes, flags.as_raw()) },
-                "cuMemHostAlloc",
             )?;
         }
         let Some(ptr) = NonNull::new(p.cast::<T>()) else {
@@ -366,7 +366,7 @@ impl<T: DeviceRepr> PinnedBuffer<T> {
     /// If that wait fails (the stream is being captured, or the context has failed), the work
     /// may still be pending: the buffer is then *poisoned*, emptied (its length becomes 0)
     /// and its memory leaked, never handed to the host again nor freed, which is counted in
-    /// [`drop_error_count`](crate::drop_error_count) and logged; the wait's error is returned.
+    /// [`drop_error_count`](crate::error::drop_error_count) and logged; the wait's error is returned.
     /// If `f` panics, the stream is waited for (and the buffer poisoned if that fails) before
     /// the panic goes on. This is the seed's `cuMemsetD32` on page-locked memory, made safe:
     ///
@@ -471,7 +471,7 @@ impl<T: DeviceRepr> PinnedBuffer<T> {
 /// borrowed memory from its owner after a failed wait, as [`PinnedBuffer`] keeps its own.
 ///
 /// ```no_run
-/// use cuda_driver::{Device, DeviceBuffer, HostRegisterFlags, HostRegistration};
+/// use cuda_driver::{Device, DeviceBuffer, types::HostRegisterFlags, memory::HostRegistration};
 ///
 /// let ctx = Device::get(0)?.primary_context()?;
 /// let mut data = vec![1.5f32; 1 << 20];
@@ -485,7 +485,7 @@ impl<T: DeviceRepr> PinnedBuffer<T> {
 ///
 /// ```compile_fail
 /// # fn f(ctx: &cuda_driver::Context) -> cuda_driver::Result<()> {
-/// use cuda_driver::{HostRegisterFlags, HostRegistration};
+/// use cuda_driver::{types::HostRegisterFlags, memory::HostRegistration};
 /// let reg = {
 ///     let mut data = vec![0u32; 1024];
 ///     HostRegistration::new(ctx, &mut data, HostRegisterFlags::empty())?
@@ -549,13 +549,12 @@ impl<'a, T: DeviceRepr> HostRegistration<'a, T> {
         let bytes = size_of_val(slice);
         if bytes > 0 {
             let _cur = ctx.enter()?;
-            check(
+            call!(
                 // SAFETY: `slice` is valid for `bytes` bytes and mutably borrowed by the guard
                 // built in the next statement, which unregisters it before the borrow ends.
                 unsafe {
                     sys::cuMemHostRegister_v2(slice.as_mut_ptr().cast(), bytes, flags.as_raw())
                 },
-                "cuMemHostRegister_v2",
             )?;
         }
         Ok(HostRegistration {
@@ -574,10 +573,9 @@ impl<'a, T: DeviceRepr> HostRegistration<'a, T> {
         let (slice, ctx) = unsafe { (ptr::read(&this.slice), ptr::read(&this.ctx)) };
         if size_of_val(slice) > 0 {
             let _cur = ctx.enter()?;
-            check(
+            call!(
                 // SAFETY: the slice was registered by `new` in `ctx`; unregistered once, here.
                 unsafe { sys::cuMemHostUnregister(slice.as_mut_ptr().cast()) },
-                "cuMemHostUnregister",
             )?;
         }
         Ok(slice)
@@ -596,7 +594,7 @@ impl<'a, T: DeviceRepr> HostRegistration<'a, T> {
     ///
     /// If that wait fails, the work queued through the view may still be pending: the
     /// registration is then emptied (its length becomes 0; counted in
-    /// [`drop_error_count`](crate::drop_error_count) and logged) and the memory stays
+    /// [`drop_error_count`](crate::error::drop_error_count) and logged) and the memory stays
     /// registered, never unregistered (so the pending work does not fault), and the wait's
     /// error is returned. That is all a borrowing guard can do: the slice's borrow ends with
     /// the guard whatever the guard does, leaked or not, and the memory is the caller's again.
@@ -681,7 +679,7 @@ mod tests {
         // SAFETY: the fake context is never used by the driver (the call fails first) and
         // never dropped.
         let ctx = std::mem::ManuallyDrop::new(unsafe {
-            Context::from_raw(std::ptr::null_mut(), crate::Device::from_raw(0))
+            Context::from_raw(std::ptr::null_mut(), crate::device::Device::from_raw(0))
         });
         assert!(matches!(
             PinnedBuffer::<u32>::zeroed(&ctx, usize::MAX / 2, PinnedFlags::empty()),

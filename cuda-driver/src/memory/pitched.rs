@@ -5,23 +5,26 @@
 //! the pitch so that rows are aligned for coalesced access and for 2D textures. The views
 //! know width, height and pitch, hand out rows as [`DeviceSlice`]s and sub-rectangles as
 //! views, set every element with the 2D memsets, and are the pitched operands of
-//! [`Copy2D`](crate::Copy2D) / [`Copy3D`](crate::Copy3D) and of texture objects.
+//! [`Copy2D`](crate::memory::Copy2D) / [`Copy3D`](crate::memory::Copy3D) and of texture objects.
 
 use std::marker::PhantomData;
 use std::mem::size_of;
 
-use cuda_driver_macros::wraps;
+use cuda_driver_macros::{call, wraps};
 use cuda_driver_sys as sys;
 
 use super::view::{check_stream, memset_count, MemsetValue};
+use crate::context::Context;
 use crate::error::{check, Error, Result};
-use crate::{Context, DeviceRepr, DeviceSlice, DeviceSliceMut, Stream};
+use crate::memory::view::{DeviceSlice, DeviceSliceMut};
+use crate::repr::DeviceRepr;
+use crate::stream::Stream;
 
 /// A 2D allocation of `width × height` elements of `T` whose rows are `pitch` bytes apart
 /// (`cuMemAllocPitch_v2`), freed on drop in its context.
 ///
 /// ```no_run
-/// use cuda_driver::{Device, Pitched2D};
+/// use cuda_driver::{Device, memory::Pitched2D};
 ///
 /// let ctx = Device::get(0)?.primary_context()?;
 /// let mut img = Pitched2D::<f32>::new(&ctx, 100, 30)?;
@@ -95,7 +98,7 @@ impl<T: DeviceRepr> Pitched2D<T> {
         let row_bytes = super::view::byte_len::<T>("Pitched2D::new", width)?;
         let _cur = ctx.enter()?;
         let (mut ptr, mut pitch) = (0, 0);
-        check(
+        call!(
             // SAFETY: writes a device pointer and a pitch; the allocation is owned by the
             // value built in the next statement.
             unsafe {
@@ -107,7 +110,6 @@ impl<T: DeviceRepr> Pitched2D<T> {
                     pitch_element_size(size_of::<T>()),
                 )
             },
-            "cuMemAllocPitch_v2",
         )?;
         Ok(Pitched2D {
             ptr,
@@ -506,7 +508,7 @@ mod tests {
         // SAFETY: never passed to the driver (the tests fail before any call) and never
         // dropped.
         ManuallyDrop::new(unsafe {
-            Context::from_raw(0x10 as sys::CUcontext, crate::Device::from_raw(0))
+            Context::from_raw(0x10 as sys::CUcontext, crate::device::Device::from_raw(0))
         })
     }
 

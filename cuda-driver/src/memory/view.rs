@@ -35,12 +35,12 @@
 //! on the host; the GPU test `memory::copy::blocking_copies_follow_blocking_streams_not_non_blocking_ones`
 //! shows the rule.
 //!
-//! [`AsyncDeviceBuffer`]: crate::AsyncDeviceBuffer
-//! [`AsyncDeviceBuffer::move_to_stream`]: crate::AsyncDeviceBuffer::move_to_stream
-//! [`ManagedBuffer`]: crate::ManagedBuffer
+//! [`AsyncDeviceBuffer`]: crate::memory::pool::AsyncDeviceBuffer
+//! [`AsyncDeviceBuffer::move_to_stream`]: crate::memory::pool::AsyncDeviceBuffer::move_to_stream
+//! [`ManagedBuffer`]: crate::memory::ManagedBuffer
 //! [`PinnedBuffer::with_device_view_mut`]: crate::PinnedBuffer::with_device_view_mut
 //! [`DeviceBuffer`]: crate::DeviceBuffer
-//! [`StreamFlags::NON_BLOCKING`]: crate::StreamFlags::NON_BLOCKING
+//! [`StreamFlags::NON_BLOCKING`]: crate::types::StreamFlags::NON_BLOCKING
 
 use std::ffi::c_void;
 use std::marker::PhantomData;
@@ -48,11 +48,13 @@ use std::mem::size_of;
 use std::ops::{Bound, RangeBounds};
 use std::ptr;
 
-use cuda_driver_macros::wraps;
+use cuda_driver_macros::{call, wraps};
 use cuda_driver_sys as sys;
 
+use crate::context::Context;
 use crate::error::{check, Error, Result};
-use crate::{Context, DeviceRepr, Stream};
+use crate::repr::DeviceRepr;
+use crate::stream::Stream;
 
 /// `len * size_of::<T>()`, or an error naming the overflow.
 #[inline]
@@ -220,15 +222,15 @@ pub(crate) fn memset_count<T, W: MemsetValue>(what: &'static str, len: usize) ->
 ///
 /// # Stream order
 ///
-/// A view of memory ordered on a stream ([`AsyncDeviceBuffer`](crate::AsyncDeviceBuffer),
-/// [`ManagedBuffer`](crate::ManagedBuffer), the device view of a
+/// A view of memory ordered on a stream ([`AsyncDeviceBuffer`](crate::memory::pool::AsyncDeviceBuffer),
+/// [`ManagedBuffer`](crate::memory::ManagedBuffer), the device view of a
 /// [`PinnedBuffer`](crate::PinnedBuffer)) carries that stream
 /// ([`stream_order`](Self::stream_order)): its operations with a stream must use it
 /// ([`Error::StreamMismatch`]), and its operations without a stream run on it and wait for
 /// it. Every operation with a stream requires a stream of the view's context
 /// ([`Error::ContextMismatch`]). **The blocking operations of memory not ordered on a stream
 /// run on the default stream: ordered after blocking streams' work, not after
-/// [`NON_BLOCKING`](crate::StreamFlags::NON_BLOCKING) streams' work** (synchronise such a
+/// [`NON_BLOCKING`](crate::types::StreamFlags::NON_BLOCKING) streams' work** (synchronise such a
 /// stream first, or use the `*_async` form on it).
 ///
 /// A view cannot outlive its owner:
@@ -395,10 +397,9 @@ pub(crate) fn blocking(
         check(sync(), call.0)
     } else {
         check(on_stream(home), call.1)?;
-        check(
+        call!(
             // SAFETY: `home` is the live stream the memory is ordered on (its owner borrows it).
             unsafe { sys::cuStreamSynchronize(home) },
-            "cuStreamSynchronize",
         )
     }
 }
@@ -578,7 +579,7 @@ impl<'a, T: DeviceRepr> DeviceSlice<'a, T> {
     /// Queues a copy of the view into `dst` on `stream` and returns at once; the copy is done
     /// when the stream has reached it (after [`Stream::synchronize`], or an event recorded
     /// after it). Into page-locked memory ([`PinnedBuffer`](crate::PinnedBuffer),
-    /// [`HostRegistration`](crate::HostRegistration)) the copy is truly asynchronous; into
+    /// [`HostRegistration`](crate::memory::HostRegistration)) the copy is truly asynchronous; into
     /// pageable memory the driver may block until it is done.
     ///
     ///
@@ -597,7 +598,7 @@ impl<'a, T: DeviceRepr> DeviceSlice<'a, T> {
             return Ok(());
         }
         let _cur = self.ctx.enter()?;
-        check(
+        call!(
             // SAFETY: lengths agree (checked), the view borrows live device memory of the
             // stream's context, and the caller keeps `dst` valid and untouched until the
             // stream reaches the copy.
@@ -609,7 +610,6 @@ impl<'a, T: DeviceRepr> DeviceSlice<'a, T> {
                     stream.as_raw(),
                 )
             },
-            "cuMemcpyDtoHAsync_v2",
         )
     }
 }
@@ -799,7 +799,7 @@ impl<'a, T: DeviceRepr> DeviceSliceMut<'a, T> {
             return Ok(());
         }
         let _cur = self.ctx.enter()?;
-        check(
+        call!(
             // SAFETY: lengths agree, the view borrows live device memory of the stream's
             // context, and the caller keeps `src` valid and unchanged until the copy ran.
             unsafe {
@@ -810,7 +810,6 @@ impl<'a, T: DeviceRepr> DeviceSliceMut<'a, T> {
                     stream.as_raw(),
                 )
             },
-            "cuMemcpyHtoDAsync_v2",
         )
     }
 
@@ -864,13 +863,12 @@ impl<'a, T: DeviceRepr> DeviceSliceMut<'a, T> {
             return Ok(());
         }
         let _cur = self.ctx.enter()?;
-        check(
+        call!(
             // SAFETY: both views borrow `bytes` bytes of live device memory of the stream's
             // context (lengths and streams checked); stream-ordered memory is ordered on this
             // stream, other memory is released only after the work of its context (see
             // `DeviceSlice::from_parts`; GPU tests in `release`).
             unsafe { sys::cuMemcpyDtoDAsync(self.ptr, src.ptr, bytes, stream.as_raw()) },
-            "cuMemcpyDtoDAsync_v2",
         )
     }
 
@@ -958,7 +956,7 @@ impl<'a, T: DeviceRepr> DeviceSliceMut<'a, T> {
         }
         {
             let _cur = sctx.enter()?;
-            check(
+            call!(
                 // SAFETY: both views borrow `bytes` bytes of live device memory of their
                 // contexts (lengths checked); the side of the stream's context is ordered on
                 // `stream` or released by a call that waits for its context's work, and the
@@ -973,7 +971,6 @@ impl<'a, T: DeviceRepr> DeviceSliceMut<'a, T> {
                         stream.as_raw(),
                     )
                 },
-                "cuMemcpyPeerAsync",
             )?;
         }
         fence_if_foreign(foreign.0, sctx, stream.as_raw())

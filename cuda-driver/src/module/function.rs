@@ -7,15 +7,14 @@ use std::ffi::{c_void, CStr};
 use std::ptr;
 use std::sync::Arc;
 
-use cuda_driver_macros::wraps;
+use cuda_driver_macros::{call, wraps};
 use cuda_driver_sys as sys;
 
 use super::{Keep, ModuleInner};
 use crate::context::Context;
 use crate::entry_point::newer;
-use crate::error::{check, Result};
+use crate::error::Result;
 use crate::params::{KernelParams, ParamCache};
-pub use crate::types::FunctionAttribute;
 
 /// Who keeps a [`Function`]'s code loaded.
 #[derive(Clone)]
@@ -129,11 +128,10 @@ impl KernelParams for Function {
     }
 
     fn driver_name(&self) -> Option<String> {
-        let f = newer::cuFuncGetName().ok()?;
         let mut p = ptr::null();
         // SAFETY: the function is alive; writes a pointer to a NUL-terminated string that the
         // driver owns while the module is loaded.
-        check(unsafe { f(&mut p, self.raw) }, "cuFuncGetName").ok()?;
+        call!(unsafe { newer::cuFuncGetName().ok()?(&mut p, self.raw) }).ok()?;
         if p.is_null() {
             return None;
         }

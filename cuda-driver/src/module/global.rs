@@ -14,7 +14,7 @@ use crate::error::{Error, Result};
 use crate::memory::{DeviceMemory, DeviceMemoryMut, DeviceSlice, DeviceSliceMut};
 use crate::repr::DeviceRepr;
 
-/// The device addresses that a live [`Global`] or [`Managed`](crate::Managed) handle refers to.
+/// The device addresses that a live [`Global`] or [`Managed`](crate::library::Managed) handle refers to.
 /// A module's variable and the same variable through its library have one address, so the
 /// registry catches every alias.
 static CLAIMED: Mutex<BTreeSet<sys::CUdeviceptr>> = Mutex::new(BTreeSet::new());

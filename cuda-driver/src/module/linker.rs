@@ -3,7 +3,7 @@
 //! cubin.
 //!
 //! ```no_run
-//! use cuda_driver::{Device, JitInputType, JitOptions, Linker, Module};
+//! use cuda_driver::{Device, types::JitInputType, jit::JitOptions, module::Linker, Module};
 //!
 //! let ctx = Device::get(0)?.primary_context()?;
 //! let (main_ptx, helper_ptx) = ("...", "...");
@@ -28,7 +28,7 @@ use crate::error::{report_drop_error, Error, Result};
 use crate::image::{Image, ImageKind, ModuleImage};
 use crate::jit::{check_jit, JitCall, JitOptions};
 
-pub use crate::types::JitInputType;
+use crate::types::JitInputType;
 
 /// A pending JIT link (`CUlinkState`), destroyed on drop (`cuLinkDestroy`).
 ///

@@ -13,7 +13,7 @@
 //! it for the checked launches (see [`Function::params`]).
 //!
 //! ```no_run
-//! use cuda_driver::{Device, JitOptions, Module};
+//! use cuda_driver::{Device, jit::JitOptions, Module};
 //!
 //! let ctx = Device::get(0)?.primary_context()?;
 //! let ptx = "...PTX text...";
@@ -23,9 +23,9 @@
 //! # Ok::<(), cuda_driver::Error>(())
 //! ```
 
-mod function;
-mod global;
-mod linker;
+pub(crate) mod function;
+pub(crate) mod global;
+pub(crate) mod linker;
 
 use std::any::Any;
 use std::ffi::c_void;
@@ -34,26 +34,27 @@ use std::ptr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use cuda_driver_macros::wraps;
+use cuda_driver_macros::{call, wraps};
 use cuda_driver_sys as sys;
 
 use crate::context::Context;
 use crate::cstr::{path_to_c_string, with_c_str};
 use crate::entry_point::newer;
-use crate::error::{check, Error, Result};
-use crate::image::{Image, ImageKind, ModuleImage, ParamCounts};
+use crate::error::{Error, Result};
+pub use crate::image::ModuleImage;
+use crate::image::{Image, ImageKind, ParamCounts};
 use crate::init::init;
 use crate::jit::{check_jit, check_lookup, JitCall, JitOptions, LiveJit};
 use crate::params::ParamCache;
 use crate::release::SendRaw;
 use crate::repr::DeviceRepr;
 
-pub use crate::types::{FunctionLoadingState, ModuleLoadingMode};
+use crate::types::ModuleLoadingMode;
+pub use function::Function;
 pub(crate) use function::FunctionOwner;
-pub use function::{Function, FunctionAttribute};
 pub use global::Global;
 pub(crate) use global::{element_count, AddressClaim};
-pub use linker::{JitInputType, Linker};
+pub use linker::Linker;
 
 /// What keeps loaded code alive, type-erased: a module's or a library's shared state.
 pub(crate) type Keep = Arc<dyn Any + Send + Sync>;
@@ -209,7 +210,7 @@ impl Module {
     ///
     /// ```no_run
     /// # let ctx = cuda_driver::Device::get(0)?.primary_context()?;
-    /// use cuda_driver::{Error, JitOptions, Module};
+    /// use cuda_driver::{Error, jit::JitOptions, Module};
     /// match Module::load_data_with(&ctx, "not PTX", &JitOptions::new()) {
     ///     Err(Error::Jit { log, .. }) => eprintln!("the JIT says:\n{log}"),
     ///     other => panic!("{other:?}"),
@@ -260,10 +261,9 @@ impl Module {
     pub unsafe fn load_data_unchecked(ctx: &Context, image: *const c_void) -> Result<Module> {
         let _cur = ctx.enter()?;
         let mut raw = ptr::null_mut();
-        check(
+        call!(
             // SAFETY: the caller guarantees `image`; writes one CUmodule.
             unsafe { sys::cuModuleLoadData(&mut raw, image) },
-            "cuModuleLoadData",
         )?;
         Ok(Self::wrap(raw, ctx, None, None, None))
     }
@@ -289,9 +289,9 @@ impl Module {
         let r = image.with_ptr(|p| {
             // SAFETY: a checked fatbin whose header and entries lie within its bytes, alive for
             // the call; writes one CUmodule.
-            unsafe { sys::cuModuleLoadFatBinary(&mut raw, p) }
+            call!(unsafe { sys::cuModuleLoadFatBinary(&mut raw, p) })
         });
-        check(r, "cuModuleLoadFatBinary")?;
+        r?;
         Ok(Self::wrap(raw, ctx, None, None, counts))
     }
 
@@ -313,11 +313,10 @@ impl Module {
         }
         let _cur = ctx.enter()?;
         let mut raw = ptr::null_mut();
-        check(
+        call!(
             // SAFETY: a NUL-terminated path alive for the call; writes one CUmodule. The file
             // could not be read here, so the driver is expected to fail too.
             unsafe { sys::cuModuleLoad(&mut raw, c_path.as_ptr()) },
-            "cuModuleLoad",
         )?;
         Ok(Self::wrap(raw, ctx, None, None, None))
     }
@@ -430,13 +429,11 @@ impl Module {
     #[wraps(cuModuleGetFunctionCount)]
     #[track_caller]
     pub fn function_count(&self) -> Result<usize> {
-        let f = newer::cuModuleGetFunctionCount()?;
         let _cur = self.inner.ctx.enter()?;
         let mut n = 0;
-        check(
+        call!(
             // SAFETY: the module is alive; writes one unsigned int.
-            unsafe { f(&mut n, self.inner.raw) },
-            "cuModuleGetFunctionCount",
+            unsafe { newer::cuModuleGetFunctionCount()?(&mut n, self.inner.raw) },
         )?;
         Ok(n as usize)
     }
@@ -446,13 +443,13 @@ impl Module {
     #[track_caller]
     pub fn functions(&self) -> Result<Vec<Function>> {
         let n = self.function_count()?;
-        let f = newer::cuModuleEnumerateFunctions()?;
         let _cur = self.inner.ctx.enter()?;
         let mut raw = vec![ptr::null_mut(); n];
-        check(
+        call!(
             // SAFETY: `raw` has room for `n` handles; the module is alive.
-            unsafe { f(raw.as_mut_ptr(), n as u32, self.inner.raw) },
-            "cuModuleEnumerateFunctions",
+            unsafe {
+                newer::cuModuleEnumerateFunctions()?(raw.as_mut_ptr(), n as u32, self.inner.raw)
+            },
         )?;
         Ok(raw
             .into_iter()
@@ -473,10 +470,9 @@ impl Module {
 pub fn module_loading_mode() -> Result<ModuleLoadingMode> {
     init()?;
     let mut m = 0;
-    check(
+    call!(
         // SAFETY: writes one CUmoduleLoadingMode.
         unsafe { sys::cuModuleGetLoadingMode(&mut m) },
-        "cuModuleGetLoadingMode",
     )?;
     Ok(ModuleLoadingMode(m))
 }

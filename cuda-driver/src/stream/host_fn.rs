@@ -3,7 +3,7 @@
 
 use std::ffi::c_void;
 
-use cuda_driver_macros::wraps;
+use cuda_driver_macros::{call, wraps};
 use cuda_driver_sys as sys;
 
 use crate::error::{check, Error, Result};
@@ -17,7 +17,7 @@ impl Stream {
     /// The same rules as [`launch_host_fn`](Stream::launch_host_fn) apply: while `f` runs,
     /// this crate's operations fail with [`Error::InHostCallback`], CUDA objects it drops are
     /// released on the crate's release thread, and a panic is caught and counted in
-    /// [`host_fn_panic_count`](crate::host_fn_panic_count). It runs once, so it is refused
+    /// [`host_fn_panic_count`](crate::stream::host_fn_panic_count). It runs once, so it is refused
     /// with [`Error::HostFnNotReplayable`] while the stream is being captured (CUDA does not
     /// capture callbacks either). Prefer `launch_host_fn` in new code.
     #[wraps(cuStreamAddCallback)]
@@ -44,12 +44,14 @@ impl Stream {
         let data = Box::into_raw(Box::new(f)).cast::<c_void>();
         // SAFETY: the trampoline matches CUstreamCallback and takes back ownership of `data`;
         // flags must be 0.
-        let r = unsafe { sys::cuStreamAddCallback(self.as_raw(), Some(trampoline::<F>), data, 0) };
-        if r != sys::CUDA_SUCCESS {
+        let r = call!(unsafe {
+            sys::cuStreamAddCallback(self.as_raw(), Some(trampoline::<F>), data, 0)
+        });
+        if r.is_err() {
             // SAFETY: the driver refused the call and will never run the trampoline; the box
             // is still ours.
             drop(unsafe { Box::from_raw(data.cast::<F>()) });
         }
-        check(r, "cuStreamAddCallback")
+        r
     }
 }

@@ -9,17 +9,19 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::ptr;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use cuda_driver_macros::wraps;
+use cuda_driver_macros::{call, wraps};
 use cuda_driver_sys as sys;
 
 use crate::callback;
-use crate::error::{check, report_drop_problem, Result};
+use crate::context::Context;
+use crate::error::{report_drop_problem, Result};
 use crate::release::{HostFnScope, SendRaw};
-use crate::{Context, ErrorCode};
+use crate::types::AccessProperty;
+use crate::types::ErrorCode;
 
-pub use crate::types::StreamFlags;
+use crate::types::StreamFlags;
 
-mod host_fn;
+pub(crate) mod host_fn;
 
 /// A stream (`CUstream`) created in a context, destroyed on drop: work queued on it runs in
 /// order. It keeps its context alive and can be used from any thread (`Send + Sync`).
@@ -120,10 +122,10 @@ static HOST_FN_PANICS: AtomicUsize = AtomicUsize::new(0);
 /// How many host callbacks have panicked in this process: host functions
 /// ([`Stream::launch_host_fn`], [`Stream::add_callback`], graph host nodes) and the
 /// destructors of the values kept for them (by user objects, or by an executable graph for
-/// [`GraphExec::set_host_node`](crate::GraphExec::set_host_node): the `Drop` of a closure's
+/// [`GraphExec::set_host_node`](crate::graph::GraphExec::set_host_node): the `Drop` of a closure's
 /// captures). The panic is caught where it happens and never unwinds into the driver or out
 /// of a `Drop`; its report goes to the [`log`](https://docs.rs/log) crate, and a logger that
-/// panics on it is caught too (counted in [`logger_panic_count`](crate::logger_panic_count)).
+/// panics on it is caught too (counted in [`logger_panic_count`](crate::error::logger_panic_count)).
 pub fn host_fn_panic_count() -> usize {
     HOST_FN_PANICS.load(Ordering::Relaxed)
 }
@@ -135,10 +137,9 @@ impl Stream {
     pub fn new(ctx: &Context, flags: StreamFlags) -> Result<Stream> {
         let _cur = ctx.enter()?;
         let mut raw = ptr::null_mut();
-        check(
+        call!(
             // SAFETY: writes one CUstream; wrapped in the next statement.
             unsafe { sys::cuStreamCreate(&mut raw, flags.as_raw()) },
-            "cuStreamCreate",
         )?;
         Ok(Stream {
             raw,
@@ -153,10 +154,9 @@ impl Stream {
     pub fn with_priority(ctx: &Context, flags: StreamFlags, priority: i32) -> Result<Stream> {
         let _cur = ctx.enter()?;
         let mut raw = ptr::null_mut();
-        check(
+        call!(
             // SAFETY: writes one CUstream; wrapped in the next statement.
             unsafe { sys::cuStreamCreateWithPriority(&mut raw, flags.as_raw(), priority) },
-            "cuStreamCreateWithPriority",
         )?;
         Ok(Stream {
             raw,
@@ -175,7 +175,7 @@ impl Stream {
     /// The per-thread default stream (`CU_STREAM_PER_THREAD`) of `ctx`: one per host thread,
     /// not synchronising with other threads' default streams. A borrowed handle. It names a
     /// different stream on each thread, so it cannot order memory freed in stream order
-    /// ([`AsyncDeviceBuffer`](crate::AsyncDeviceBuffer) refuses it).
+    /// ([`AsyncDeviceBuffer`](crate::memory::pool::AsyncDeviceBuffer) refuses it).
     #[doc(alias = "CU_STREAM_PER_THREAD")]
     pub fn per_thread(ctx: &Context) -> StreamRef<'_> {
         // SAFETY: a special handle, valid for as long as the context.
@@ -234,10 +234,9 @@ impl Stream {
     #[track_caller]
     pub fn synchronize(&self) -> Result<()> {
         let _cur = self.ctx.enter()?;
-        check(
+        call!(
             // SAFETY: the stream is alive while self is.
             unsafe { sys::cuStreamSynchronize(self.raw) },
-            "cuStreamSynchronize",
         )
     }
 
@@ -249,7 +248,7 @@ impl Stream {
     pub fn query(&self) -> Result<bool> {
         let _cur = self.ctx.enter()?;
         // SAFETY: the stream is alive while self is.
-        match check(unsafe { sys::cuStreamQuery(self.raw) }, "cuStreamQuery") {
+        match call!(unsafe { sys::cuStreamQuery(self.raw) }) {
             Ok(()) => Ok(true),
             Err(e) if e.code() == Some(ErrorCode::NOT_READY) => Ok(false),
             Err(e) => Err(e),
@@ -262,10 +261,9 @@ impl Stream {
     pub fn priority(&self) -> Result<i32> {
         let _cur = self.ctx.enter()?;
         let mut p = 0;
-        check(
+        call!(
             // SAFETY: writes one int.
             unsafe { sys::cuStreamGetPriority(self.raw, &mut p) },
-            "cuStreamGetPriority",
         )?;
         Ok(p)
     }
@@ -276,10 +274,9 @@ impl Stream {
     pub fn flags(&self) -> Result<StreamFlags> {
         let _cur = self.ctx.enter()?;
         let mut f = 0;
-        check(
+        call!(
             // SAFETY: writes one unsigned int.
             unsafe { sys::cuStreamGetFlags(self.raw, &mut f) },
-            "cuStreamGetFlags",
         )?;
         Ok(StreamFlags(f))
     }
@@ -312,7 +309,7 @@ impl Stream {
     pub fn launch_host_fn<F: FnOnce() + Send + 'static>(&self, f: F) -> Result<()> {
         let _cur = self.ctx.enter()?;
         if self.capture_status_raw()? != sys::CU_STREAM_CAPTURE_STATUS_NONE {
-            return Err(crate::Error::HostFnNotReplayable {
+            return Err(crate::error::Error::HostFnNotReplayable {
                 what: "Stream::launch_host_fn",
             });
         }
@@ -345,14 +342,13 @@ impl Stream {
                 let data = unsafe { retain_in_graph(graph, f) }?;
                 // SAFETY: the trampoline matches CUhostFn and only borrows `data`, an F that
                 // the graph's user object keeps alive as long as any graph or exec runs it.
-                let r = unsafe {
+                call!(unsafe {
                     sys::cuLaunchHostFunc(
                         self.raw,
                         Some(shared_host_fn_trampoline::<F>),
                         data.cast_mut().cast(),
                     )
-                };
-                check(r, "cuLaunchHostFunc")
+                })
             }
         }
     }
@@ -361,10 +357,9 @@ impl Stream {
     #[track_caller]
     pub(crate) fn capture_status_raw(&self) -> Result<sys::CUstreamCaptureStatus> {
         let mut status = sys::CU_STREAM_CAPTURE_STATUS_NONE;
-        check(
+        call!(
             // SAFETY: the stream is alive; writes one enum value.
             unsafe { sys::cuStreamIsCapturing(self.raw, &mut status) },
-            "cuStreamIsCapturing",
         )?;
         Ok(status)
     }
@@ -373,17 +368,16 @@ impl Stream {
     /// (`cuStreamGetCaptureInfo`, CUDA 11.3 ABI). The caller has entered the context.
     #[track_caller]
     pub(crate) fn capture_graph(&self) -> Result<Option<sys::CUgraph>> {
-        let f = crate::entry_point::newer::cuStreamGetCaptureInfo_v2()?;
         let mut status = sys::CU_STREAM_CAPTURE_STATUS_NONE;
         let mut id = 0;
         let mut graph = ptr::null_mut();
         let mut deps = ptr::null();
         let mut n = 0;
-        check(
+        call!(
             // SAFETY: the stream is alive; writes the status, id, graph, a driver-owned
             // dependency array pointer and its length.
             unsafe {
-                f(
+                crate::entry_point::newer::cuStreamGetCaptureInfo_v2()?(
                     self.raw,
                     &mut status,
                     &mut id,
@@ -392,7 +386,6 @@ impl Stream {
                     &mut n,
                 )
             },
-            "cuStreamGetCaptureInfo_v2",
         )?;
         Ok((status == sys::CU_STREAM_CAPTURE_STATUS_ACTIVE && !graph.is_null()).then_some(graph))
     }
@@ -406,13 +399,14 @@ impl Stream {
         // calling a freed closure.
         let id = once_fns::insert(Box::new(f));
         // SAFETY: the trampoline matches CUhostFn; `id` is a plain integer, no pointer.
-        let r =
-            unsafe { sys::cuLaunchHostFunc(self.raw, Some(once_fn_trampoline), id as *mut c_void) };
-        if r != sys::CUDA_SUCCESS {
+        let r = call!(unsafe {
+            sys::cuLaunchHostFunc(self.raw, Some(once_fn_trampoline), id as *mut c_void)
+        });
+        if r.is_err() {
             // The driver rejected the call and will never run the trampoline.
             drop(once_fns::take(id));
         }
-        check(r, "cuLaunchHostFunc")
+        r
     }
 }
 
@@ -507,7 +501,7 @@ pub(crate) unsafe fn retain_in_graph<T: Send + Sync + 'static>(
     let data = Box::into_raw(Box::new(value));
     let mut obj = ptr::null_mut();
     // SAFETY: `data` is a live Box<T>; the destructor takes it back once; flags as required.
-    let r = unsafe {
+    let r = call!(unsafe {
         sys::cuUserObjectCreate(
             &mut obj,
             data.cast(),
@@ -515,19 +509,21 @@ pub(crate) unsafe fn retain_in_graph<T: Send + Sync + 'static>(
             1,
             sys::CU_USER_OBJECT_NO_DESTRUCTOR_SYNC,
         )
-    };
-    if r != sys::CUDA_SUCCESS {
+    });
+    if r.is_err() {
         // SAFETY: no user object owns the box: it is still ours.
         drop(unsafe { Box::from_raw(data) });
-        check(r, "cuUserObjectCreate")?;
+        r?;
     }
-    // SAFETY: `graph` is live (the caller's guarantee); moves our one reference.
-    let r = unsafe { sys::cuGraphRetainUserObject(graph, obj, 1, sys::CU_GRAPH_USER_OBJECT_MOVE) };
-    if r != sys::CUDA_SUCCESS {
+    let r = call!(
+        // SAFETY: `graph` is live (the caller's guarantee); moves our one reference.
+        unsafe { sys::cuGraphRetainUserObject(graph, obj, 1, sys::CU_GRAPH_USER_OBJECT_MOVE) }
+    );
+    if r.is_err() {
         // SAFETY: the reference is still ours: releasing it runs the destructor, which frees
         // the box (asynchronously, on a driver thread).
         unsafe { sys::cuUserObjectRelease(obj, 1) };
-        check(r, "cuGraphRetainUserObject")?;
+        r?;
     }
     Ok(data)
 }
@@ -668,8 +664,8 @@ mod tests {
         use crate::callback::test_logger;
         test_logger::panic_on_this_thread(true);
         let panics = host_fn_panic_count();
-        let logs = crate::logger_panic_count();
-        let drops = crate::drop_error_count();
+        let logs = crate::callback::logger_panic_count();
+        let drops = crate::error::drop_error_count();
         let thrown = test_logger::thrown();
         // As the driver would call it.
         let id = once_fns::insert(Box::new(|| panic!("deliberate panic in a host function")));
@@ -679,9 +675,9 @@ mod tests {
         assert!(host_fn_panic_count() >= panics + 2);
         // Two panic reports and the leaked payload's report reached the logger.
         assert_eq!(test_logger::thrown(), thrown + 3);
-        assert!(crate::logger_panic_count() >= logs + 3);
+        assert!(crate::callback::logger_panic_count() >= logs + 3);
         assert!(
-            crate::drop_error_count() > drops,
+            crate::error::drop_error_count() > drops,
             "the leaked payload is counted"
         );
         assert!(
@@ -689,4 +685,21 @@ mod tests {
             "the host-function scope is left"
         );
     }
+}
+
+/// An L2 access-policy window (`CUaccessPolicyWindow`): accesses to `num_bytes` from `base`
+/// hit the persisting L2 lines with probability `hit_ratio`. A hint; an address that is not
+/// (or no longer) allocated only wastes cache.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct AccessPolicyWindow {
+    /// The window's first address.
+    pub base: sys::CUdeviceptr,
+    /// Its length in bytes (at most `MAX_ACCESS_POLICY_WINDOW_SIZE`).
+    pub num_bytes: usize,
+    /// The fraction of accesses that get `hit_prop`, in `[0, 1]`.
+    pub hit_ratio: f32,
+    /// The property of hits (usually `PERSISTING`).
+    pub hit_prop: AccessProperty,
+    /// The property of misses (usually `STREAMING`).
+    pub miss_prop: AccessProperty,
 }

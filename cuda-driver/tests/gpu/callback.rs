@@ -15,8 +15,9 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use cuda_driver::prelude::*;
 use cuda_driver::{
-    drop_error_count, host_fn_panic_count, logger_panic_count, sys, Context, ContextFlags,
-    DeviceBuffer, Error, LogForwarder, LogPosition, Stream, StreamFlags,
+    error::drop_error_count, error::logger_panic_count, logs::LogForwarder, logs::LogPosition,
+    stream::host_fn_panic_count, sys, types::ContextFlags, types::StreamFlags, Context,
+    DeviceBuffer, Error, Stream,
 };
 
 #[cfg(unix)]
@@ -166,7 +167,7 @@ fn panicking_logger_child() {
 /// never unwinds out of the exec's `Drop`.
 #[gpu_test]
 fn a_host_node_closure_whose_captures_panic_on_drop_does_not_unwind_out_of_the_exec() {
-    use cuda_driver::{Graph, GraphInstantiateFlags};
+    use cuda_driver::{graph::Graph, types::GraphInstantiateFlags};
     struct Bomb;
     impl Drop for Bomb {
         fn drop(&mut self) {

@@ -3,8 +3,9 @@
 
 use cuda_driver::prelude::*;
 use cuda_driver::{
-    checkpoint_checkpoint, checkpoint_lock, checkpoint_restore, checkpoint_restore_thread_id,
-    checkpoint_state, checkpoint_unlock, DeviceBuffer, Error, ErrorCode, ProcessState,
+    checkpoint::checkpoint_checkpoint, checkpoint::checkpoint_lock, checkpoint::checkpoint_restore,
+    checkpoint::checkpoint_restore_thread_id, checkpoint::checkpoint_state,
+    checkpoint::checkpoint_unlock, types::ErrorCode, types::ProcessState, DeviceBuffer, Error,
 };
 
 use crate::child::{child_role, spawn_child};

@@ -5,7 +5,8 @@ use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use cuda_driver::prelude::*;
 use cuda_driver::{
-    Context, Device, DeviceAttribute, DeviceBuffer, Error, LaunchConfig, Stream, StreamFlags,
+    types::DeviceAttribute, types::StreamFlags, Context, Device, DeviceBuffer, Error, LaunchConfig,
+    Stream,
 };
 pub use cuda_driver_test_harness::{note, skip, skip_needs_gpus};
 

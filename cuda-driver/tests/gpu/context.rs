@@ -9,9 +9,10 @@
 
 use cuda_driver::prelude::*;
 use cuda_driver::{
-    drop_error_count, sys, CacheConfig, Context, ContextCreateParams, ContextFlags, Device,
-    DeviceAttribute, DeviceBuffer, Error, ErrorCode, Event, EventFlags, ExecAffinityType,
-    LaunchConfig, Limit, Module, Stream, StreamFlags,
+    context::ContextCreateParams, error::drop_error_count, sys, types::CacheConfig,
+    types::ContextFlags, types::DeviceAttribute, types::ErrorCode, types::EventFlags,
+    types::ExecAffinityType, types::Limit, types::StreamFlags, Context, Device, DeviceBuffer,
+    Error, Event, LaunchConfig, Module, Stream,
 };
 
 use crate::common::{note, skip, TEST_KERNELS};
@@ -75,11 +76,12 @@ fn objects_of_another_context_leave_the_callers_stack_alone() {
     let before = drop_error_count();
     let guard = a.push().unwrap();
     {
-        let stream = cuda_driver::Stream::new(&b, cuda_driver::StreamFlags::NON_BLOCKING).unwrap();
+        let stream =
+            cuda_driver::Stream::new(&b, cuda_driver::types::StreamFlags::NON_BLOCKING).unwrap();
         assert_eq!(current(), Some(a.as_raw()));
         let mut buf = DeviceBuffer::from_slice(&b, &[1u32, 2, 3, 4]).unwrap();
         buf.memset_async(9u32, &stream).unwrap();
-        let event = cuda_driver::Event::new(&b, cuda_driver::EventFlags::DEFAULT).unwrap();
+        let event = cuda_driver::Event::new(&b, cuda_driver::types::EventFlags::DEFAULT).unwrap();
         event.record(&stream).unwrap();
         event.synchronize().unwrap();
         assert_eq!(buf.to_vec().unwrap(), [9; 4]);
@@ -259,7 +261,8 @@ fn from_raw_and_into_raw_round_trip() {
 #[gpu_test]
 fn stream_calls_run_in_the_streams_context_whatever_is_current() {
     use cuda_driver::{
-        LaunchAttributes, LaunchConfig, MemPool, Module, Stream, StreamFlags, StreamRef,
+        launch::LaunchAttributes, memory::pool::MemPool, stream::StreamRef, types::StreamFlags,
+        LaunchConfig, Module, Stream,
     };
     let ctx = gpu_exclusive_or_skip!();
     let dev = ctx.device();
@@ -409,7 +412,7 @@ fn limits_l2_and_affinity() {
     c.reset_persisting_l2_cache().unwrap();
     let sms = ctx
         .device()
-        .attribute(cuda_driver::DeviceAttribute::MULTIPROCESSOR_COUNT)
+        .attribute(cuda_driver::types::DeviceAttribute::MULTIPROCESSOR_COUNT)
         .unwrap();
     assert_eq!(c.exec_affinity_sm_count().unwrap() as i32, sms);
     let _ = ctx

@@ -3,8 +3,9 @@
 
 use cuda_driver::prelude::*;
 use cuda_driver::{
-    coredump_attribute_global, set_coredump_attribute_global, Context, ContextFlags,
-    CoredumpGenerationFlags, CoredumpSettings, CoredumpValue, DeviceBuffer,
+    coredump::coredump_attribute_global, coredump::set_coredump_attribute_global,
+    coredump::CoredumpValue, types::ContextFlags, types::CoredumpGenerationFlags,
+    types::CoredumpSettings, Context, DeviceBuffer,
 };
 
 use crate::common::{note, or_skip};

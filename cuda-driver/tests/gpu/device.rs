@@ -2,7 +2,7 @@
 //! and NUMA ids, atomic capabilities.
 
 use cuda_driver::prelude::*;
-use cuda_driver::{Device, DeviceAttribute, DeviceBuffer, Error};
+use cuda_driver::{types::DeviceAttribute, Device, DeviceBuffer, Error};
 
 use crate::common::note;
 
@@ -89,7 +89,7 @@ fn identity_of_every_device() {
 /// zero-length arrays handed to it); a list of one gets one answer.
 #[gpu_test]
 fn atomic_capabilities_of_no_operations_are_an_empty_list() {
-    use cuda_driver::AtomicOperation;
+    use cuda_driver::types::AtomicOperation;
     let _ctx = gpu_or_skip!();
     let dev = Device::get(0).unwrap();
     match dev.host_atomic_capabilities(&[]) {

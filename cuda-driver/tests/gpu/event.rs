@@ -3,7 +3,8 @@
 
 use cuda_driver::prelude::*;
 use cuda_driver::{
-    DeviceBuffer, Event, EventFlags, EventRecordFlags, EventWaitFlags, Stream, StreamFlags,
+    types::EventFlags, types::EventRecordFlags, types::EventWaitFlags, types::StreamFlags,
+    DeviceBuffer, Event, Stream,
 };
 
 #[gpu_test]
@@ -100,7 +101,7 @@ fn a_stream_waits_for_the_work_queued_on_another_stream() {
     // Waiting for itself does nothing; waiting for a stream of another context works.
     b.wait_stream(&b).unwrap();
     let other =
-        cuda_driver::Context::new(ctx.device(), cuda_driver::ContextFlags::empty()).unwrap();
+        cuda_driver::Context::new(ctx.device(), cuda_driver::types::ContextFlags::empty()).unwrap();
     let c = Stream::new(&other, StreamFlags::NON_BLOCKING).unwrap();
     b.wait_stream(&c).unwrap();
     c.wait_stream(&b).unwrap();

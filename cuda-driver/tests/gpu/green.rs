@@ -5,8 +5,9 @@ use std::collections::BTreeSet;
 
 use cuda_driver::prelude::*;
 use cuda_driver::{
-    DevResourceDesc, DevResourceType, DevSmResourceSplitFlags, DeviceBuffer, Error, Event,
-    EventFlags, GreenContext, LaunchConfig, Module,
+    green::DevResourceDesc, green::GreenContext, types::DevResourceType,
+    types::DevSmResourceSplitFlags, types::EventFlags, DeviceBuffer, Error, Event, LaunchConfig,
+    Module,
 };
 
 const PTX: &str = include_str!("../ptx/green.ptx");
@@ -36,7 +37,7 @@ fn split_sms_and_confine_kernels() {
     };
     assert_eq!(sms.kind(), DevResourceType::SM);
     let total = dev
-        .attribute(cuda_driver::DeviceAttribute::MULTIPROCESSOR_COUNT)
+        .attribute(cuda_driver::types::DeviceAttribute::MULTIPROCESSOR_COUNT)
         .unwrap();
     assert_eq!(sms.sm_count() as i32, total);
     // A quarter of the SMs per group: the driver rounds a group up to its granularity (a

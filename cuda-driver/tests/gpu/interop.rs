@@ -6,9 +6,10 @@ use std::sync::Arc;
 
 use cuda_driver::prelude::*;
 use cuda_driver::{
-    AddressRange, Array3DFlags, ArrayDescriptor, Error, ExternalMemory, ExternalSemaphore,
-    ExternalSemaphoreHandleType, ExternalSemaphoreSignalFlags, MemAccessDesc, PhysicalAllocation,
-    SemaphoreValue, Stream, StreamFlags,
+    interop::ExternalMemory, interop::ExternalSemaphore, interop::SemaphoreValue,
+    memory::vmm::AddressRange, memory::vmm::MemAccessDesc, memory::vmm::PhysicalAllocation,
+    memory::ArrayDescriptor, types::Array3DFlags, types::ExternalSemaphoreHandleType,
+    types::ExternalSemaphoreSignalFlags, types::StreamFlags, Error, Stream,
 };
 
 use crate::child::pattern;

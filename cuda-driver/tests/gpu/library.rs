@@ -3,8 +3,9 @@
 
 use cuda_driver::prelude::*;
 use cuda_driver::{
-    Context, ContextFlags, Device, DeviceBuffer, Error, FunctionAttribute, JitOptions, Kernel,
-    LaunchConfig, Library, LibraryOptions, Stream, StreamFlags,
+    jit::JitOptions, library::LibraryOptions, types::ContextFlags, types::FunctionAttribute,
+    types::StreamFlags, Context, Device, DeviceBuffer, Error, Kernel, LaunchConfig, Library,
+    Stream,
 };
 
 use crate::common::TEST_KERNELS;

@@ -6,7 +6,10 @@ use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
 
 use cuda_driver::prelude::*;
-use cuda_driver::{Context, Device, DeviceBuffer, ErrorCode, Limit, LogForwarder, LogPosition};
+use cuda_driver::{
+    logs::LogForwarder, logs::LogPosition, types::ErrorCode, types::Limit, Context, Device,
+    DeviceBuffer,
+};
 
 use crate::common::{note, or_skip, skip};
 

@@ -6,8 +6,9 @@
 
 use cuda_driver::prelude::*;
 use cuda_driver::{
-    Context, DeviceBuffer, DeviceSliceMut, Error, ErrorCode, Function, JitInputType, JitOptions,
-    Kernel, LaunchConfig, Library, LibraryOptions, Linker, Module, Stream, StreamFlags,
+    jit::JitOptions, library::LibraryOptions, module::Linker, types::ErrorCode,
+    types::JitInputType, types::StreamFlags, Context, DeviceBuffer, DeviceSliceMut, Error,
+    Function, Kernel, LaunchConfig, Library, Module, Stream,
 };
 
 use crate::common::{xorshift32, TEST_KERNELS};

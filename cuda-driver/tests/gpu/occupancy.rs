@@ -4,7 +4,8 @@
 use cuda_driver::prelude::*;
 use cuda_driver::types::OccupancyFlags;
 use cuda_driver::{
-    DeviceAttribute, DeviceBuffer, Error, Function, FunctionAttribute, Library, Module,
+    types::DeviceAttribute, types::FunctionAttribute, DeviceBuffer, Error, Function, Library,
+    Module,
 };
 
 use crate::common::TEST_KERNELS;

@@ -7,11 +7,12 @@ use std::sync::Arc;
 
 use cuda_driver::prelude::*;
 use cuda_driver::{
-    AddressRange, AllocationProps, Context, Device, DeviceAttribute, MemAccessDesc, MemAccessFlags,
-    MemLocation, MemPool, PhysicalAllocation, Stream, StreamFlags,
+    memory::pool::MemPool, memory::vmm::AddressRange, memory::vmm::AllocationProps,
+    memory::vmm::MemAccessDesc, memory::vmm::PhysicalAllocation, memory::MemLocation,
+    types::DeviceAttribute, types::MemAccessFlags, types::StreamFlags, Context, Device, Stream,
 };
 #[cfg(unix)]
-use cuda_driver::{DeviceBuffer, IpcMemFlags, IpcMemHandle};
+use cuda_driver::{memory::IpcMemHandle, types::IpcMemFlags, DeviceBuffer};
 
 use crate::child::pattern;
 #[cfg(unix)]

@@ -8,13 +8,15 @@ use std::os::fd::AsFd;
 
 use cuda_driver::prelude::*;
 use cuda_driver::{
-    drop_error_count, Context, ContextFlags, Device, DeviceAttribute, DeviceBuffer, Error,
-    MemAccessDesc, MemAccessFlags, MemAllocationHandleType, MemAllocationType, MemLocation,
-    MemPool, MemPoolProps, PinnedBuffer, PinnedFlags, Stream, StreamFlags,
+    error::drop_error_count, memory::pool::MemPool, memory::pool::MemPoolProps,
+    memory::vmm::MemAccessDesc, memory::MemLocation, types::ContextFlags, types::DeviceAttribute,
+    types::MemAccessFlags, types::MemAllocationHandleType, types::MemAllocationType,
+    types::PinnedFlags, types::StreamFlags, Context, Device, DeviceBuffer, Error, PinnedBuffer,
+    Stream,
 };
 
 #[cfg(unix)]
-use cuda_driver::PoolPtrExportData;
+use cuda_driver::memory::pool::PoolPtrExportData;
 
 use crate::child::pattern;
 #[cfg(unix)]

@@ -9,7 +9,8 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use cuda_driver::prelude::*;
 use cuda_driver::{
-    drop_error_count, sys, Context, ContextFlags, Device, DeviceBuffer, Error, ProfilerRange,
+    error::drop_error_count, profiler::ProfilerRange, sys, types::ContextFlags, Context, Device,
+    DeviceBuffer, Error,
 };
 
 fn current() -> Option<sys::CUcontext> {

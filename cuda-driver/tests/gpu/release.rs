@@ -11,7 +11,9 @@
 //! `// SAFETY:` comments in `cuda-driver/src` that rely on these waits name these tests.
 
 use cuda_driver::prelude::*;
-use cuda_driver::{Context, DeviceBuffer, LaunchConfig, Module, Pitched2D, Stream, StreamFlags};
+use cuda_driver::{
+    memory::Pitched2D, types::StreamFlags, Context, DeviceBuffer, LaunchConfig, Module, Stream,
+};
 
 use crate::common::TEST_KERNELS;
 
@@ -75,7 +77,7 @@ fn cu_mem_free_of_pitched_memory_waits_for_work_queued_on_another_stream() {
 /// A created context on device 0 beside `ctx` (the primary context): two contexts, so that
 /// peer copies cross a context boundary on one GPU.
 fn second_context(ctx: &Context) -> Context {
-    Context::new(ctx.device(), cuda_driver::ContextFlags::empty()).unwrap()
+    Context::new(ctx.device(), cuda_driver::types::ContextFlags::empty()).unwrap()
 }
 
 #[gpu_test]
@@ -200,9 +202,12 @@ fn cu_mem_free_of_managed_memory_waits_for_work_queued_on_its_stream() {
     let module = Module::load_data(&ctx, TEST_KERNELS).unwrap();
     let stream = Stream::new(&ctx, StreamFlags::NON_BLOCKING).unwrap();
     let words = 1 << 20;
-    let mut managed =
-        cuda_driver::ManagedBuffer::<u32>::zeroed(&stream, words, cuda_driver::AttachFlags::GLOBAL)
-            .unwrap();
+    let mut managed = cuda_driver::memory::ManagedBuffer::<u32>::zeroed(
+        &stream,
+        words,
+        cuda_driver::types::AttachFlags::GLOBAL,
+    )
+    .unwrap();
     queue_sleep(&module, &stream);
     managed.memset_async(0xABAB_ABABu32, &stream).unwrap();
     drop(managed);
@@ -216,10 +221,15 @@ fn cu_array_destroy_waits_for_a_copy_queued_on_another_stream() {
     let stream = Stream::new(&ctx, StreamFlags::NON_BLOCKING).unwrap();
     let (w, h) = (1024usize, 1024usize);
     let src = DeviceBuffer::from_slice(&ctx, &vec![1.0f32; w * h]).unwrap();
-    let mut arr =
-        cuda_driver::Array::<f32>::new_2d(&ctx, w, h, cuda_driver::Array3DFlags::empty()).unwrap();
+    let mut arr = cuda_driver::memory::Array::<f32>::new_2d(
+        &ctx,
+        w,
+        h,
+        cuda_driver::types::Array3DFlags::empty(),
+    )
+    .unwrap();
     queue_sleep(&module, &stream);
-    cuda_driver::Copy2D::new(w, h)
+    cuda_driver::memory::Copy2D::new(w, h)
         .from_device(src.as_view(), w)
         .to_array(&mut arr)
         .run_async(&stream)
@@ -240,16 +250,16 @@ fn cu_mipmapped_array_destroy_waits_for_a_copy_queued_on_another_stream() {
     let stream = Stream::new(&ctx, StreamFlags::NON_BLOCKING).unwrap();
     let side = 1024usize;
     let src = DeviceBuffer::from_slice(&ctx, &vec![1.0f32; side * side]).unwrap();
-    let mut mip = cuda_driver::MipmappedArray::<f32>::new_2d(
+    let mut mip = cuda_driver::memory::MipmappedArray::<f32>::new_2d(
         &ctx,
         side,
         side,
         2,
-        cuda_driver::Array3DFlags::empty(),
+        cuda_driver::types::Array3DFlags::empty(),
     )
     .unwrap();
     queue_sleep(&module, &stream);
-    cuda_driver::Copy2D::new(side, side)
+    cuda_driver::memory::Copy2D::new(side, side)
         .from_device(src.as_view(), side)
         .to_array(mip.level_mut(0).unwrap())
         .run_async(&stream)

@@ -4,8 +4,8 @@
 
 use cuda_driver::prelude::*;
 use cuda_driver::{
-    Context, ContextFlags, DeviceBuffer, Error, MemOpBatch, Stream, StreamFlags,
-    StreamWaitValueFlags, StreamWriteValueFlags,
+    stream_memop::MemOpBatch, types::ContextFlags, types::StreamFlags, types::StreamWaitValueFlags,
+    types::StreamWriteValueFlags, Context, DeviceBuffer, Error, Stream,
 };
 
 use crate::common::stream;
@@ -71,7 +71,7 @@ fn write_and_wait_values() {
 /// driver, and the stream stays usable either way.
 #[gpu_test]
 fn a_batch_of_too_many_mem_ops_is_refused_and_the_stream_stays_usable() {
-    use cuda_driver::{StreamMemoryBarrierFlags, MAX_BATCH_MEM_OPS};
+    use cuda_driver::{stream_memop::MAX_BATCH_MEM_OPS, types::StreamMemoryBarrierFlags};
     let ctx = gpu_or_skip!();
     let s = Stream::new(&ctx, StreamFlags::NON_BLOCKING).unwrap();
     let mut batch = MemOpBatch::new();
@@ -107,7 +107,9 @@ fn a_batch_of_too_many_mem_ops_is_refused_and_the_stream_stays_usable() {
 
 #[gpu_test]
 fn stream_memory_operations_on_stream_ordered_memory_stay_on_its_stream() {
-    use cuda_driver::{MemOpBatch, StreamWaitValueFlags, StreamWriteValueFlags};
+    use cuda_driver::{
+        stream_memop::MemOpBatch, types::StreamWaitValueFlags, types::StreamWriteValueFlags,
+    };
     let ctx = gpu_or_skip!();
     let (home, other) = (stream(&ctx), stream(&ctx));
     let mut word = DeviceBuffer::<u32>::new_async(&home, 1).unwrap();

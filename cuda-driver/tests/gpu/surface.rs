@@ -1,7 +1,7 @@
 //! GPU tests: surface objects (Surface Object Management): surfaces write arrays, and need
 //! the array's surface flag.
 
-use cuda_driver::{Array, Array3DFlags, Error, Module, SurfaceObject};
+use cuda_driver::{memory::Array, surface::SurfaceObject, types::Array3DFlags, Error, Module};
 
 use crate::common::{grid2, still_usable, stream, TEX_KERNELS};
 

@@ -3,8 +3,10 @@
 
 use cuda_driver::prelude::*;
 use cuda_driver::{
-    DeviceBuffer, Error, ErrorCode, LaunchConfig, Module, TensorMapDataType, TensorMapFloatOOBfill,
-    TensorMapIm2col, TensorMapIm2colWide, TensorMapL2promotion, TensorMapSwizzle, TensorMapTiled,
+    tensor_map::TensorMapIm2col, tensor_map::TensorMapIm2colWide, tensor_map::TensorMapTiled,
+    types::ErrorCode, types::TensorMapDataType, types::TensorMapFloatOOBfill,
+    types::TensorMapL2promotion, types::TensorMapSwizzle, DeviceBuffer, Error, LaunchConfig,
+    Module,
 };
 
 use crate::common::{note, skip, still_usable, stream};
@@ -155,7 +157,7 @@ fn im2col_tensor_maps_encode_and_their_rules_are_checked() {
         )
     };
     // Rules broken: refused in Rust with the rule named, on any device.
-    let rule = |r: cuda_driver::Result<cuda_driver::TensorMap>| match r {
+    let rule = |r: cuda_driver::Result<cuda_driver::tensor_map::TensorMap>| match r {
         Err(Error::TensorMapRule { rule, .. }) => rule,
         other => panic!("expected a rule error, got {other:?}"),
     };

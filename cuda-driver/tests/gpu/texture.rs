@@ -4,9 +4,10 @@
 
 use cuda_driver::prelude::*;
 use cuda_driver::{
-    AddressMode, Array, Array3DFlags, Context, Copy2D, DeviceBuffer, Error, FilterMode, Float2,
-    LaunchConfig, MipmappedArray, Module, Pitched2D, ResourceDesc, ResourceViewDesc,
-    ResourceViewFormat, TextureDesc, TextureObject, Uchar4,
+    memory::Array, memory::Copy2D, memory::MipmappedArray, memory::Pitched2D,
+    texture::ResourceDesc, texture::ResourceViewDesc, texture::TextureDesc, texture::TextureObject,
+    types::AddressMode, types::Array3DFlags, types::FilterMode, types::ResourceViewFormat,
+    vector::Float2, vector::Uchar4, Context, DeviceBuffer, Error, LaunchConfig, Module,
 };
 
 use crate::common::{
@@ -398,7 +399,7 @@ fn texture_read_modes_srgb_border_and_address_modes_sample_as_described() {
             .texture_desc()
             .unwrap()
             .flags()
-            .contains(cuda_driver::TextureFlags::SRGB));
+            .contains(cuda_driver::types::TextureFlags::SRGB));
         let want: Vec<f32> = px
             .iter()
             .flat_map(|p| {

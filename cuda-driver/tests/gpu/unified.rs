@@ -5,8 +5,9 @@
 use cuda_driver::prelude::*;
 use cuda_driver::types::MemLocationType;
 use cuda_driver::{
-    AttachFlags, DeviceAttribute, DeviceBuffer, ErrorCode, ManagedBuffer, MemAdvice, MemLocation,
-    MemRangeAttribute, MemoryType, PinnedBuffer, PinnedFlags, PointerInfo, Stream, StreamFlags,
+    memory::unified::PointerInfo, memory::ManagedBuffer, memory::MemLocation, types::AttachFlags,
+    types::DeviceAttribute, types::ErrorCode, types::MemAdvice, types::MemRangeAttribute,
+    types::MemoryType, types::PinnedFlags, types::StreamFlags, DeviceBuffer, PinnedBuffer, Stream,
 };
 
 use crate::child::pattern;
@@ -42,7 +43,7 @@ fn pointer_attributes_of_device_pinned_and_managed_memory() {
     let info = PointerInfo::query(inner.as_raw()).unwrap();
     assert_eq!(info.memory_type.as_raw(), a.memory_type);
     let other = DeviceBuffer::<u32>::zeroed(&ctx, 16).unwrap();
-    let b = cuda_driver::pointer_attributes(other.as_raw()).unwrap();
+    let b = cuda_driver::memory::unified::pointer_attributes(other.as_raw()).unwrap();
     assert_ne!(b.buffer_id, a.buffer_id, "buffer ids are unique");
     assert_eq!(b.range_start, other.as_raw());
 
@@ -57,7 +58,7 @@ fn pointer_attributes_of_device_pinned_and_managed_memory() {
     // Page-locked host memory, through its device pointer.
     let pinned = PinnedBuffer::from_slice(&ctx, &[7u32; 1024], PinnedFlags::DEVICEMAP).unwrap();
     let dptr = pinned.device_ptr().unwrap();
-    let p = cuda_driver::pointer_attributes(dptr).unwrap();
+    let p = cuda_driver::memory::unified::pointer_attributes(dptr).unwrap();
     assert_eq!(p.memory_type, MemoryType::HOST.as_raw());
     assert_eq!(p.host_pointer, pinned.as_raw() as usize);
     assert_eq!(p.device_pointer, dptr);
@@ -88,7 +89,8 @@ fn pointer_attributes_of_device_pinned_and_managed_memory() {
 
     // An address CUDA does not know: zeros (documented), not an error.
     let x = 0u64;
-    let unknown = cuda_driver::pointer_attributes(&x as *const u64 as u64).unwrap();
+    let unknown =
+        cuda_driver::memory::unified::pointer_attributes(&x as *const u64 as u64).unwrap();
     note(format!("attributes of a stack address: {unknown:?}"));
 }
 

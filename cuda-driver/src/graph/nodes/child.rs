@@ -1,7 +1,8 @@
 //! Child graph nodes.
 
-#[allow(unused_imports)]
 use super::*;
+#[allow(unused_imports)]
+use cuda_driver_macros::call;
 
 impl Graph {
     /// Adds a node running a clone of `child` (with the child's keep-alives). A graph with
@@ -15,7 +16,7 @@ impl Graph {
     ) -> Result<ChildGraphNode<'_>> {
         let d = raw_deps(self, deps)?;
         let mut raw = ptr::null_mut();
-        check(
+        call!(
             // SAFETY: both graphs are live; the driver clones `child` (GPU test
             // graph::nodes::every_node_kind_runs drops the child after adding it, then runs the
             // graph).
@@ -28,7 +29,6 @@ impl Graph {
                     child.raw,
                 )
             },
-            "cuGraphAddChildGraphNode",
         )?;
         Ok(ChildGraphNode(GraphNode { raw, graph: self }))
     }
@@ -40,10 +40,9 @@ impl<'g> ChildGraphNode<'g> {
     #[track_caller]
     pub fn child(&self) -> Result<GraphRef<'g>> {
         let mut g = ptr::null_mut();
-        check(
+        call!(
             // SAFETY: a live child graph node; writes one handle owned by the node.
             unsafe { sys::cuGraphChildGraphNodeGetGraph(self.0.raw, &mut g) },
-            "cuGraphChildGraphNodeGetGraph",
         )?;
         // SAFETY: owned by the node, alive while its graph (borrowed for 'g) is; it shares
         // the parent's book, so conditional nodes added to it are found again.

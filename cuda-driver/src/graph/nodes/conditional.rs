@@ -1,8 +1,9 @@
 //! Conditional nodes (if, while, switch) and their handles.
 
-#[allow(unused_imports)]
 use super::*;
 use crate::graph::book::ConditionalRecord;
+#[allow(unused_imports)]
+use cuda_driver_macros::call;
 
 /// A conditional node ([`Graph::add_conditional`]) with its body graphs. Derefs to its
 /// [`GraphNode`].
@@ -38,7 +39,8 @@ impl<'g> GraphNode<'g> {
     /// for a clone's node), or a node added through a [`GraphRef::from_raw`] borrow.
     ///
     /// ```no_run
-    /// # use cuda_driver::{Context, Graph, GraphConditionalNodeType, types::GraphCondAssignFlags};
+    /// # use cuda_driver::types::{GraphCondAssignFlags, GraphConditionalNodeType};
+    /// # use cuda_driver::{graph::Graph, Context};
     /// # fn f(ctx: &Context) -> cuda_driver::Result<()> {
     /// let g = Graph::new()?;
     /// let h = g.conditional_handle(ctx, 1, GraphCondAssignFlags::DEFAULT)?;
@@ -65,7 +67,7 @@ impl<'g> GraphNode<'g> {
             None => Err(Error::NotFound {
                 kind: "conditional node created by this crate in this graph",
                 name: format!("{:p}", self.raw),
-                code: crate::error::ErrorCode::NOT_FOUND,
+                code: crate::types::ErrorCode::NOT_FOUND,
             }),
         }
     }
@@ -162,13 +164,19 @@ impl Graph {
         default: u32,
         flags: crate::types::GraphCondAssignFlags,
     ) -> Result<ConditionalHandle> {
-        let f = newer::cuGraphConditionalHandleCreate()?;
         let _cur = ctx.enter()?;
         let mut raw = 0;
-        check(
+        call!(
             // SAFETY: graph and context are live; writes one handle.
-            unsafe { f(&mut raw, self.retain, ctx.as_raw(), default, flags.as_raw()) },
-            "cuGraphConditionalHandleCreate",
+            unsafe {
+                newer::cuGraphConditionalHandleCreate()?(
+                    &mut raw,
+                    self.retain,
+                    ctx.as_raw(),
+                    default,
+                    flags.as_raw(),
+                )
+            },
         )?;
         Ok(ConditionalHandle {
             raw,
@@ -197,7 +205,6 @@ impl Graph {
                 found: self.retain as usize,
             });
         }
-        let f = newer::cuGraphAddNode_v2()?;
         let d = raw_deps(self, deps)?;
         let _cur = ctx.enter()?;
         // SAFETY: an all-zero CUgraphNodeParams is valid.
@@ -211,11 +218,11 @@ impl Graph {
             ctx: ctx.as_raw(),
         };
         let mut raw = ptr::null_mut();
-        check(
+        call!(
             // SAFETY: the graph is live; `p` is a conditional node's parameters; the driver
             // fills phGraph_out with an array it owns.
             unsafe {
-                f(
+                newer::cuGraphAddNode_v2()?(
                     &mut raw,
                     self.raw,
                     ptr_or_null(&d),
@@ -224,7 +231,6 @@ impl Graph {
                     &mut p,
                 )
             },
-            "cuGraphAddNode_v2",
         )?;
         // SAFETY: written by the driver for a conditional node.
         let out = unsafe { p.__bindgen_anon_1.conditional.phGraph_out };

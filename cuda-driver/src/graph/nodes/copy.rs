@@ -1,7 +1,8 @@
 //! Memcpy and memset nodes.
 
-#[allow(unused_imports)]
 use super::*;
+#[allow(unused_imports)]
+use cuda_driver_macros::call;
 
 /// A linear device-to-device copy as a `CUDA_MEMCPY3D`.
 pub(crate) fn memcpy_params(
@@ -91,7 +92,7 @@ impl Graph {
     }
 
     /// Adds a node running a 2D copy: rows between host memory, device memory (linear or
-    /// pitched) and arrays, in any combination [`Copy2D`](crate::Copy2D) builds, checked as
+    /// pitched) and arrays, in any combination [`Copy2D`](crate::memory::Copy2D) builds, checked as
     /// it checks them before the driver is called. An empty copy is [`Error::ZeroExtent`].
     ///
     /// # Safety
@@ -104,14 +105,14 @@ impl Graph {
     pub unsafe fn add_copy_2d<T: DeviceRepr>(
         &self,
         deps: &[GraphNode<'_>],
-        copy: crate::Copy2D<'_, T>,
+        copy: crate::memory::copy::Copy2D<'_, T>,
     ) -> Result<MemcpyNode<'_>> {
         let node = copy.node_params("Graph::add_copy_2d")?;
         // SAFETY: the caller's guarantees; the parameters were checked.
         unsafe { self.add_memcpy_raw(deps, &node.raw, node.ctx) }
     }
 
-    /// Adds a node running a 3D copy ([`Copy3D`](crate::Copy3D), in one context), checked
+    /// Adds a node running a 3D copy ([`Copy3D`](crate::memory::Copy3D), in one context), checked
     /// as [`add_copy_2d`](Self::add_copy_2d) checks.
     ///
     /// # Safety
@@ -121,7 +122,7 @@ impl Graph {
     pub unsafe fn add_copy_3d<T: DeviceRepr>(
         &self,
         deps: &[GraphNode<'_>],
-        copy: crate::Copy3D<'_, T>,
+        copy: crate::memory::copy::Copy3D<'_, T>,
     ) -> Result<MemcpyNode<'_>> {
         let node = copy.node_params("Graph::add_copy_3d")?;
         // SAFETY: the caller's guarantees; the parameters were checked.
@@ -140,7 +141,7 @@ impl Graph {
         let d = raw_deps(self, deps)?;
         let _cur = ctx.enter()?;
         let mut raw = ptr::null_mut();
-        check(
+        call!(
             // SAFETY: the graph is live; `p` is a checked copy; the caller guarantees the
             // memory.
             unsafe {
@@ -153,7 +154,6 @@ impl Graph {
                     ctx.as_raw(),
                 )
             },
-            "cuGraphAddMemcpyNode",
         )?;
         Ok(MemcpyNode(GraphNode { raw, graph: self }))
     }
@@ -176,7 +176,7 @@ impl Graph {
         let ctx = dst.context();
         let _cur = ctx.enter()?;
         let mut raw = ptr::null_mut();
-        check(
+        call!(
             // SAFETY: the graph is live; `p` is a valid 1D memset; the caller guarantees the
             // memory.
             unsafe {
@@ -189,7 +189,6 @@ impl Graph {
                     ctx.as_raw(),
                 )
             },
-            "cuGraphAddMemsetNode",
         )?;
         Ok(MemsetNode(GraphNode { raw, graph: self }))
     }
@@ -202,10 +201,9 @@ impl<'g> MemsetNode<'g> {
     pub fn params(&self) -> Result<MemsetParams> {
         // SAFETY: all-zero is a valid CUDA_MEMSET_NODE_PARAMS to be written.
         let mut p: sys::CUDA_MEMSET_NODE_PARAMS = unsafe { std::mem::zeroed() };
-        check(
+        call!(
             // SAFETY: a live memset node; writes the struct.
             unsafe { sys::cuGraphMemsetNodeGetParams(self.0.raw, &mut p) },
-            "cuGraphMemsetNodeGetParams",
         )?;
         Ok(MemsetParams {
             dst: p.dst,
@@ -225,10 +223,9 @@ impl<'g> MemsetNode<'g> {
     #[track_caller]
     pub unsafe fn set_params(&self, params: MemsetParams) -> Result<()> {
         let p = params.to_raw();
-        check(
+        call!(
             // SAFETY: a live memset node; the caller guarantees the memory.
             unsafe { sys::cuGraphMemsetNodeSetParams(self.0.raw, &p) },
-            "cuGraphMemsetNodeSetParams",
         )
     }
 }
@@ -240,10 +237,9 @@ impl<'g> MemcpyNode<'g> {
     pub fn params_raw(&self) -> Result<sys::CUDA_MEMCPY3D> {
         // SAFETY: all-zero is a valid CUDA_MEMCPY3D to be written.
         let mut p: sys::CUDA_MEMCPY3D = unsafe { std::mem::zeroed() };
-        check(
+        call!(
             // SAFETY: a live memcpy node; writes the struct.
             unsafe { sys::cuGraphMemcpyNodeGetParams(self.0.raw, &mut p) },
-            "cuGraphMemcpyNodeGetParams",
         )?;
         Ok(p)
     }
@@ -263,10 +259,9 @@ impl<'g> MemcpyNode<'g> {
         let bytes = crate::memory::view::byte_len::<T>("memcpy node", dst.len())?;
         let p = memcpy_params(dst.as_raw(), src.as_raw(), bytes);
         let _cur = dst.context().enter()?;
-        check(
+        call!(
             // SAFETY: a live memcpy node; the caller guarantees the memory.
             unsafe { sys::cuGraphMemcpyNodeSetParams(self.0.raw, &p) },
-            "cuGraphMemcpyNodeSetParams",
         )
     }
 }

@@ -1,7 +1,8 @@
 //! Event record and event wait nodes.
 
-#[allow(unused_imports)]
 use super::*;
+#[allow(unused_imports)]
+use cuda_driver_macros::call;
 
 impl Graph {
     /// Adds a node recording `event`; the graph keeps the event alive.
@@ -16,7 +17,7 @@ impl Graph {
         let _cur = event.context().enter()?;
         self.keep(event.as_raw() as usize, || event.clone())?;
         let mut raw = ptr::null_mut();
-        check(
+        call!(
             // SAFETY: graph and event are live (the graph keeps the event).
             unsafe {
                 sys::cuGraphAddEventRecordNode(
@@ -27,7 +28,6 @@ impl Graph {
                     event.as_raw(),
                 )
             },
-            "cuGraphAddEventRecordNode",
         )?;
         Ok(EventRecordNode(GraphNode { raw, graph: self }))
     }
@@ -44,7 +44,7 @@ impl Graph {
         let _cur = event.context().enter()?;
         self.keep(event.as_raw() as usize, || event.clone())?;
         let mut raw = ptr::null_mut();
-        check(
+        call!(
             // SAFETY: graph and event are live (the graph keeps the event).
             unsafe {
                 sys::cuGraphAddEventWaitNode(
@@ -55,7 +55,6 @@ impl Graph {
                     event.as_raw(),
                 )
             },
-            "cuGraphAddEventWaitNode",
         )?;
         Ok(EventWaitNode(GraphNode { raw, graph: self }))
     }
@@ -67,10 +66,9 @@ impl<'g> EventRecordNode<'g> {
     #[track_caller]
     pub fn event_raw(&self) -> Result<sys::CUevent> {
         let mut e = ptr::null_mut();
-        check(
+        call!(
             // SAFETY: a live event record node; writes one handle.
             unsafe { sys::cuGraphEventRecordNodeGetEvent(self.0.raw, &mut e) },
-            "cuGraphEventRecordNodeGetEvent",
         )?;
         Ok(e)
     }
@@ -83,10 +81,9 @@ impl<'g> EventRecordNode<'g> {
         self.0
             .graph
             .keep(event.as_raw() as usize, || event.clone())?;
-        check(
+        call!(
             // SAFETY: a live node; the graph keeps the event.
             unsafe { sys::cuGraphEventRecordNodeSetEvent(self.0.raw, event.as_raw()) },
-            "cuGraphEventRecordNodeSetEvent",
         )
     }
 }
@@ -97,10 +94,9 @@ impl<'g> EventWaitNode<'g> {
     #[track_caller]
     pub fn event_raw(&self) -> Result<sys::CUevent> {
         let mut e = ptr::null_mut();
-        check(
+        call!(
             // SAFETY: a live event wait node; writes one handle.
             unsafe { sys::cuGraphEventWaitNodeGetEvent(self.0.raw, &mut e) },
-            "cuGraphEventWaitNodeGetEvent",
         )?;
         Ok(e)
     }
@@ -113,10 +109,9 @@ impl<'g> EventWaitNode<'g> {
         self.0
             .graph
             .keep(event.as_raw() as usize, || event.clone())?;
-        check(
+        call!(
             // SAFETY: a live node; the graph keeps the event.
             unsafe { sys::cuGraphEventWaitNodeSetEvent(self.0.raw, event.as_raw()) },
-            "cuGraphEventWaitNodeSetEvent",
         )
     }
 }

@@ -1,13 +1,14 @@
 //! Host nodes: Rust closures the graph runs on a driver thread.
 
-#[allow(unused_imports)]
 use super::*;
+#[allow(unused_imports)]
+use cuda_driver_macros::call;
 
 impl Graph {
     /// Adds a host node running `f` on a driver thread at each execution, once per launch of
     /// every exec made from the graph. `f` is owned by a CUDA user object that the graph (and
     /// its clones and execs) holds; panics are caught and counted
-    /// ([`host_fn_panic_count`](crate::host_fn_panic_count)); CUDA calls inside are refused
+    /// ([`host_fn_panic_count`](crate::stream::host_fn_panic_count)); CUDA calls inside are refused
     /// and drops deferred as for [`Stream::launch_host_fn`](crate::Stream::launch_host_fn).
     #[wraps(cuGraphAddHostNode)]
     #[track_caller]
@@ -19,11 +20,10 @@ impl Graph {
         let d = raw_deps(self, deps)?;
         let p = self.host_params(f)?;
         let mut raw = ptr::null_mut();
-        check(
+        call!(
             // SAFETY: the graph is live; `p` names a trampoline and its closure, which the
             // graph's user object keeps alive.
             unsafe { sys::cuGraphAddHostNode(&mut raw, self.raw, ptr_or_null(&d), d.len(), &p) },
-            "cuGraphAddHostNode",
         )?;
         Ok(HostNode(GraphNode { raw, graph: self }))
     }
@@ -56,10 +56,9 @@ impl<'g> HostNode<'g> {
     #[track_caller]
     pub fn set<F: Fn() + Send + Sync + 'static>(&self, f: F) -> Result<()> {
         let p = self.0.graph.host_params(f)?;
-        check(
+        call!(
             // SAFETY: a live host node; the closure is kept alive by the graph.
             unsafe { sys::cuGraphHostNodeSetParams(self.0.raw, &p) },
-            "cuGraphHostNodeSetParams",
         )
     }
 }
@@ -73,10 +72,9 @@ impl<'g> HostNode<'g> {
             fn_: None,
             userData: ptr::null_mut(),
         };
-        check(
+        call!(
             // SAFETY: a live host node; writes one struct.
             unsafe { sys::cuGraphHostNodeGetParams(self.as_raw(), &mut p) },
-            "cuGraphHostNodeGetParams",
         )?;
         Ok((p.fn_, p.userData))
     }

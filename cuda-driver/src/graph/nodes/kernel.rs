@@ -1,8 +1,9 @@
 //! Kernel nodes: kernels of a module or a library, their launch configuration, arguments and
 //! attributes.
 
-#[allow(unused_imports)]
 use super::*;
+#[allow(unused_imports)]
+use cuda_driver_macros::call;
 
 /// What a kernel node needs from a [`Function`] or a [`Kernel`].
 pub(crate) trait NodeKernel: KernelParams + Clone + Send + Sync + 'static {
@@ -123,14 +124,13 @@ impl Graph {
         let _cur = ctx.enter()?;
         self.keep(k.key(), || k.clone())?;
         let mut raw = ptr::null_mut();
-        check(
+        call!(
             // SAFETY: the graph is live; `p` describes a checked launch whose argument
             // pointers (`ptrs`, borrowing `args`) are read during the call; the caller
             // guarantees the rest.
             unsafe {
                 sys::cuGraphAddKernelNode_v2(&mut raw, self.raw, ptr_or_null(&d), d.len(), &p)
             },
-            "cuGraphAddKernelNode_v2",
         )?;
         Ok(KernelNode(GraphNode { raw, graph: self }))
     }
@@ -143,14 +143,13 @@ impl<'g> KernelNode<'g> {
     pub fn launch_config(&self) -> Result<LaunchConfig> {
         // SAFETY: an all-zero CUDA_KERNEL_NODE_PARAMS is valid to be written.
         let mut p: sys::CUDA_KERNEL_NODE_PARAMS = unsafe { std::mem::zeroed() };
-        check(
+        call!(
             // SAFETY: the node is a live kernel node; writes the struct.
             unsafe { sys::cuGraphKernelNodeGetParams_v2(self.0.raw, &mut p) },
-            "cuGraphKernelNodeGetParams_v2",
         )?;
         Ok(LaunchConfig {
-            grid: crate::Dim3::new(p.gridDimX, p.gridDimY, p.gridDimZ),
-            block: crate::Dim3::new(p.blockDimX, p.blockDimY, p.blockDimZ),
+            grid: crate::launch::config::Dim3::new(p.gridDimX, p.gridDimY, p.gridDimZ),
+            block: crate::launch::config::Dim3::new(p.blockDimX, p.blockDimY, p.blockDimZ),
             shared_mem_bytes: p.sharedMemBytes,
         })
     }
@@ -172,10 +171,9 @@ impl<'g> KernelNode<'g> {
         let p = kernel_params::<Function, A>(f, f.context(), cfg, ptrs.as_mut())?;
         let _cur = f.context().enter()?;
         self.0.graph.keep(f.as_raw() as usize, || f.clone())?;
-        check(
+        call!(
             // SAFETY: a live kernel node; checked parameters read during the call.
             unsafe { sys::cuGraphKernelNodeSetParams_v2(self.0.raw, &p) },
-            "cuGraphKernelNodeSetParams_v2",
         )
     }
 }
@@ -215,10 +213,9 @@ impl<'g> KernelNode<'g> {
     ) -> Result<sys::CUkernelNodeAttrValue> {
         // SAFETY: a plain C union; zero is valid.
         let mut v: sys::CUkernelNodeAttrValue = unsafe { std::mem::zeroed() };
-        check(
+        call!(
             // SAFETY: a live kernel node; writes one union.
             unsafe { sys::cuGraphKernelNodeGetAttribute(self.as_raw(), attr, &mut v) },
-            "cuGraphKernelNodeGetAttribute",
         )?;
         Ok(v)
     }
@@ -235,10 +232,9 @@ impl<'g> KernelNode<'g> {
         attr: sys::CUkernelNodeAttrID,
         value: &sys::CUkernelNodeAttrValue,
     ) -> Result<()> {
-        check(
+        call!(
             // SAFETY: a live kernel node; the caller's guarantees on `value`.
             unsafe { sys::cuGraphKernelNodeSetAttribute(self.as_raw(), attr, value) },
-            "cuGraphKernelNodeSetAttribute",
         )
     }
 
@@ -246,10 +242,9 @@ impl<'g> KernelNode<'g> {
     #[wraps(cuGraphKernelNodeCopyAttributes)]
     #[track_caller]
     pub fn copy_attributes_from(&self, src: KernelNode<'_>) -> Result<()> {
-        check(
+        call!(
             // SAFETY: both are live kernel nodes.
             unsafe { sys::cuGraphKernelNodeCopyAttributes(self.as_raw(), src.as_raw()) },
-            "cuGraphKernelNodeCopyAttributes",
         )
     }
 }

@@ -1,7 +1,8 @@
 //! Batch memory operation nodes (the graph form of stream memory operations).
 
-#[allow(unused_imports)]
 use super::*;
+#[allow(unused_imports)]
+use cuda_driver_macros::call;
 
 /// One operation of a batch memory operation node ([`Graph::add_batch_mem_op`]).
 #[doc(alias = "CUstreamBatchMemOpParams")]
@@ -86,19 +87,18 @@ impl Graph {
         };
         let _cur = ctx.enter()?;
         let mut raw = ptr::null_mut();
-        check(
+        call!(
             // SAFETY: the graph is live; `p` points to `ops`, alive for the call; the caller
             // guarantees the memory they name.
             unsafe {
                 sys::cuGraphAddBatchMemOpNode(&mut raw, self.raw, ptr_or_null(&d), d.len(), &p)
             },
-            "cuGraphAddBatchMemOpNode",
         )?;
         Ok(BatchMemOpNode(GraphNode { raw, graph: self }))
     }
 
     /// Adds a batch memory operation node running `batch` (32- and 64-bit waits and writes,
-    /// barriers, remote-write flushes; see [`MemOpBatch`](crate::MemOpBatch)) in `ctx`. The
+    /// barriers, remote-write flushes; see [`MemOpBatch`](crate::stream_memop::MemOpBatch)) in `ctx`. The
     /// device attributes the operations need are checked first
     /// ([`Error::FeatureUnsupported`]); an empty batch is [`Error::ZeroExtent`].
     ///
@@ -112,7 +112,7 @@ impl Graph {
         &self,
         deps: &[GraphNode<'_>],
         ctx: &Context,
-        batch: &mut crate::MemOpBatch<'_>,
+        batch: &mut crate::stream_memop::MemOpBatch<'_>,
     ) -> Result<BatchMemOpNode<'_>> {
         if batch.is_empty() {
             return Err(Error::ZeroExtent {
@@ -178,10 +178,9 @@ impl<'g> BatchMemOpNode<'g> {
     pub fn ops(&self) -> Result<Vec<BatchMemOp>> {
         // SAFETY: a plain C struct; zero is valid.
         let mut p: sys::CUDA_BATCH_MEM_OP_NODE_PARAMS = unsafe { std::mem::zeroed() };
-        check(
+        call!(
             // SAFETY: a live batch node; writes the struct, whose array the node owns.
             unsafe { sys::cuGraphBatchMemOpNodeGetParams(self.as_raw(), &mut p) },
-            "cuGraphBatchMemOpNodeGetParams",
         )?;
         if p.count == 0 || p.paramArray.is_null() {
             return Ok(Vec::new());
@@ -214,10 +213,9 @@ impl<'g> BatchMemOpNode<'g> {
             flags: 0,
         };
         let _cur = ctx.enter()?;
-        check(
+        call!(
             // SAFETY: a live node; `p` points to `raw_ops`, alive for the call (copied).
             unsafe { sys::cuGraphBatchMemOpNodeSetParams(self.as_raw(), &p) },
-            "cuGraphBatchMemOpNodeSetParams",
         )
     }
 }
@@ -243,10 +241,9 @@ impl GraphExec {
             flags: 0,
         };
         let _cur = ctx.enter()?;
-        check(
+        call!(
             // SAFETY: a node of the exec's graph; `p` points to `raw_ops`, alive for the call.
             unsafe { sys::cuGraphExecBatchMemOpNodeSetParams(self.as_raw(), node.as_raw(), &p) },
-            "cuGraphExecBatchMemOpNodeSetParams",
         )
     }
 }

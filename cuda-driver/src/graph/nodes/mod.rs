@@ -4,11 +4,12 @@
 
 //! Graph nodes of every kind: adding them to a [`Graph`], their typed handles and parameters.
 
+use crate::context::Context;
 use crate::count::count_u32;
 use crate::entry_point::newer;
-use crate::error::check;
 use crate::error::Error;
 use crate::error::Result;
+use crate::event::Event;
 use crate::graph::ptr_or_null;
 use crate::graph::raw_deps;
 use crate::graph::Graph;
@@ -18,39 +19,38 @@ use crate::graph::GraphRef;
 use crate::interop::signal_params;
 use crate::interop::wait_params;
 use crate::interop::ExternalSemaphore;
-use crate::interop::ExternalSemaphoreSignalFlags;
-use crate::interop::ExternalSemaphoreWaitFlags;
+use crate::types::ExternalSemaphoreSignalFlags;
+use crate::types::ExternalSemaphoreWaitFlags;
+
 use crate::interop::SemaphoreValue;
 use crate::launch::KernelArgs;
 use crate::launch::LaunchConfig;
+use crate::library::Kernel;
 use crate::memory::DeviceSlice;
 use crate::memory::DeviceSliceMut;
 use crate::memory::MemsetValue;
+use crate::module::function::Function;
 use crate::params::KernelParams;
 use crate::repr::DeviceRepr;
 use crate::stream::shared_host_fn_trampoline;
 use crate::types::GraphConditionalNodeType;
 use crate::types::GraphNodeType;
 use crate::types::StreamBatchMemOpType;
-use crate::Context;
-use crate::Event;
-use crate::Function;
-use crate::Kernel;
-use cuda_driver_macros::wraps;
+use cuda_driver_macros::{call, wraps};
 use cuda_driver_sys as sys;
 use std::ffi::c_void;
 use std::ops::Deref;
 use std::ptr;
 use std::sync::Arc;
 
-mod child;
-mod conditional;
-mod copy;
-mod event;
-mod host;
-mod kernel;
-mod memop;
-mod semaphore;
+pub(crate) mod child;
+pub(crate) mod conditional;
+pub(crate) mod copy;
+pub(crate) mod event;
+pub(crate) mod host;
+pub(crate) mod kernel;
+pub(crate) mod memop;
+pub(crate) mod semaphore;
 
 pub(crate) use kernel::*;
 
@@ -157,10 +157,9 @@ impl Graph {
     pub fn add_empty(&self, deps: &[GraphNode<'_>]) -> Result<GraphNode<'_>> {
         let d = raw_deps(self, deps)?;
         let mut raw = ptr::null_mut();
-        check(
+        call!(
             // SAFETY: the graph is live; `d` holds its nodes.
             unsafe { sys::cuGraphAddEmptyNode(&mut raw, self.raw, ptr_or_null(&d), d.len()) },
-            "cuGraphAddEmptyNode",
         )?;
         Ok(GraphNode { raw, graph: self })
     }
@@ -176,11 +175,9 @@ impl<'g> GraphNode<'g> {
     #[wraps(cuGraphNodeSetParams)]
     #[track_caller]
     pub unsafe fn set_params_raw(&self, params: &mut sys::CUgraphNodeParams) -> Result<()> {
-        let f = newer::cuGraphNodeSetParams()?;
-        check(
+        call!(
             // SAFETY: a live node; the caller's guarantees on `params`.
-            unsafe { f(self.as_raw(), params) },
-            "cuGraphNodeSetParams",
+            unsafe { newer::cuGraphNodeSetParams()?(self.as_raw(), params) },
         )
     }
 }

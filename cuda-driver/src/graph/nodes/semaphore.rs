@@ -1,7 +1,8 @@
 //! External-semaphore signal and wait nodes.
 
-#[allow(unused_imports)]
 use super::*;
+#[allow(unused_imports)]
+use cuda_driver_macros::call;
 
 /// The raw semaphores and parameters of a node, checking each semaphore's context is `ctx`.
 fn sem_lists<P>(
@@ -72,7 +73,7 @@ impl Graph {
             numExtSems: count_u32("an external semaphore node", "semaphores", raws.len())?,
         };
         let mut raw = ptr::null_mut();
-        check(
+        call!(
             // SAFETY: the graph is live; `p` points to arrays alive for the call (copied);
             // the graph keeps the semaphores.
             unsafe {
@@ -84,7 +85,6 @@ impl Graph {
                     &p,
                 )
             },
-            "cuGraphAddExternalSemaphoresSignalNode",
         )?;
         GraphNode { raw, graph: self }.as_external_semaphores_signal()
     }
@@ -110,7 +110,7 @@ impl Graph {
             numExtSems: count_u32("an external semaphore node", "semaphores", raws.len())?,
         };
         let mut raw = ptr::null_mut();
-        check(
+        call!(
             // SAFETY: as in add_external_semaphores_signal.
             unsafe {
                 sys::cuGraphAddExternalSemaphoresWaitNode(
@@ -121,7 +121,6 @@ impl Graph {
                     &p,
                 )
             },
-            "cuGraphAddExternalSemaphoresWaitNode",
         )?;
         GraphNode { raw, graph: self }.as_external_semaphores_wait()
     }
@@ -134,10 +133,9 @@ impl<'g> ExtSemSignalNode<'g> {
     pub fn params(&self) -> Result<Vec<(sys::CUexternalSemaphore, SemaphoreValue)>> {
         // SAFETY: a plain C struct; zero is valid.
         let mut p: sys::CUDA_EXT_SEM_SIGNAL_NODE_PARAMS = unsafe { std::mem::zeroed() };
-        check(
+        call!(
             // SAFETY: a live node; writes one struct naming arrays the node owns.
             unsafe { sys::cuGraphExternalSemaphoresSignalNodeGetParams(self.as_raw(), &mut p) },
-            "cuGraphExternalSemaphoresSignalNodeGetParams",
         )?;
         // SAFETY: the node's arrays of `numExtSems` elements, copied out at once.
         Ok(unsafe { read_sems(p.extSemArray, p.paramsArray, p.numExtSems, signal_value) })
@@ -160,10 +158,9 @@ impl<'g> ExtSemSignalNode<'g> {
             paramsArray: params.as_mut_ptr(),
             numExtSems: count_u32("an external semaphore node", "semaphores", raws.len())?,
         };
-        check(
+        call!(
             // SAFETY: a live node; `p` points to arrays alive for the call (copied).
             unsafe { sys::cuGraphExternalSemaphoresSignalNodeSetParams(self.as_raw(), &p) },
-            "cuGraphExternalSemaphoresSignalNodeSetParams",
         )
     }
 }
@@ -175,10 +172,9 @@ impl<'g> ExtSemWaitNode<'g> {
     pub fn params(&self) -> Result<Vec<(sys::CUexternalSemaphore, SemaphoreValue)>> {
         // SAFETY: a plain C struct; zero is valid.
         let mut p: sys::CUDA_EXT_SEM_WAIT_NODE_PARAMS = unsafe { std::mem::zeroed() };
-        check(
+        call!(
             // SAFETY: a live node; writes one struct naming arrays the node owns.
             unsafe { sys::cuGraphExternalSemaphoresWaitNodeGetParams(self.as_raw(), &mut p) },
-            "cuGraphExternalSemaphoresWaitNodeGetParams",
         )?;
         // SAFETY: the node's arrays of `numExtSems` elements, copied out at once.
         Ok(unsafe { read_sems(p.extSemArray, p.paramsArray, p.numExtSems, wait_value) })
@@ -201,10 +197,9 @@ impl<'g> ExtSemWaitNode<'g> {
             paramsArray: params.as_mut_ptr(),
             numExtSems: count_u32("an external semaphore node", "semaphores", raws.len())?,
         };
-        check(
+        call!(
             // SAFETY: a live node; `p` points to arrays alive for the call (copied).
             unsafe { sys::cuGraphExternalSemaphoresWaitNodeSetParams(self.as_raw(), &p) },
-            "cuGraphExternalSemaphoresWaitNodeSetParams",
         )
     }
 }
@@ -226,7 +221,7 @@ impl GraphExec {
             paramsArray: params.as_mut_ptr(),
             numExtSems: count_u32("an external semaphore node", "semaphores", raws.len())?,
         };
-        check(
+        call!(
             // SAFETY: a node of the exec's graph; arrays alive for the call; the exec keeps
             // the semaphores (below).
             unsafe {
@@ -236,7 +231,6 @@ impl GraphExec {
                     &p,
                 )
             },
-            "cuGraphExecExternalSemaphoresSignalNodeSetParams",
         )?;
         for (s, _) in sems {
             self.keep_value(s.as_raw() as usize, || Arc::clone(s));
@@ -260,7 +254,7 @@ impl GraphExec {
             paramsArray: params.as_mut_ptr(),
             numExtSems: count_u32("an external semaphore node", "semaphores", raws.len())?,
         };
-        check(
+        call!(
             // SAFETY: as in set_external_semaphores_signal_node.
             unsafe {
                 sys::cuGraphExecExternalSemaphoresWaitNodeSetParams(
@@ -269,7 +263,6 @@ impl GraphExec {
                     &p,
                 )
             },
-            "cuGraphExecExternalSemaphoresWaitNodeSetParams",
         )?;
         for (s, _) in sems {
             self.keep_value(s.as_raw() as usize, || Arc::clone(s));

@@ -7,7 +7,7 @@
 use std::marker::PhantomData;
 use std::ptr;
 
-use cuda_driver_macros::wraps;
+use cuda_driver_macros::{call, wraps};
 use cuda_driver_sys as sys;
 
 use super::{
@@ -20,7 +20,7 @@ use crate::context::Context;
 use crate::device::Device;
 #[cfg(doc)]
 use crate::error::Error;
-use crate::error::{check, Result};
+use crate::error::Result;
 
 /// Plane `index` of the live array `raw` of `ctx`, checked to hold `P`s: its handle (owned by
 /// the array) and descriptor.
@@ -32,11 +32,10 @@ fn plane_parts<P: ArrayElement>(
 ) -> Result<(sys::CUarray, ArrayDescriptor)> {
     let _cur = ctx.enter()?;
     let mut plane = ptr::null_mut();
-    check(
+    call!(
         // SAFETY: `raw` is a live array (the caller borrows it); writes one CUarray owned by
         // that array.
         unsafe { sys::cuArrayGetPlane(&mut plane, raw, index) },
-        "cuArrayGetPlane",
     )?;
     let desc = query_descriptor(plane, ctx)?;
     check_element::<P>("Array::plane", desc.format, desc.channels)?;
@@ -52,16 +51,16 @@ fn plane_parts<P: ArrayElement>(
 /// The view never dereferences to an owned [`Array`]:
 ///
 /// ```compile_fail,E0614
-/// # fn f(m: &cuda_driver::MipmappedArray<f32>) -> cuda_driver::Result<()> {
+/// # fn f(m: &cuda_driver::memory::MipmappedArray<f32>) -> cuda_driver::Result<()> {
 /// let level = m.level(0)?;
-/// let owned: &cuda_driver::Array<f32> = &*level;
+/// let owned: &cuda_driver::memory::Array<f32> = &*level;
 /// # Ok(()) }
 /// ```
 ///
 /// nor outlives what it borrows:
 ///
 /// ```compile_fail,E0505
-/// # fn f(m: cuda_driver::MipmappedArray<f32>) -> cuda_driver::Result<()> {
+/// # fn f(m: cuda_driver::memory::MipmappedArray<f32>) -> cuda_driver::Result<()> {
 /// let level = m.level(0)?;
 /// drop(m);
 /// # let _ = level.len();
@@ -86,8 +85,8 @@ pub struct ArrayRef<'a, T: ArrayElement> {
 ///
 /// ```compile_fail,E0614
 /// # fn f(
-/// #     a: &mut cuda_driver::MipmappedArray<f32>,
-/// #     b: &mut cuda_driver::MipmappedArray<f32>,
+/// #     a: &mut cuda_driver::memory::MipmappedArray<f32>,
+/// #     b: &mut cuda_driver::memory::MipmappedArray<f32>,
 /// # ) -> cuda_driver::Result<()> {
 /// let mut level_a = a.level_mut(0)?;
 /// let mut level_b = b.level_mut(0)?;
@@ -98,9 +97,9 @@ pub struct ArrayRef<'a, T: ArrayElement> {
 /// ```compile_fail,E0614
 /// # fn f(
 /// #     ctx: &cuda_driver::Context,
-/// #     m: &mut cuda_driver::MipmappedArray<f32>,
+/// #     m: &mut cuda_driver::memory::MipmappedArray<f32>,
 /// # ) -> cuda_driver::Result<()> {
-/// use cuda_driver::{Array, Array3DFlags};
+/// use cuda_driver::{memory::Array, types::Array3DFlags};
 /// let mut level = m.level_mut(0)?;
 /// let spare = Array::new_2d(ctx, 16, 16, Array3DFlags::empty())?;
 /// let owned: Array<f32> = std::mem::replace(&mut *level, spare);
@@ -110,8 +109,8 @@ pub struct ArrayRef<'a, T: ArrayElement> {
 ///
 /// ```compile_fail,E0614
 /// # fn f(
-/// #     nv12: &mut cuda_driver::Array<u8>,
-/// #     other: &mut cuda_driver::Array<u8>,
+/// #     nv12: &mut cuda_driver::memory::Array<u8>,
+/// #     other: &mut cuda_driver::memory::Array<u8>,
 /// # ) -> cuda_driver::Result<()> {
 /// let mut luma = nv12.plane_mut::<u8>(0)?;
 /// std::mem::swap(&mut *luma, other);
@@ -122,8 +121,8 @@ pub struct ArrayRef<'a, T: ArrayElement> {
 ///
 /// ```
 /// # fn f(
-/// #     a: &mut cuda_driver::MipmappedArray<f32>,
-/// #     b: &mut cuda_driver::MipmappedArray<f32>,
+/// #     a: &mut cuda_driver::memory::MipmappedArray<f32>,
+/// #     b: &mut cuda_driver::memory::MipmappedArray<f32>,
 /// # ) -> cuda_driver::Result<()> {
 /// let mut level_a = a.level_mut(0)?;
 /// let mut level_b = b.level_mut(0)?;
@@ -336,10 +335,9 @@ impl<'a, T: ArrayElement> ArrayRef<'a, T> {
         let _cur = self.ctx.enter()?;
         // SAFETY: a plain C struct; all-zero bytes are a valid value.
         let mut raw: sys::CUDA_ARRAY_SPARSE_PROPERTIES = unsafe { std::mem::zeroed() };
-        check(
+        call!(
             // SAFETY: the array is live (borrowed for 'a); writes one struct.
             unsafe { sys::cuArrayGetSparseProperties(&mut raw, self.raw) },
-            "cuArrayGetSparseProperties",
         )?;
         Ok(ArraySparseProperties::from_raw(&raw))
     }
@@ -352,10 +350,9 @@ impl<'a, T: ArrayElement> ArrayRef<'a, T> {
         let _cur = self.ctx.enter()?;
         // SAFETY: a plain C struct; all-zero bytes are a valid value.
         let mut raw: sys::CUDA_ARRAY_MEMORY_REQUIREMENTS = unsafe { std::mem::zeroed() };
-        check(
+        call!(
             // SAFETY: the array is live (borrowed for 'a); writes one struct.
             unsafe { sys::cuArrayGetMemoryRequirements(&mut raw, self.raw, device.as_raw()) },
-            "cuArrayGetMemoryRequirements",
         )?;
         Ok(ArrayMemoryRequirements {
             size: raw.size,
@@ -381,7 +378,7 @@ impl<'a, T: ArrayElement> ArrayRef<'a, T> {
     pub fn copy_to_host(&self, dst: &mut [T]) -> Result<()> {
         crate::memory::view::check_len("Array::copy_to_host", dst.len(), self.len())?;
         let [w, h, d] = self.desc.extent();
-        crate::Copy3D::new(w, h, d)
+        crate::memory::copy::Copy3D::new(w, h, d)
             .from_array(*self)
             .to_host(dst, w, h)
             .run()
@@ -461,7 +458,7 @@ impl<'a, T: ArrayElement> ArrayRefMut<'a, T> {
     pub fn copy_from_host(&mut self, src: &[T]) -> Result<()> {
         crate::memory::view::check_len("Array::copy_from_host", self.len(), src.len())?;
         let [w, h, d] = self.desc.extent();
-        crate::Copy3D::new(w, h, d)
+        crate::memory::copy::Copy3D::new(w, h, d)
             .from_host(src, w, h)
             .to_array(self.reborrow())
             .run()
@@ -471,8 +468,9 @@ impl<'a, T: ArrayElement> ArrayRefMut<'a, T> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::error::Error;
     use crate::types::Array3DFlags;
-    use crate::{Error, Float4};
+    use crate::vector::Float4;
 
     fn fake_context() -> std::mem::ManuallyDrop<Context> {
         // SAFETY: never passed to the driver (every use below fails before any call) and
@@ -531,13 +529,13 @@ mod tests {
         // The copy builders take the views with the array's extent: a region past the
         // level is refused.
         let mut host = [0.0f32; 25];
-        let e = crate::Copy2D::new(5, 5)
+        let e = crate::memory::copy::Copy2D::new(5, 5)
             .from_array(shared)
             .to_host(&mut host, 5)
             .run()
             .unwrap_err();
         assert!(matches!(e, Error::RegionOutOfBounds { .. }), "{e:?}");
-        let e = crate::Copy2D::new(5, 5)
+        let e = crate::memory::copy::Copy2D::new(5, 5)
             .from_host(&host, 5)
             .to_array(level.reborrow())
             .run()

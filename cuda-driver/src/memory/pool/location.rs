@@ -4,15 +4,15 @@
 
 use std::ptr;
 
-use cuda_driver_macros::wraps;
+use cuda_driver_macros::{call, wraps};
 use cuda_driver_sys as sys;
 
 use super::{MemPool, MemPoolRef};
+use crate::device::Device;
 use crate::entry_point::newer;
-use crate::error::{check, Result};
+use crate::error::Result;
 use crate::memory::MemLocation;
 use crate::types::MemAllocationType;
-use crate::Device;
 
 /// The device a borrowed pool of `location` reports: the location's device, or device 0
 /// for host locations.
@@ -38,14 +38,12 @@ impl MemPool {
         kind: MemAllocationType,
     ) -> Result<MemPoolRef<'static>> {
         crate::init()?;
-        let f = newer::cuMemGetDefaultMemPool()?;
         let device = device_of(location)?;
         let mut loc = location.as_raw();
         let mut raw = ptr::null_mut();
-        check(
+        call!(
             // SAFETY: reads one location, writes one pool handle (the driver's).
-            unsafe { f(&mut raw, &mut loc, kind.as_raw()) },
-            "cuMemGetDefaultMemPool",
+            unsafe { newer::cuMemGetDefaultMemPool()?(&mut raw, &mut loc, kind.as_raw()) },
         )?;
         // SAFETY: a default pool lives as long as the process.
         Ok(unsafe { MemPoolRef::from_raw(raw, device) })
@@ -62,13 +60,11 @@ impl MemPool {
         kind: MemAllocationType,
     ) -> Result<sys::CUmemoryPool> {
         crate::init()?;
-        let f = newer::cuMemGetMemPool()?;
         let mut loc = location.as_raw();
         let mut raw = ptr::null_mut();
-        check(
+        call!(
             // SAFETY: reads one location, writes one pool handle.
-            unsafe { f(&mut raw, &mut loc, kind.as_raw()) },
-            "cuMemGetMemPool",
+            unsafe { newer::cuMemGetMemPool()?(&mut raw, &mut loc, kind.as_raw()) },
         )?;
         Ok(raw)
     }
@@ -83,12 +79,10 @@ impl MemPool {
         pool: &MemPool,
     ) -> Result<()> {
         crate::init()?;
-        let f = newer::cuMemSetMemPool()?;
         let mut loc = location.as_raw();
-        check(
+        call!(
             // SAFETY: reads one location; the pool is alive.
-            unsafe { f(&mut loc, kind.as_raw(), pool.as_raw()) },
-            "cuMemSetMemPool",
+            unsafe { newer::cuMemSetMemPool()?(&mut loc, kind.as_raw(), pool.as_raw()) },
         )
     }
 }

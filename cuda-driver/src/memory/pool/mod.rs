@@ -11,26 +11,33 @@ use std::marker::PhantomData;
 use std::ops::Deref;
 use std::ptr;
 
-use cuda_driver_macros::wraps;
+use cuda_driver_macros::{call, wraps};
 use cuda_driver_sys as sys;
 
 #[cfg(unix)]
 use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 
-use crate::error::{check, report_drop_error, Error, Result};
+use crate::context::Context;
+use crate::device::Device;
+use crate::error::{report_drop_error, Error, Result};
+use crate::event::Event;
+use crate::init;
+use crate::memory::device::DeviceBuffer;
+use crate::memory::owner::{DeviceMemory, DeviceMemoryMut};
 use crate::memory::view::{byte_len, stream_identity};
+use crate::memory::view::{DeviceSlice, DeviceSliceMut};
 use crate::memory::vmm::check_handle_types;
+use crate::memory::vmm::MemAccessDesc;
 use crate::memory::MemLocation;
 use crate::release::{release, SendRaw};
+use crate::repr::DeviceRepr;
+use crate::stream::Stream;
+use crate::types::EventFlags;
 use crate::types::{MemAccessFlags, MemAllocationHandleType, MemAllocationType};
-use crate::{
-    init, Context, Device, DeviceBuffer, DeviceMemory, DeviceMemoryMut, DeviceRepr, DeviceSlice,
-    DeviceSliceMut, Event, EventFlags, MemAccessDesc, Stream,
-};
 
-pub use crate::types::MemPoolCreateUsageFlags;
+use crate::types::MemPoolCreateUsageFlags;
 
-mod location;
+pub(crate) mod location;
 mod shared;
 
 /// Device memory allocated in stream order on a stream it borrows, and freed in stream order
@@ -66,7 +73,7 @@ mod shared;
 ///
 /// ```no_run
 /// use cuda_driver::prelude::*;
-/// use cuda_driver::{Device, DeviceBuffer, Stream, StreamFlags};
+/// use cuda_driver::{Device, DeviceBuffer, Stream, types::StreamFlags};
 ///
 /// let ctx = Device::get(0)?.primary_context()?;
 /// let stream = Stream::new(&ctx, StreamFlags::DEFAULT)?;
@@ -86,7 +93,7 @@ mod shared;
 /// ```compile_fail
 /// # fn f(ctx: &cuda_driver::Context) -> cuda_driver::Result<()> {
 /// let buf = {
-///     let stream = cuda_driver::Stream::new(ctx, cuda_driver::StreamFlags::DEFAULT)?;
+///     let stream = cuda_driver::Stream::new(ctx, cuda_driver::types::StreamFlags::DEFAULT)?;
 ///     cuda_driver::DeviceBuffer::<f32>::new_async(&stream, 16)?
 /// };
 /// # drop(buf); Ok(()) }
@@ -173,11 +180,11 @@ pub(crate) fn order_after(what: &'static str, old: &Stream, new: &Stream) -> Res
 }
 
 /// A refused or failed `move_to_stream` ([`AsyncDeviceBuffer::move_to_stream`],
-/// [`ManagedBuffer::move_to_stream`](crate::ManagedBuffer::move_to_stream)): why, and the
+/// [`ManagedBuffer::move_to_stream`](crate::memory::ManagedBuffer::move_to_stream)): why, and the
 /// buffer `B`, unchanged, still ordered on its old stream.
 ///
 /// It converts into its [`Error`] (so `?` works in functions returning
-/// [`Result`](crate::Result)); that drops the buffer, which is then released as dropping it
+/// [`Result`]); that drops the buffer, which is then released as dropping it
 /// always is: on, or after, its old stream, where all its work was queued.
 pub struct MoveToStreamError<B> {
     /// Why the buffer was not moved.
@@ -232,11 +239,10 @@ impl<T: DeviceRepr> DeviceBuffer<T> {
         let _cur = stream.enter_for_call()?;
         let mut ptr = 0;
         if bytes > 0 {
-            check(
+            call!(
                 // SAFETY: writes one CUdeviceptr; the allocation is owned by the buffer built in
                 // the next statement.
                 unsafe { sys::cuMemAllocAsync(&mut ptr, bytes, stream.as_raw()) },
-                "cuMemAllocAsync",
             )?;
         }
         Ok(AsyncDeviceBuffer {
@@ -321,7 +327,7 @@ impl<'s, T: DeviceRepr> AsyncDeviceBuffer<'s, T> {
     }
 
     /// Queues the free on the stream now, returning the driver's error instead of counting
-    /// it in [`drop_error_count`](crate::drop_error_count) as dropping does.
+    /// it in [`drop_error_count`](crate::error::drop_error_count) as dropping does.
     #[wraps(cuMemFreeAsync)]
     #[track_caller]
     pub fn free_async(self) -> Result<()> {
@@ -330,11 +336,10 @@ impl<'s, T: DeviceRepr> AsyncDeviceBuffer<'s, T> {
             return Ok(());
         }
         let _cur = this.stream.enter_for_call()?;
-        check(
+        call!(
             // SAFETY: `ptr` is owned by `this`, which is never dropped, so it is freed once,
             // here, on the stream it is ordered on.
             unsafe { sys::cuMemFreeAsync(this.ptr, this.stream.as_raw()) },
-            "cuMemFreeAsync",
         )
     }
 
@@ -346,10 +351,9 @@ impl<'s, T: DeviceRepr> AsyncDeviceBuffer<'s, T> {
     pub fn export_pointer(&self) -> Result<PoolPtrExportData> {
         let _cur = self.stream.context().enter()?;
         let mut data = sys::CUmemPoolPtrExportData { reserved: [0; 64] };
-        check(
+        call!(
             // SAFETY: the allocation is alive; writes one CUmemPoolPtrExportData.
             unsafe { sys::cuMemPoolExportPointer(&mut data, self.ptr) },
-            "cuMemPoolExportPointer",
         )?;
         Ok(PoolPtrExportData(data.reserved))
     }
@@ -392,7 +396,7 @@ unsafe impl<T: DeviceRepr> DeviceMemoryMut for AsyncDeviceBuffer<'_, T> {
 /// thread (`Send + Sync`).
 ///
 /// ```no_run
-/// use cuda_driver::{Device, MemPool, Stream, StreamFlags};
+/// use cuda_driver::{Device, memory::pool::MemPool, Stream, types::StreamFlags};
 ///
 /// let dev = Device::get(0)?;
 /// let ctx = dev.primary_context()?;
@@ -415,10 +419,10 @@ pub struct MemPool {
 /// [`device`](Self::device), [`host`](Self::host), [`host_numa`](Self::host_numa), then the
 /// `with_*` methods. Every field of `CUmemPoolProps` has one (the Windows security
 /// attributes excepted: always null; Windows handle types are not supported, see
-/// [`AllocationProps`](crate::AllocationProps)).
+/// [`AllocationProps`](crate::memory::vmm::AllocationProps)).
 ///
 /// ```no_run
-/// use cuda_driver::{Device, MemAllocationHandleType, MemPool, MemPoolProps};
+/// use cuda_driver::{Device, types::MemAllocationHandleType, memory::pool::MemPool, memory::pool::MemPoolProps};
 ///
 /// let dev = Device::get(0)?;
 /// let props = MemPoolProps::device(dev)
@@ -572,8 +576,8 @@ impl std::fmt::Debug for PoolPtrExportData {
 /// destroy nor give up the handle), so no owned `MemPool` can be moved out of a borrowed one:
 ///
 /// ```compile_fail,E0596
-/// # fn f(dev: cuda_driver::Device, mine: &mut cuda_driver::MemPool) -> cuda_driver::Result<()> {
-/// let mut default = cuda_driver::MemPool::device_default(dev)?;
+/// # fn f(dev: cuda_driver::Device, mine: &mut cuda_driver::memory::pool::MemPool) -> cuda_driver::Result<()> {
+/// let mut default = cuda_driver::memory::pool::MemPool::device_default(dev)?;
 /// std::mem::swap(&mut *default, mine); // `mine` would then destroy the driver's pool
 /// # Ok(()) }
 /// ```
@@ -646,11 +650,10 @@ impl MemPool {
             ..Default::default()
         };
         let mut raw = ptr::null_mut();
-        check(
+        call!(
             // SAFETY: `props` is a fully initialised CUmemPoolProps (reserved bytes zero); writes
             // one handle, owned by the MemPool built in the next statement.
             unsafe { sys::cuMemPoolCreate(&mut raw, &props) },
-            "cuMemPoolCreate",
         )?;
         Ok(MemPool { raw, device })
     }
@@ -661,10 +664,9 @@ impl MemPool {
     pub fn device_default(device: Device) -> Result<MemPoolRef<'static>> {
         init()?;
         let mut raw = ptr::null_mut();
-        check(
+        call!(
             // SAFETY: writes one handle, which the driver keeps alive for the process.
             unsafe { sys::cuDeviceGetDefaultMemPool(&mut raw, device.as_raw()) },
-            "cuDeviceGetDefaultMemPool",
         )?;
         // SAFETY: the default pool lives as long as the process.
         Ok(unsafe { MemPoolRef::from_raw(raw, device) })
@@ -680,11 +682,10 @@ impl MemPool {
     pub fn device_current(device: Device) -> Result<sys::CUmemoryPool> {
         init()?;
         let mut raw = ptr::null_mut();
-        check(
+        call!(
             // SAFETY: writes one handle; the pool is the default one or one the user set, which
             // this handle does not own.
             unsafe { sys::cuDeviceGetMemPool(&mut raw, device.as_raw()) },
-            "cuDeviceGetMemPool",
         )?;
         Ok(raw)
     }
@@ -728,11 +729,10 @@ impl MemPool {
         let _cur = stream.enter_for_call()?;
         let mut ptr = 0;
         if bytes > 0 {
-            check(
+            call!(
                 // SAFETY: the pool and stream are alive; writes one CUdeviceptr, owned by the
                 // buffer built in the next statement (freeing it does not need the pool handle).
                 unsafe { sys::cuMemAllocFromPoolAsync(&mut ptr, bytes, self.raw, stream.as_raw()) },
-                "cuMemAllocFromPoolAsync",
             )?;
         }
         Ok(AsyncDeviceBuffer {
@@ -746,10 +746,9 @@ impl MemPool {
     #[track_caller]
     fn get_u64(&self, attr: sys::CUmemPool_attribute) -> Result<u64> {
         let mut v: sys::cuuint64_t = 0;
-        check(
+        call!(
             // SAFETY: every attribute read through this helper is a cuuint64_t; writes one.
             unsafe { sys::cuMemPoolGetAttribute(self.raw, attr, (&mut v as *mut u64).cast()) },
-            "cuMemPoolGetAttribute",
         )?;
         Ok(v)
     }
@@ -770,7 +769,7 @@ impl MemPool {
     #[track_caller]
     pub fn set_release_threshold(&self, bytes: u64) -> Result<()> {
         let mut v: sys::cuuint64_t = bytes;
-        check(
+        call!(
             // SAFETY: the attribute's value is a cuuint64_t, read by the driver from `v`.
             unsafe {
                 sys::cuMemPoolSetAttribute(
@@ -779,7 +778,6 @@ impl MemPool {
                     (&mut v as *mut u64).cast(),
                 )
             },
-            "cuMemPoolSetAttribute",
         )
     }
 
@@ -819,10 +817,9 @@ impl MemPool {
     #[wraps(cuMemPoolTrimTo)]
     #[track_caller]
     pub fn trim_to(&self, min_bytes_to_keep: usize) -> Result<()> {
-        check(
+        call!(
             // SAFETY: the pool is alive; plain value argument.
             unsafe { sys::cuMemPoolTrimTo(self.raw, min_bytes_to_keep) },
-            "cuMemPoolTrimTo",
         )
     }
 
@@ -846,11 +843,10 @@ impl MemPool {
         check_handle_types("MemPool::with_props", props.handle_types, Some(device))?;
         let raw_props = props.as_raw();
         let mut raw = ptr::null_mut();
-        check(
+        call!(
             // SAFETY: `raw_props` is a fully initialised CUmemPoolProps (reserved bytes zero);
             // writes one handle, owned by the MemPool built in the next statement.
             unsafe { sys::cuMemPoolCreate(&mut raw, &raw_props) },
-            "cuMemPoolCreate",
         )?;
         Ok(MemPool { raw, device })
     }
@@ -862,10 +858,9 @@ impl MemPool {
     #[track_caller]
     pub fn set_device_current(device: Device, pool: &MemPool) -> Result<()> {
         init()?;
-        check(
+        call!(
             // SAFETY: the pool is alive; the driver checks it serves `device`.
             unsafe { sys::cuDeviceSetMemPool(device.as_raw(), pool.raw) },
-            "cuDeviceSetMemPool",
         )
     }
 
@@ -875,11 +870,10 @@ impl MemPool {
     #[track_caller]
     pub fn set_access(&self, descs: &[MemAccessDesc]) -> Result<()> {
         init()?;
-        check(
+        call!(
             // SAFETY: MemAccessDesc is repr(transparent) over CUmemAccessDesc, so `descs` is
             // an array of `descs.len()` of them; the pool is alive.
             unsafe { sys::cuMemPoolSetAccess(self.raw, descs.as_ptr().cast(), descs.len()) },
-            "cuMemPoolSetAccess",
         )
     }
 
@@ -890,10 +884,9 @@ impl MemPool {
         init()?;
         let mut loc = location.as_raw();
         let mut flags = 0;
-        check(
+        call!(
             // SAFETY: reads one CUmemLocation, writes one CUmemAccess_flags; pool alive.
             unsafe { sys::cuMemPoolGetAccess(&mut flags, self.raw, &mut loc) },
-            "cuMemPoolGetAccess",
         )?;
         Ok(MemAccessFlags::from_raw(flags))
     }
@@ -901,21 +894,19 @@ impl MemPool {
     #[track_caller]
     fn get_flag(&self, attr: sys::CUmemPool_attribute) -> Result<bool> {
         let mut v: std::ffi::c_int = 0;
-        check(
+        call!(
             // SAFETY: every attribute read through this helper is an int; writes one.
             unsafe { sys::cuMemPoolGetAttribute(self.raw, attr, (&mut v as *mut i32).cast()) },
-            "cuMemPoolGetAttribute",
         )?;
         Ok(v != 0)
     }
 
     #[track_caller]
     fn set_value<V>(&self, attr: sys::CUmemPool_attribute, mut v: V) -> Result<()> {
-        check(
+        call!(
             // SAFETY: callers pass the attribute's value type (int for the reuse policies,
             // cuuint64_t for the others); the driver reads one of it.
             unsafe { sys::cuMemPoolSetAttribute(self.raw, attr, (&mut v as *mut V).cast()) },
-            "cuMemPoolSetAttribute",
         )
     }
 
@@ -1005,7 +996,7 @@ impl MemPool {
     pub fn export_fd(&self) -> Result<OwnedFd> {
         init()?;
         let mut fd: std::ffi::c_int = -1;
-        check(
+        call!(
             // SAFETY: for CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR the driver writes one int,
             // a new descriptor that the caller owns.
             unsafe {
@@ -1016,7 +1007,6 @@ impl MemPool {
                     0,
                 )
             },
-            "cuMemPoolExportToShareableHandle",
         )?;
         if fd < 0 {
             return Err(Error::UnexpectedValue {
@@ -1039,7 +1029,7 @@ impl MemPool {
     pub fn import_fd(device: Device, fd: BorrowedFd<'_>) -> Result<MemPool> {
         init()?;
         let mut raw = ptr::null_mut();
-        check(
+        call!(
             // SAFETY: for CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR the driver takes the fd in
             // the pointer argument and does not close it; writes one handle, owned by the
             // MemPool built in the next statement.
@@ -1051,7 +1041,6 @@ impl MemPool {
                     0,
                 )
             },
-            "cuMemPoolImportFromShareableHandle",
         )?;
         Ok(MemPool { raw, device })
     }
@@ -1077,12 +1066,11 @@ impl MemPool {
         let _cur = ctx.enter()?;
         let mut raw = sys::CUmemPoolPtrExportData { reserved: data.0 };
         let mut ptr = 0;
-        check(
+        call!(
             // SAFETY: reads one CUmemPoolPtrExportData; writes one CUdeviceptr, owned by the
             // buffer built in the next statement (imported pool memory may be freed with
             // cuMemFree).
             unsafe { sys::cuMemPoolImportPointer(&mut ptr, self.raw, &mut raw) },
-            "cuMemPoolImportPointer",
         )?;
         // SAFETY: the caller guarantees the size and the free order; `ptr` is a fresh import.
         Ok(unsafe { DeviceBuffer::from_raw(ptr, len, ctx) })

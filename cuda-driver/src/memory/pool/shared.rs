@@ -42,7 +42,8 @@ impl<'s, T: DeviceRepr> AsyncDeviceBuffer<'s, T> {
     ///
     /// ```no_run
     /// use cuda_driver::prelude::*;
-    /// use cuda_driver::{Device, DeviceBuffer, Stream, StreamFlags};
+    /// use cuda_driver::types::StreamFlags;
+    /// use cuda_driver::{Device, DeviceBuffer, Stream};
     ///
     /// let ctx = Device::get(0)?.primary_context()?;
     /// let s1 = Stream::new(&ctx, StreamFlags::NON_BLOCKING)?;
@@ -62,7 +63,7 @@ impl<'s, T: DeviceRepr> AsyncDeviceBuffer<'s, T> {
     /// The views cannot leave the call:
     ///
     /// ```compile_fail,E0521
-    /// # fn f(a: &mut cuda_driver::AsyncDeviceBuffer<'_, u32>, s2: &cuda_driver::Stream)
+    /// # fn f(a: &mut cuda_driver::memory::pool::AsyncDeviceBuffer<'_, u32>, s2: &cuda_driver::Stream)
     /// # -> cuda_driver::Result<()> {
     /// let mut kept = None;
     /// a.read_on_streams(&[s2], |views| kept = Some(views[0]))?;

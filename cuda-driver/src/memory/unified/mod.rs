@@ -2,20 +2,21 @@
 //! pointer), batched copies (`cuMemcpyBatchAsync`, `cuMemcpy3DBatchAsync`, CUDA 12.8+) and
 //! batched prefetch and discard of managed memory (CUDA 13.0), all on views.
 
-use cuda_driver_macros::wraps;
+use cuda_driver_macros::{call, wraps};
 use cuda_driver_sys as sys;
 
 use crate::entry_point::newer;
-use crate::error::{check, Result};
+use crate::error::Result;
 use crate::memory::view::{blocking, check_len, check_stream, common_home};
 use crate::memory::{DeviceSlice, DeviceSliceMut, MemLocation};
-use crate::{DeviceRepr, Stream};
+use crate::repr::DeviceRepr;
+use crate::stream::Stream;
 
-mod pointer;
-mod range;
+pub(crate) mod pointer;
+pub(crate) mod range;
 
 pub use pointer::PointerInfo;
-pub use range::{pointer_attributes, MemRangeAttribute, PointerAttributes};
+pub use range::{pointer_attributes, PointerAttributes};
 
 impl<T: DeviceRepr> DeviceSliceMut<'_, T> {
     /// Copies `src` into the view by unified address: the driver tells device, managed and
@@ -78,12 +79,11 @@ impl<T: DeviceRepr> DeviceSliceMut<'_, T> {
             return Ok(());
         }
         let _cur = self.context().enter()?;
-        check(
+        call!(
             // SAFETY: both views borrow `bytes` bytes of live memory of the stream's context
             // (lengths and streams checked); memory not ordered on a stream is freed by calls
             // that wait for the copy.
             unsafe { sys::cuMemcpyAsync(self.as_raw(), src.as_raw(), bytes, stream.as_raw()) },
-            "cuMemcpyAsync",
         )
     }
 }
@@ -124,7 +124,6 @@ impl Stream {
         dsts: &mut [DeviceSliceMut<'_, T>],
         srcs: &[DeviceSlice<'_, T>],
     ) -> Result<()> {
-        let f = newer::cuMemcpyBatchAsync_v2()?;
         let (mut d, mut s, mut n) = batch_pairs("Stream::copy_batch", dsts, srcs, self)?;
         if d.is_empty() {
             return Ok(());
@@ -135,12 +134,12 @@ impl Stream {
         };
         let mut idx = 0usize;
         let _cur = self.context().enter()?;
-        check(
+        call!(
             // SAFETY: `d`, `s`, `n` hold `d.len()` pointer pairs of live views (lengths and
             // streams checked, destinations borrowed exclusively); one attribute set applies
             // from copy 0.
             unsafe {
-                f(
+                newer::cuMemcpyBatchAsync_v2()?(
                     d.as_mut_ptr(),
                     s.as_mut_ptr(),
                     n.as_mut_ptr(),
@@ -151,7 +150,6 @@ impl Stream {
                     self.as_raw(),
                 )
             },
-            "cuMemcpyBatchAsync_v2",
         )
     }
 
@@ -164,7 +162,6 @@ impl Stream {
         dsts: &mut [DeviceSliceMut<'_, T>],
         srcs: &[DeviceSlice<'_, T>],
     ) -> Result<()> {
-        let f = newer::cuMemcpy3DBatchAsync_v2()?;
         let (d, s, n) = batch_pairs("Stream::copy_batch_3d", dsts, srcs, self)?;
         if d.is_empty() {
             return Ok(());
@@ -198,11 +195,12 @@ impl Stream {
             })
             .collect();
         let _cur = self.context().enter()?;
-        check(
+        call!(
             // SAFETY: `ops` holds `ops.len()` copies between live views (as in copy_batch),
             // each a box of `n[i]` one-byte elements in one row.
-            unsafe { f(ops.len(), ops.as_mut_ptr(), 0, self.as_raw()) },
-            "cuMemcpy3DBatchAsync_v2",
+            unsafe {
+                newer::cuMemcpy3DBatchAsync_v2()?(ops.len(), ops.as_mut_ptr(), 0, self.as_raw())
+            },
         )
     }
 
@@ -216,7 +214,6 @@ impl Stream {
         ranges: &[DeviceSlice<'_, T>],
         location: MemLocation,
     ) -> Result<()> {
-        let f = newer::cuMemPrefetchBatchAsync()?;
         check_ranges("Stream::prefetch_batch", ranges.iter().copied(), self)?;
         let (mut p, mut n) = ranges_of(ranges.iter().map(|r| (r.as_raw(), r.bytes())));
         if p.is_empty() {
@@ -224,11 +221,11 @@ impl Stream {
         }
         let (mut loc, mut idx) = (location.as_raw(), 0usize);
         let _cur = self.context().enter()?;
-        check(
+        call!(
             // SAFETY: `p`/`n` describe live views; a prefetch changes no contents; one
             // location applies from range 0; flags must be 0.
             unsafe {
-                f(
+                newer::cuMemPrefetchBatchAsync()?(
                     p.as_mut_ptr(),
                     n.as_mut_ptr(),
                     p.len(),
@@ -239,7 +236,6 @@ impl Stream {
                     self.as_raw(),
                 )
             },
-            "cuMemPrefetchBatchAsync",
         )
     }
 
@@ -251,7 +247,6 @@ impl Stream {
     #[wraps(cuMemDiscardBatchAsync)]
     #[track_caller]
     pub fn discard_batch<T: DeviceRepr>(&self, ranges: &mut [DeviceSliceMut<'_, T>]) -> Result<()> {
-        let f = newer::cuMemDiscardBatchAsync()?;
         check_ranges(
             "Stream::discard_batch",
             ranges.iter().map(|r| r.as_view()),
@@ -262,10 +257,17 @@ impl Stream {
             return Ok(());
         }
         let _cur = self.context().enter()?;
-        check(
+        call!(
             // SAFETY: `p`/`n` describe live views borrowed exclusively; flags must be 0.
-            unsafe { f(p.as_mut_ptr(), n.as_mut_ptr(), p.len(), 0, self.as_raw()) },
-            "cuMemDiscardBatchAsync",
+            unsafe {
+                newer::cuMemDiscardBatchAsync()?(
+                    p.as_mut_ptr(),
+                    n.as_mut_ptr(),
+                    p.len(),
+                    0,
+                    self.as_raw(),
+                )
+            },
         )
     }
 
@@ -279,7 +281,6 @@ impl Stream {
         ranges: &mut [DeviceSliceMut<'_, T>],
         location: MemLocation,
     ) -> Result<()> {
-        let f = newer::cuMemDiscardAndPrefetchBatchAsync()?;
         check_ranges(
             "Stream::discard_and_prefetch_batch",
             ranges.iter().map(|r| r.as_view()),
@@ -291,10 +292,10 @@ impl Stream {
         }
         let (mut loc, mut idx) = (location.as_raw(), 0usize);
         let _cur = self.context().enter()?;
-        check(
+        call!(
             // SAFETY: as in discard_batch and prefetch_batch.
             unsafe {
-                f(
+                newer::cuMemDiscardAndPrefetchBatchAsync()?(
                     p.as_mut_ptr(),
                     n.as_mut_ptr(),
                     p.len(),
@@ -305,7 +306,6 @@ impl Stream {
                     self.as_raw(),
                 )
             },
-            "cuMemDiscardAndPrefetchBatchAsync",
         )
     }
 }

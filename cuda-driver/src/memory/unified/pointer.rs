@@ -2,10 +2,10 @@
 
 use std::ffi::c_void;
 
-use cuda_driver_macros::wraps;
+use cuda_driver_macros::{call, wraps};
 use cuda_driver_sys as sys;
 
-use crate::error::{check, Result};
+use crate::error::Result;
 use crate::init;
 use crate::memory::MemoryType;
 
@@ -13,7 +13,7 @@ use crate::memory::MemoryType;
 /// the device it was allocated against and its context.
 ///
 /// ```no_run
-/// use cuda_driver::{Device, DeviceBuffer, MemoryType, PointerInfo};
+/// use cuda_driver::{Device, DeviceBuffer, types::MemoryType, memory::unified::PointerInfo};
 ///
 /// let ctx = Device::get(0)?.primary_context()?;
 /// let buf = DeviceBuffer::<f32>::new(&ctx, 16)?;
@@ -40,11 +40,10 @@ pub struct PointerInfo {
 #[track_caller]
 fn attribute<V: Copy>(ptr: sys::CUdeviceptr, attr: sys::CUpointer_attribute, zero: V) -> Result<V> {
     let mut v = zero;
-    check(
+    call!(
         // SAFETY: each caller passes the `V` the attribute's documentation names (unsigned int,
         // int, CUcontext), so the driver writes exactly one V.
         unsafe { sys::cuPointerGetAttribute((&mut v as *mut V).cast::<c_void>(), attr, ptr) },
-        "cuPointerGetAttribute",
     )?;
     Ok(v)
 }

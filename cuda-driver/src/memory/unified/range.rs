@@ -4,15 +4,16 @@
 
 use std::ffi::c_void;
 
-use cuda_driver_macros::wraps;
+use cuda_driver_macros::{call, wraps};
 use cuda_driver_sys as sys;
 
 use crate::entry_point::newer;
-use crate::error::{check, Result};
+use crate::error::Result;
 use crate::memory::{DeviceSlice, MemAdvice, MemLocation, PinnedBuffer};
-use crate::{DeviceRepr, Stream};
+use crate::repr::DeviceRepr;
+use crate::stream::Stream;
 
-pub use crate::types::MemRangeAttribute;
+use crate::types::MemRangeAttribute;
 
 /// Every plain-data pointer attribute of an address, read in one `cuPointerGetAttributes`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -84,7 +85,7 @@ pub fn pointer_attributes(ptr: sys::CUdeviceptr) -> Result<PointerAttributes> {
         (&mut a.range_size as *mut usize).cast(),
         (&mut mapped as *mut u32).cast(),
     ];
-    check(
+    call!(
         // SAFETY: each data pointer points to a value of (at least) the size of the type the
         // attribute's documentation names (CUcontext, unsigned int, CUdeviceptr, void*, bool
         // in 4 bytes, unsigned long long, bool in 4 bytes, int, CUdeviceptr, size_t, bool in
@@ -97,7 +98,6 @@ pub fn pointer_attributes(ptr: sys::CUdeviceptr) -> Result<PointerAttributes> {
                 ptr,
             )
         },
-        "cuPointerGetAttributes",
     )?;
     a.sync_memops = sync != 0;
     a.is_managed = managed != 0;
@@ -121,7 +121,7 @@ impl<T: DeviceRepr> DeviceSlice<'_, T> {
     #[track_caller]
     pub fn set_sync_memops(&self, on: bool) -> Result<()> {
         let v: u32 = on as u32;
-        check(
+        call!(
             // SAFETY: SYNC_MEMOPS reads one unsigned int; the view borrows live memory.
             unsafe {
                 sys::cuPointerSetAttribute(
@@ -130,7 +130,6 @@ impl<T: DeviceRepr> DeviceSlice<'_, T> {
                     self.as_raw(),
                 )
             },
-            "cuPointerSetAttribute",
         )
     }
 
@@ -140,10 +139,9 @@ impl<T: DeviceRepr> DeviceSlice<'_, T> {
     pub fn address_range(&self) -> Result<(sys::CUdeviceptr, usize)> {
         let _cur = self.context().enter()?;
         let (mut base, mut size) = (0, 0);
-        check(
+        call!(
             // SAFETY: writes one CUdeviceptr and one size_t.
             unsafe { sys::cuMemGetAddressRange_v2(&mut base, &mut size, self.as_raw()) },
-            "cuMemGetAddressRange_v2",
         )?;
         Ok((base, size))
     }
@@ -154,7 +152,6 @@ impl<T: DeviceRepr> DeviceSlice<'_, T> {
     #[wraps(cuMemPrefetchAsync)]
     #[track_caller]
     pub fn prefetch(&self, location: MemLocation, stream: &Stream) -> Result<()> {
-        let f = newer::cuMemPrefetchAsync_v2()?;
         crate::memory::view::check_stream(
             "DeviceSlice::prefetch",
             self.context(),
@@ -165,11 +162,11 @@ impl<T: DeviceRepr> DeviceSlice<'_, T> {
             return Ok(());
         }
         let _cur = stream.context().enter()?;
-        check(
+        call!(
             // SAFETY: the view borrows live memory of `bytes()` bytes; a prefetch changes no
             // contents; flags must be 0.
             unsafe {
-                f(
+                newer::cuMemPrefetchAsync_v2()?(
                     self.as_raw(),
                     self.bytes(),
                     location.as_raw(),
@@ -177,7 +174,6 @@ impl<T: DeviceRepr> DeviceSlice<'_, T> {
                     stream.as_raw(),
                 )
             },
-            "cuMemPrefetchAsync_v2",
         )
     }
 
@@ -185,22 +181,20 @@ impl<T: DeviceRepr> DeviceSlice<'_, T> {
     #[wraps(cuMemAdvise)]
     #[track_caller]
     pub fn advise(&self, advice: MemAdvice, location: MemLocation) -> Result<()> {
-        let f = newer::cuMemAdvise_v2()?;
         if self.bytes() == 0 {
             return Ok(());
         }
         let _cur = self.context().enter()?;
-        check(
+        call!(
             // SAFETY: the view borrows live memory; advice changes no contents.
             unsafe {
-                f(
+                newer::cuMemAdvise_v2()?(
                     self.as_raw(),
                     self.bytes(),
                     advice.as_raw(),
                     location.as_raw(),
                 )
             },
-            "cuMemAdvise_v2",
         )
     }
 
@@ -211,7 +205,7 @@ impl<T: DeviceRepr> DeviceSlice<'_, T> {
     pub fn range_attribute(&self, attr: MemRangeAttribute) -> Result<i32> {
         let _cur = self.context().enter()?;
         let mut v: i32 = 0;
-        check(
+        call!(
             // SAFETY: the attributes named above are one 4-byte int; the view borrows live
             // memory of `bytes()` bytes.
             unsafe {
@@ -223,7 +217,6 @@ impl<T: DeviceRepr> DeviceSlice<'_, T> {
                     self.bytes(),
                 )
             },
-            "cuMemRangeGetAttribute",
         )?;
         Ok(v)
     }
@@ -237,7 +230,7 @@ impl<T: DeviceRepr> DeviceSlice<'_, T> {
         let mut raw: Vec<sys::CUmem_range_attribute> = attrs.iter().map(|a| a.as_raw()).collect();
         let mut sizes = vec![4usize; attrs.len()];
         let mut data: Vec<*mut c_void> = vals.iter_mut().map(|v| (v as *mut i32).cast()).collect();
-        check(
+        call!(
             // SAFETY: each of the `len` data pointers points to one 4-byte int, its size in
             // `sizes`; the view borrows live memory.
             unsafe {
@@ -250,7 +243,6 @@ impl<T: DeviceRepr> DeviceSlice<'_, T> {
                     self.bytes(),
                 )
             },
-            "cuMemRangeGetAttributes",
         )?;
         Ok(vals)
     }
@@ -264,7 +256,7 @@ impl<T: DeviceRepr> DeviceSlice<'_, T> {
         use std::os::fd::FromRawFd;
         let _cur = self.context().enter()?;
         let mut fd: std::os::raw::c_int = -1;
-        check(
+        call!(
             // SAFETY: DMA_BUF_FD writes one int; the view borrows live memory.
             unsafe {
                 sys::cuMemGetHandleForAddressRange(
@@ -275,7 +267,6 @@ impl<T: DeviceRepr> DeviceSlice<'_, T> {
                     0,
                 )
             },
-            "cuMemGetHandleForAddressRange",
         )?;
         // SAFETY: on success the driver handed over a new open file descriptor, owned by the
         // caller from now on.
@@ -294,10 +285,9 @@ impl<T: DeviceRepr> PinnedBuffer<T> {
     pub fn host_flags(&self) -> Result<u32> {
         let _cur = self.context().enter()?;
         let mut f = 0;
-        check(
+        call!(
             // SAFETY: the buffer is a live page-locked allocation; writes one unsigned int.
             unsafe { sys::cuMemHostGetFlags(&mut f, self.as_raw().cast()) },
-            "cuMemHostGetFlags",
         )?;
         Ok(f)
     }

@@ -34,8 +34,8 @@
 //! the context first, a physical allocation is mapped either once exclusively or any number of
 //! times shared, and a mapping is accessible to its own device for as long as it hands out
 //! views: the mechanisms are described once, on [`Mapping`] (sections "Access", "Release and
-//! invalidation" and "Exclusive and shared mappings"), and the code is [`map_accessible`],
-//! [`check_own_access`], [`once_idle`] / [`release_once_idle`] and [`Claim`] below.
+//! invalidation" and "Exclusive and shared mappings"), and the code is `map_accessible`,
+//! `check_own_access`, `once_idle` / `release_once_idle` and `Claim` below.
 //!
 //! # Not testable on the machines this crate is tested on
 //!
@@ -55,18 +55,22 @@ use std::mem::ManuallyDrop;
 use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
-use cuda_driver_macros::wraps;
+use cuda_driver_macros::{call, wraps};
 use cuda_driver_sys as sys;
 
-use crate::error::{check, report_drop_error, report_drop_problem, Error, ErrorCode, Result};
+use crate::context::Context;
+use crate::device::Device;
+use crate::error::{report_drop_error, report_drop_problem, Error, Result};
+use crate::init;
+use crate::memory::owner::{DeviceMemory, DeviceMemoryMut};
+use crate::memory::view::{DeviceSlice, DeviceSliceMut};
 use crate::memory::MemLocation;
 use crate::release::release;
-use crate::{
-    init, Context, Device, DeviceAttribute, DeviceMemory, DeviceMemoryMut, DeviceRepr, DeviceSlice,
-    DeviceSliceMut,
-};
+use crate::repr::DeviceRepr;
+use crate::types::DeviceAttribute;
+use crate::types::ErrorCode;
 
-pub use crate::types::{
+use crate::types::{
     MemAccessFlags, MemAllocationCompType, MemAllocationGranularityFlags, MemAllocationHandleType,
     MemAllocationType, MemCreateUsageFlags,
 };
@@ -141,7 +145,7 @@ fn location_device(location: MemLocation) -> Option<Device> {
 /// attributes excepted: they are always null, see [`PhysicalAllocation`](PhysicalAllocation#not-testable-on-these-machines)).
 ///
 /// ```no_run
-/// use cuda_driver::{AllocationProps, Device, MemAllocationHandleType};
+/// use cuda_driver::{memory::vmm::AllocationProps, Device, types::MemAllocationHandleType};
 ///
 /// let props = AllocationProps::device(Device::get(0)?)
 ///     .with_handle_types(MemAllocationHandleType::POSIX_FILE_DESCRIPTOR);
@@ -293,10 +297,9 @@ impl AllocationProps {
         init()?;
         let prop = self.as_raw();
         let mut g = 0;
-        check(
+        call!(
             // SAFETY: `prop` is a fully initialised CUmemAllocationProp; writes one size_t.
             unsafe { sys::cuMemGetAllocationGranularity(&mut g, &prop, flags.as_raw()) },
-            "cuMemGetAllocationGranularity",
         )?;
         Ok(g)
     }
@@ -391,11 +394,10 @@ fn set_access_in_current(
     bytes: usize,
     descs: &[MemAccessDesc],
 ) -> Result<()> {
-    check(
+    call!(
         // SAFETY: MemAccessDesc is repr(transparent) over CUmemAccessDesc, so `descs` is an
         // array of `descs.len()` CUmemAccessDesc; the driver validates the range.
         unsafe { sys::cuMemSetAccess(ptr, bytes, descs.as_ptr().cast(), descs.len()) },
-        "cuMemSetAccess",
     )
 }
 
@@ -443,10 +445,9 @@ fn get_access_raw(
     let _cur = ctx.enter()?;
     let loc = location.as_raw();
     let mut flags: std::ffi::c_ulonglong = 0;
-    check(
+    call!(
         // SAFETY: reads one CUmemLocation, writes one unsigned long long.
         unsafe { sys::cuMemGetAccess(&mut flags, &loc, ptr) },
-        "cuMemGetAccess",
     )?;
     Ok(MemAccessFlags::from_raw(flags as sys::CUmemAccess_flags))
 }
@@ -462,10 +463,9 @@ fn once_idle<R>(ctx: &Context, invalidate: impl FnOnce() -> R) -> Result<R> {
     // Work queued on other contexts' streams through the views (peer copies) first.
     ctx.wait_foreign_uses_checked()?;
     let _cur = ctx.enter()?;
-    check(
+    call!(
         // SAFETY: no arguments; waits for the current context, which is `ctx`.
         unsafe { sys::cuCtxSynchronize() },
-        "cuCtxSynchronize",
     )?;
     Ok(invalidate())
 }
@@ -733,11 +733,10 @@ impl PhysicalAllocation {
         let prop = props.as_raw();
         let _cur = ctx.enter()?;
         let mut handle = 0;
-        check(
+        call!(
             // SAFETY: `prop` is a fully initialised CUmemAllocationProp; writes one handle,
             // owned by the value built in the next statement.
             unsafe { sys::cuMemCreate(&mut handle, size, &prop, 0) },
-            "cuMemCreate",
         )?;
         Claim::forget_stale(handle);
         Ok(PhysicalAllocation {
@@ -755,11 +754,10 @@ impl PhysicalAllocation {
     pub fn retain(ctx: &Context, ptr: sys::CUdeviceptr) -> Result<PhysicalAllocation> {
         let _cur = ctx.enter()?;
         let mut handle = 0;
-        check(
+        call!(
             // SAFETY: the driver checks that `ptr` lies in a mapping and writes one handle
             // holding a new reference, owned by the value built in the next statement.
             unsafe { sys::cuMemRetainAllocationHandle(&mut handle, ptr as *mut std::ffi::c_void) },
-            "cuMemRetainAllocationHandle",
         )?;
         Ok(PhysicalAllocation {
             handle,
@@ -779,7 +777,7 @@ impl PhysicalAllocation {
     pub fn import_fd(ctx: &Context, fd: BorrowedFd<'_>) -> Result<PhysicalAllocation> {
         let _cur = ctx.enter()?;
         let mut handle = 0;
-        check(
+        call!(
             // SAFETY: for CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR the driver takes the fd
             // itself in the pointer argument and does not close it; writes one handle, owned
             // by the value built in the next statement.
@@ -790,7 +788,6 @@ impl PhysicalAllocation {
                     sys::CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR,
                 )
             },
-            "cuMemImportFromShareableHandle",
         )?;
         Ok(PhysicalAllocation {
             handle,
@@ -812,7 +809,7 @@ impl PhysicalAllocation {
         let _cur = ctx.enter()?;
         let mut fabric = sys::CUmemFabricHandle { data: handle.0 };
         let mut raw = 0;
-        check(
+        call!(
             // SAFETY: for CU_MEM_HANDLE_TYPE_FABRIC the pointer is to a CUmemFabricHandle,
             // which lives across the call; writes one handle, owned by the value built next.
             unsafe {
@@ -822,7 +819,6 @@ impl PhysicalAllocation {
                     sys::CU_MEM_HANDLE_TYPE_FABRIC,
                 )
             },
-            "cuMemImportFromShareableHandle",
         )?;
         Ok(PhysicalAllocation {
             handle: raw,
@@ -848,7 +844,7 @@ impl PhysicalAllocation {
     pub fn export_fd(&self) -> Result<OwnedFd> {
         let _cur = self.ctx.enter()?;
         let mut fd: std::ffi::c_int = -1;
-        check(
+        call!(
             // SAFETY: for CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR the driver writes one int,
             // a new descriptor that the caller owns.
             unsafe {
@@ -859,7 +855,6 @@ impl PhysicalAllocation {
                     0,
                 )
             },
-            "cuMemExportToShareableHandle",
         )?;
         if fd < 0 {
             return Err(Error::UnexpectedValue {
@@ -885,7 +880,7 @@ impl PhysicalAllocation {
         )?;
         let _cur = self.ctx.enter()?;
         let mut fabric = sys::CUmemFabricHandle { data: [0; 64] };
-        check(
+        call!(
             // SAFETY: for CU_MEM_HANDLE_TYPE_FABRIC the driver writes one CUmemFabricHandle.
             unsafe {
                 sys::cuMemExportToShareableHandle(
@@ -895,7 +890,6 @@ impl PhysicalAllocation {
                     0,
                 )
             },
-            "cuMemExportToShareableHandle",
         )?;
         Ok(FabricHandle(fabric.data))
     }
@@ -913,10 +907,9 @@ impl PhysicalAllocation {
             win32HandleMetaData: std::ptr::null_mut(),
             allocFlags: Default::default(),
         };
-        check(
+        call!(
             // SAFETY: writes one CUmemAllocationProp; the handle is alive.
             unsafe { sys::cuMemGetAllocationPropertiesFromHandle(&mut prop, self.handle) },
-            "cuMemGetAllocationPropertiesFromHandle",
         )?;
         Ok(AllocationProps::from_raw(&prop))
     }
@@ -977,7 +970,7 @@ impl PhysicalAllocation {
 /// use std::sync::Arc;
 /// use cuda_driver::prelude::*;
 /// use cuda_driver::{
-///     AddressRange, AllocationProps, Device, MemAccessFlags, MemLocation, PhysicalAllocation,
+///     memory::vmm::AddressRange, memory::vmm::AllocationProps, Device, types::MemAccessFlags, memory::MemLocation, memory::vmm::PhysicalAllocation,
 /// };
 ///
 /// let dev = Device::get(0)?;
@@ -1047,10 +1040,9 @@ impl AddressRange {
     ) -> Result<AddressRange> {
         let _cur = ctx.enter()?;
         let mut ptr = 0;
-        check(
+        call!(
             // SAFETY: writes one CUdeviceptr; the range is owned by the value built next.
             unsafe { sys::cuMemAddressReserve(&mut ptr, size, alignment, addr, 0) },
-            "cuMemAddressReserve",
         )?;
         Ok(AddressRange {
             inner: Arc::new(RangeInner {
@@ -1101,7 +1093,7 @@ impl AddressRange {
     /// ```compile_fail
     /// # use std::sync::Arc;
     /// # use cuda_driver::prelude::*;
-    /// # fn f(range: &cuda_driver::AddressRange, alloc: Arc<cuda_driver::PhysicalAllocation>)
+    /// # fn f(range: &cuda_driver::memory::vmm::AddressRange, alloc: Arc<cuda_driver::memory::vmm::PhysicalAllocation>)
     /// # -> cuda_driver::Result<()> {
     /// let mut alias = range.map_shared::<u32>(0, alloc, 0, 2 << 20)?;
     /// alias.memset(0u32)?;
@@ -1246,18 +1238,17 @@ fn map_accessible(
     access: &[MemAccessDesc],
 ) -> Result<()> {
     let _cur = ctx.enter()?;
-    check(
+    call!(
         // SAFETY: `ptr..ptr + bytes` lies in a range reserved by the caller (checked against
         // its size), which unmaps it before freeing the range; the handle is alive.
         unsafe { sys::cuMemMap(ptr, bytes, alloc_offset, alloc.handle, 0) },
-        "cuMemMap",
     )?;
     let set = set_access_in_current(ptr, bytes, access);
     if set.is_err() {
         // SAFETY: mapped just above and not handed to any owner, so unmapped once, here; no
         // view covers the span (the caller builds its owner only on success), so no queued
         // work can use it.
-        let unmapped = check(unsafe { sys::cuMemUnmap(ptr, bytes) }, "cuMemUnmap");
+        let unmapped = call!(unsafe { sys::cuMemUnmap(ptr, bytes) });
         if let Err(e) = unmapped {
             report_drop_problem(&format_args!(
                 "{what}: undoing a mapping whose access could not be set failed ({e}); the span \
@@ -1268,7 +1259,7 @@ fn map_accessible(
     set
 }
 
-mod sparse;
+pub(crate) mod sparse;
 
 pub use sparse::SparseRegion;
 
@@ -1357,7 +1348,7 @@ pub type SharedMapping<'r, T> = Mapping<'r, T, MapShared>;
 /// sticky error), nothing is invalidated: `set_access` returns the error with the access
 /// unchanged, and a drop leaks the memory (the addresses stay mapped and reserved, the
 /// physical memory allocated and claimed) and reports it through
-/// [`drop_error_count`](crate::drop_error_count), because unmapping could let queued work reach
+/// [`drop_error_count`](crate::error::drop_error_count), because unmapping could let queued work reach
 /// memory that is reused.
 ///
 /// Work queued in *another* context through the views, by a peer copy on that context's
@@ -1451,7 +1442,7 @@ impl<'r, T: DeviceRepr, M: MapMode> Mapping<'r, T, M> {
     /// ```compile_fail
     /// # use std::sync::Arc;
     /// # use cuda_driver::prelude::*;
-    /// # use cuda_driver::{AddressRange, MemAccessDesc, PhysicalAllocation};
+    /// # use cuda_driver::{memory::vmm::AddressRange, memory::vmm::MemAccessDesc, memory::vmm::PhysicalAllocation};
     /// # fn f(range: &AddressRange, alloc: Arc<PhysicalAllocation>) -> cuda_driver::Result<()> {
     /// let mut mapping = range.map::<u32>(0, alloc, 0, 2 << 20)?;
     /// let view = mapping.as_view();
@@ -1560,7 +1551,7 @@ impl<'r, T: DeviceRepr> Mapping<'r, T> {
     /// ```no_run
     /// use std::sync::Arc;
     /// use cuda_driver::prelude::*;
-    /// use cuda_driver::{AddressRange, AllocationProps, Device, MemAccessDesc, PhysicalAllocation};
+    /// use cuda_driver::{memory::vmm::AddressRange, memory::vmm::AllocationProps, Device, memory::vmm::MemAccessDesc, memory::vmm::PhysicalAllocation};
     ///
     /// let dev = Device::get(0)?;
     /// let ctx = dev.primary_context()?;
@@ -1644,7 +1635,7 @@ unsafe impl<T: DeviceRepr> DeviceMemoryMut for Mapping<'_, T, MapExclusive> {
 ///
 /// ```no_run
 /// use cuda_driver::prelude::*;
-/// use cuda_driver::{Device, GrowableBuffer};
+/// use cuda_driver::{Device, memory::vmm::GrowableBuffer};
 ///
 /// let ctx = Device::get(0)?.primary_context()?;
 /// let mut buf = GrowableBuffer::<f32>::new(&ctx, 1 << 30)?; // room for 1 Gi floats

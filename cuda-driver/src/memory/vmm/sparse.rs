@@ -1,21 +1,21 @@
 //! Mapping physical memory into sparse CUDA arrays (`cuMemMapArrayAsync`): a region of a
-//! mip level, or the mip tail, of an [`Array`](crate::Array) created with
-//! [`Array3DFlags::SPARSE`](crate::Array3DFlags::SPARSE).
+//! mip level, or the mip tail, of an [`Array`](crate::memory::Array) created with
+//! [`Array3DFlags::SPARSE`](crate::types::Array3DFlags::SPARSE).
 
-use cuda_driver_macros::wraps;
+use cuda_driver_macros::{call, wraps};
 use cuda_driver_sys as sys;
 
 use super::PhysicalAllocation;
-use crate::error::{check, Error, Result};
+use crate::error::{Error, Result};
 use crate::memory::array::{ArrayElement, ArrayRef};
-use crate::Stream;
+use crate::stream::Stream;
 
 /// The part of a sparse array a mapping covers (`CUarraySparseSubresourceType`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SparseRegion {
     /// A box of a mip level (`CU_ARRAY_SPARSE_SUBRESOURCE_TYPE_SPARSE_LEVEL`), in elements,
     /// aligned to the array's tile extent
-    /// ([`Array::sparse_properties`](crate::Array::sparse_properties)).
+    /// ([`Array::sparse_properties`](crate::memory::Array::sparse_properties)).
     Level {
         /// The mip level (0 for a plain array).
         level: u32,
@@ -107,18 +107,18 @@ fn device_mask(stream: &Stream, what: &'static str) -> Result<u32> {
 impl Stream {
     /// Maps `region` of the sparse `array` onto the physical allocation `memory` from byte
     /// `offset`, in stream order on this stream. `memory` is a tile pool (created with
-    /// [`MemCreateUsageFlags::TILE_POOL`](crate::MemCreateUsageFlags::TILE_POOL)) of this
+    /// [`MemCreateUsageFlags::TILE_POOL`](crate::types::MemCreateUsageFlags::TILE_POOL)) of this
     /// stream's device. For an array created with
-    /// [`Array3DFlags::DEFERRED_MAPPING`](crate::Array3DFlags::DEFERRED_MAPPING) the region
+    /// [`Array3DFlags::DEFERRED_MAPPING`](crate::types::Array3DFlags::DEFERRED_MAPPING) the region
     /// is ignored: the whole array is mapped (its size and alignment:
-    /// [`Array::memory_requirements`](crate::Array::memory_requirements)).
+    /// [`Array::memory_requirements`](crate::memory::Array::memory_requirements)).
     ///
     /// # Safety
     /// `array` and `memory` stay alive until the region is unmapped
     /// ([`unmap_array`](Self::unmap_array)) and the stream has run the unmapping; kernels
     /// and copies using the region run after the mapping in stream order. The bytes of
     /// `memory` mapped here are not written through the views of a
-    /// [`Mapping`](crate::Mapping) of it meanwhile (the exclusive claims of mappings do not
+    /// [`Mapping`](crate::memory::vmm::Mapping) of it meanwhile (the exclusive claims of mappings do not
     /// cover sparse arrays).
     #[wraps(cuMemMapArrayAsync)]
     #[track_caller]
@@ -139,11 +139,10 @@ impl Stream {
             mask,
         );
         let _cur = self.context().enter()?;
-        check(
+        call!(
             // SAFETY: one map info naming the live array and allocation; the caller keeps
             // both alive while mapped.
             unsafe { sys::cuMemMapArrayAsync(&mut info, 1, self.as_raw()) },
-            "cuMemMapArrayAsync",
         )
     }
 
@@ -168,10 +167,9 @@ impl Stream {
             mask,
         );
         let _cur = self.context().enter()?;
-        check(
+        call!(
             // SAFETY: one unmap info naming the live array.
             unsafe { sys::cuMemMapArrayAsync(&mut info, 1, self.as_raw()) },
-            "cuMemMapArrayAsync",
         )
     }
 }

@@ -4,8 +4,9 @@
 use cuda_driver::prelude::*;
 use cuda_driver::types::GraphCondAssignFlags;
 use cuda_driver::{
-    Context, DeviceBuffer, Error, Graph, GraphConditionalNodeType, GraphInstantiateFlags,
-    GraphNodeType, JitInputType, JitOptions, LaunchConfig, Linker, Module,
+    graph::Graph, jit::JitOptions, module::Linker, types::GraphConditionalNodeType,
+    types::GraphInstantiateFlags, types::GraphNodeType, types::JitInputType, Context, DeviceBuffer,
+    Error, LaunchConfig, Module,
 };
 
 use crate::common::stream;

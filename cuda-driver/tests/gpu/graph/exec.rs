@@ -11,8 +11,9 @@ use std::time::Duration;
 use cuda_driver::prelude::*;
 use cuda_driver::types::GraphInstantiateResult;
 use cuda_driver::{
-    CaptureMode, DeviceBuffer, Error, Event, EventFlags, Graph, GraphExec, GraphInstantiateFlags,
-    InstantiateOptions, LaunchConfig, MemsetParams, Stream,
+    graph::Graph, graph::GraphExec, graph::InstantiateOptions, graph::MemsetParams,
+    types::EventFlags, types::GraphInstantiateFlags, types::StreamCaptureMode as CaptureMode,
+    DeviceBuffer, Error, Event, LaunchConfig, Stream,
 };
 
 use crate::common::stream;
@@ -593,7 +594,7 @@ fn update_with_another_topology_is_a_typed_error() {
         Err(Error::GraphUpdate { reason, .. }) => {
             assert_eq!(
                 reason,
-                cuda_driver::GraphExecUpdateResult::ERROR_TOPOLOGY_CHANGED
+                cuda_driver::types::GraphExecUpdateResult::ERROR_TOPOLOGY_CHANGED
             )
         }
         other => panic!("{other:?}"),
@@ -671,9 +672,9 @@ fn an_exec_that_cannot_wait_for_its_launches_leaks_its_closures_rather_than_free
     let other = stream(&ctx);
     // SAFETY: nothing is captured.
     unsafe { other.begin_capture(CaptureMode::THREAD_LOCAL).unwrap() };
-    let errors = cuda_driver::drop_error_count();
+    let errors = cuda_driver::error::drop_error_count();
     drop(exec);
-    assert!(cuda_driver::drop_error_count() > errors);
+    assert!(cuda_driver::error::drop_error_count() > errors);
     assert_eq!(Arc::strong_count(&witness), 2, "the closure was freed");
     drop(other.end_capture());
     // Otherwise a dropped exec frees what it kept.

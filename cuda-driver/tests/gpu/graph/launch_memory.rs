@@ -7,14 +7,16 @@ use std::sync::mpsc;
 
 use cuda_driver::prelude::*;
 use cuda_driver::{
-    drop_error_count, DeviceBuffer, Error, Graph, GraphInstantiateFlags, GraphMemory, MemsetParams,
-    Stream, StreamFlags,
+    error::drop_error_count, graph::Graph, graph::GraphAllocation, graph::GraphMemory,
+    graph::MemsetParams, types::ContextFlags, types::GraphInstantiateFlags,
+    types::StreamCaptureMode as CaptureMode, types::StreamFlags, Context, DeviceBuffer, Error,
+    Stream,
 };
 
 const N: usize = 1 << 16;
 
 /// A graph that allocates `N` u32 and fills them with `value`, without freeing them.
-fn alloc_graph(ctx: &cuda_driver::Context, value: u32) -> (Graph, cuda_driver::GraphAllocation) {
+fn alloc_graph(ctx: &Context, value: u32) -> (Graph, GraphAllocation) {
     let g = Graph::new().unwrap();
     let (node, alloc) = g.add_mem_alloc(&[], ctx.device(), N * 4).unwrap();
     // SAFETY: the memset node is ordered after the allocation node; N u32 fit.
@@ -174,8 +176,7 @@ fn auto_free_execs_hand_out_no_memory_and_moves_across_contexts_are_refused() {
     s.synchronize().unwrap();
     drop(auto);
     // Another graph's memory, moved to a stream of another context: refused, given back.
-    let other =
-        cuda_driver::Context::new(ctx.device(), cuda_driver::ContextFlags::SCHED_AUTO).unwrap();
+    let other = Context::new(ctx.device(), ContextFlags::SCHED_AUTO).unwrap();
     let theirs = Stream::new(&other, StreamFlags::NON_BLOCKING).unwrap();
     let (g2, _a2) = alloc_graph(&ctx, 6);
     let e2 = g2.instantiate(GraphInstantiateFlags::empty()).unwrap();
@@ -267,7 +268,7 @@ fn memory_allocated_in_a_capture_is_handed_out_per_launch() {
     let s = Stream::new(&ctx, StreamFlags::NON_BLOCKING).unwrap();
     // SAFETY: the captured work uses only the memory the capture allocates.
     let g = unsafe {
-        s.capture(cuda_driver::CaptureMode::THREAD_LOCAL, |s| {
+        s.capture(CaptureMode::THREAD_LOCAL, |s| {
             let mut b = DeviceBuffer::<u32>::new_async(s, N)?;
             b.memset_async(9u32, s)?;
             let _ = b.into_raw(); // left allocated: freed after each launch

@@ -1,6 +1,6 @@
 //! GPU tests: graph memory nodes and the device's graph memory attributes.
 
-use cuda_driver::{Graph, GraphInstantiateFlags, GraphMemAttribute};
+use cuda_driver::{graph::Graph, types::GraphInstantiateFlags, types::GraphMemAttribute};
 
 use crate::common::stream;
 

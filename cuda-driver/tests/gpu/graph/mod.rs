@@ -17,8 +17,9 @@ use std::sync::Arc;
 
 use cuda_driver::prelude::*;
 use cuda_driver::{
-    sys, Context, DeviceBuffer, EdgeData, Error, ErrorCode, Graph, GraphDebugDotFlags,
-    GraphDependencyType, GraphInstantiateFlags, LaunchConfig, Module,
+    graph::EdgeData, graph::Graph, sys, types::ErrorCode, types::GraphDebugDotFlags,
+    types::GraphDependencyType, types::GraphInstantiateFlags, Context, DeviceBuffer, Error,
+    LaunchConfig, Module,
 };
 
 use crate::common::stream;

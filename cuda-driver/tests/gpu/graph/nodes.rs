@@ -8,8 +8,9 @@ use std::sync::Arc;
 
 use cuda_driver::prelude::*;
 use cuda_driver::{
-    BatchMemOp, DeviceBuffer, Error, Event, EventFlags, Graph, GraphInstantiateFlags,
-    GraphNodeType, LaunchConfig, Library, MemsetParams, Module, Stream, StreamFlags, UserObject,
+    graph::BatchMemOp, graph::Graph, graph::MemsetParams, graph::UserObject, types::EventFlags,
+    types::GraphInstantiateFlags, types::GraphNodeType, types::StreamFlags, DeviceBuffer, Error,
+    Event, LaunchConfig, Library, Module, Stream,
 };
 
 use crate::common::{skip, stream, unsupported, TEST_KERNELS};
@@ -146,7 +147,7 @@ fn host_node_counts_exactly_100_launches() {
 fn host_node_panic_is_caught_and_counted() {
     let ctx = gpu_or_skip!();
     let s = stream(&ctx);
-    let before = cuda_driver::host_fn_panic_count();
+    let before = cuda_driver::stream::host_fn_panic_count();
     let g = Graph::new().unwrap();
     g.add_host(&[], || panic!("graph host node panics"))
         .unwrap();
@@ -154,7 +155,7 @@ fn host_node_panic_is_caught_and_counted() {
     exec.launch(&s).unwrap();
     exec.launch(&s).unwrap();
     s.synchronize().unwrap();
-    assert!(cuda_driver::host_fn_panic_count() >= before + 2);
+    assert!(cuda_driver::stream::host_fn_panic_count() >= before + 2);
 }
 
 #[gpu_test]
@@ -177,7 +178,10 @@ fn node_parameters_of_the_wrong_kind_are_refused() {
 
 #[gpu_test]
 fn copy_nodes_move_rows_between_host_arrays_and_device_memory() {
-    use cuda_driver::{Array, Array3DFlags, Copy2D, Copy3D, PinnedBuffer, PinnedFlags};
+    use cuda_driver::{
+        memory::Array, memory::Copy2D, memory::Copy3D, types::Array3DFlags, types::PinnedFlags,
+        PinnedBuffer,
+    };
     let ctx = gpu_or_skip!();
     let s = stream(&ctx);
     let (w, h) = (64usize, 16usize);
@@ -299,7 +303,8 @@ fn copy_nodes_move_rows_between_host_arrays_and_device_memory() {
 #[gpu_test]
 fn mem_op_batch_nodes_write_32_and_64_bit_words() {
     use cuda_driver::{
-        DeviceAttribute, MemOpBatch, StreamMemoryBarrierFlags, StreamWriteValueFlags,
+        stream_memop::MemOpBatch, types::DeviceAttribute, types::StreamMemoryBarrierFlags,
+        types::StreamWriteValueFlags,
     };
     let ctx = gpu_or_skip!();
     let s = stream(&ctx);

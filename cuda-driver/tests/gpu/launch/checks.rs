@@ -3,8 +3,8 @@
 
 use cuda_driver::prelude::*;
 use cuda_driver::{
-    Context, ContextFlags, DeviceBuffer, Error, LaunchAttributes, LaunchConfig, Library, Module,
-    ParamBuffer,
+    launch::LaunchAttributes, launch::ParamBuffer, types::ContextFlags, Context, DeviceBuffer,
+    Error, LaunchConfig, Library, Module,
 };
 
 use crate::common::{stream, TEST_KERNELS};
@@ -89,7 +89,7 @@ fn packed_buffers_keep_the_stream_order_of_their_views() {
     params
         .push(1i32)
         .unwrap()
-        .push(cuda_driver::Float4::default())
+        .push(cuda_driver::vector::Float4::default())
         .unwrap()
         .push(1i8)
         .unwrap()
@@ -97,7 +97,7 @@ fn packed_buffers_keep_the_stream_order_of_their_views() {
         .unwrap()
         .push_arg(out.as_view_mut())
         .unwrap()
-        .push(cuda_driver::Float2::default())
+        .push(cuda_driver::vector::Float2::default())
         .unwrap();
     // SAFETY: refused before launching.
     let e = unsafe { f.launch_packed(&other, &LaunchConfig::new(1, 1), &params) }.unwrap_err();

@@ -5,9 +5,10 @@
 use cuda_driver::prelude::*;
 use cuda_driver::types::SharedCarveout;
 use cuda_driver::{
-    CacheConfig, Context, DeviceAttribute, DeviceBuffer, Error, Function, FunctionAttribute,
-    FunctionLoadingState, JitInputType, JitOptions, LaunchAttributes, LaunchConfig, Library,
-    Linker, Module, Stream, StreamFlags,
+    jit::JitOptions, launch::LaunchAttributes, module::Linker, types::CacheConfig,
+    types::DeviceAttribute, types::FunctionAttribute, types::FunctionLoadingState,
+    types::JitInputType, types::StreamFlags, Context, DeviceBuffer, Error, Function, LaunchConfig,
+    Library, Module, Stream,
 };
 
 use crate::common::{note, skip, TEST_KERNELS};
@@ -27,7 +28,7 @@ fn functions_load_explicitly_and_take_attributes() {
     assert!(fns.len() >= 10, "{}", fns.len());
     note(format!(
         "module loading mode: {:?}",
-        cuda_driver::module_loading_mode()
+        cuda_driver::module::module_loading_mode()
     ));
     for f in &fns {
         let before = f.loading_state().unwrap();
@@ -241,7 +242,7 @@ const KERNELS: [&str; 10] = [
 ];
 
 /// The parameter list as the driver reports it when probed (no count known).
-fn probed(f: &Function, ctx: &Context) -> Vec<cuda_driver::ParamInfo> {
+fn probed(f: &Function, ctx: &Context) -> Vec<cuda_driver::launch::ParamInfo> {
     // SAFETY: `f`'s module stays loaded while `f` lives, which outlives the copy.
     let raw = unsafe { Function::from_raw(f.as_raw(), ctx) };
     raw.params().unwrap().unwrap().to_vec()

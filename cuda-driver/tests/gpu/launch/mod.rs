@@ -6,9 +6,9 @@
 
 use cuda_driver::prelude::*;
 use cuda_driver::{
-    Context, ContextFlags, DeviceAttribute, DeviceBuffer, DeviceRepr, Double2, Error, ErrorCode,
-    Float2, Float4, Int4, LaunchAttributes, LaunchConfig, Library, Module, ParamBuffer, ParamInfo,
-    Stream,
+    launch::LaunchAttributes, launch::ParamBuffer, launch::ParamInfo, types::ContextFlags,
+    types::DeviceAttribute, types::ErrorCode, vector::Double2, vector::Float2, vector::Float4,
+    vector::Int4, Context, DeviceBuffer, DeviceRepr, Error, LaunchConfig, Library, Module, Stream,
 };
 
 use crate::common::{skip, stream, xorshift32, TEST_KERNELS};

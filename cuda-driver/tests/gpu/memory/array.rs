@@ -4,9 +4,11 @@
 use cuda_driver::half::f16;
 use cuda_driver::prelude::*;
 use cuda_driver::{
-    AddressMode, Array, Array3DFlags, ArrayDescriptor, ArrayFormat, Copy2D, DeviceBuffer, Error,
-    ErrorCode, FilterMode, LaunchConfig, MipmappedArray, Module, PinnedBuffer, ResourceDesc,
-    Stream, StreamFlags, TextureDesc, TextureObject, Uchar2,
+    memory::Array, memory::ArrayDescriptor, memory::Copy2D, memory::MipmappedArray,
+    texture::ResourceDesc, texture::TextureDesc, texture::TextureObject, types::AddressMode,
+    types::Array3DFlags, types::ArrayFormat, types::ErrorCode, types::FilterMode,
+    types::StreamFlags, vector::Uchar2, DeviceBuffer, Error, LaunchConfig, Module, PinnedBuffer,
+    Stream,
 };
 
 use crate::common::{floats_by_halves, note, skip, still_usable, stream, TEX_KERNELS};
@@ -62,12 +64,12 @@ fn arrays_of_every_shape_round_trip() {
         );
     }
     // Vector elements: four channels.
-    let mut a = Array::<cuda_driver::Uchar4>::new_2d(&ctx, 5, 3, none).unwrap();
+    let mut a = Array::<cuda_driver::vector::Uchar4>::new_2d(&ctx, 5, 3, none).unwrap();
     let data: Vec<_> = (0..15u8)
-        .map(|i| cuda_driver::Uchar4::new(i, i + 1, i + 2, i + 3))
+        .map(|i| cuda_driver::vector::Uchar4::new(i, i + 1, i + 2, i + 3))
         .collect();
     a.copy_from_host(&data).unwrap();
-    let mut back = vec![cuda_driver::Uchar4::default(); 15];
+    let mut back = vec![cuda_driver::vector::Uchar4::default(); 15];
     a.copy_to_host(&mut back).unwrap();
     assert_eq!(back, data);
     assert_eq!(a.descriptor().unwrap().channels, 4);
@@ -161,7 +163,7 @@ fn mipmapped_levels_shrink_and_are_sampled_by_lod() {
 fn mipmap_level_views_write_and_read_levels_and_a_swap_of_views_moves_no_level() {
     let ctx = gpu_exclusive_or_skip!();
     let none = Array3DFlags::empty();
-    let before = cuda_driver::drop_error_count();
+    let before = cuda_driver::error::drop_error_count();
     let mut a = MipmappedArray::<f32>::new_2d(&ctx, 8, 8, 3, none).unwrap();
     let mut b = MipmappedArray::<f32>::new_2d(&ctx, 8, 8, 3, none).unwrap();
     let area = |l: u32| (8usize >> l) * (8usize >> l);
@@ -219,7 +221,7 @@ fn mipmap_level_views_write_and_read_levels_and_a_swap_of_views_moves_no_level()
     ));
     drop((a, b, line));
     assert_eq!(
-        cuda_driver::drop_error_count(),
+        cuda_driver::error::drop_error_count(),
         before,
         "an array or a level failed to be destroyed"
     );

@@ -8,8 +8,9 @@ use std::time::Duration;
 
 use cuda_driver::prelude::*;
 use cuda_driver::{
-    Array, Array3DFlags, Context, ContextFlags, Copy2D, Copy3D, Device, DeviceBuffer, Error,
-    ErrorCode, PinnedBuffer, PinnedFlags, Pitched2D, Stream, StreamFlags,
+    memory::Array, memory::Copy2D, memory::Copy3D, memory::Pitched2D, types::Array3DFlags,
+    types::ContextFlags, types::ErrorCode, types::PinnedFlags, types::StreamFlags, Context, Device,
+    DeviceBuffer, Error, PinnedBuffer, Stream,
 };
 
 use crate::common::{

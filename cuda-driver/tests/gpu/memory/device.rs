@@ -3,7 +3,8 @@
 
 use cuda_driver::prelude::*;
 use cuda_driver::{
-    drop_error_count, Context, ContextFlags, Device, DeviceBuffer, Error, ErrorCode,
+    error::drop_error_count, types::ContextFlags, types::ErrorCode, Context, Device, DeviceBuffer,
+    Error,
 };
 
 use crate::memory::{floats, words};

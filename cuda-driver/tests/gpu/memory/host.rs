@@ -5,9 +5,10 @@ use std::sync::mpsc;
 
 use cuda_driver::prelude::*;
 use cuda_driver::{
-    drop_error_count, CaptureMode, CaptureStatus, DeviceBuffer, DeviceSlice, DeviceSliceMut, Error,
-    HostRegisterFlags, HostRegistration, MemoryType, PinnedBuffer, PinnedFlags, PointerInfo,
-    Stream, StreamFlags,
+    error::drop_error_count, memory::unified::PointerInfo, memory::HostRegistration,
+    types::HostRegisterFlags, types::MemoryType, types::PinnedFlags,
+    types::StreamCaptureMode as CaptureMode, types::StreamCaptureStatus as CaptureStatus,
+    types::StreamFlags, DeviceBuffer, DeviceSlice, DeviceSliceMut, Error, PinnedBuffer, Stream,
 };
 
 use crate::memory::{block, floats, words};

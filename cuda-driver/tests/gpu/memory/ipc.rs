@@ -4,8 +4,8 @@
 
 use cuda_driver::prelude::*;
 use cuda_driver::{
-    DeviceBuffer, Error, Event, EventFlags, IpcEventHandle, IpcMemFlags, IpcMemHandle, Stream,
-    StreamFlags,
+    memory::IpcEventHandle, memory::IpcMemHandle, types::EventFlags, types::IpcMemFlags,
+    types::StreamFlags, DeviceBuffer, Error, Event, Stream,
 };
 
 use crate::child::{child_role, open_fds, pattern, spawn_child};

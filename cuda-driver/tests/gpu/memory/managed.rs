@@ -6,8 +6,9 @@ use std::time::Duration;
 
 use cuda_driver::prelude::*;
 use cuda_driver::{
-    AttachFlags, CaptureMode, Context, ContextFlags, DeviceAttribute, Error, ManagedBuffer,
-    MemAdvice, MemLocation, PointerInfo, Stream, StreamFlags,
+    memory::unified::PointerInfo, memory::ManagedBuffer, memory::MemLocation, types::AttachFlags,
+    types::ContextFlags, types::DeviceAttribute, types::MemAdvice,
+    types::StreamCaptureMode as CaptureMode, types::StreamFlags, Context, Error, Stream,
 };
 
 use crate::memory::{block, words};

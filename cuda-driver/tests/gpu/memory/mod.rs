@@ -18,8 +18,8 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 use cuda_driver::{
-    drop_error_count, AttachFlags, DeviceBuffer, ManagedBuffer, MemPool, PinnedBuffer, PinnedFlags,
-    Stream, StreamFlags,
+    error::drop_error_count, memory::pool::MemPool, memory::ManagedBuffer, types::AttachFlags,
+    types::PinnedFlags, types::StreamFlags, DeviceBuffer, PinnedBuffer, Stream,
 };
 
 use crate::common::xorshift32;

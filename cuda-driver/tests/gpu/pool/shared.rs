@@ -6,7 +6,8 @@ use std::sync::mpsc;
 
 use cuda_driver::prelude::*;
 use cuda_driver::{
-    drop_error_count, Context, ContextFlags, DeviceBuffer, Error, LaunchConfig, Stream, StreamFlags,
+    error::drop_error_count, types::ContextFlags, types::StreamFlags, Context, DeviceBuffer, Error,
+    LaunchConfig, Stream,
 };
 
 use crate::graph::kernels;

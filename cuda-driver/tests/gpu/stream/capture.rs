@@ -7,8 +7,10 @@ use std::sync::Arc;
 
 use cuda_driver::prelude::*;
 use cuda_driver::{
-    CaptureMode, CaptureStatus, DeviceBuffer, Error, ErrorCode, Event, EventFlags, Graph,
-    GraphInstantiateFlags, GraphNodeType, GraphRef, LaunchConfig, Stream, StreamFlags,
+    graph::Graph, graph::GraphRef, types::ErrorCode, types::EventFlags,
+    types::GraphInstantiateFlags, types::GraphNodeType, types::StreamCaptureMode as CaptureMode,
+    types::StreamCaptureStatus as CaptureStatus, types::StreamFlags, DeviceBuffer, Error, Event,
+    LaunchConfig, Stream,
 };
 
 mod scope;
@@ -129,9 +131,9 @@ fn scoped_capture_always_ends() {
     let g = s.end_capture().unwrap();
     assert_eq!(g.node_count().unwrap(), 0);
     // The thread's capture mode can be exchanged and restored.
-    let old = cuda_driver::exchange_thread_capture_mode(CaptureMode::RELAXED).unwrap();
+    let old = cuda_driver::graph::exchange_thread_capture_mode(CaptureMode::RELAXED).unwrap();
     assert_eq!(
-        cuda_driver::exchange_thread_capture_mode(old).unwrap(),
+        cuda_driver::graph::exchange_thread_capture_mode(old).unwrap(),
         CaptureMode::RELAXED
     );
 }

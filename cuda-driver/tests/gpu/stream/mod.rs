@@ -11,9 +11,11 @@ use std::sync::{mpsc, Arc};
 
 use cuda_driver::prelude::*;
 use cuda_driver::{
-    drop_error_count, host_fn_panic_count, sys, wait_for_deferred_releases, AccessPolicyWindow,
-    AccessProperty, AttachFlags, CaptureMode, DeviceAttribute, DeviceBuffer, Error, Event,
-    EventFlags, LaunchMemSyncDomain, ManagedBuffer, Stream, StreamFlags, SynchronizationPolicy,
+    context::wait_for_deferred_releases, error::drop_error_count, memory::ManagedBuffer,
+    stream::host_fn_panic_count, stream::AccessPolicyWindow, sys, types::AccessProperty,
+    types::AttachFlags, types::DeviceAttribute, types::EventFlags, types::LaunchMemSyncDomain,
+    types::StreamCaptureMode as CaptureMode, types::StreamFlags, types::SynchronizationPolicy,
+    DeviceBuffer, Error, Event, Stream,
 };
 
 use crate::common::note;
@@ -225,7 +227,7 @@ fn a_panicking_panic_payload_does_not_abort() {
 /// crate's release thread (its memory goes back to the pool; nothing is reported).
 #[gpu_test]
 fn stream_calls_inside_a_host_function_are_refused_and_their_drops_deferred() {
-    use cuda_driver::{LaunchConfig, MemPool, Module};
+    use cuda_driver::{memory::pool::MemPool, LaunchConfig, Module};
     let ctx = gpu_exclusive_or_skip!();
     let before = drop_error_count();
     let s = Stream::new(&ctx, StreamFlags::NON_BLOCKING).unwrap();
@@ -278,7 +280,7 @@ fn stream_calls_inside_a_host_function_are_refused_and_their_drops_deferred() {
 /// function the wait is refused.
 #[gpu_test]
 fn waiting_for_deferred_releases_returns_the_memory_dropped_in_a_host_function() {
-    use cuda_driver::MemPool;
+    use cuda_driver::memory::pool::MemPool;
     let ctx = gpu_exclusive_or_skip!();
     // 'static, so that a buffer ordered on it can move into the host function.
     let s: &'static Stream = Box::leak(Box::new(

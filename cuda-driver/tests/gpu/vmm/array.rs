@@ -2,9 +2,11 @@
 
 use cuda_driver::prelude::*;
 use cuda_driver::{
-    AllocationProps, Array, Array3DFlags, ArraySparsePropertiesFlags, Context, Copy2D,
-    DeviceAttribute, DeviceBuffer, ErrorCode, MemCreateUsageFlags, Module, PhysicalAllocation,
-    ResourceDesc, SparseRegion, TextureDesc, TextureObject,
+    memory::vmm::AllocationProps, memory::vmm::PhysicalAllocation, memory::vmm::SparseRegion,
+    memory::Array, memory::Copy2D, texture::ResourceDesc, texture::TextureDesc,
+    texture::TextureObject, types::Array3DFlags, types::ArraySparsePropertiesFlags,
+    types::DeviceAttribute, types::ErrorCode, types::MemCreateUsageFlags, Context, DeviceBuffer,
+    Module,
 };
 
 use crate::common::{floats_by_quarters, grid2, note, stream, TEX_KERNELS};

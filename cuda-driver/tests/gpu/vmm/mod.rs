@@ -11,10 +11,12 @@ use std::sync::Arc;
 use cuda_driver::prelude::*;
 use cuda_driver::types::MemLocationType;
 use cuda_driver::{
-    drop_error_count, AddressRange, AllocationProps, CaptureMode, Context, DeviceAttribute,
-    DeviceBuffer, Error, ErrorCode, GrowableBuffer, LaunchConfig, Mapping, MemAccessDesc,
-    MemAccessFlags, MemAllocationCompType, MemAllocationHandleType, MemCreateUsageFlags,
-    MemLocation, Module, PhysicalAllocation, Stream, StreamFlags,
+    error::drop_error_count, memory::vmm::AddressRange, memory::vmm::AllocationProps,
+    memory::vmm::GrowableBuffer, memory::vmm::Mapping, memory::vmm::MemAccessDesc,
+    memory::vmm::PhysicalAllocation, memory::MemLocation, types::DeviceAttribute, types::ErrorCode,
+    types::MemAccessFlags, types::MemAllocationCompType, types::MemAllocationHandleType,
+    types::MemCreateUsageFlags, types::StreamCaptureMode as CaptureMode, types::StreamFlags,
+    Context, DeviceBuffer, Error, LaunchConfig, Module, Stream,
 };
 
 #[cfg(unix)]

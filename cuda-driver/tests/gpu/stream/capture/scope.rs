@@ -5,8 +5,10 @@
 use cuda_driver::prelude::*;
 use cuda_driver::types::GraphCondAssignFlags;
 use cuda_driver::{
-    CaptureMode, CaptureStatus, DeviceBuffer, Error, Graph, GraphConditionalNodeType,
-    GraphInstantiateFlags, GraphNodeType, LaunchConfig, Stream, StreamFlags,
+    graph::Graph, types::GraphConditionalNodeType, types::GraphInstantiateFlags,
+    types::GraphNodeType, types::StreamCaptureMode as CaptureMode,
+    types::StreamCaptureStatus as CaptureStatus, types::StreamFlags, DeviceBuffer, Error,
+    LaunchConfig, Stream,
 };
 
 use crate::graph::conditional::conditional_kernels;
