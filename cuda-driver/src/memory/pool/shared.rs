@@ -7,7 +7,7 @@ use cuda_driver_macros::wraps;
 use super::{check_orderable, order_after, AsyncDeviceBuffer};
 use crate::error::{Error, Result};
 use crate::memory::view::stream_identity;
-use crate::memory::DeviceSlice;
+use crate::memory::view::DeviceSlice;
 use crate::repr::DeviceRepr;
 use crate::stream::Stream;
 
