@@ -281,15 +281,11 @@ fn memory_allocated_in_a_capture_is_handed_out_per_launch() {
     for _ in 0..3 {
         let mem = exec.launch_with_memory(&s, Vec::new()).unwrap();
         assert_eq!(mem.len(), 1);
-        assert_eq!(mem[0].bytes(), N * 4);
+        // The driver may round the size up; the first N words are the captured buffer's.
+        assert!(mem[0].bytes() >= N * 4, "{}", mem[0].bytes());
         assert_eq!(*addr.get_or_insert(mem[0].as_raw()), mem[0].as_raw());
-        assert!(mem[0]
-            .view::<u32>()
-            .unwrap()
-            .to_vec()
-            .unwrap()
-            .iter()
-            .all(|&x| x == 9));
+        let words = mem[0].view::<u32>().unwrap().to_vec().unwrap();
+        assert!(words[..N].iter().all(|&x| x == 9));
     }
     s.synchronize().unwrap();
 }
