@@ -51,6 +51,27 @@ pub fn wraps(attr: TokenStream, item: TokenStream) -> TokenStream {
         .into()
 }
 
+/// Documents an item that calls driver functions of other groups as part of its work, without
+/// being their wrapper: `#[uses(cuStreamSynchronize)]` appends "Calls [`cuStreamSynchronize`](..)."
+/// and the same `#[doc(alias)]`es as [`#[wraps]`](macro@wraps). `cargo xtask check-homes`
+/// checks where each `#[wraps]` stands (the home of its function's group); a `#[uses]` may
+/// stand anywhere, as a composite operation (a buffer's host access that waits for its stream)
+/// belongs with what it operates on.
+///
+/// ```
+/// use cuda_driver_macros::uses;
+///
+/// /// Waits for the buffer's stream, then reads it.
+/// #[uses(cuStreamSynchronize)]
+/// pub fn to_vec() {}
+/// ```
+#[proc_macro_attribute]
+pub fn uses(attr: TokenStream, item: TokenStream) -> TokenStream {
+    wraps::expand_as("Calls", attr.into(), item.into())
+        .unwrap_or_else(syn::Error::into_compile_error)
+        .into()
+}
+
 /// A driver call whose error names the call itself: `call!(unsafe { sys::cuMemFree(ptr) })` is
 /// `check(unsafe { sys::cuMemFree(ptr) }, "cuMemFree_v2")`, the crate's one conversion of a
 /// `CUresult` into its `Result`, with the name taken from the call (the symbol the library

@@ -56,11 +56,16 @@ impl Parse for Item {
 }
 
 pub fn expand(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream> {
+    expand_as("Wraps", attr, item)
+}
+
+/// `verb` starts the docs' line: `Wraps` (`#[wraps]`) or `Calls` (`#[uses]`).
+pub fn expand_as(verb: &str, attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream> {
     let names = Punctuated::<Ident, Token![,]>::parse_terminated.parse2(attr)?;
     if names.is_empty() {
         return Err(syn::Error::new(
             Span::call_site(),
-            "#[wraps] needs the names of the driver functions it wraps: #[wraps(cuMemAlloc)]",
+            "#[wraps]/#[uses] needs the names of driver functions: #[wraps(cuMemAlloc)]",
         ));
     }
     let mut entries = Vec::new();
@@ -86,9 +91,9 @@ pub fn expand(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream> 
         docs.push(String::new());
     }
     if let [(name, entry)] = entries.as_slice() {
-        docs.push(format!(" Wraps {}.", link(name, entry)));
+        docs.push(format!(" {verb} {}.", link(name, entry)));
     } else {
-        docs.push(" Wraps:".to_string());
+        docs.push(format!(" {verb}:"));
         for (name, entry) in &entries {
             docs.push(format!(" * {}", link(name, entry)));
         }

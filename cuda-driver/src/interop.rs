@@ -22,7 +22,7 @@ use std::os::fd::{IntoRawFd, OwnedFd};
 use std::ptr;
 use std::sync::Arc;
 
-use cuda_driver_macros::{call, wraps};
+use cuda_driver_macros::{call, uses, wraps};
 use cuda_driver_sys as sys;
 
 use crate::context::Context;
@@ -358,7 +358,7 @@ impl<T: ArrayElement> ExternalMipmappedArray<T> {
     /// Level `level`, borrowed exclusively (to copy into it); see
     /// [`MipmappedArray::level_mut`]. The shared forms ([`level`](MipmappedArray::level),
     /// [`as_raw`](MipmappedArray::as_raw), ...) come through the deref.
-    #[wraps(cuMipmappedArrayGetLevel)]
+    #[uses(cuMipmappedArrayGetLevel)]
     #[track_caller]
     pub fn level_mut(&mut self, level: u32) -> Result<ArrayRefMut<'_, T>> {
         self.array.level_mut(level)

@@ -185,7 +185,7 @@ pub mod coredump;
 mod count;
 mod cstr;
 pub mod device;
-mod device_info;
+
 pub mod entry_point;
 pub mod error;
 pub mod event;
@@ -209,7 +209,6 @@ pub mod profiler;
 mod release;
 mod repr;
 pub mod stream;
-mod stream_attr;
 pub mod stream_memop;
 pub mod surface;
 pub mod tensor_map;

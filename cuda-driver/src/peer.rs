@@ -7,11 +7,12 @@ use cuda_driver_macros::{call, wraps};
 use cuda_driver_sys as sys;
 
 use crate::context::Context;
+use crate::count::count_u32;
 use crate::device::Device;
-use crate::types::DeviceP2PAttribute;
-
+use crate::entry_point::newer;
 use crate::error::Result;
 use crate::init::init;
+use crate::types::{AtomicOperation, AtomicOperationCapability, DeviceP2PAttribute};
 
 impl Context {
     /// Lets this context access memory of `peer` (another device's context) directly.
@@ -63,5 +64,41 @@ impl Device {
             },
         )?;
         Ok(v)
+    }
+}
+
+impl crate::device::Device {
+    /// Which of `ops` the device can perform atomically on `peer`'s memory; CUDA 13.0. An
+    /// empty `ops` is an empty list, without asking the driver.
+    #[wraps(cuDeviceGetP2PAtomicCapabilities)]
+    #[track_caller]
+    pub fn p2p_atomic_capabilities(
+        self,
+        peer: Device,
+        ops: &[AtomicOperation],
+    ) -> Result<Vec<AtomicOperationCapability>> {
+        init()?;
+        if ops.is_empty() {
+            return Ok(Vec::new());
+        }
+        let count = count_u32("Device::p2p_atomic_capabilities", "operations", ops.len())?;
+        let raw: Vec<sys::CUatomicOperation> = ops.iter().map(|o| o.as_raw()).collect();
+        let mut caps = vec![0u32; ops.len()];
+        call!(
+            // SAFETY: both arrays hold `len` elements.
+            unsafe {
+                newer::cuDeviceGetP2PAtomicCapabilities()?(
+                    caps.as_mut_ptr(),
+                    raw.as_ptr(),
+                    count,
+                    self.as_raw(),
+                    peer.as_raw(),
+                )
+            },
+        )?;
+        Ok(caps
+            .into_iter()
+            .map(AtomicOperationCapability::from_raw)
+            .collect())
     }
 }

@@ -14,7 +14,7 @@ use crate::entry_point::newer;
 use crate::error::{report_drop_error, Result};
 use crate::init;
 
-use crate::types::{CigDataType, ExecAffinityType};
+use crate::types::CigDataType;
 
 /// Destroys a green context (from a [`Context`]'s `Drop`, on the release path).
 pub(super) fn destroy_green(green: sys::CUgreenCtx) {
@@ -231,20 +231,5 @@ impl Context {
             // SAFETY: no arguments; acts on the current context, `self`.
             unsafe { sys::cuCtxResetPersistingL2Cache() },
         )
-    }
-}
-
-impl Device {
-    /// Whether contexts on this device support the execution affinity `kind`.
-    #[wraps(cuDeviceGetExecAffinitySupport)]
-    #[track_caller]
-    pub fn supports_exec_affinity(self, kind: ExecAffinityType) -> Result<bool> {
-        init()?;
-        let mut v = 0;
-        call!(
-            // SAFETY: writes one int to a valid pointer.
-            unsafe { sys::cuDeviceGetExecAffinitySupport(&mut v, kind.as_raw(), self.as_raw()) },
-        )?;
-        Ok(v != 0)
     }
 }

@@ -45,7 +45,10 @@ use crate::device::Device;
 use crate::init;
 use crate::release::{release, SendRaw};
 
-use crate::types::{CacheConfig, ContextFlags, Limit, SharedMemConfig};
+use crate::types::{
+    CacheConfig, ContextFlags, FlushGPUDirectRDMAWritesScope, FlushGPUDirectRDMAWritesTarget,
+    Limit, SharedMemConfig,
+};
 pub use create::ContextCreateParams;
 
 /// A CUDA context (`CUcontext`), primary or created. Cloning is cheap and shares it.
@@ -381,19 +384,6 @@ impl Context {
         )?;
         Ok((least, greatest))
     }
-
-    /// Free and total device memory in bytes, as seen from this context.
-    #[wraps(cuMemGetInfo)]
-    #[track_caller]
-    pub fn mem_info(&self) -> Result<(usize, usize)> {
-        let _cur = self.enter()?;
-        let (mut free, mut total) = (0, 0);
-        call!(
-            // SAFETY: writes two size_t to valid pointers.
-            unsafe { sys::cuMemGetInfo_v2(&mut free, &mut total) },
-        )?;
-        Ok((free, total))
-    }
 }
 
 /// A context pushed on the calling thread's stack by [`Context::push`]; pops it on drop.
@@ -455,5 +445,23 @@ impl Drop for ContextGuard<'_> {
         if let Err(e) = self.pop_inner() {
             report_drop_problem(&e);
         }
+    }
+}
+
+impl Context {
+    /// Makes GPUDirect RDMA writes to this context's memory visible (`target`
+    /// `CURRENT_CTX`, `scope` `TO_OWNER` or `TO_ALL_DEVICES`).
+    #[wraps(cuFlushGPUDirectRDMAWrites)]
+    #[track_caller]
+    pub fn flush_gpudirect_rdma_writes(
+        &self,
+        target: FlushGPUDirectRDMAWritesTarget,
+        scope: FlushGPUDirectRDMAWritesScope,
+    ) -> Result<()> {
+        let _cur = self.enter()?;
+        call!(
+            // SAFETY: plain values on the current context.
+            unsafe { sys::cuFlushGPUDirectRDMAWrites(target.as_raw(), scope.as_raw()) },
+        )
     }
 }

@@ -13,7 +13,7 @@ use crate::graph::Graph;
 use crate::graph::GraphNode;
 use crate::memory::DeviceSliceMut;
 use crate::repr::DeviceRepr;
-use cuda_driver_macros::{call, wraps};
+use cuda_driver_macros::{call, uses, wraps};
 use cuda_driver_sys as sys;
 use std::ptr;
 
@@ -134,7 +134,7 @@ impl GraphAllocation {
     /// # Safety
     /// An execution of the graph that allocated the memory was launched and is ordered
     /// before `stream`'s next work, no later work uses the memory, and it is freed once.
-    #[wraps(cuMemFreeAsync)]
+    #[uses(cuMemFreeAsync)]
     #[track_caller]
     pub unsafe fn free_after_launch(self, stream: &crate::stream::Stream) -> Result<()> {
         let _cur = stream.context().enter()?;

@@ -47,7 +47,9 @@ use super::array::{ArrayElement, ArrayRef, ArrayRefMut};
 use super::pitched::{Pitched2DView, Pitched2DViewMut};
 use super::view::{check_stream, common_home};
 use crate::context::Context;
+use crate::entry_point::newer;
 use crate::error::{check, Error, Result};
+use crate::memory::view::check_len;
 use crate::memory::view::{DeviceSlice, DeviceSliceMut};
 use crate::repr::DeviceRepr;
 use crate::stream::Stream;
@@ -985,6 +987,197 @@ fn zero_extent(what: &'static str, extent: [usize; 3]) -> Error {
             Some(1) => "height",
             _ => "depth",
         },
+    }
+}
+
+impl<T: DeviceRepr> DeviceSliceMut<'_, T> {
+    /// Copies `src` into the view by unified address: the driver tells device, managed and
+    /// mapped host memory apart, and either side may belong to another context. The lengths
+    /// must agree.
+    ///
+    /// Calls `cuMemcpy` (for stream-ordered memory, `cuMemcpyAsync` on its stream and
+    /// `cuStreamSynchronize`).
+    #[wraps(cuMemcpy, cuMemcpyAsync)]
+    #[track_caller]
+    pub fn copy_from_unified(&mut self, src: &DeviceSlice<'_, T>) -> Result<()> {
+        check_len("copy_from_unified", self.len(), src.len())?;
+        let home = common_home(
+            "copy_from_unified",
+            self.as_view()
+                .stream_order()
+                .unwrap_or(std::ptr::null_mut()),
+            src.stream_order().unwrap_or(std::ptr::null_mut()),
+        )?;
+        let bytes = self.bytes();
+        if bytes == 0 {
+            return Ok(());
+        }
+        let _cur = self.context().enter()?;
+        let (dst, src) = (self.as_raw(), src.as_raw());
+        blocking(
+            home,
+            ("cuMemcpy", "cuMemcpyAsync"),
+            // SAFETY: both views borrow `bytes` bytes of live memory (lengths checked), the
+            // destination exclusively; unified addressing identifies both.
+            || unsafe { sys::cuMemcpy(dst, src, bytes) },
+            // SAFETY: as above, on the stream the memory is ordered on.
+            |s| unsafe { sys::cuMemcpyAsync(dst, src, bytes, s) },
+        )
+    }
+}
+
+impl<T: DeviceRepr> DeviceSliceMut<'_, T> {
+    /// Queues a copy of `src` into the view by unified address on `stream` (a stream of the
+    /// view's context; stream-ordered memory only on its own stream). The lengths must agree.
+    #[wraps(cuMemcpyAsync)]
+    #[track_caller]
+    pub fn copy_from_unified_async(
+        &mut self,
+        src: &DeviceSlice<'_, T>,
+        stream: &Stream,
+    ) -> Result<()> {
+        check_len("copy_from_unified_async", self.len(), src.len())?;
+        let dst_home = self
+            .as_view()
+            .stream_order()
+            .unwrap_or(std::ptr::null_mut());
+        check_stream("copy_from_unified_async", self.context(), dst_home, stream)?;
+        check_stream(
+            "copy_from_unified_async",
+            src.context(),
+            src.stream_order().unwrap_or(std::ptr::null_mut()),
+            stream,
+        )?;
+        let bytes = self.bytes();
+        if bytes == 0 {
+            return Ok(());
+        }
+        let _cur = self.context().enter()?;
+        call!(
+            // SAFETY: both views borrow `bytes` bytes of live memory of the stream's context
+            // (lengths and streams checked); memory not ordered on a stream is freed by calls
+            // that wait for the copy.
+            unsafe { sys::cuMemcpyAsync(self.as_raw(), src.as_raw(), bytes, stream.as_raw()) },
+        )
+    }
+}
+
+/// Checks the pairs of a batch: equal counts, equal lengths, streams allowed.
+#[track_caller]
+fn batch_pairs<T: DeviceRepr>(
+    what: &'static str,
+    dsts: &[DeviceSliceMut<'_, T>],
+    srcs: &[DeviceSlice<'_, T>],
+    stream: &Stream,
+) -> Result<(Vec<sys::CUdeviceptr>, Vec<sys::CUdeviceptr>, Vec<usize>)> {
+    check_len(what, dsts.len(), srcs.len())?;
+    let (mut d, mut s, mut n) = (Vec::new(), Vec::new(), Vec::new());
+    for (dst, src) in dsts.iter().zip(srcs) {
+        check_len(what, dst.len(), src.len())?;
+        let dh = dst.as_view().stream_order().unwrap_or(std::ptr::null_mut());
+        check_stream(what, dst.context(), dh, stream)?;
+        let sh = src.stream_order().unwrap_or(std::ptr::null_mut());
+        check_stream(what, src.context(), sh, stream)?;
+        if dst.bytes() > 0 {
+            d.push(dst.as_raw());
+            s.push(src.as_raw());
+            n.push(dst.bytes());
+        }
+    }
+    Ok((d, s, n))
+}
+
+impl Stream {
+    /// Queues the copies `srcs[i]` → `dsts[i]` as one batch on this stream (CUDA 12.8+): the
+    /// driver may run them concurrently; each source is read in stream order. The counts and
+    /// each pair's lengths must agree.
+    #[wraps(cuMemcpyBatchAsync)]
+    #[track_caller]
+    pub fn copy_batch<T: DeviceRepr>(
+        &self,
+        dsts: &mut [DeviceSliceMut<'_, T>],
+        srcs: &[DeviceSlice<'_, T>],
+    ) -> Result<()> {
+        let (mut d, mut s, mut n) = batch_pairs("Stream::copy_batch", dsts, srcs, self)?;
+        if d.is_empty() {
+            return Ok(());
+        }
+        let mut attrs = sys::CUmemcpyAttributes {
+            srcAccessOrder: sys::CU_MEMCPY_SRC_ACCESS_ORDER_STREAM,
+            ..Default::default()
+        };
+        let mut idx = 0usize;
+        let _cur = self.context().enter()?;
+        call!(
+            // SAFETY: `d`, `s`, `n` hold `d.len()` pointer pairs of live views (lengths and
+            // streams checked, destinations borrowed exclusively); one attribute set applies
+            // from copy 0.
+            unsafe {
+                newer::cuMemcpyBatchAsync_v2()?(
+                    d.as_mut_ptr(),
+                    s.as_mut_ptr(),
+                    n.as_mut_ptr(),
+                    d.len(),
+                    &mut attrs,
+                    &mut idx,
+                    1,
+                    self.as_raw(),
+                )
+            },
+        )
+    }
+}
+
+impl Stream {
+    /// [`copy_batch`](Self::copy_batch) through the 3D batch API (`cuMemcpy3DBatchAsync`,
+    /// CUDA 12.8+), each copy a one-row box of pointer operands.
+    #[wraps(cuMemcpy3DBatchAsync)]
+    #[track_caller]
+    pub fn copy_batch_3d<T: DeviceRepr>(
+        &self,
+        dsts: &mut [DeviceSliceMut<'_, T>],
+        srcs: &[DeviceSlice<'_, T>],
+    ) -> Result<()> {
+        let (d, s, n) = batch_pairs("Stream::copy_batch_3d", dsts, srcs, self)?;
+        if d.is_empty() {
+            return Ok(());
+        }
+        let operand = |ptr: sys::CUdeviceptr, bytes: usize| sys::CUmemcpy3DOperand {
+            type_: sys::CU_MEMCPY_OPERAND_TYPE_POINTER,
+            op: sys::CUmemcpy3DOperand_st__bindgen_ty_1 {
+                ptr: sys::CUmemcpy3DOperand_st__bindgen_ty_1__bindgen_ty_1 {
+                    ptr,
+                    rowLength: bytes,
+                    layerHeight: 1,
+                    // No hint (the views are not required to be managed memory).
+                    locHint: sys::CUmemLocation {
+                        type_: sys::CU_MEM_LOCATION_TYPE_INVALID,
+                        id: 0,
+                    },
+                },
+            },
+        };
+        let mut ops: Vec<sys::CUDA_MEMCPY3D_BATCH_OP> = (0..d.len())
+            .map(|i| sys::CUDA_MEMCPY3D_BATCH_OP {
+                src: operand(s[i], n[i]),
+                dst: operand(d[i], n[i]),
+                extent: sys::CUextent3D {
+                    width: n[i],
+                    height: 1,
+                    depth: 1,
+                },
+                srcAccessOrder: sys::CU_MEMCPY_SRC_ACCESS_ORDER_STREAM,
+                flags: 0,
+            })
+            .collect();
+        let _cur = self.context().enter()?;
+        call!(
+            // SAFETY: `ops` holds `ops.len()` copies between live views (as in copy_batch),
+            // each a box of `n[i]` one-byte elements in one row.
+            unsafe {
+                newer::cuMemcpy3DBatchAsync_v2()?(ops.len(), ops.as_mut_ptr(), 0, self.as_raw())
+            },
+        )
     }
 }
 

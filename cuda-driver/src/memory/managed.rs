@@ -3,12 +3,11 @@
 use std::marker::PhantomData;
 use std::ptr::NonNull;
 
-use cuda_driver_macros::{call, wraps};
+use cuda_driver_macros::{call, uses, wraps};
 use cuda_driver_sys as sys;
 
 use super::pool::{check_orderable, order_after, MoveToStreamError};
 use super::view::{byte_len, stream_identity};
-use super::{MemAdvice, MemLocation};
 use crate::context::Context;
 use crate::error::{Error, Result};
 use crate::memory::device::DeviceBuffer;
@@ -132,6 +131,11 @@ fn check_attachable(what: &'static str, stream: &Stream) -> Result<()> {
 }
 
 impl<'s, T: DeviceRepr> ManagedBuffer<'s, T> {
+    /// The stream the buffer is attached to and ordered on.
+    pub(crate) fn home_stream(&self) -> &'s Stream {
+        self.stream
+    }
+
     /// Allocates without initialising: only for the constructors, which initialise it.
     #[track_caller]
     fn alloc_uninit(stream: &'s Stream, len: usize, flags: AttachFlags) -> Result<Self> {
@@ -334,7 +338,7 @@ impl<'s, T: DeviceRepr> ManagedBuffer<'s, T> {
     /// A stream of another context (its null stream included) is [`Error::ContextMismatch`],
     /// the per-thread default stream [`Error::InvalidStream`]; on any failure the error gives
     /// the buffer back ([`MoveToStreamError::buffer`]), still on its old stream.
-    #[wraps(cuEventRecord, cuStreamWaitEvent, cuStreamAttachMemAsync)]
+    #[uses(cuEventRecord, cuStreamWaitEvent, cuStreamAttachMemAsync)]
     #[track_caller]
     pub fn move_to_stream<'t>(
         self,
@@ -373,7 +377,7 @@ impl<'s, T: DeviceRepr> ManagedBuffer<'s, T> {
     ///
     /// Calls `cuStreamSynchronize` of the buffer's stream (see the type's documentation);
     /// when that fails, its error and no slice.
-    #[wraps(cuStreamSynchronize)]
+    #[uses(cuStreamSynchronize)]
     #[track_caller]
     pub fn as_slice(&self) -> Result<&[T]> {
         if self.as_raw() == 0 {
@@ -398,7 +402,7 @@ impl<'s, T: DeviceRepr> ManagedBuffer<'s, T> {
     ///
     /// Calls `cuStreamSynchronize` of the buffer's stream (see the type's documentation);
     /// when that fails, its error and no slice.
-    #[wraps(cuStreamSynchronize)]
+    #[uses(cuStreamSynchronize)]
     #[track_caller]
     pub fn as_mut_slice(&mut self) -> Result<&mut [T]> {
         if self.as_raw() == 0 {
@@ -414,60 +418,48 @@ impl<'s, T: DeviceRepr> ManagedBuffer<'s, T> {
 
     /// Copies the contents into a new `Vec`, after waiting for the buffer's stream (see
     /// [`as_slice`](Self::as_slice)).
-    #[wraps(cuStreamSynchronize)]
+    #[uses(cuStreamSynchronize)]
     #[track_caller]
     pub fn to_vec(&self) -> Result<Vec<T>> {
         Ok(self.as_slice()?.to_vec())
     }
+}
 
-    /// Queues a migration of the whole buffer to `location` (a device, or the host) on the
-    /// buffer's stream: a performance hint, which changes no contents.
+impl crate::stream::Stream {
+    /// Attaches managed memory to this stream (`SINGLE`), to every stream (`GLOBAL`) or to
+    /// the host (`HOST`): with `SINGLE`, the host may touch it once this stream is idle,
+    /// even while other streams run. `view` must be managed memory (the driver refuses
+    /// other memory with `CUDA_ERROR_INVALID_VALUE`).
     ///
-    /// Calls `cuMemPrefetchAsync_v2` (CUDA 12.2; [`Error::Unsupported`] on older drivers).
-    #[wraps(cuMemPrefetchAsync)]
+    /// The view is taken exclusively: no host reference of its memory is alive meanwhile. A
+    /// [`ManagedBuffer`]'s host access waits for its stream only, which
+    /// on a device without concurrent managed access is sound only while the memory stays
+    /// attached to that stream: for views ordered on a stream, any attachment but `SINGLE`
+    /// is [`Error::InvalidArgument`], before the driver.
+    #[wraps(cuStreamAttachMemAsync)]
     #[track_caller]
-    pub fn prefetch(&self, location: MemLocation) -> Result<()> {
-        if self.as_raw() == 0 {
-            return Ok(());
-        }
-        let _cur = self.stream.context().enter()?;
-        call!(
-            // SAFETY: the buffer is a live managed allocation of `bytes()` bytes; a prefetch
-            // moves pages without changing their contents; flags must be 0. Queued on the
-            // buffer's stream, so host access waits for it.
-            unsafe {
-                crate::entry_point::newer::cuMemPrefetchAsync_v2()?(
-                    self.as_raw(),
-                    self.bytes(),
-                    location.as_raw(),
-                    0,
-                    self.stream.as_raw(),
-                )
-            },
-        )
-    }
-
-    /// Advises the driver how the whole buffer will be used (read mostly, preferred location,
-    /// accessed by a device); a hint that changes no contents. `location` is the device or
-    /// host the advice names (ignored by the read-mostly advice).
-    ///
-    /// Calls `cuMemAdvise_v2` (CUDA 12.2; [`Error::Unsupported`] on older drivers).
-    #[wraps(cuMemAdvise)]
-    #[track_caller]
-    pub fn advise(&self, advice: MemAdvice, location: MemLocation) -> Result<()> {
-        if self.as_raw() == 0 {
-            return Ok(());
+    pub fn attach_mem<T: DeviceRepr>(
+        &self,
+        view: &mut DeviceSliceMut<'_, T>,
+        flags: AttachFlags,
+    ) -> Result<()> {
+        crate::memory::view::check_stream("Stream::attach_mem", view.context(), view.home(), self)?;
+        if !view.home().is_null() && flags != AttachFlags::SINGLE {
+            return Err(crate::error::Error::InvalidArgument(format!(
+                "Stream::attach_mem: memory ordered on a stream (a ManagedBuffer) stays attached \
+                 to it (SINGLE), since its host access waits for that stream only; got {flags:?}"
+            )));
         }
         let _cur = self.context().enter()?;
         call!(
-            // SAFETY: the buffer is a live managed allocation of `bytes()` bytes; advice changes
-            // no contents.
+            // SAFETY: the view borrows live memory of `bytes()` bytes; attaching changes
+            // visibility, not contents.
             unsafe {
-                crate::entry_point::newer::cuMemAdvise_v2()?(
+                sys::cuStreamAttachMemAsync(
                     self.as_raw(),
-                    self.bytes(),
-                    advice.as_raw(),
-                    location.as_raw(),
+                    view.as_raw(),
+                    view.bytes(),
+                    flags.as_raw(),
                 )
             },
         )

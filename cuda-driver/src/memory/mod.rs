@@ -20,11 +20,16 @@
 //! | [`Pitched2D`] | `cuMemAllocPitch_v2` | `cuMemFree_v2` | through [`Copy2D`] / [`Copy3D`] |
 //! | [`Array`], [`MipmappedArray`] | `cuArray3DCreate_v2`, `cuMipmappedArrayCreate` | `cuArrayDestroy`, `cuMipmappedArrayDestroy` | through [`Copy2D`] / [`Copy3D`]; not linear memory |
 
-use cuda_driver_macros::wraps;
+use std::ffi::CStr;
+
+use cuda_driver_macros::{call, wraps};
 use cuda_driver_sys as sys;
 
 use crate::device::Device;
+use crate::error::Result;
+use crate::init::init;
 
+pub(crate) mod address;
 pub(crate) mod array;
 pub(crate) mod array_1d;
 pub(crate) mod copy;
@@ -126,6 +131,54 @@ impl std::fmt::Debug for MemLocation {
             }
             t => write!(f, "MemLocation {{ type: {t}, id: {} }}", self.0.id),
         }
+    }
+}
+
+impl crate::device::Device {
+    /// The device with PCI bus id `id` (`"0000:19:00.0"`, as [`pci_bus_id`](Self::pci_bus_id)
+    /// returns).
+    #[wraps(cuDeviceGetByPCIBusId)]
+    #[track_caller]
+    pub fn by_pci_bus_id(id: &str) -> Result<Device> {
+        init()?;
+        let mut d = 0;
+        crate::cstr::with_c_str("PCI bus id", id, |p| {
+            // SAFETY: `p` is NUL-terminated; writes one CUdevice.
+            call!(unsafe { sys::cuDeviceGetByPCIBusId(&mut d, p) })
+        })??;
+        Ok(Device::from_raw(d))
+    }
+}
+
+impl crate::device::Device {
+    /// The PCI bus id, as `"0000:19:00.0"`.
+    #[wraps(cuDeviceGetPCIBusId)]
+    #[track_caller]
+    pub fn pci_bus_id(self) -> Result<String> {
+        let mut buf = [0 as std::ffi::c_char; 64];
+        call!(
+            // SAFETY: the driver writes at most `len` bytes, NUL-terminated.
+            unsafe { sys::cuDeviceGetPCIBusId(buf.as_mut_ptr(), buf.len() as i32, self.as_raw()) },
+        )?;
+        // SAFETY: zero-initialised buffer holding a terminated string.
+        Ok(unsafe { CStr::from_ptr(buf.as_ptr()) }
+            .to_string_lossy()
+            .into_owned())
+    }
+}
+
+impl crate::context::Context {
+    /// Free and total device memory in bytes, as seen from this context.
+    #[wraps(cuMemGetInfo)]
+    #[track_caller]
+    pub fn mem_info(&self) -> Result<(usize, usize)> {
+        let _cur = self.enter()?;
+        let (mut free, mut total) = (0, 0);
+        call!(
+            // SAFETY: writes two size_t to valid pointers.
+            unsafe { sys::cuMemGetInfo_v2(&mut free, &mut total) },
+        )?;
+        Ok((free, total))
     }
 }
 

@@ -381,7 +381,7 @@ impl<T: DeviceRepr> PinnedBuffer<T> {
     /// ```
     ///
     /// Calls `cuMemHostGetDevicePointer_v2` and, after `f`, `cuStreamSynchronize`.
-    #[wraps(cuStreamSynchronize, cuMemHostGetDevicePointer)]
+    #[wraps(cuMemHostGetDevicePointer, cuStreamSynchronize)]
     #[track_caller]
     pub fn with_device_view_mut<R>(
         &mut self,
@@ -403,7 +403,7 @@ impl<T: DeviceRepr> PinnedBuffer<T> {
     /// `stream`; see [`with_device_view_mut`](Self::with_device_view_mut), whose rules and
     /// poisoning it shares (which is why it takes `&mut self`: a failed wait empties the
     /// buffer).
-    #[wraps(cuStreamSynchronize, cuMemHostGetDevicePointer)]
+    #[wraps(cuMemHostGetDevicePointer, cuStreamSynchronize)]
     #[track_caller]
     pub fn with_device_view<R>(
         &mut self,
@@ -606,7 +606,7 @@ impl<'a, T: DeviceRepr> HostRegistration<'a, T> {
     /// must neither read, write nor free the registered memory until it knows that the work
     /// queued through the view has finished (for example after a later successful
     /// [`Stream::synchronize`] of `stream`).
-    #[wraps(cuStreamSynchronize, cuMemHostGetDevicePointer)]
+    #[wraps(cuMemHostGetDevicePointer, cuStreamSynchronize)]
     #[track_caller]
     pub unsafe fn with_device_view_mut<R>(
         &mut self,
@@ -642,6 +642,25 @@ impl<'a, T: DeviceRepr> HostRegistration<'a, T> {
     #[inline]
     pub fn context(&self) -> &Context {
         &self.ctx
+    }
+}
+
+impl<T: DeviceRepr> PinnedBuffer<T> {
+    /// The flags the driver reports for this allocation (`CU_MEMHOSTALLOC_*`): those it was
+    /// allocated with, and possibly more. Driver 580 reported `PORTABLE | DEVICEMAP` for a
+    /// 64-byte allocation made without flags while other threads allocated page-locked memory
+    /// with those flags (small allocations seem to share the driver's blocks); the
+    /// allocation's own flags are [`flags`](Self::flags).
+    #[wraps(cuMemHostGetFlags)]
+    #[track_caller]
+    pub fn host_flags(&self) -> Result<u32> {
+        let _cur = self.context().enter()?;
+        let mut f = 0;
+        call!(
+            // SAFETY: the buffer is a live page-locked allocation; writes one unsigned int.
+            unsafe { sys::cuMemHostGetFlags(&mut f, self.as_raw().cast()) },
+        )?;
+        Ok(f)
     }
 }
 

@@ -21,6 +21,7 @@ use crate::types::ErrorCode;
 
 use crate::types::StreamFlags;
 
+pub(crate) mod attr;
 pub(crate) mod host_fn;
 
 /// A stream (`CUstream`) created in a context, destroyed on drop: work queued on it runs in

@@ -11,7 +11,7 @@ use std::marker::PhantomData;
 use std::ops::Deref;
 use std::ptr;
 
-use cuda_driver_macros::{call, wraps};
+use cuda_driver_macros::{call, uses, wraps};
 use cuda_driver_sys as sys;
 
 #[cfg(unix)]
@@ -302,7 +302,7 @@ impl<'s, T: DeviceRepr> AsyncDeviceBuffer<'s, T> {
     /// [`Error::InvalidStream`]. On any failure nothing has been moved: the error gives the
     /// buffer back ([`MoveToStreamError::buffer`]), still on its old stream; converted into
     /// an [`Error`] (`?`) it drops the buffer, freed on its old stream after its work there.
-    #[wraps(cuEventCreate, cuEventRecord, cuStreamWaitEvent, cuEventDestroy_v2)]
+    #[uses(cuEventCreate, cuEventRecord, cuStreamWaitEvent, cuEventDestroy_v2)]
     #[track_caller]
     pub fn move_to_stream<'t>(
         self,

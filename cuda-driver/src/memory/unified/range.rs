@@ -9,7 +9,7 @@ use cuda_driver_sys as sys;
 
 use crate::entry_point::newer;
 use crate::error::Result;
-use crate::memory::{DeviceSlice, MemAdvice, MemLocation, PinnedBuffer};
+use crate::memory::{DeviceSlice, MemAdvice, MemLocation};
 use crate::repr::DeviceRepr;
 use crate::stream::Stream;
 
@@ -133,19 +133,6 @@ impl<T: DeviceRepr> DeviceSlice<'_, T> {
         )
     }
 
-    /// The base address and size of the allocation the view lies in.
-    #[wraps(cuMemGetAddressRange)]
-    #[track_caller]
-    pub fn address_range(&self) -> Result<(sys::CUdeviceptr, usize)> {
-        let _cur = self.context().enter()?;
-        let (mut base, mut size) = (0, 0);
-        call!(
-            // SAFETY: writes one CUdeviceptr and one size_t.
-            unsafe { sys::cuMemGetAddressRange_v2(&mut base, &mut size, self.as_raw()) },
-        )?;
-        Ok((base, size))
-    }
-
     /// Prefetches the view's range of managed memory to `location` on `stream` (a hint). For
     /// memory ordered on a stream, `stream` must be that one
     /// ([stream order](DeviceSlice#stream-order)).
@@ -245,50 +232,5 @@ impl<T: DeviceRepr> DeviceSlice<'_, T> {
             },
         )?;
         Ok(vals)
-    }
-
-    /// A dma-buf file descriptor for the view's range (page-aligned; needs
-    /// `CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED`), closed when dropped (Linux).
-    #[cfg(unix)]
-    #[wraps(cuMemGetHandleForAddressRange)]
-    #[track_caller]
-    pub fn dma_buf_fd(&self) -> Result<std::os::fd::OwnedFd> {
-        use std::os::fd::FromRawFd;
-        let _cur = self.context().enter()?;
-        let mut fd: std::os::raw::c_int = -1;
-        call!(
-            // SAFETY: DMA_BUF_FD writes one int; the view borrows live memory.
-            unsafe {
-                sys::cuMemGetHandleForAddressRange(
-                    (&mut fd as *mut std::os::raw::c_int).cast(),
-                    self.as_raw(),
-                    self.bytes(),
-                    sys::CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD,
-                    0,
-                )
-            },
-        )?;
-        // SAFETY: on success the driver handed over a new open file descriptor, owned by the
-        // caller from now on.
-        Ok(unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) })
-    }
-}
-
-impl<T: DeviceRepr> PinnedBuffer<T> {
-    /// The flags the driver reports for this allocation (`CU_MEMHOSTALLOC_*`): those it was
-    /// allocated with, and possibly more. Driver 580 reported `PORTABLE | DEVICEMAP` for a
-    /// 64-byte allocation made without flags while other threads allocated page-locked memory
-    /// with those flags (small allocations seem to share the driver's blocks); the
-    /// allocation's own flags are [`flags`](Self::flags).
-    #[wraps(cuMemHostGetFlags)]
-    #[track_caller]
-    pub fn host_flags(&self) -> Result<u32> {
-        let _cur = self.context().enter()?;
-        let mut f = 0;
-        call!(
-            // SAFETY: the buffer is a live page-locked allocation; writes one unsigned int.
-            unsafe { sys::cuMemHostGetFlags(&mut f, self.as_raw().cast()) },
-        )?;
-        Ok(f)
     }
 }

@@ -1,5 +1,7 @@
 //! Devices: enumeration, names, identity, attributes.
 
+pub(crate) mod info;
+
 use std::ffi::CStr;
 
 use cuda_driver_macros::{call, wraps};
@@ -96,21 +98,6 @@ impl Device {
             unsafe { sys::cuDeviceGetUuid_v2(&mut uuid, self.0) },
         )?;
         Ok(uuid.bytes.map(|b| b as u8))
-    }
-
-    /// The PCI bus id, as `"0000:19:00.0"`.
-    #[wraps(cuDeviceGetPCIBusId)]
-    #[track_caller]
-    pub fn pci_bus_id(self) -> Result<String> {
-        let mut buf = [0 as std::ffi::c_char; 64];
-        call!(
-            // SAFETY: the driver writes at most `len` bytes, NUL-terminated.
-            unsafe { sys::cuDeviceGetPCIBusId(buf.as_mut_ptr(), buf.len() as i32, self.0) },
-        )?;
-        // SAFETY: zero-initialised buffer holding a terminated string.
-        Ok(unsafe { CStr::from_ptr(buf.as_ptr()) }
-            .to_string_lossy()
-            .into_owned())
     }
 
     /// Total memory on the device in bytes.

@@ -1,5 +1,7 @@
-//! Device queries beyond the basics: lookup by PCI bus id, LUID, NUMA ids, texture limits,
-//! peer attributes, atomic capabilities and GPUDirect RDMA write flushes.
+//! Device queries beyond the basics: LUID, NUMA ids, texture limits, host atomic
+//! capabilities, NvSciSync attributes and execution-affinity support. (The PCI bus id calls
+//! are of the reference's memory group, in `memory/`; peer atomics are in `peer.rs`; the
+//! GPUDirect RDMA flush acts on a context, in `context/`.)
 
 use cuda_driver_macros::{call, wraps};
 use cuda_driver_sys as sys;
@@ -9,29 +11,11 @@ use crate::device::Device;
 use crate::entry_point::newer;
 use crate::error::Result;
 use crate::init;
-use crate::types::ArrayFormat;
-use crate::types::DeviceAttribute;
-
 use crate::types::{
-    AtomicOperation, AtomicOperationCapability, FlushGPUDirectRDMAWritesScope,
-    FlushGPUDirectRDMAWritesTarget,
+    ArrayFormat, AtomicOperation, AtomicOperationCapability, DeviceAttribute, ExecAffinityType,
 };
 
 impl Device {
-    /// The device with PCI bus id `id` (`"0000:19:00.0"`, as [`pci_bus_id`](Self::pci_bus_id)
-    /// returns).
-    #[wraps(cuDeviceGetByPCIBusId)]
-    #[track_caller]
-    pub fn by_pci_bus_id(id: &str) -> Result<Device> {
-        init()?;
-        let mut d = 0;
-        crate::cstr::with_c_str("PCI bus id", id, |p| {
-            // SAFETY: `p` is NUL-terminated; writes one CUdevice.
-            call!(unsafe { sys::cuDeviceGetByPCIBusId(&mut d, p) })
-        })??;
-        Ok(Device::from_raw(d))
-    }
-
     /// The device's LUID and node mask (Windows only; the driver reports
     /// `CUDA_ERROR_NOT_SUPPORTED` on Linux).
     #[wraps(cuDeviceGetLuid)]
@@ -115,40 +99,6 @@ impl Device {
             .collect())
     }
 
-    /// Which of `ops` the device can perform atomically on `peer`'s memory; CUDA 13.0. An
-    /// empty `ops` is an empty list, without asking the driver.
-    #[wraps(cuDeviceGetP2PAtomicCapabilities)]
-    #[track_caller]
-    pub fn p2p_atomic_capabilities(
-        self,
-        peer: Device,
-        ops: &[AtomicOperation],
-    ) -> Result<Vec<AtomicOperationCapability>> {
-        init()?;
-        if ops.is_empty() {
-            return Ok(Vec::new());
-        }
-        let count = count_u32("Device::p2p_atomic_capabilities", "operations", ops.len())?;
-        let raw: Vec<sys::CUatomicOperation> = ops.iter().map(|o| o.as_raw()).collect();
-        let mut caps = vec![0u32; ops.len()];
-        call!(
-            // SAFETY: both arrays hold `len` elements.
-            unsafe {
-                newer::cuDeviceGetP2PAtomicCapabilities()?(
-                    caps.as_mut_ptr(),
-                    raw.as_ptr(),
-                    count,
-                    self.as_raw(),
-                    peer.as_raw(),
-                )
-            },
-        )?;
-        Ok(caps
-            .into_iter()
-            .map(AtomicOperationCapability::from_raw)
-            .collect())
-    }
-
     /// Fills an NvSciSync attribute list for this device (Tegra/NvSci systems; untested on
     /// these machines).
     ///
@@ -169,20 +119,17 @@ impl Device {
     }
 }
 
-impl crate::context::Context {
-    /// Makes GPUDirect RDMA writes to this context's memory visible (`target`
-    /// `CURRENT_CTX`, `scope` `TO_OWNER` or `TO_ALL_DEVICES`).
-    #[wraps(cuFlushGPUDirectRDMAWrites)]
+impl Device {
+    /// Whether contexts on this device support the execution affinity `kind`.
+    #[wraps(cuDeviceGetExecAffinitySupport)]
     #[track_caller]
-    pub fn flush_gpudirect_rdma_writes(
-        &self,
-        target: FlushGPUDirectRDMAWritesTarget,
-        scope: FlushGPUDirectRDMAWritesScope,
-    ) -> Result<()> {
-        let _cur = self.enter()?;
+    pub fn supports_exec_affinity(self, kind: ExecAffinityType) -> Result<bool> {
+        init()?;
+        let mut v = 0;
         call!(
-            // SAFETY: plain values on the current context.
-            unsafe { sys::cuFlushGPUDirectRDMAWrites(target.as_raw(), scope.as_raw()) },
-        )
+            // SAFETY: writes one int to a valid pointer.
+            unsafe { sys::cuDeviceGetExecAffinitySupport(&mut v, kind.as_raw(), self.as_raw()) },
+        )?;
+        Ok(v != 0)
     }
 }

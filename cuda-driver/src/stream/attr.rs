@@ -11,13 +11,9 @@ use cuda_driver_sys as sys;
 use crate::device::Device;
 use crate::entry_point::newer;
 use crate::error::Result;
-use crate::memory::view::DeviceSliceMut;
-use crate::repr::DeviceRepr;
 use crate::stream::{AccessPolicyWindow, Stream};
 
-use crate::types::{
-    AccessProperty, AttachFlags, LaunchAttributeID, LaunchMemSyncDomain, SynchronizationPolicy,
-};
+use crate::types::{AccessProperty, LaunchAttributeID, LaunchMemSyncDomain, SynchronizationPolicy};
 
 fn zero_value() -> sys::CUstreamAttrValue {
     sys::CUstreamAttrValue { pad: [0; 64] }
@@ -207,45 +203,6 @@ impl Stream {
         call!(
             // SAFETY: both streams are alive.
             unsafe { sys::cuStreamCopyAttributes(self.as_raw(), src.as_raw()) },
-        )
-    }
-
-    /// Attaches managed memory to this stream (`SINGLE`), to every stream (`GLOBAL`) or to
-    /// the host (`HOST`): with `SINGLE`, the host may touch it once this stream is idle,
-    /// even while other streams run. `view` must be managed memory (the driver refuses
-    /// other memory with `CUDA_ERROR_INVALID_VALUE`).
-    ///
-    /// The view is taken exclusively: no host reference of its memory is alive meanwhile. A
-    /// [`ManagedBuffer`](crate::memory::ManagedBuffer)'s host access waits for its stream only, which
-    /// on a device without concurrent managed access is sound only while the memory stays
-    /// attached to that stream: for views ordered on a stream, any attachment but `SINGLE`
-    /// is [`Error::InvalidArgument`](crate::Error::InvalidArgument), before the driver.
-    #[wraps(cuStreamAttachMemAsync)]
-    #[track_caller]
-    pub fn attach_mem<T: DeviceRepr>(
-        &self,
-        view: &mut DeviceSliceMut<'_, T>,
-        flags: AttachFlags,
-    ) -> Result<()> {
-        crate::memory::view::check_stream("Stream::attach_mem", view.context(), view.home(), self)?;
-        if !view.home().is_null() && flags != AttachFlags::SINGLE {
-            return Err(crate::error::Error::InvalidArgument(format!(
-                "Stream::attach_mem: memory ordered on a stream (a ManagedBuffer) stays attached \
-                 to it (SINGLE), since its host access waits for that stream only; got {flags:?}"
-            )));
-        }
-        let _cur = self.context().enter()?;
-        call!(
-            // SAFETY: the view borrows live memory of `bytes()` bytes; attaching changes
-            // visibility, not contents.
-            unsafe {
-                sys::cuStreamAttachMemAsync(
-                    self.as_raw(),
-                    view.as_raw(),
-                    view.bytes(),
-                    flags.as_raw(),
-                )
-            },
         )
     }
 }
