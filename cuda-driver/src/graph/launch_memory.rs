@@ -5,7 +5,7 @@ use std::mem::ManuallyDrop;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-use cuda_driver_macros::{call, wraps};
+use cuda_driver_macros::{call, uses, wraps};
 use cuda_driver_sys as sys;
 
 use super::exec::GraphExec;
@@ -289,7 +289,7 @@ impl<'s> GraphMemory<'s> {
     /// [`AsyncDeviceBuffer::move_to_stream`](crate::memory::pool::AsyncDeviceBuffer::move_to_stream) does:
     /// `stream` waits for an event recorded on the memory's stream; a stream of another
     /// context or the per-thread default stream is refused, and the memory given back.
-    #[wraps(cuEventRecord, cuStreamWaitEvent)]
+    #[uses(cuEventCreate, cuEventRecord, cuStreamWaitEvent)]
     #[track_caller]
     pub fn move_to_stream<'t>(
         self,
@@ -316,7 +316,7 @@ impl<'s> GraphMemory<'s> {
 
     /// Queues the free on the memory's stream now (`cuMemFreeAsync`), returning the
     /// driver's error instead of counting it as dropping does.
-    #[wraps(cuMemFreeAsync)]
+    #[uses(cuMemFreeAsync)]
     #[track_caller]
     pub fn free_async(self) -> Result<()> {
         let _cur = self.stream.enter_for_call()?;
@@ -343,7 +343,7 @@ impl<'s> GraphMemory<'s> {
     /// Frees the memory now: waits for its stream (all work that may use it), then
     /// `cuMemFree`. When the wait fails, the free is queued on the stream instead (as dropping
     /// does) and the error returned.
-    #[wraps(cuStreamSynchronize, cuMemFree_v2)]
+    #[uses(cuStreamSynchronize, cuMemFree_v2)]
     #[track_caller]
     pub fn free(self) -> Result<()> {
         self.stream.synchronize()?;

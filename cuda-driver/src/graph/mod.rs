@@ -28,10 +28,8 @@ use crate::release::{release, SendRaw};
 
 use crate::types::{GraphDebugDotFlags, GraphDependencyType, GraphNodeType};
 pub(crate) mod capture;
-pub(crate) mod capture_scope;
 
-pub use capture::{exchange_thread_capture_mode, CaptureInfo};
-pub use capture_scope::Capture;
+pub use capture::{exchange_thread_capture_mode, Capture, CaptureInfo};
 pub use exec::{GraphExec, GraphExecFlags, InstantiateOptions};
 pub use launch_memory::GraphMemory;
 pub use memory::GraphAllocation;

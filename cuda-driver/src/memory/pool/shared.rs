@@ -2,7 +2,7 @@
 
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 
-use cuda_driver_macros::wraps;
+use cuda_driver_macros::uses;
 
 use super::{check_orderable, order_after, AsyncDeviceBuffer};
 use crate::error::{Error, Result};
@@ -69,7 +69,7 @@ impl<'s, T: DeviceRepr> AsyncDeviceBuffer<'s, T> {
     /// a.read_on_streams(&[s2], |views| kept = Some(views[0]))?;
     /// # drop(kept); Ok(()) }
     /// ```
-    #[wraps(cuEventRecord, cuStreamWaitEvent)]
+    #[uses(cuEventCreate, cuEventRecord, cuStreamWaitEvent)]
     #[track_caller]
     pub fn read_on_streams<R>(
         &mut self,
