@@ -28,6 +28,8 @@ fn alloc_graph(ctx: &Context, value: u32) -> (Graph, GraphAllocation) {
 
 /// graphMemoryNodes: one graph allocates and writes, a second graph only frees; each launch
 /// of the first hands out that launch's memory, which the next launch of the second frees.
+/// Owners of a third graph are refused by the free graph; owners swapped through `&mut` stay
+/// whole.
 #[gpu_test]
 fn a_free_node_of_another_graph_frees_each_launchs_memory() {
     let ctx = gpu_or_skip!();
@@ -78,6 +80,25 @@ fn a_free_node_of_another_graph_frees_each_launchs_memory() {
     let mem = e1.launch_with_memory(&s, Vec::new()).unwrap();
     drop(e3.launch_with_memory(&s2, Vec::new()).unwrap());
     e2.launch_with_memory(&s2, mem).unwrap();
+    // Owners swapped through `&mut` carry their memory, stream and graph with them.
+    let mut x = e1
+        .launch_with_memory(&s, Vec::new())
+        .unwrap()
+        .pop()
+        .unwrap();
+    let mut y = e3
+        .launch_with_memory(&s2, Vec::new())
+        .unwrap()
+        .pop()
+        .unwrap();
+    std::mem::swap(&mut x, &mut y);
+    assert_eq!(y.as_raw(), addr);
+    assert_eq!(y.stream().as_raw(), s.as_raw());
+    e2.launch_with_memory(&s2, vec![y]).unwrap();
+    assert!(matches!(e3.launch(&s2), Err(Error::InvalidArgument(_))));
+    drop(x); // the third graph's memory, freed on s2
+    drop(e1.launch_with_memory(&s, Vec::new()).unwrap());
+    drop(e3.launch_with_memory(&s2, Vec::new()).unwrap());
     s.synchronize().unwrap();
     s2.synchronize().unwrap();
 }
