@@ -408,6 +408,7 @@ fn run() -> Res<()> {
     sweeps::allocations(&mut r, &cfg, &ctx, &stream, &rc)?;
     sweeps::loading(&mut r, &cfg, &ctx, &stream, &rc)?;
     events(&mut r, &cfg, &ctx, &stream, &rc)?;
+    hand_off(&mut r, &cfg, &ctx, &stream)?;
     graphs(&mut r, &cfg, &ctx, &stream)?;
     textures_and_2d_copies(&mut r, &cfg, &ctx)?;
     rtc_compile(&mut r, &cfg)?;
@@ -460,9 +461,24 @@ fn run() -> Res<()> {
             "Module and library loading: host clock around loads of a small PTX \
              (ptx/bench.ptx, {} loads per sample) and a large one (ptx/bench_large.ptx, {}), \
              each with its unload; the driver's JIT cache serves every side alike. cudarc: \
-             CudaContext::load_module(Ptx::from_src(..)) (it copies the text into a CString).",
+             CudaContext::load_module(Ptx::from_src(..)) (it copies the text into a CString). \
+             Ours reads no kernel parameter metadata at load (the first checked launch asks \
+             the driver); its library loads pass the JIT log options, whose driver cost alone \
+             the rows 'raw, and raw with the crate's 4 JIT log options' measure.",
             cfg.loads.0, cfg.loads.1
         ),
+        "Floors: where the driver forces a call the raw side does not make, a row measures \
+         the raw side with that call (the floor) in its raw column against ours, in the same \
+         rounds, and the target applies to that row. The exec kernel-argument update needs a \
+         current context (cuGraphExecKernelNodeSetParams crashed driver 580 without one): \
+         its floor is the raw update after one cuCtxGetCurrent."
+            .into(),
+        "Multi-stream hand-off: a stream-ordered buffer (4 KiB) moved to a second \
+         non-blocking stream and back with AsyncDeviceBuffer::move_to_stream, against raw \
+         cuEventRecord on the old stream + cuStreamWaitEvent on the new one with one event \
+         per stream made once; host time per hand-off, in batches of 500 with both streams \
+         synchronized between batches, outside the timed region."
+            .into(),
         "cuEventElapsedTime: both sides call the CUDA 2.0 version (cuda.h 13.0 maps the name \
          to the CUDA 12.8 one), which the raw side looks up once with cuGetProcAddress."
             .into(),
@@ -1173,6 +1189,75 @@ fn vmm_ipc_pools(r: &mut Runner, cfg: &Config, ctx: &Context, stream: &Stream) -
     Ok(())
 }
 
+/// The multi-stream hand-off of a stream-ordered buffer: moving it from one stream to another
+/// and back (`AsyncDeviceBuffer::move_to_stream`) against the raw calls that order the streams,
+/// `cuEventRecord` on the old stream and `cuStreamWaitEvent` on the new one, with an event of
+/// each stream made once (as the crate's streams keep one). Host time per hand-off, enqueued in
+/// batches with both streams synchronized between them, outside the timed region.
+fn hand_off(r: &mut Runner, cfg: &Config, ctx: &Context, stream: &Stream) -> Res<()> {
+    let count = cfg.events;
+    let other = Stream::new(ctx, StreamFlags::NON_BLOCKING)?;
+    let (s, o) = (stream.as_raw(), other.as_raw());
+    let ev_s = Event::new(ctx, EventFlags::DISABLE_TIMING)?;
+    let ev_o = Event::new(ctx, EventFlags::DISABLE_TIMING)?;
+    let (es, eo) = (ev_s.as_raw(), ev_o.as_raw());
+    // One sample: `count` hand-offs (count / 2 round trips) by `round_trip`, in batches.
+    let sample = |round_trip: &mut dyn FnMut() -> Res<()>| -> Res<f64> {
+        let mut total = Duration::ZERO;
+        let mut left = count / 2;
+        while left > 0 {
+            let n = left.min(BATCH / 2);
+            let start = Instant::now();
+            for _ in 0..n {
+                round_trip()?;
+            }
+            total += start.elapsed();
+            // SAFETY: live streams of the current context.
+            unsafe {
+                raw!(cuStreamSynchronize(s));
+                raw!(cuStreamSynchronize(o));
+            }
+            left -= n;
+        }
+        Ok(total.as_nanos() as f64 / (count / 2 * 2) as f64)
+    };
+    let mut buf = Some(DeviceBuffer::<u8>::new_async(stream, 4 * KIB)?);
+    r.run(
+        "multi-stream hand-off of a stream-ordered buffer (move_to_stream) vs cuEventRecord + \
+         cuStreamWaitEvent"
+            .into(),
+        "ns/hand-off",
+        false,
+        Some(1.05),
+        |side| match side {
+            Side::Raw => sample(&mut || {
+                // SAFETY: live events and streams of the current context.
+                unsafe {
+                    raw!(cuEventRecord(es, s));
+                    raw!(cuStreamWaitEvent(o, es, 0));
+                    raw!(cuEventRecord(eo, o));
+                    raw!(cuStreamWaitEvent(s, eo, 0));
+                }
+                Ok(())
+            }),
+            // Safe: move_to_stream = the context and default-stream checks + cuCtxGetCurrent
+            // + cuEventRecord of the old stream's own event + cuStreamWaitEvent.
+            Side::Safe => sample(&mut || {
+                let b = buf.take().expect("the buffer is put back after each move");
+                let b = b.move_to_stream(&other).map_err(cuda_driver::Error::from)?;
+                buf = Some(b.move_to_stream(stream).map_err(cuda_driver::Error::from)?);
+                Ok(())
+            }),
+        },
+    )?;
+    if let Some(b) = buf {
+        b.free_async()?;
+    }
+    stream.synchronize()?;
+    other.synchronize()?;
+    Ok(())
+}
+
 /// Kernel-argument updates (and context checks) per sample.
 fn updates_count(reps: usize) -> usize {
     reps * 10
@@ -1324,11 +1409,13 @@ fn graphs(r: &mut Runner, cfg: &Config, ctx: &Context, stream: &Stream) -> Res<(
             Ok(())
         })
     };
+    // The safe update next to the raw one: no target, since the driver forces the context
+    // check (the floor row below is what the update is judged against).
     r.run(
         "exec kernel-argument update".into(),
         "us/update",
         false,
-        Some(1.03),
+        None,
         |side| {
             let t = match side {
                 Side::Raw => raw_update(false)?,
@@ -1346,8 +1433,30 @@ fn graphs(r: &mut Runner, cfg: &Config, ctx: &Context, stream: &Stream) -> Res<(
             Ok(secs(t) * 1e6 / updates as f64)
         },
     )?;
+    // The update judged against its floor, the raw update after the one cuCtxGetCurrent the
+    // driver forces (in the raw column), measured in the same rounds.
+    let n_floor = 512i32;
+    r.run(
+        "exec kernel-argument update vs its floor: raw after cuCtxGetCurrent (raw column)".into(),
+        "us/update",
+        false,
+        Some(1.03),
+        |side| {
+            let t = match side {
+                Side::Raw => raw_update(true)?,
+                Side::Safe => time_loop(updates, no_end, || {
+                    // SAFETY: as above.
+                    unsafe {
+                        exec_i.set_kernel_node(node, &inc, &icfg, (x.as_view_mut(), &n_floor))?
+                    };
+                    Ok(())
+                })?,
+            };
+            Ok(secs(t) * 1e6 / updates as f64)
+        },
+    )?;
     // What the context check alone costs next to the update: raw against raw preceded by
-    // cuCtxGetCurrent (in the "ours" column). No target; it explains the row above.
+    // cuCtxGetCurrent (in the "ours" column). No target; it explains the rows above.
     r.run(
         "exec kernel-argument update: raw, and raw after cuCtxGetCurrent (ours column)".into(),
         "us/update",

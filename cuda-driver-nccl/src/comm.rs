@@ -628,7 +628,10 @@ impl Communicator {
         grouped: bool,
         f: impl FnOnce(sys::ncclComm_t) -> sys::ncclResult_t,
     ) -> Result<()> {
-        let start = Instant::now();
+        // Only a non-blocking communicator (one with a timeout) can answer "in progress" and
+        // wait: a blocking one reads no clock (a clock read on every operation is measurable
+        // next to a small all-reduce).
+        let start = self.timeout.map(|_| Instant::now());
         let code = {
             let _scope = Scope::enter(&self.ctx)?;
             f(raw)
@@ -636,7 +639,7 @@ impl Communicator {
         match check(self.nccl, code, what)? {
             Progress::Done => Ok(()),
             Progress::InProgress if grouped => Ok(()),
-            Progress::InProgress => self.wait_ready(what, start),
+            Progress::InProgress => self.wait_ready(what, start.unwrap_or_else(Instant::now)),
         }
     }
 

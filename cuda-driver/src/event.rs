@@ -217,6 +217,10 @@ impl Stream {
     /// completed (what `cudaStreamWaitEvent` users write by hand): records an event on `other`
     /// (in its context, without timing) and waits for it here. `other` may be of another
     /// context or device. Waiting for itself does nothing.
+    ///
+    /// The event is `other`'s own, created at its first hand-off and reused by the next ones
+    /// (it is only ever recorded on `other`, so a wait for its latest record covers the work
+    /// this call must wait for), and destroyed with `other`.
     #[wraps(cuEventRecord, cuStreamWaitEvent)]
     #[doc(alias = "cuEventCreate")]
     #[track_caller]
@@ -224,12 +228,7 @@ impl Stream {
         if other.as_raw() == self.as_raw() && other.context() == self.context() {
             return Ok(());
         }
-        let event = Event::new(other.context(), EventFlags::DISABLE_TIMING)?;
-        event.record(other)?;
-        self.wait_event(&event)
-        // The event is destroyed here; the wait already queued completes (cuEventDestroy: "if
-        // the event is waiting on other work, the call returns immediately and the resources
-        // are released once it completes").
+        other.hand_off_to(self)
     }
 }
 

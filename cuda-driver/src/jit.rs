@@ -39,8 +39,13 @@ enum Target {
 /// libraries and for the [`Linker`](crate::module::Linker).
 ///
 /// Built with chained setters; options left unset keep the driver's default. The info and
-/// error logs and the wall time are always requested (the logs in buffers of
-/// [`log_buffer_size`](Self::log_buffer_size) bytes each, 16 KiB by default).
+/// error logs and the wall time (but by a library, which does not report it) are requested
+/// (the logs in buffers of
+/// [`log_buffer_size`](Self::log_buffer_size) bytes each, 16 KiB by default), but by a module
+/// load with no option set ([`Module::load_data`](crate::Module::load_data)), which passes
+/// none, as the raw call does, and asks for the error log only after a failure. To keep the
+/// info log and the wall time of a module loaded with the driver's defaults, set any option:
+/// `JitOptions::new().verbose(false)` changes nothing else.
 ///
 /// ```
 /// use cuda_driver::{types::JitCacheMode, jit::JitOptions, types::JitTarget};
@@ -86,7 +91,7 @@ impl Default for JitOptions {
 }
 
 impl JitOptions {
-    /// The driver's defaults, with both logs captured.
+    /// The driver's defaults, with the logs captured as the type's documentation says.
     pub fn new() -> Self {
         Self::default()
     }
@@ -192,7 +197,8 @@ pub(crate) struct JitCall {
     count: usize,
     info: LogBuffer,
     error: LogBuffer,
-    wall_time_slot: usize,
+    /// The slot of `CU_JIT_WALL_TIME`, when it was asked for.
+    wall_time_slot: Option<usize>,
 }
 
 // SAFETY: the raw pointers point into the JitCall's own heap buffers (owned, freed once in
@@ -200,15 +206,25 @@ pub(crate) struct JitCall {
 unsafe impl Send for JitCall {}
 
 impl JitCall {
-    /// The option arrays for `opts`, in a box that does not move.
+    /// The option arrays for `opts` and the wall time, in a box that does not move.
     pub(crate) fn new(opts: &JitOptions) -> Box<JitCall> {
+        Self::build(opts, true)
+    }
+
+    /// [`new`](Self::new) without `CU_JIT_WALL_TIME`: for a library, which does not report
+    /// it (an option the driver would honour for nothing).
+    pub(crate) fn without_wall_time(opts: &JitOptions) -> Box<JitCall> {
+        Self::build(opts, false)
+    }
+
+    fn build(opts: &JitOptions, wall_time: bool) -> Box<JitCall> {
         let mut call = Box::new(JitCall {
             options: [0; MAX_JIT_OPTIONS],
             values: [ptr::null_mut(); MAX_JIT_OPTIONS],
             count: 0,
             info: LogBuffer::take(opts.log_size),
             error: LogBuffer::take(opts.log_size),
-            wall_time_slot: 0,
+            wall_time_slot: None,
         });
         // Scalars travel in the pointer-sized slot itself, as cuda.h specifies for
         // `unsigned int` and `int` options.
@@ -219,8 +235,10 @@ impl JitCall {
         call.push(sys::CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES, size);
         call.push(sys::CU_JIT_ERROR_LOG_BUFFER, error);
         call.push(sys::CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES, size);
-        call.wall_time_slot = call.count;
-        call.push(sys::CU_JIT_WALL_TIME, ptr::null_mut());
+        if wall_time {
+            call.wall_time_slot = Some(call.count);
+            call.push(sys::CU_JIT_WALL_TIME, ptr::null_mut());
+        }
         let uint = |v: u32| v as usize as *mut c_void;
         if let Some(n) = opts.max_registers {
             call.push(sys::CU_JIT_MAX_REGISTERS, uint(n));
@@ -284,9 +302,12 @@ impl JitCall {
     }
 
     /// Milliseconds the driver spent compiling and linking, which it writes over the first
-    /// four bytes of the option's value slot.
+    /// four bytes of the option's value slot (0 when the wall time was not asked for).
     pub(crate) fn wall_time_ms(&self) -> f32 {
-        let slot: *const *mut c_void = &self.values[self.wall_time_slot];
+        let Some(at) = self.wall_time_slot else {
+            return 0.0;
+        };
+        let slot: *const *mut c_void = &self.values[at];
         // SAFETY: the slot is a live, pointer-aligned 8-byte value, aligned for f32; the driver
         // stores a float in its first four bytes (or leaves the zero we put there); any bit
         // pattern is a valid f32. Volatile: the driver, not Rust, writes it.
@@ -516,6 +537,12 @@ mod tests {
         assert!(pairs.contains(&(sys::CU_JIT_INFO_LOG_BUFFER, call.info.as_mut_ptr() as usize)));
         assert_eq!(call.info.len, 100);
         assert_eq!(call.wall_time_ms(), 0.0);
+        assert!(pairs.contains(&(sys::CU_JIT_WALL_TIME, 0)));
+        // A library's call asks for no wall time.
+        let lib = JitCall::without_wall_time(&opts);
+        assert_eq!(lib.count, call.count - 1);
+        assert!(!lib.options[..lib.count].contains(&sys::CU_JIT_WALL_TIME));
+        assert_eq!(lib.wall_time_ms(), 0.0);
         // Nothing unasked for.
         assert!(!pairs
             .iter()

@@ -55,7 +55,7 @@ use crate::image::{Image, ImageKind, ModuleImage, ParamCounts};
 use crate::jit::{check_jit, check_lookup, JitCall, JitOptions, LiveJit};
 use crate::memory::{DeviceSlice, DeviceSliceMut};
 use crate::module::{AddressClaim, Function, FunctionOwner, Global, Module};
-use crate::params::{KernelParams, ParamCache, ParamInfo};
+use crate::params::{counts_at_load, KernelParams, ParamCache, ParamInfo};
 use crate::release::{release, SendRaw};
 use crate::repr::DeviceRepr;
 use crate::types::CacheConfig;
@@ -271,8 +271,9 @@ impl Library {
     /// Initialises the driver if needed; no context is needed.
     ///
     /// As with [`Module::load_data_with`], PTX needs no NUL terminator, the image is checked
-    /// first ([`Error::MalformedImage`]), a failed compile is [`Error::Jit`] with the log, and
-    /// the kernels' parameter counts are read from the image. With lazy loading the compile may
+    /// first ([`Error::MalformedImage`]) and a failed compile is [`Error::Jit`] with the log;
+    /// the kernels' parameters are read at their first checked launch (see
+    /// [`ParamSource`](crate::launch::ParamSource)). With lazy loading the compile may
     /// happen later, in a context (see [lazy loading](Self#lazy-loading-and-errors)). With
     /// [`LibraryOptions::binary_is_preserved`] the library keeps its own copy of the image.
     #[wraps(cuLibraryLoadData)]
@@ -283,7 +284,7 @@ impl Library {
         options: &LibraryOptions,
     ) -> Result<Library> {
         let image = Image::check(image.image_bytes())?;
-        let counts = image.param_counts();
+        let counts = counts_at_load(&image);
         if options.binary_is_preserved {
             let owned = owned_image(&image);
             // SAFETY: the owned image (checked above, NUL-terminated when text) is moved into
@@ -317,7 +318,7 @@ impl Library {
         if options.binary_is_preserved && needs_copy {
             return Self::load_data_with(image, jit, options);
         }
-        let counts = checked.param_counts();
+        let counts = counts_at_load(&checked);
         checked.with_ptr(|p| {
             // SAFETY: `p` points into the checked 'static image (no copy was needed for a
             // preserved load), which the driver may read for as long as it likes.
@@ -349,7 +350,7 @@ impl Library {
         counts: Option<Arc<ParamCounts>>,
     ) -> Result<Library> {
         crate::init()?;
-        let mut call = JitCall::new(jit);
+        let mut call = JitCall::without_wall_time(jit);
         let mut lib_call = LibraryCall::new(options);
         let mut raw = ptr::null_mut();
         // SAFETY: the caller guarantees `image`; both option arrays hold the counts given and
@@ -374,7 +375,7 @@ impl Library {
     /// Loads a library from a cubin, PTX or fatbin file, with JIT and library options.
     ///
     /// The file is read and loaded as [`load_data_with`](Self::load_data_with) loads bytes:
-    /// checked first, with the kernels' parameter counts. A file that cannot be read is
+    /// checked first. A file that cannot be read is
     /// handed to `cuLibraryLoadFromFile`, whose error says why.
     ///
     /// Calls `cuLibraryLoadData` (and `cuLibraryLoadFromFile` for its error).
@@ -391,7 +392,7 @@ impl Library {
             return Self::load_data_with(&bytes, jit, options);
         }
         crate::init()?;
-        let mut call = JitCall::new(jit);
+        let mut call = JitCall::without_wall_time(jit);
         let mut raw = ptr::null_mut();
         // SAFETY: a NUL-terminated path; the JIT option arrays hold call.len() entries whose
         // buffers live in the boxed `call`, kept by the library; no library options (the
@@ -651,8 +652,9 @@ impl std::fmt::Debug for Kernel {
 }
 
 impl Kernel {
-    /// Wraps a kernel of `library`, which the handle keeps loaded. Its parameter count is
-    /// looked up under its driver name (`cuKernelGetName`) in what the library's image told.
+    /// Wraps a kernel of `library`, which the handle keeps loaded. Under
+    /// [`ParamSource::Image`](crate::launch::ParamSource::Image), its parameter count is looked up
+    /// under its driver name (`cuKernelGetName`) in what the library's image told.
     ///
     /// # Safety
     /// `raw` is a kernel of `library` (from `cuLibraryGetKernel` or
@@ -693,8 +695,9 @@ impl Kernel {
 
     /// The kernel's parameters (offset and size of each), read from the driver on first use
     /// and cached; `None` when the driver cannot report them (older than CUDA 12.4). As for
-    /// [`Function::params`]: the count comes from the library's image where it told it, else
-    /// the driver is probed once.
+    /// [`Function::params`]: the driver is probed once, or, under
+    /// [`ParamSource::Image`](crate::launch::ParamSource::Image), asked for the count the library's
+    /// image told.
     #[wraps(cuKernelGetParamInfo)]
     #[track_caller]
     pub fn params(&self) -> Result<Option<&[ParamInfo]>> {

@@ -9,12 +9,18 @@
 //! # Where the parameter list comes from
 //!
 //! The driver reports one parameter at a time (`cuFuncGetParamInfo` / `cuKernelGetParamInfo`,
-//! CUDA 12.4) and has no call that says how many there are. The crate therefore reads each
-//! kernel's parameter count from the image at load time (see [`crate::image`]) and asks the
-//! driver for exactly that many. Where the count is unknown (a handle from `from_raw`, a
-//! compressed fatbin, an image loaded through a bare pointer) it asks for parameters until
-//! the driver answers `CUDA_ERROR_INVALID_VALUE`: once per kernel, but that one failed call is
-//! what tools such as compute-sanitizer report as an API error.
+//! CUDA 12.4) and has no call that says how many there are (CUDA 13.0). So a kernel's list is
+//! read at its first checked launch, once per kernel handle, and cached: the driver is asked
+//! for parameters by index until it answers `CUDA_ERROR_INVALID_VALUE`. Loading a module or a
+//! library reads nothing of the kind, so that it costs what the driver's load costs.
+//!
+//! That one failed call per kernel is what tools such as compute-sanitizer report as an API
+//! error. A process that wants none sets [`set_param_source`]`(`[`ParamSource::Image`]`)`:
+//! the safe loaders then read each kernel's parameter count from the image while loading
+//! (see [`crate::image`]; PTX also tells offsets and sizes, so its kernels ask the driver
+//! nothing), and a checked launch asks for exactly that many. Where the count is unknown even
+//! then (a handle from `from_raw`, a compressed fatbin, an image loaded through a bare
+//! pointer) the driver is probed as above.
 //!
 //! # Drivers older than CUDA 12.4
 //!
@@ -30,7 +36,7 @@ use std::sync::{Arc, OnceLock};
 use cuda_driver_sys as sys;
 
 use crate::error::{check, Error, Result};
-use crate::image::ParamCounts;
+use crate::image::{Image, ParamCounts};
 use crate::types::ErrorCode;
 
 /// Where a kernel parameter lives in the device-side parameter layout, as the driver reports
@@ -85,6 +91,64 @@ pub fn argument_check() -> ArgumentCheck {
     match POLICY.load(Ordering::Relaxed) {
         0 => ArgumentCheck::Required,
         _ => ArgumentCheck::WhenSupported,
+    }
+}
+
+/// Where the safe loaders learn the kernels' parameter lists from; see [`set_param_source`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ParamSource {
+    /// From the driver, at each kernel's first checked launch (the default): a load reads
+    /// nothing from the image but its check; the first checked launch of a kernel asks the
+    /// driver for each parameter and once past the last (`CUDA_ERROR_INVALID_VALUE`, which
+    /// compute-sanitizer reports as an API error, and a CUDA 12.9+ driver records in its error
+    /// log, see [`LogForwarder`](crate::logs::LogForwarder)).
+    #[default]
+    Driver,
+    /// From the image, while loading: every kernel's parameter declarations are read when a
+    /// module or library is loaded (tens of microseconds for a large PTX), so that a checked
+    /// launch asks the driver for exactly that many parameters (PTX: none) and no driver call
+    /// fails. PTX kernels are then checked on drivers older than CUDA 12.4 too, which cannot
+    /// report parameters.
+    Image,
+}
+
+static SOURCE: AtomicU8 = AtomicU8::new(0);
+
+/// Sets, for the whole process, where the safe loaders learn the kernels' parameter lists
+/// from (see [`ParamSource`]). It changes when the list is read and what that costs, never
+/// what a checked launch accepts. Loads made before the call keep what they read.
+///
+/// ```
+/// use cuda_driver::launch::{param_source, set_param_source, ParamSource};
+/// assert_eq!(param_source(), ParamSource::Driver);
+/// // Under compute-sanitizer: no probing call past the last parameter.
+/// set_param_source(ParamSource::Image);
+/// # set_param_source(ParamSource::Driver);
+/// ```
+pub fn set_param_source(source: ParamSource) {
+    let v = match source {
+        ParamSource::Driver => 0,
+        ParamSource::Image => 1,
+    };
+    SOURCE.store(v, Ordering::Relaxed);
+}
+
+/// The process's current [`ParamSource`] (see [`set_param_source`]).
+pub fn param_source() -> ParamSource {
+    match SOURCE.load(Ordering::Relaxed) {
+        0 => ParamSource::Driver,
+        _ => ParamSource::Image,
+    }
+}
+
+/// What a safe load reads of the kernels' parameters from `image`: nothing under
+/// [`ParamSource::Driver`] (a checked launch asks the driver at its first use), the image's
+/// counts under [`ParamSource::Image`].
+pub(crate) fn counts_at_load(image: &Image<'_>) -> Option<Arc<ParamCounts>> {
+    match param_source() {
+        ParamSource::Driver => None,
+        ParamSource::Image => image.param_counts(),
     }
 }
 
@@ -238,8 +302,14 @@ pub(crate) trait KernelParams {
     fn check_args(&self, sizes: &[usize]) -> Result<()> {
         match self.params()? {
             Some(params) => {
+                // Every size compared, without a branch per parameter (a fold of the
+                // differences, which the compiler vectorises): the launch path of 64 arguments.
                 if params.len() != sizes.len()
-                    || params.iter().zip(sizes).any(|(p, &s)| p.size != s)
+                    || params
+                        .iter()
+                        .zip(sizes)
+                        .fold(0, |diff, (p, &s)| diff | (p.size ^ s))
+                        != 0
                 {
                     return Err(argument_error(self.kernel_name(), params, sizes));
                 }
@@ -259,7 +329,11 @@ pub(crate) trait KernelParams {
     {
         match self.params()? {
             Some(params) => {
-                if params.len() != layout.len() || !layout.clone().zip(params).all(|(a, b)| a == *b)
+                // As in check_args: the differences folded, no branch per parameter.
+                if params.len() != layout.len()
+                    || layout.clone().zip(params).fold(0, |diff, (a, b)| {
+                        diff | (a.offset ^ b.offset) | (a.size ^ b.size)
+                    }) != 0
                 {
                     return Err(packed_error(self.kernel_name(), params, layout));
                 }
@@ -512,6 +586,22 @@ mod tests {
         let none = Fake::new(ParamCache::unnamed(c.build()), Some(vec![]));
         assert_eq!(none.params().unwrap().unwrap(), &[]);
         assert_eq!(none.queries.get(), 0);
+    }
+
+    /// The only unit test that changes the process's parameter source.
+    #[test]
+    fn loads_read_counts_only_when_asked() {
+        let ptx = ".version 8.0\n.visible .entry k(.param .u64 a)\n{ ret; }\n";
+        let img = Image::check(ptx.as_bytes()).unwrap();
+        let before = param_source();
+        set_param_source(ParamSource::Driver);
+        assert!(
+            counts_at_load(&img).is_none(),
+            "the default load reads nothing"
+        );
+        set_param_source(ParamSource::Image);
+        assert_eq!(counts_at_load(&img).unwrap().get("k"), Some(1));
+        set_param_source(before);
     }
 
     #[test]

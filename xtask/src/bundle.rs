@@ -329,7 +329,8 @@ const RUN_SH: &str = r#"#!/usr/bin/env bash
 # `compute-sanitizer --tool memcheck --leak-check full` (child processes included): it fails
 # on any memory error or leak, and on any driver API error but those an example provokes on
 # purpose (listed below, with their count, each the seed program's demonstration of an
-# error report). Other arguments go to the test binaries (libtest filters and
+# error report) and the CUDA_ERROR_INVALID_VALUE that ends a kernel's parameter list at its
+# first checked launch (cu{Func,Kernel}GetParamInfo, counted apart). Other arguments go to the test binaries (libtest filters and
 # options). Each program is stopped after GPU_BUNDLE_TIMEOUT seconds (default 300), and counts
 # as failed.
 # The last line is `gpu-bundle: N passed, M failed`; the exit status is non-zero when M > 0 or
@@ -456,13 +457,18 @@ if [ "$sanitize" = 1 ]; then
             # cudaErrorNoKernelImageForDevice from cudaFuncGetAttributes). Counted apart and
             # printed; they fail nothing. Memory errors and leaks still do.
             lib_api=$(grep -c '^========= Program hit cudaError' "$log")
+            # The end of a kernel's parameter list: a checked launch asks the driver for
+            # parameters by index until CUDA_ERROR_INVALID_VALUE, once per kernel handle
+            # (cuda_driver::ParamSource::Driver, the default). Counted apart and printed.
+            probes=$(grep -cE '^========= Program hit CUDA_ERROR_INVALID_VALUE .*on CUDA API call to cu(Func|Kernel)GetParamInfo' "$log")
+            api=$((api - probes))
             want=${provoked[$name]:-0}
             leaks=$(grep -c '^========= Leaked [0-9]' "$log")
-            if [ "$status" -eq 0 ] && [ "$errors" -eq $((api + lib_api)) ] && [ "$api" -eq "$want" ] \
+            if [ "$status" -eq 0 ] && [ "$errors" -eq $((api + probes + lib_api)) ] && [ "$api" -eq "$want" ] \
                 && [ "$leaks" -eq 0 ] && grep -q '^========= ERROR SUMMARY' "$log"; then
-                echo "=== memcheck $e: clean ($api driver API error(s), all provoked on purpose; $lib_api runtime API error(s) raised and handled inside a loaded library)"
+                echo "=== memcheck $e: clean ($api driver API error(s), all provoked on purpose; $probes parameter-list end(s) of checked launches; $lib_api runtime API error(s) raised and handled inside a loaded library)"
             else
-                echo "=== memcheck $e: $errors error(s), $api driver API error(s) ($want expected), $lib_api runtime API error(s) inside a loaded library, $leaks leak(s), exit status $status"
+                echo "=== memcheck $e: $errors error(s), $api driver API error(s) ($want expected), $probes parameter-list end(s), $lib_api runtime API error(s) inside a loaded library, $leaks leak(s), exit status $status"
                 status=1
             fi
             count_one "memcheck $e"

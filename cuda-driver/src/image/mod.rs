@@ -17,11 +17,13 @@
 //! wrapper `__fatBinC_Wrapper_t` (magic `0x466243B1`, which the CUDA runtime registers) and
 //! the fat binary of CUDA before 4.0 (`__cudaFatCudaBinary`, magic `0x1EE55A01`).
 //!
-//! At load time the loaders also read each kernel's parameter count from the image
-//! ([`ParamCounts`]: PTX `.entry` declarations, a cubin's `.nv.info.<kernel>` sections, the
-//! uncompressed entries of a fatbin), so that a checked launch can ask the driver for exactly
-//! that many parameters instead of probing until it fails; from PTX also each parameter's
-//! offset and size, so that it need not ask at all.
+//! Under [`ParamSource::Image`](crate::launch::ParamSource::Image) (not the default) the loaders also
+//! read each kernel's parameter count from the image ([`ParamCounts`]: PTX `.entry`
+//! declarations, a cubin's `.nv.info.<kernel>` sections, the uncompressed entries of a
+//! fatbin), so that a checked launch can ask the driver for exactly that many parameters
+//! instead of probing until it fails; from PTX also each parameter's offset and size, so that
+//! it need not ask at all. By default a load reads nothing but the check, and a kernel's
+//! parameters come from the driver at its first checked launch.
 
 pub(crate) mod elf;
 pub(crate) mod fatbin;

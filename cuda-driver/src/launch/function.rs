@@ -88,13 +88,15 @@ impl Function {
     /// The kernel's parameters (offset and size of each), read from the driver on first use
     /// and cached; `None` when the driver cannot report them (older than CUDA 12.4).
     ///
-    /// The driver reports one parameter per call and has no parameter count, so the count is
-    /// read from the image when the module is loaded from bytes or a file, and the driver is
-    /// asked for exactly that many. For a function whose count is unknown (from
-    /// [`from_raw`](Self::from_raw), [`Module::from_raw`](crate::Module::from_raw),
+    /// The driver reports one parameter per call and has no parameter count, so it is asked
+    /// for parameters by index until it answers `CUDA_ERROR_INVALID_VALUE`: once per handle,
+    /// at the first checked launch (or this call), but tools such as compute-sanitizer report
+    /// that answer as an API error. Under [`ParamSource::Image`](crate::launch::ParamSource::Image) the
+    /// safe loaders read the count from the image instead (PTX: the offsets and sizes too), and
+    /// the driver is asked for exactly that many; a function whose count is unknown even then
+    /// (from [`from_raw`](Self::from_raw), [`Module::from_raw`](crate::Module::from_raw),
     /// [`Module::load_data_unchecked`](crate::Module::load_data_unchecked), a compressed
-    /// fatbin) the driver is asked until it answers `CUDA_ERROR_INVALID_VALUE`: once, but
-    /// tools such as compute-sanitizer report that answer as an API error.
+    /// fatbin) is probed.
     #[wraps(cuFuncGetParamInfo)]
     #[track_caller]
     pub fn params(&self) -> Result<Option<&[ParamInfo]>> {

@@ -56,7 +56,10 @@ use crate::module::Function;
 use crate::params::KernelParams;
 use crate::stream::Stream;
 
-pub use crate::params::{argument_check, set_argument_check, ArgumentCheck, ParamInfo};
+pub use crate::params::{
+    argument_check, param_source, set_argument_check, set_param_source, ArgumentCheck, ParamInfo,
+    ParamSource,
+};
 pub use args::{KernelArg, KernelArgs};
 pub use attributes::{LaunchAttributes, MAX_LAUNCH_ATTRIBUTES};
 pub use config::{Dim3, LaunchConfig, DEFAULT_BLOCK_SIZE};

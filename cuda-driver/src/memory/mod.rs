@@ -33,9 +33,11 @@ pub(crate) mod address;
 pub(crate) mod array;
 pub(crate) mod array_1d;
 pub(crate) mod copy;
+pub(crate) mod decompress;
 pub(crate) mod device;
 pub(crate) mod ipc;
 pub(crate) mod managed;
+pub(crate) mod notification;
 pub(crate) mod owner;
 pub(crate) mod pinned;
 pub(crate) mod pitched;
@@ -49,9 +51,11 @@ pub use array::{
     ArraySparseProperties, MipmappedArray,
 };
 pub use copy::{Copy2D, Copy3D};
+pub use decompress::Decompression;
 pub use device::DeviceBuffer;
 pub use ipc::{IpcEventHandle, IpcMemHandle, IpcMemory};
 pub use managed::ManagedBuffer;
+pub use notification::{AsyncNotification, AsyncNotificationRegistration};
 pub use owner::{DeviceMemory, DeviceMemoryMut};
 pub use pinned::{HostRegistration, PinnedBuffer};
 pub use pitched::{Pitched2D, Pitched2DView, Pitched2DViewMut};

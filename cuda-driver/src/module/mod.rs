@@ -6,11 +6,13 @@
 //! last handle (the module, or a [`Function`] or [`Global`] taken from it) is dropped. To load
 //! code once for every context and device, use a [`Library`](crate::Library) instead.
 //!
-//! Loading always captures the JIT's info and error logs: a failed load returns
-//! [`Error::Jit`] with the compiler's error log, and [`Module::info_log`] holds the info log of a
-//! successful one. [`JitOptions`] sets the compiler options. The image is checked before the
-//! driver sees it ([`Error::MalformedImage`]), and each kernel's parameter count is read from
-//! it for the checked launches (see [`Function::params`]).
+//! A failed load returns [`Error::Jit`] with the compiler's error log. [`JitOptions`] sets the
+//! compiler options; a load with any option set also captures the info log
+//! ([`Module::info_log`]) and the wall time, and a load with none costs what the raw
+//! `cuModuleLoadData` costs (only when it fails is it made again with the log buffers). The image is checked before the
+//! driver sees it ([`Error::MalformedImage`]); each kernel's parameters are read at its first
+//! checked launch, from the driver (see [`Function::params`] and
+//! [`ParamSource`](crate::launch::ParamSource)).
 //!
 //! ```no_run
 //! use cuda_driver::{Device, jit::JitOptions, Module};
@@ -45,7 +47,7 @@ pub use crate::image::ModuleImage;
 use crate::image::{Image, ImageKind, ParamCounts};
 use crate::init::init;
 use crate::jit::{check_jit, check_lookup, JitCall, JitOptions, LiveJit};
-use crate::params::ParamCache;
+use crate::params::{counts_at_load, ParamCache};
 use crate::release::SendRaw;
 use crate::repr::DeviceRepr;
 
@@ -188,7 +190,10 @@ impl Module {
         Self::wrap(raw, ctx, Some(owner), None, counts)
     }
 
-    /// Loads PTX text, a cubin or a fatbin into `ctx` with the driver's default JIT options.
+    /// Loads PTX text, a cubin or a fatbin into `ctx` with the driver's default JIT options:
+    /// the raw `cuModuleLoadData` after the image's check, and, only when that fails,
+    /// `cuModuleLoadDataEx` with the log buffers for the error log ([`Error::Jit`]). No info
+    /// log or wall time is kept ([`info_log`](Self::info_log) is empty).
     ///
     /// See [`load_data_with`](Self::load_data_with).
     #[track_caller]
@@ -203,9 +208,13 @@ impl Module {
     /// image that is not self-contained and within `image`'s bytes is refused with
     /// [`Error::MalformedImage`] naming what is wrong (see that variant). A failed compile is
     /// [`Error::Jit`] with the compiler's error log; the info log of a successful one is
-    /// [`Module::info_log`]. The kernels' parameters are read from the image (PTX: offsets
-    /// and sizes, so the checked launches ask the driver nothing; binaries: counts, so they ask
-    /// for exactly those parameters).
+    /// [`Module::info_log`]. With `options` equal to [`JitOptions::default`] this is
+    /// [`load_data`](Self::load_data): no option arrays, no info log, and the logged load only
+    /// after a failed one. Nothing else is read from the image: each kernel's parameters are
+    /// asked from the driver at its first checked launch, or, under
+    /// [`ParamSource::Image`](crate::launch::ParamSource::Image), read from the image here (PTX:
+    /// offsets and sizes, so the checked launches ask the driver nothing; binaries: counts,
+    /// so they ask for exactly those parameters).
     ///
     ///
     /// ```no_run
@@ -217,7 +226,7 @@ impl Module {
     /// }
     /// # Ok::<(), cuda_driver::Error>(())
     /// ```
-    #[wraps(cuModuleLoadDataEx)]
+    #[wraps(cuModuleLoadDataEx, cuModuleLoadData)]
     #[track_caller]
     pub fn load_data_with<I: ModuleImage + ?Sized>(
         ctx: &Context,
@@ -225,10 +234,23 @@ impl Module {
         options: &JitOptions,
     ) -> Result<Module> {
         let image = Image::check(image.image_bytes())?;
-        let counts = image.param_counts();
+        let counts = counts_at_load(&image);
         let _cur = ctx.enter()?;
-        let mut call = JitCall::new(options);
         let mut raw = ptr::null_mut();
+        if *options == JitOptions::default() {
+            // No option set: the load the raw call makes, without option arrays or log
+            // buffers. Only a failed one is made again below, with them, for the error log.
+            let r = image.with_ptr(|p| {
+                // SAFETY: `p` points to a checked image the driver reads within its bounds (a
+                // binary whose headers lie within it, or NUL-terminated text), alive for the
+                // call; no options; writes one CUmodule.
+                unsafe { sys::cuModuleLoadData(&mut raw, p) }
+            });
+            if r == sys::CUDA_SUCCESS {
+                return Ok(Self::wrap(raw, ctx, None, None, counts));
+            }
+        }
+        let mut call = JitCall::new(options);
         let r = image.with_ptr(|p| {
             // SAFETY: `p` points to a checked image the driver reads within its bounds (a
             // binary whose headers lie within it, or NUL-terminated text), alive for the call;
@@ -283,7 +305,7 @@ impl Module {
                     .into(),
             });
         }
-        let counts = image.param_counts();
+        let counts = counts_at_load(&image);
         let _cur = ctx.enter()?;
         let mut raw = ptr::null_mut();
         let r = image.with_ptr(|p| {
@@ -298,9 +320,9 @@ impl Module {
     /// Loads a module from a file: a cubin, PTX or fatbin.
     ///
     /// The file is read and loaded as [`load_data`](Self::load_data) loads bytes
-    /// (`cuModuleLoadDataEx`): checked first, with the JIT's logs and the kernels' parameter
-    /// counts. A file that cannot be read is handed to `cuModuleLoad`, whose error says why
-    /// (`CUDA_ERROR_FILE_NOT_FOUND`, ...).
+    /// (`cuModuleLoadDataEx`): checked first, with the JIT's logs. A file that cannot be
+    /// read is handed to `cuModuleLoad`, whose error says why (`CUDA_ERROR_FILE_NOT_FOUND`,
+    /// ...).
     ///
     /// Calls `cuModuleLoadDataEx` (and `cuModuleLoad` for its error).
     #[wraps(cuModuleLoadDataEx, cuModuleLoad)]
@@ -350,7 +372,8 @@ impl Module {
         &self.inner.ctx
     }
 
-    /// The JIT's info log of the load (empty for binaries and for loads without a log).
+    /// The JIT's info log of the load (empty for binaries and for loads without a log: those
+    /// with no [`JitOptions`] set, as [`load_data`](Self::load_data) makes).
     /// [`JitOptions::verbose`] adds register and memory use of each kernel.
     pub fn info_log(&self) -> &str {
         self.inner.info_log.get_or_init(|| {
@@ -363,7 +386,7 @@ impl Module {
     }
 
     /// Milliseconds the driver spent compiling and linking the module (`CU_JIT_WALL_TIME`),
-    /// for loads with options.
+    /// for loads with an option set (`None` for [`load_data`](Self::load_data)).
     pub fn wall_time_ms(&self) -> Option<f32> {
         self.inner.wall_time_ms
     }

@@ -22,6 +22,7 @@ use crate::types::ErrorCode;
 use crate::types::StreamFlags;
 
 pub(crate) mod attr;
+mod handoff;
 pub(crate) mod host_fn;
 
 /// A stream (`CUstream`) created in a context, destroyed on drop: work queued on it runs in
@@ -34,9 +35,12 @@ pub(crate) mod host_fn;
 pub struct Stream {
     raw: sys::CUstream,
     ctx: Context,
+    /// The event recorded for hand-offs to other streams (see `handoff.rs`).
+    handoff: handoff::HandoffEvent,
 }
 
 // SAFETY: CUDA streams may be used from any host thread; the handle is destroyed once, in Drop.
+// The hand-off event is an owned CUevent (Send + Sync) in a `OnceLock`.
 unsafe impl Send for Stream {}
 // SAFETY: every operation on a stream is thread-safe in the driver.
 unsafe impl Sync for Stream {}
@@ -89,9 +93,12 @@ impl Deref for StreamRef<'_> {
 
 impl Drop for StreamRef<'_> {
     fn drop(&mut self) {
-        // SAFETY: the Stream inside is never used again; its context clone is dropped once,
-        // here, and its raw handle (not ours) is not destroyed.
-        unsafe { ptr::drop_in_place(&mut self.stream.ctx) };
+        // SAFETY: the Stream inside is never used again; its hand-off event (ours) and its
+        // context clone are dropped once, here, and its raw handle (not ours) is not destroyed.
+        unsafe {
+            ptr::drop_in_place(&mut self.stream.handoff);
+            ptr::drop_in_place(&mut self.stream.ctx);
+        }
     }
 }
 
@@ -112,6 +119,7 @@ impl<'a> StreamRef<'a> {
             stream: ManuallyDrop::new(Stream {
                 raw,
                 ctx: ctx.clone(),
+                handoff: handoff::HandoffEvent::new(),
             }),
             _borrow: PhantomData,
         }
@@ -145,6 +153,7 @@ impl Stream {
         Ok(Stream {
             raw,
             ctx: ctx.clone(),
+            handoff: handoff::HandoffEvent::new(),
         })
     }
 
@@ -162,6 +171,7 @@ impl Stream {
         Ok(Stream {
             raw,
             ctx: ctx.clone(),
+            handoff: handoff::HandoffEvent::new(),
         })
     }
 
@@ -199,14 +209,19 @@ impl Stream {
         Stream {
             raw,
             ctx: ctx.clone(),
+            handoff: handoff::HandoffEvent::new(),
         }
     }
 
     /// Gives up ownership: the caller destroys the returned stream.
     pub fn into_raw(self) -> sys::CUstream {
         let this = ManuallyDrop::new(self);
-        // SAFETY: `this` is never used or dropped again; the context clone is dropped once.
-        unsafe { ptr::read(&this.ctx) };
+        // SAFETY: `this` is never used or dropped again; the hand-off event and the context
+        // clone are dropped once, here (the event before the caller may destroy the stream).
+        unsafe {
+            drop(ptr::read(&this.handoff));
+            drop(ptr::read(&this.ctx));
+        }
         this.raw
     }
 

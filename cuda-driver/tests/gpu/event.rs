@@ -108,3 +108,66 @@ fn a_stream_waits_for_the_work_queued_on_another_stream() {
     b.synchronize().unwrap();
     c.synchronize().unwrap();
 }
+
+/// A stream's hand-off event is reused: a wait queued before a later record of it waits for
+/// the work before the first record only, and the later wait for the later work too.
+#[gpu_test]
+fn hand_offs_reuse_the_streams_event_and_each_waits_for_its_own_point() {
+    let ctx = gpu_exclusive_or_skip!();
+    let a = Stream::new(&ctx, StreamFlags::NON_BLOCKING).unwrap();
+    let b = Stream::new(&ctx, StreamFlags::NON_BLOCKING).unwrap();
+    let c = Stream::new(&ctx, StreamFlags::NON_BLOCKING).unwrap();
+    let (tx1, rx1) = std::sync::mpsc::channel::<()>();
+    let (tx2, rx2) = std::sync::mpsc::channel::<()>();
+    a.launch_host_fn(move || {
+        let _ = rx1.recv();
+    })
+    .unwrap();
+    b.wait_stream(&a).unwrap();
+    a.launch_host_fn(move || {
+        let _ = rx2.recv();
+    })
+    .unwrap();
+    // The same event of `a`, recorded again after the second host function.
+    c.wait_stream(&a).unwrap();
+    let mut on_b = DeviceBuffer::<u32>::zeroed(&ctx, 1 << 12).unwrap();
+    let mut on_c = DeviceBuffer::<u32>::zeroed(&ctx, 1 << 12).unwrap();
+    on_b.memset_async(1u32, &b).unwrap();
+    on_c.memset_async(2u32, &c).unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(50));
+    assert!(
+        !b.query().unwrap() && !c.query().unwrap(),
+        "both wait for a"
+    );
+    tx1.send(()).unwrap();
+    // b waits for the first host function only: it completes while a is still held.
+    b.synchronize().unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(50));
+    assert!(
+        !c.query().unwrap(),
+        "c ran ahead of the second host function"
+    );
+    tx2.send(()).unwrap();
+    c.synchronize().unwrap();
+    assert!(on_b.to_vec().unwrap().iter().all(|&x| x == 1));
+    assert!(on_c.to_vec().unwrap().iter().all(|&x| x == 2));
+    // Hand-offs from borrowed streams (their event goes with the borrow) and from a stream
+    // given up raw (its event is destroyed before the caller destroys the stream).
+    let drops = cuda_driver::error::drop_error_count();
+    for _ in 0..3 {
+        b.wait_stream(&Stream::legacy(&ctx)).unwrap();
+    }
+    let raw = {
+        let d = Stream::new(&ctx, StreamFlags::NON_BLOCKING).unwrap();
+        b.wait_stream(&d).unwrap();
+        d.into_raw()
+    };
+    // SAFETY: `raw` was created by Stream::new and given up by into_raw; destroyed once.
+    unsafe { Stream::from_raw(raw, &ctx) };
+    b.synchronize().unwrap();
+    assert_eq!(
+        cuda_driver::error::drop_error_count(),
+        drops,
+        "no release failed"
+    );
+}

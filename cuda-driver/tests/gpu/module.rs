@@ -64,6 +64,8 @@ fn load_ptx_and_launch() {
     let module = Module::load_data(&ctx, TEST_KERNELS).unwrap();
     assert!(!module.as_raw().is_null());
     assert_eq!(module.context(), &*ctx);
+    // No option set: the raw cuModuleLoadData, which keeps no info log or wall time.
+    assert_eq!((module.info_log(), module.wall_time_ms()), ("", None));
     check_fill(&ctx, &module, 0xA5A5_0001);
     check_saxpy(&ctx, &module);
     // A NUL-terminated copy loads the same (no copy is made then).

@@ -20,7 +20,6 @@ use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 use crate::context::Context;
 use crate::device::Device;
 use crate::error::{report_drop_error, Error, Result};
-use crate::event::Event;
 use crate::init;
 use crate::memory::device::DeviceBuffer;
 use crate::memory::owner::{DeviceMemory, DeviceMemoryMut};
@@ -32,7 +31,6 @@ use crate::memory::MemLocation;
 use crate::release::{release, SendRaw};
 use crate::repr::DeviceRepr;
 use crate::stream::Stream;
-use crate::types::EventFlags;
 use crate::types::{MemAccessFlags, MemAllocationHandleType, MemAllocationType};
 
 use crate::types::MemPoolCreateUsageFlags;
@@ -172,9 +170,8 @@ pub(crate) fn order_after(what: &'static str, old: &Stream, new: &Stream) -> Res
         });
     }
     if stream_identity(new.as_raw()) != stream_identity(old.as_raw()) {
-        let event = Event::new(old.context(), EventFlags::DISABLE_TIMING)?;
-        event.record(old)?;
-        new.wait_event(&event)?;
+        // The old stream's hand-off event, recorded there and waited for on `new`.
+        old.hand_off_to(new)?;
     }
     Ok(())
 }
@@ -290,7 +287,8 @@ impl<'s, T: DeviceRepr> AsyncDeviceBuffer<'s, T> {
         self.stream
     }
 
-    /// Moves the buffer to `stream`: records an event on the buffer's stream and makes
+    /// Moves the buffer to `stream`: records an event on the buffer's stream (that stream's
+    /// own, created at its first hand-off and reused, see [`Stream::wait_stream`]) and makes
     /// `stream` wait for it, so that work queued on `stream` from now on (the free included)
     /// runs after everything queued on the old stream so far. From then on the buffer
     /// belongs to `stream` (see the [stream-order rule](Self#the-stream-order-rule)). Moving

@@ -194,6 +194,9 @@ const ALL_PTX: &[(&str, &str)] = &[
 fn parameter_layouts_read_from_ptx_are_the_drivers() {
     let ctx = gpu_or_skip!();
     let (major, _) = ctx.device().compute_capability().unwrap();
+    // The loads below read the layouts from the PTX (no test sets the source back: whichever
+    // test sets it, the loads after it read the image).
+    cuda_driver::launch::set_param_source(cuda_driver::launch::ParamSource::Image);
     let mut compared = 0;
     for &(file, ptx) in ALL_PTX {
         if file == "tma_kernels" && major < 9 {
@@ -251,6 +254,8 @@ fn probed(f: &Function, ctx: &Context) -> Vec<cuda_driver::launch::ParamInfo> {
 #[gpu_test]
 fn parameter_counts_from_the_image_match_the_driver() {
     let ctx = gpu_or_skip!();
+    // Read at load (see parameter_layouts_read_from_ptx_are_the_drivers).
+    cuda_driver::launch::set_param_source(cuda_driver::launch::ParamSource::Image);
     let module = Module::load_data(&ctx, TEST_KERNELS).unwrap();
     if module
         .function("saxpy")

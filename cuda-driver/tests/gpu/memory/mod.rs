@@ -31,6 +31,7 @@ mod host;
 #[cfg(unix)]
 mod ipc;
 mod managed;
+mod notification;
 
 /// Position-dependent, non-zero pseudo-random words (xorshift32), different per `seed`.
 pub(crate) fn words(n: usize, seed: u32) -> Vec<u32> {
