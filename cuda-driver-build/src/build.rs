@@ -41,6 +41,7 @@ pub struct Build {
     generator: Generator,
     cargo_metadata: bool,
     oldest_driver: (u32, u32),
+    device_runtime: bool,
 }
 
 impl Default for Build {
@@ -63,6 +64,7 @@ impl Build {
             generator: Generator::new(),
             cargo_metadata: true,
             oldest_driver: isa::OLDEST_SUPPORTED_DRIVER,
+            device_runtime: false,
         }
     }
 
@@ -130,6 +132,24 @@ impl Build {
         self
     }
 
+    /// Kernels that call the CUDA device runtime from device code (`cudaGraphSetConditional`,
+    /// which drives a graph's if, while and switch nodes from a kernel): compiles them as
+    /// relocatable device code (`-rdc=true`, unless the [flags](Build::flag) choose already)
+    /// and makes the generated `Kernels::load` link the PTX with the device runtime library
+    /// (`libcudadevrt.a`) before loading it (`cuda_driver::Module::load_with_device_runtime`).
+    ///
+    /// The library is looked for at build time next to the nvcc that compiles (its toolkit's
+    /// `lib64/`, `lib/`, `targets/<arch>/lib/`), then where `cuda_driver::module::find_device_runtime`
+    /// looks (`CUDA_DRIVER_CUDADEVRT`, `CUDA_PATH`, `CUDA_HOME`, a `.venv`'s pinned wheels,
+    /// `/usr/local/cuda`, ...); the file found is tried first at run time, then the same
+    /// search runs where the program runs, so a program built on one machine finds the
+    /// toolkit of another. Not found at build time is a `cargo:warning` naming the places;
+    /// not found at run time is `cuda_driver::Error::DeviceRuntimeNotFound`, naming them.
+    pub fn device_runtime(&mut self, yes: bool) -> &mut Build {
+        self.device_runtime = yes;
+        self
+    }
+
     /// The C++ parameter list of an `extern "C"` kernel: see [`Generator::signature`].
     pub fn signature(&mut self, kernel: &str, params: &str) -> &mut Build {
         self.generator.signature(kernel, params);
@@ -175,6 +195,38 @@ impl Build {
         let mut flags = nvcc::ptx_flags(&self.arch, &self.flags);
         for d in &self.include_dirs {
             flags.push(format!("-I{}", d.display()));
+        }
+        let mut base_generator = self.generator.clone();
+        if self.device_runtime {
+            if !flags
+                .iter()
+                .any(|f| f.starts_with("-rdc") || f.starts_with("--relocatable-device-code"))
+            {
+                flags.push("-rdc=true".into());
+            }
+            if self.cargo_metadata {
+                println!("cargo:rerun-if-env-changed={}", nvcc::DEVICE_RUNTIME_ENV);
+            }
+            let nvcc = nvcc::find_nvcc(&[]).ok();
+            match nvcc::find_device_runtime(nvcc.as_deref()) {
+                Ok(lib) => {
+                    base_generator.device_runtime(&[lib]);
+                }
+                Err(searched) => {
+                    if self.cargo_metadata {
+                        println!(
+                            "cargo:warning=libcudadevrt.a not found at build time (looked at {}); \
+                             Kernels::load looks for it where the program runs",
+                            searched
+                                .iter()
+                                .map(|p| p.display().to_string())
+                                .collect::<Vec<_>>()
+                                .join(", ")
+                        );
+                    }
+                    base_generator.device_runtime(&[]);
+                }
+            }
         }
         let mut used_options: Vec<String> = Vec::new();
         let mut nvcc_path: Option<Result<PathBuf, String>> = None;
@@ -272,7 +324,7 @@ impl Build {
             })?;
             self.check_isa(cu, &ptx, &ptx_path, use_committed.as_deref(), &nvcc_path)?;
             let abs = std::path::absolute(&ptx_path).unwrap_or(ptx_path.clone());
-            let (generator, used) = self.generator.restricted_to(&ptx)?;
+            let (generator, used) = base_generator.restricted_to(&ptx)?;
             used_options.extend(used);
             let src = generator.generate(&ptx, Some(&abs))?;
             let rs = out_dir.join(format!("{stem}.rs"));

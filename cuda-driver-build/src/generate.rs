@@ -2,7 +2,7 @@
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use crate::ptx::{self, PtxEntry, PtxParam};
 use crate::types::{self, CppParam, ParamType};
@@ -25,6 +25,8 @@ pub const MAX_PARAMS: usize = 12;
 pub struct Generator {
     signatures: Vec<(String, String)>,
     renames: Vec<(String, String)>,
+    /// `Some(hints)`: the generated `load` links the PTX with the device runtime.
+    device_runtime: Option<Vec<PathBuf>>,
 }
 
 /// One kernel as the generator typed it.
@@ -71,6 +73,18 @@ impl Generator {
         self
     }
 
+    /// Makes the generated `Kernels::load` link the PTX (relocatable device code, `nvcc
+    /// -rdc=true`) with the CUDA device runtime (`libcudadevrt.a`) before it loads it, through
+    /// `cuda_driver::Module::load_with_device_runtime`, which looks at `hints` (files) first,
+    /// then where `cuda_driver::module::find_device_runtime` looks at run time. For kernels that call
+    /// the device runtime, such as `cudaGraphSetConditional` (graph if, while and switch
+    /// nodes driven from a kernel). [`Build::device_runtime`](crate::Build::device_runtime)
+    /// sets it, with the library it found at build time as the hint.
+    pub fn device_runtime(&mut self, hints: &[PathBuf]) -> &mut Generator {
+        self.device_runtime = Some(hints.to_vec());
+        self
+    }
+
     /// Names the handle of `kernel` (a PTX entry name, or a C++ name such as
     /// `scale<float>`) `rust_name`, instead of the name derived from the kernel's.
     pub fn rename(&mut self, kernel: &str, rust_name: &str) -> &mut Generator {
@@ -93,6 +107,7 @@ impl Generator {
         let g = Generator {
             signatures: keep(&self.signatures),
             renames: keep(&self.renames),
+            device_runtime: self.device_runtime.clone(),
         };
         let used = g
             .signatures
@@ -282,7 +297,7 @@ impl Generator {
     /// rest must not warn in a private module (`include!` takes no inner `#![allow]`).
     pub fn generate(&self, ptx: &str, ptx_file: Option<&Path>) -> Result<String, Error> {
         let kernels = self.kernels(ptx)?;
-        Ok(render(&kernels, ptx_file))
+        Ok(render(&kernels, ptx_file, self.device_runtime.as_deref()))
     }
 }
 
@@ -444,7 +459,11 @@ fn arg_name(given: Option<&str>, i: usize, used: &[String]) -> String {
 }
 
 /// The Rust source for `kernels`.
-fn render(kernels: &[TypedKernel], ptx_file: Option<&Path>) -> String {
+fn render(
+    kernels: &[TypedKernel],
+    ptx_file: Option<&Path>,
+    device_runtime: Option<&[PathBuf]>,
+) -> String {
     let mut s = String::new();
     let from = ptx_file
         .and_then(|p| p.file_name())
@@ -524,16 +543,46 @@ fn render(kernels: &[TypedKernel], ptx_file: Option<&Path>) -> String {
                  }})\n    \
              }}"
     );
-    if ptx_file.is_some() {
-        let _ = writeln!(
-            s,
-            "\n    /// Loads [`PTX`] into `ctx` (`cuModuleLoadData`, JIT-compiled for its device) \
-             and looks every kernel up.\n    \
-             #[track_caller]\n    \
-             pub fn load(ctx: &::cuda_driver::Context) -> ::cuda_driver::Result<Kernels> {{\n        \
-                 Kernels::new(&::cuda_driver::Module::load_data(ctx, PTX)?)\n    \
-             }}"
-        );
+    match (ptx_file, device_runtime) {
+        (Some(_), None) => {
+            let _ = writeln!(
+                s,
+                "\n    /// Loads [`PTX`] into `ctx` (`cuModuleLoadData`, JIT-compiled for its device) \
+                 and looks every kernel up.\n    \
+                 #[track_caller]\n    \
+                 pub fn load(ctx: &::cuda_driver::Context) -> ::cuda_driver::Result<Kernels> {{\n        \
+                     Kernels::new(&::cuda_driver::Module::load_data(ctx, PTX)?)\n    \
+                 }}"
+            );
+        }
+        (Some(p), Some(hints)) => {
+            let name = p
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            let hints: Vec<String> = hints
+                .iter()
+                .map(|h| format!("::std::path::Path::new({:?})", h.display().to_string()))
+                .collect();
+            let _ = writeln!(
+                s,
+                "\n    /// Links [`PTX`] with the CUDA device runtime (`libcudadevrt.a`: the one \
+                 found at build time, else where `cuda_driver::module::find_device_runtime` looks) and \
+                 loads the result into `ctx` (`cuLinkCreate`, `cuLinkAddFile`, \
+                 `cuModuleLoadData`), then looks every kernel up.\n    \
+                 #[track_caller]\n    \
+                 pub fn load(ctx: &::cuda_driver::Context) -> ::cuda_driver::Result<Kernels> {{\n        \
+                     Kernels::new(&::cuda_driver::Module::load_with_device_runtime(\n            \
+                         ctx,\n            \
+                         PTX,\n            \
+                         {name:?},\n            \
+                         &[{}],\n        \
+                     )?)\n    \
+                 }}",
+                hints.join(", ")
+            );
+        }
+        (None, _) => {}
     }
     let _ = writeln!(s, "}}");
     s
@@ -873,6 +922,41 @@ mod tests {
         g.rename("scale<double>", "ScaleDouble");
         let k = g.kernels(CPP).unwrap();
         assert_eq!(k[1].rust_name, "ScaleDouble");
+    }
+
+    #[test]
+    fn the_device_runtime_loader_links_before_it_loads() {
+        let mut g = Generator::new();
+        g.device_runtime(&[PathBuf::from("/toolkit/lib64/libcudadevrt.a")]);
+        let src = g
+            .generate(VEC_ADD, Some(Path::new("/out/graph_conditional.ptx")))
+            .unwrap();
+        assert!(
+            src.contains("::cuda_driver::Module::load_with_device_runtime("),
+            "{src}"
+        );
+        assert!(src.contains("\"graph_conditional.ptx\""), "{src}");
+        assert!(
+            src.contains("::std::path::Path::new(\"/toolkit/lib64/libcudadevrt.a\")"),
+            "{src}"
+        );
+        assert!(!src.contains("Module::load_data(ctx, PTX)"), "{src}");
+        // Without a hint: the run-time search alone.
+        let mut g = Generator::new();
+        g.device_runtime(&[]);
+        let src = g.generate(VEC_ADD, Some(Path::new("/out/k.ptx"))).unwrap();
+        assert!(src.contains("&[],"), "{src}");
+        // Kept through a build's per-file restriction.
+        let (r, _) = g.restricted_to(VEC_ADD).unwrap();
+        assert!(r
+            .generate(VEC_ADD, Some(Path::new("/out/k.ptx")))
+            .unwrap()
+            .contains("load_with_device_runtime"));
+        // The plain loader otherwise.
+        let src = Generator::new()
+            .generate(VEC_ADD, Some(Path::new("/out/k.ptx")))
+            .unwrap();
+        assert!(src.contains("Module::load_data(ctx, PTX)"), "{src}");
     }
 
     #[test]

@@ -51,6 +51,67 @@ pub fn find_nvcc(extra_roots: &[PathBuf]) -> Result<PathBuf, String> {
         .ok_or_else(|| format!("NVCC, CUDA_PATH and CUDA_HOME are not set, and PATH has no {exe}"))
 }
 
+/// The environment variable that names the device runtime library file (as
+/// `cuda_driver::DEVICE_RUNTIME_ENV`).
+pub const DEVICE_RUNTIME_ENV: &str = "CUDA_DRIVER_CUDADEVRT";
+
+/// Finds the CUDA device runtime library (`libcudadevrt.a`) for a build: the file
+/// [`DEVICE_RUNTIME_ENV`] names (alone, when set), else the first that exists in the toolkit
+/// of `nvcc` (its parent's `lib64/`, `lib/`, `targets/<arch>/lib/`), of `CUDA_PATH`, of
+/// `CUDA_HOME`, of the pinned wheels in a `.venv` of the package's folder
+/// (`CARGO_MANIFEST_DIR`) or a parent, and of `/usr/local/cuda`. The error lists every place
+/// looked at.
+pub fn find_device_runtime(nvcc: Option<&Path>) -> Result<PathBuf, Vec<PathBuf>> {
+    let file = if cfg!(windows) {
+        "cudadevrt.lib"
+    } else {
+        "libcudadevrt.a"
+    };
+    let set = |var: &str| std::env::var_os(var).filter(|v| !v.is_empty());
+    if let Some(named) = set(DEVICE_RUNTIME_ENV) {
+        let p = PathBuf::from(named);
+        return if p.is_file() { Ok(p) } else { Err(vec![p]) };
+    }
+    let mut roots: Vec<PathBuf> = Vec::new();
+    if let Some(root) = nvcc.and_then(Path::parent).and_then(Path::parent) {
+        roots.push(root.to_path_buf());
+    }
+    for var in ["CUDA_PATH", "CUDA_HOME"] {
+        if let Some(r) = set(var) {
+            roots.push(PathBuf::from(r));
+        }
+    }
+    // The pinned wheels of a `.venv` in the package's folder or one of its parents (a
+    // repository's; `nvidia/cu13` is laid out as a toolkit).
+    if let Some(dir) = set("CARGO_MANIFEST_DIR") {
+        for d in Path::new(&dir).ancestors() {
+            if let Ok(rd) = std::fs::read_dir(d.join(".venv/lib")) {
+                let mut pythons: Vec<PathBuf> = rd.flatten().map(|e| e.path()).collect();
+                pythons.sort();
+                roots.extend(pythons.iter().map(|p| p.join("site-packages/nvidia/cu13")));
+            }
+        }
+    }
+    roots.push(PathBuf::from("/usr/local/cuda"));
+    let mut searched = Vec::new();
+    for root in roots {
+        for sub in [
+            "lib64",
+            "lib",
+            "lib/x64",
+            "targets/x86_64-linux/lib",
+            "targets/sbsa-linux/lib",
+        ] {
+            let p = root.join(sub).join(file);
+            if p.is_file() {
+                return Ok(p);
+            }
+            searched.push(p);
+        }
+    }
+    Err(searched)
+}
+
 /// `13.0.88` from nvcc's `Cuda compilation tools, release 13.0, V13.0.88`.
 pub fn nvcc_version(nvcc: &Path) -> Result<String, String> {
     let out = Command::new(nvcc)

@@ -2,9 +2,9 @@
 //! processes through a POSIX file descriptor. The parent creates exportable physical memory
 //! (cuMemCreate with CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR), maps it, fills it and exports
 //! it (cuMemExportToShareableHandle); the descriptor crosses to the child over a Unix socket
-//! (SCM_RIGHTS); the child imports it (cuMemImportFromShareableHandle), maps it into its own
-//! address range, checks the parent's data and adds to every element with a kernel; the
-//! parent verifies the result.
+//! (SCM_RIGHTS, through the crate's IpcSocket); the child imports it
+//! (cuMemImportFromShareableHandle), maps it into its own address range, checks the parent's
+//! data and adds to every element with a kernel; the parent verifies the result.
 //!
 //! Run: `cargo run -p cuda-driver-examples --example mem_map_ipc_drv` (Linux)
 
@@ -21,7 +21,6 @@ fn main() -> std::process::ExitCode {
 
 #[cfg(unix)]
 mod unix {
-    use std::os::fd::AsFd;
     use std::process::ExitCode;
     use std::sync::Arc;
 
@@ -63,11 +62,9 @@ mod unix {
         mem.copy_from_host(&data)?;
         ctx.synchronize()?;
 
-        let fd = phys.export_fd()?;
         let (child, mut peer) = spawn_self()?;
-        peer.send(&(size as u64).to_le_bytes())?;
-        peer.send_fd(fd.as_fd())?;
-        drop(fd);
+        // cuMemExportToShareableHandle, then the fd (SCM_RIGHTS) with the size it lacks.
+        peer.0.send_allocation(&phys)?;
         let reply = peer.recv()?;
         check!(reply == b"done", "the child answered {reply:?}");
         child.wait()?;
@@ -92,10 +89,9 @@ mod unix {
     fn child(mut parent: Peer) -> Result<(), Failure> {
         let dev = Device::get(0)?;
         let ctx = dev.primary_context()?;
-        let size = u64::from_le_bytes(parent.recv_array::<8>()?) as usize;
-        let fd = parent.recv_fd()?;
-        let phys = PhysicalAllocation::import_fd(&ctx, fd.as_fd())?.with_known_size(size);
-        drop(fd);
+        // The fd and size, imported (cuMemImportFromShareableHandle); the fd is closed.
+        let phys = parent.0.recv_allocation(&ctx)?;
+        let size = phys.size().ok_or("the allocation's size did not come")?;
         let range = AddressRange::reserve(&ctx, size, 0)?;
         let mut mem = range.map::<u32>(0, Arc::new(phys), 0, size)?;
         let seen = mem.to_vec()?;

@@ -197,6 +197,14 @@ pub mod typed {
     pub mod typed_kernels {
         include!(concat!(env!("OUT_DIR"), "/typed_kernels.rs"));
     }
+
+    /// `ptx/graph_conditional.cu`: `set_condition` and `loop_step`, which set a graph's
+    /// conditional handle from device code (`cudaGraphSetConditional`); built with
+    /// `Build::device_runtime`, so [`Kernels::load`](graph_conditional::Kernels::load) links
+    /// them with the device runtime (`libcudadevrt.a`) before loading them.
+    pub mod graph_conditional {
+        include!(concat!(env!("OUT_DIR"), "/graph_conditional.rs"));
+    }
 }
 
 /// What a safe example's `run` fails with: a `cuda_driver::Error`, a failed [`check!`], or

@@ -173,6 +173,23 @@ pub enum Error {
         code: ErrorCode,
     },
 
+    /// The CUDA device runtime library (`libcudadevrt.a`), which device code calling the
+    /// device runtime (`cudaGraphSetConditional`) is linked with, is in none of the places
+    /// searched ([`find_device_runtime`](crate::module::find_device_runtime)).
+    #[error(
+        "libcudadevrt.a (the CUDA device runtime, linked with device code that calls \
+         cudaGraphSetConditional) not found; looked at: {}; set {env} to the file, or CUDA_PATH \
+         to a CUDA 13.0 toolkit (/usr/local/cuda) or the nvidia-cuda-runtime wheel's nvidia/cu13 \
+         folder",
+        .searched.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ")
+    )]
+    DeviceRuntimeNotFound {
+        /// Every file looked for, in order.
+        searched: Vec<std::path::PathBuf>,
+        /// The variable that names the file (`CUDA_DRIVER_CUDADEVRT`).
+        env: &'static str,
+    },
+
     /// A launch whose argument count differs from the kernel's parameter count.
     #[error(
         "kernel `{kernel}` takes {expected} parameters but the launch passes {actual} arguments"

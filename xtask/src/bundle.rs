@@ -12,6 +12,10 @@
 //!   `readme_first_kernels`, the README's typed-launcher program built as a new crate from the
 //!   packaged crates with the pinned nvcc (`check-readme`'s build, in release);
 //! * `ptx/`: a copy of the workspace's `ptx/` directory;
+//! * `lib/libcudadevrt.a`: the CUDA device runtime of the pinned 13.0 wheels (the toolkit that
+//!   wrote the committed PTX), which `run.sh` names in `CUDA_DRIVER_CUDADEVRT` for the programs
+//!   that link device code calling it (graph conditionals set from a kernel); where the build
+//!   machine has none, the programs look for it where they run (`/usr/local/cuda`, ...);
 //! * `run.sh` and `info.txt` (the commit it was built from).
 //!
 //! The binaries link `libcuda.so.1` by its soname and carry no run path, so they load the
@@ -100,6 +104,13 @@ pub fn run(args: &[String]) -> Result<(), String> {
     )?;
     copy(&first_kernels, &out.join("examples/readme_first_kernels"))?;
     copy_dir(&util::root().join("ptx"), &out.join("ptx"))?;
+    match device_runtime() {
+        Some(lib) => copy(&lib, &out.join("lib/libcudadevrt.a"))?,
+        None => println!(
+            "libcudadevrt.a not found in .venv or CUDA_PATH: the bundle's programs look for it \
+             where they run"
+        ),
+    }
     write(&out.join("info.txt"), &info(), false)?;
     write(&out.join("run.sh"), RUN_SH, true)?;
 
@@ -119,6 +130,26 @@ pub fn run(args: &[String]) -> Result<(), String> {
         ));
     }
     Ok(())
+}
+
+/// The device runtime library of the pinned CUDA 13.0 wheels in the workspace's `.venv` (the
+/// toolkit of the committed PTX), else of the toolkit at `CUDA_PATH`.
+fn device_runtime() -> Option<PathBuf> {
+    let mut candidates = Vec::new();
+    if let Ok(rd) = std::fs::read_dir(util::root().join(".venv/lib")) {
+        for py in rd.flatten() {
+            candidates.push(
+                py.path()
+                    .join("site-packages/nvidia/cu13/lib/libcudadevrt.a"),
+            );
+        }
+    }
+    if let Some(root) = std::env::var_os("CUDA_PATH").filter(|v| !v.is_empty()) {
+        let root = PathBuf::from(root);
+        candidates.push(root.join("lib64/libcudadevrt.a"));
+        candidates.push(root.join("lib/libcudadevrt.a"));
+    }
+    candidates.into_iter().find(|p| p.is_file())
 }
 
 /// Refuses a binary that names libcuda among its needed libraries (`readelf -d`; skipped with
@@ -338,6 +369,13 @@ const RUN_SH: &str = r#"#!/usr/bin/env bash
 set -u
 cd "$(dirname "${BASH_SOURCE[0]}")" || exit 2
 
+# The device runtime the bundle carries (from the pinned CUDA 13.0 wheels), for programs that
+# link device code calling it (graph conditionals set from a kernel); without it they look
+# for one where they run (/usr/local/cuda, CUDA_PATH, ...).
+if [ -f lib/libcudadevrt.a ] && [ -z "${CUDA_DRIVER_CUDADEVRT:-}" ]; then
+    export CUDA_DRIVER_CUDADEVRT="$PWD/lib/libcudadevrt.a"
+fi
+
 # NVLink multicast (NVLS) stays off in NCCL: on shared hosts a multicast call gone wrong can put
 # the GPUs out of service. Every NCCL test and example inherits this (the crate sets it too).
 export NCCL_NVLS_ENABLE=0
@@ -500,6 +538,20 @@ echo "gpu-bundle: $passed passed, $failed failed"
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn run_sh_names_the_bundled_device_runtime_before_running_anything() {
+        let export = RUN_SH
+            .find("export CUDA_DRIVER_CUDADEVRT=\"$PWD/lib/libcudadevrt.a\"")
+            .expect("run.sh exports CUDA_DRIVER_CUDADEVRT");
+        let cd = RUN_SH
+            .find("cd \"$(dirname")
+            .expect("run.sh changes to its folder");
+        let first_run = RUN_SH
+            .find("\nfor t in tests/*")
+            .expect("run.sh runs the tests");
+        assert!(cd < export && export < first_run);
+    }
 
     #[test]
     fn run_sh_keeps_nvlink_multicast_off_before_running_anything() {

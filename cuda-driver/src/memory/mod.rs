@@ -16,6 +16,8 @@
 //! | [`HostRegistration`] | `cuMemHostRegister_v2` | `cuMemHostUnregister` | `Deref<Target = [T]>`; device view in a closure (`unsafe`) |
 //! | [`Mapping`](crate::memory::vmm::Mapping) | `cuMemCreate` + `cuMemMap` into an [`AddressRange`](crate::memory::vmm::AddressRange) | `cuCtxSynchronize`, then `cuMemUnmap` (+ `cuMemRelease`, `cuMemAddressFree`) | through copies |
 //! | [`GrowableBuffer`](crate::memory::vmm::GrowableBuffer) | `cuMemAddressReserve`, then `cuMemCreate` + `cuMemMap` per chunk | `cuCtxSynchronize`, then `cuMemUnmap`, `cuMemRelease`, `cuMemAddressFree` | through copies |
+//! | [`MultiMapping`](crate::memory::vmm::MultiMapping) | `cuMemAddressReserve`, then `cuMemMap` of several allocations back to back, one `cuMemSetAccess` | `cuCtxSynchronize`, then `cuMemUnmap` of each, `cuMemRelease`, `cuMemAddressFree` | through copies |
+//! | [`SharedPinnedBuffer`] | `cuMemHostAlloc` | `cuMemFreeHost` when the last handle (the program's, a host function's, a graph host node's) goes | a guard that waits for every queued use (`lock`); host functions get `&mut [T]` in their turn |
 //! | [`IpcMemory`] | `cuIpcOpenMemHandle_v2` (another process's allocation) | `cuCtxSynchronize`, then `cuIpcCloseMemHandle` | through copies |
 //! | [`Pitched2D`] | `cuMemAllocPitch_v2` | `cuMemFree_v2` | through [`Copy2D`] / [`Copy3D`] |
 //! | [`Array`], [`MipmappedArray`] | `cuArray3DCreate_v2`, `cuMipmappedArrayCreate` | `cuArrayDestroy`, `cuMipmappedArrayDestroy` | through [`Copy2D`] / [`Copy3D`]; not linear memory |
@@ -36,10 +38,13 @@ pub(crate) mod copy;
 pub(crate) mod decompress;
 pub(crate) mod device;
 pub(crate) mod ipc;
+#[cfg(unix)]
+pub(crate) mod ipc_socket;
 pub(crate) mod managed;
 pub(crate) mod notification;
 pub(crate) mod owner;
 pub(crate) mod pinned;
+pub(crate) mod pinned_shared;
 pub(crate) mod pitched;
 pub mod pool;
 pub mod unified;
@@ -54,10 +59,13 @@ pub use copy::{Copy2D, Copy3D};
 pub use decompress::Decompression;
 pub use device::DeviceBuffer;
 pub use ipc::{IpcEventHandle, IpcMemHandle, IpcMemory};
+#[cfg(unix)]
+pub use ipc_socket::{IpcMessageKind, IpcResult, IpcSocket, IpcSocketError, PoolPointerMessage};
 pub use managed::ManagedBuffer;
 pub use notification::{AsyncNotification, AsyncNotificationRegistration};
 pub use owner::{DeviceMemory, DeviceMemoryMut};
 pub use pinned::{HostRegistration, PinnedBuffer};
+pub use pinned_shared::{SharedPinnedBuffer, SharedPinnedGuard};
 pub use pitched::{Pitched2D, Pitched2DView, Pitched2DViewMut};
 pub use view::{DeviceSlice, DeviceSliceMut, MemsetValue};
 

@@ -25,6 +25,7 @@
 //! # Ok::<(), cuda_driver::Error>(())
 //! ```
 
+pub(crate) mod device_runtime;
 pub(crate) mod function;
 pub(crate) mod global;
 pub(crate) mod linker;
@@ -52,6 +53,7 @@ use crate::release::SendRaw;
 use crate::repr::DeviceRepr;
 
 use crate::types::ModuleLoadingMode;
+pub use device_runtime::{find_device_runtime, DEVICE_RUNTIME_ENV};
 pub use function::Function;
 pub(crate) use function::FunctionOwner;
 pub use global::Global;

@@ -3,9 +3,6 @@
 //! attribute, thresholds and trims, the device's current pool, pools by location, a pool and
 //! its allocations shared with another process. Between devices: `peer`.
 
-#[cfg(unix)]
-use std::os::fd::AsFd;
-
 use cuda_driver::prelude::*;
 use cuda_driver::{
     error::drop_error_count, memory::pool::MemPool, memory::pool::MemPoolProps,
@@ -14,9 +11,6 @@ use cuda_driver::{
     types::PinnedFlags, types::StreamFlags, Context, Device, DeviceBuffer, Error, PinnedBuffer,
     Stream,
 };
-
-#[cfg(unix)]
-use cuda_driver::memory::pool::PoolPtrExportData;
 
 use crate::child::pattern;
 #[cfg(unix)]
@@ -443,15 +437,15 @@ const N: usize = 1 << 20;
 fn a_pool_and_its_allocations_shared_with_another_process() {
     if let Some(mut chan) = child_role("pool_fd") {
         let ctx = gpu_or_skip!();
-        let n = chan.recv_u64().unwrap() as usize;
-        let data = PoolPtrExportData::from_bytes(chan.recv_64().unwrap());
-        let fd = chan.recv_fd().unwrap();
-        let pool = MemPool::import_fd(ctx.device(), fd.as_fd()).unwrap();
-        drop(fd);
+        // The crate's IpcSocket: the pool's fd, then the allocation's export data and size.
+        let pool = chan.0.recv_pool(ctx.device()).unwrap();
+        let ptr = chan.0.recv_pool_pointer().unwrap();
+        let n = ptr.len::<u32>();
+        assert_eq!(n, N);
         // SAFETY: the parent exported an allocation of n u32 whose allocation completed
         // (it synchronised first) and frees it only after this buffer is dropped (it waits
         // for "written", sent after the drop).
-        let mut buf = unsafe { pool.import_pointer::<u32>(&ctx, &data, n) }.unwrap();
+        let mut buf = unsafe { pool.import_pointer::<u32>(&ctx, &ptr.data, n) }.unwrap();
         assert_eq!(buf.to_vec().unwrap(), pattern(81, n), "the parent's data");
         let stream = Stream::new(&ctx, StreamFlags::NON_BLOCKING).unwrap();
         write_pattern_on(&ctx, &stream, &mut buf, 82);
@@ -479,17 +473,16 @@ fn a_pool_and_its_allocations_shared_with_another_process() {
     let mut buf = pool.alloc_async::<u32>(&stream, N).unwrap();
     buf.copy_from_host(&pattern(81, N)).unwrap();
     stream.synchronize().unwrap();
+    let (mut child, mut chan) = spawn_child("pool_fd");
     // The pool is shared first: cuMemPoolExportPointer exports allocations of an already
     // shared pool.
-    let fd = pool.export_fd().unwrap();
-    let data = buf.export_pointer().unwrap();
-    let (mut child, mut chan) = spawn_child("pool_fd");
-    let r = chan.send_u64(N as u64);
-    child.check(r, "send the length");
-    let r = chan.send(&data.to_bytes());
-    child.check(r, "send the pointer's export data");
-    let r = chan.send_fd(fd.as_fd());
+    let r = chan.0.send_pool(&pool).map_err(std::io::Error::other);
     child.check(r, "send the pool's fd");
+    let r = chan
+        .0
+        .send_pool_pointer(&buf)
+        .map_err(std::io::Error::other);
+    child.check(r, "send the pointer's export data");
     let r = chan.recv();
     assert_eq!(child.check(r, "wait for the child"), b"written");
     assert_eq!(buf.to_vec().unwrap(), pattern(82, N));

@@ -48,6 +48,7 @@ pub(crate) mod conditional;
 pub(crate) mod copy;
 pub(crate) mod event;
 pub(crate) mod host;
+pub(crate) mod host_data;
 pub(crate) mod kernel;
 pub(crate) mod memop;
 pub(crate) mod semaphore;

@@ -985,8 +985,9 @@ impl MemPool {
     }
 
     /// Exports the pool as a POSIX file descriptor, owned by the caller, to send to another
-    /// process (over a Unix socket with `SCM_RIGHTS`), which imports it with
-    /// [`import_fd`](Self::import_fd). The pool must have been created with
+    /// process (over a Unix socket with `SCM_RIGHTS`:
+    /// [`IpcSocket::send_pool`](crate::memory::IpcSocket::send_pool) exports and sends it),
+    /// which imports it with [`import_fd`](Self::import_fd). The pool must have been created with
     /// [`MemAllocationHandleType::POSIX_FILE_DESCRIPTOR`].
     #[cfg(unix)]
     #[wraps(cuMemPoolExportToShareableHandle)]

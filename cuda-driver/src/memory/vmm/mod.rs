@@ -30,6 +30,13 @@
 //! [`GrowableBuffer`] shows the pattern this enables: reserve a large range once, map chunks
 //! as the data grows, and the addresses never move.
 //!
+//! [`MultiMapping`] is one owner, with one view, over a whole range backed by several
+//! allocations mapped back to back, its access set over the whole range in one
+//! `cuMemSetAccess`: vectorAddMMAP's vectors striped over devices
+//! ([`MultiMapping::striped`]). Its allocations may be made from a device alone, with no
+//! context on it ([`PhysicalAllocation::on_device`], as `cuMemCreate`'s properties name the
+//! device).
+//!
 //! Releasing and invalidating VMM memory (unmapping, changing access) waits for all work of
 //! the context first, a physical allocation is mapped either once exclusively or any number of
 //! times shared, and a mapping is accessible to its own device for as long as it hands out
@@ -60,7 +67,7 @@ use cuda_driver_sys as sys;
 
 use crate::context::Context;
 use crate::device::Device;
-use crate::error::{report_drop_error, report_drop_problem, Error, Result};
+use crate::error::{check, report_drop_error, report_drop_problem, Error, Result};
 use crate::init;
 use crate::memory::owner::{DeviceMemory, DeviceMemoryMut};
 use crate::memory::view::{DeviceSlice, DeviceSliceMut};
@@ -688,7 +695,9 @@ impl std::fmt::Debug for FabricHandle {
 pub struct PhysicalAllocation {
     handle: sys::CUmemGenericAllocationHandle,
     size: Option<usize>,
-    ctx: Context,
+    /// The context made current for its calls and kept alive; none for an allocation created
+    /// from a device alone ([`on_device`](PhysicalAllocation::on_device)).
+    ctx: Option<Context>,
 }
 
 // SAFETY: an allocation handle is a process-wide integer handle usable from any thread,
@@ -700,11 +709,39 @@ unsafe impl Sync for PhysicalAllocation {}
 impl Drop for PhysicalAllocation {
     fn drop(&mut self) {
         let handle = self.handle;
-        // SAFETY: `handle` holds one reference (cuMemCreate, cuMemRetainAllocationHandle or
-        // cuMemImportFromShareableHandle), owned by self and released once, here; mappings
-        // of it keep the memory until they are unmapped.
-        self.ctx
-            .release("cuMemRelease", move || unsafe { sys::cuMemRelease(handle) });
+        match &self.ctx {
+            Some(ctx) => ctx.release("cuMemRelease", move || {
+                // SAFETY: `handle` holds one reference (cuMemCreate,
+                // cuMemRetainAllocationHandle or cuMemImportFromShareableHandle), owned by self
+                // and released once, here; mappings of it keep the memory until unmapped.
+                unsafe { sys::cuMemRelease(handle) }
+            }),
+            None => release(move || {
+                let r = without_context(|| {
+                    // SAFETY: as above, for an allocation made by `on_device`; called again
+                    // only when the first call was refused for want of a context (nothing
+                    // released).
+                    unsafe { sys::cuMemRelease(handle) }
+                });
+                report_drop_error("cuMemRelease", r);
+            }),
+        }
+    }
+}
+
+/// Runs `call`, a driver call that belongs to no context (VMM handles are process-wide), with
+/// whatever context is current on this thread, or none; should the driver ask for one
+/// (`CUDA_ERROR_INVALID_CONTEXT`), again with some context current
+/// ([`AnyCurrent`](crate::context::AnyCurrent): the caller's, or device 0's primary context for
+/// the span of the call).
+fn without_context(mut call: impl FnMut() -> sys::CUresult) -> sys::CUresult {
+    let r = call();
+    if r != sys::CUDA_ERROR_INVALID_CONTEXT {
+        return r;
+    }
+    match crate::context::AnyCurrent::enter() {
+        Ok(_any) => call(),
+        Err(_) => r,
     }
 }
 
@@ -713,8 +750,16 @@ impl std::fmt::Debug for PhysicalAllocation {
         f.debug_struct("PhysicalAllocation")
             .field("handle", &format_args!("{:#x}", self.handle))
             .field("size", &self.size)
+            .field("context", &self.ctx.is_some())
             .finish()
     }
+}
+
+/// The context an allocation's call runs in: its own, entered; or, for one created from a
+/// device alone, none (the call runs through [`without_context`]).
+enum AllocCall<'a> {
+    Entered(#[allow(dead_code)] crate::context::Current<'a>),
+    Free,
 }
 
 impl PhysicalAllocation {
@@ -742,8 +787,75 @@ impl PhysicalAllocation {
         Ok(PhysicalAllocation {
             handle,
             size: Some(size),
-            ctx: ctx.clone(),
+            ctx: Some(ctx.clone()),
         })
+    }
+
+    /// Creates `size` bytes of physical memory with `props` on the device (or host location)
+    /// that `props` names, as `cuMemCreate` does, without a context: the allocation belongs to
+    /// no context, none needs to exist on its device (vectorAddMMAP backs a vector with memory
+    /// of devices on which it creates no context), and it holds none
+    /// ([`context`](Self::context) is `None`). Its calls (`cuMemCreate`, `cuMemRelease`,
+    /// exports) run with whatever context is current on the calling thread, or none; should
+    /// the driver ask for one, with device 0's primary context for the span of the call.
+    ///
+    /// It maps into a range of any context ([`AddressRange::map`],
+    /// [`MultiMapping::new`](crate::memory::vmm::MultiMapping::new)), whose device must be able to reach
+    /// the memory (the mapping's access: peer access between the devices).
+    ///
+    /// Handle types the device cannot export are [`Error::HandleTypeUnsupported`], before the
+    /// driver is asked, as for [`new`](Self::new).
+    #[wraps(cuMemCreate)]
+    #[track_caller]
+    pub fn on_device(size: usize, props: &AllocationProps) -> Result<PhysicalAllocation> {
+        check_handle_types(
+            "PhysicalAllocation::on_device",
+            props.handle_types,
+            location_device(props.location),
+        )?;
+        if crate::release::in_host_fn() {
+            return Err(Error::InHostCallback {
+                location: std::panic::Location::caller(),
+            });
+        }
+        let prop = props.as_raw();
+        let mut handle = 0;
+        check(
+            without_context(|| {
+                // SAFETY: `prop` is a fully initialised CUmemAllocationProp; writes one handle,
+                // owned by the value built in the next statement.
+                unsafe { sys::cuMemCreate(&mut handle, size, &prop, 0) }
+            }),
+            "cuMemCreate",
+        )?;
+        Claim::forget_stale(handle);
+        Ok(PhysicalAllocation {
+            handle,
+            size: Some(size),
+            ctx: None,
+        })
+    }
+
+    /// Makes the allocation's context current for a call (or none: see
+    /// [`on_device`](Self::on_device)); refuses inside a host function, as every entry does.
+    #[track_caller]
+    fn enter(&self) -> Result<AllocCall<'_>> {
+        match &self.ctx {
+            Some(ctx) => Ok(AllocCall::Entered(ctx.enter()?)),
+            None if crate::release::in_host_fn() => Err(Error::InHostCallback {
+                location: std::panic::Location::caller(),
+            }),
+            None => Ok(AllocCall::Free),
+        }
+    }
+
+    /// Runs one driver call of the allocation in its context ([`enter`](Self::enter)).
+    #[track_caller]
+    fn call(&self, name: &'static str, mut f: impl FnMut() -> sys::CUresult) -> Result<()> {
+        match self.enter()? {
+            AllocCall::Entered(_cur) => check(f(), name),
+            AllocCall::Free => check(without_context(f), name),
+        }
     }
 
     /// A new reference to the allocation mapped at `ptr` (any address inside a mapping), to
@@ -762,7 +874,7 @@ impl PhysicalAllocation {
         Ok(PhysicalAllocation {
             handle,
             size: None,
-            ctx: ctx.clone(),
+            ctx: Some(ctx.clone()),
         })
     }
 
@@ -792,7 +904,7 @@ impl PhysicalAllocation {
         Ok(PhysicalAllocation {
             handle,
             size: None,
-            ctx: ctx.clone(),
+            ctx: Some(ctx.clone()),
         })
     }
 
@@ -823,7 +935,7 @@ impl PhysicalAllocation {
         Ok(PhysicalAllocation {
             handle: raw,
             size: None,
-            ctx: ctx.clone(),
+            ctx: Some(ctx.clone()),
         })
     }
 
@@ -836,26 +948,28 @@ impl PhysicalAllocation {
     }
 
     /// Exports the allocation as a POSIX file descriptor, owned by the caller, to send to
-    /// another process (over a Unix socket with `SCM_RIGHTS`). The allocation must have
+    /// another process (over a Unix socket with `SCM_RIGHTS`:
+    /// [`IpcSocket::send_allocation`](crate::memory::IpcSocket::send_allocation) exports and
+    /// sends it with its size). The allocation must have
     /// been created with [`MemAllocationHandleType::POSIX_FILE_DESCRIPTOR`].
     #[cfg(unix)]
     #[wraps(cuMemExportToShareableHandle)]
     #[track_caller]
     pub fn export_fd(&self) -> Result<OwnedFd> {
-        let _cur = self.ctx.enter()?;
         let mut fd: std::ffi::c_int = -1;
-        call!(
-            // SAFETY: for CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR the driver writes one int,
-            // a new descriptor that the caller owns.
+        let out = &mut fd as *mut std::ffi::c_int;
+        self.call("cuMemExportToShareableHandle", || {
+            // SAFETY: for CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR the driver writes one int
+            // (to `fd`, alive across the call), a new descriptor that the caller owns.
             unsafe {
                 sys::cuMemExportToShareableHandle(
-                    (&mut fd as *mut std::ffi::c_int).cast(),
+                    out.cast(),
                     self.handle,
                     sys::CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR,
                     0,
                 )
-            },
-        )?;
+            }
+        })?;
         if fd < 0 {
             return Err(Error::UnexpectedValue {
                 call: "cuMemExportToShareableHandle",
@@ -873,24 +987,29 @@ impl PhysicalAllocation {
     #[wraps(cuMemExportToShareableHandle)]
     #[track_caller]
     pub fn export_fabric(&self) -> Result<FabricHandle> {
+        let device = match &self.ctx {
+            Some(ctx) => Some(ctx.device()),
+            None => location_device(self.properties()?.location),
+        };
         check_handle_types(
             "PhysicalAllocation::export_fabric",
             MemAllocationHandleType::FABRIC,
-            Some(self.ctx.device()),
+            device,
         )?;
-        let _cur = self.ctx.enter()?;
         let mut fabric = sys::CUmemFabricHandle { data: [0; 64] };
-        call!(
-            // SAFETY: for CU_MEM_HANDLE_TYPE_FABRIC the driver writes one CUmemFabricHandle.
+        let out = &mut fabric as *mut sys::CUmemFabricHandle;
+        self.call("cuMemExportToShareableHandle", || {
+            // SAFETY: for CU_MEM_HANDLE_TYPE_FABRIC the driver writes one CUmemFabricHandle
+            // (to `fabric`, alive across the call).
             unsafe {
                 sys::cuMemExportToShareableHandle(
-                    (&mut fabric as *mut sys::CUmemFabricHandle).cast(),
+                    out.cast(),
                     self.handle,
                     sys::CU_MEM_HANDLE_TYPE_FABRIC,
                     0,
                 )
-            },
-        )?;
+            }
+        })?;
         Ok(FabricHandle(fabric.data))
     }
 
@@ -899,7 +1018,6 @@ impl PhysicalAllocation {
     #[wraps(cuMemGetAllocationPropertiesFromHandle)]
     #[track_caller]
     pub fn properties(&self) -> Result<AllocationProps> {
-        let _cur = self.ctx.enter()?;
         let mut prop = sys::CUmemAllocationProp {
             type_: 0,
             requestedHandleTypes: 0,
@@ -907,10 +1025,12 @@ impl PhysicalAllocation {
             win32HandleMetaData: std::ptr::null_mut(),
             allocFlags: Default::default(),
         };
-        call!(
-            // SAFETY: writes one CUmemAllocationProp; the handle is alive.
-            unsafe { sys::cuMemGetAllocationPropertiesFromHandle(&mut prop, self.handle) },
-        )?;
+        let out = &mut prop as *mut sys::CUmemAllocationProp;
+        self.call("cuMemGetAllocationPropertiesFromHandle", || {
+            // SAFETY: writes one CUmemAllocationProp (to `prop`, alive across the call); the
+            // handle is alive.
+            unsafe { sys::cuMemGetAllocationPropertiesFromHandle(out, self.handle) }
+        })?;
         Ok(AllocationProps::from_raw(&prop))
     }
 
@@ -921,9 +1041,10 @@ impl PhysicalAllocation {
         self.size
     }
 
-    /// The context the handle keeps alive and makes current for its calls.
-    pub fn context(&self) -> &Context {
-        &self.ctx
+    /// The context the handle keeps alive and makes current for its calls; `None` for an
+    /// allocation created from a device alone ([`on_device`](Self::on_device)).
+    pub fn context(&self) -> Option<&Context> {
+        self.ctx.as_ref()
     }
 
     /// The raw `CUmemGenericAllocationHandle`, valid while `self` lives.
@@ -945,15 +1066,15 @@ impl PhysicalAllocation {
         PhysicalAllocation {
             handle,
             size,
-            ctx: ctx.clone(),
+            ctx: Some(ctx.clone()),
         }
     }
 
     /// Gives up ownership: the caller releases the handle with `cuMemRelease`.
     pub fn into_raw(self) -> sys::CUmemGenericAllocationHandle {
         let this = std::mem::ManuallyDrop::new(self);
-        // SAFETY: `this` is never dropped; the context clone is dropped once, here.
-        unsafe { std::ptr::read(&this.ctx) };
+        // SAFETY: `this` is never dropped; the context clone (if any) is dropped once, here.
+        drop(unsafe { std::ptr::read(&this.ctx) });
         this.handle
     }
 }
@@ -1259,8 +1380,10 @@ fn map_accessible(
     set
 }
 
+pub(crate) mod multi;
 pub(crate) mod sparse;
 
+pub use multi::MultiMapping;
 pub use sparse::SparseRegion;
 
 mod sealed {

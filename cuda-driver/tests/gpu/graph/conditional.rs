@@ -14,43 +14,15 @@ use crate::graph::kernels;
 
 const GRAPH_CONDITIONAL: &str = include_str!("../../ptx/graph_conditional.ptx");
 
-/// libcudadevrt.a, which implements cudaGraphSetConditional: from CUDA_PATH, or the pinned
-/// wheels in the repository's .venv.
-fn cudadevrt() -> std::path::PathBuf {
-    let mut candidates = Vec::new();
-    for var in ["CUDA_PATH", "CUDA_HOME"] {
-        if let Ok(p) = std::env::var(var) {
-            candidates.push(std::path::Path::new(&p).join("lib64/libcudadevrt.a"));
-            candidates.push(std::path::Path::new(&p).join("lib/libcudadevrt.a"));
-        }
-    }
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-    if let Ok(rd) = std::fs::read_dir(root.join(".venv/lib")) {
-        for py in rd.flatten() {
-            candidates.push(
-                py.path()
-                    .join("site-packages/nvidia/cu13/lib/libcudadevrt.a"),
-            );
-        }
-    }
-    candidates
-        .into_iter()
-        .find(|p| p.is_file())
-        .expect("libcudadevrt.a not found (set CUDA_PATH or install the pinned wheels into .venv)")
-}
-
+/// The kernels of ptx/graph_conditional.cu (relocatable code calling
+/// cudaGraphSetConditional), linked with the device runtime the crate finds
+/// (`Module::load_with_device_runtime`: `CUDA_DRIVER_CUDADEVRT`, `CUDA_PATH`, the pinned wheels
+/// in a `.venv`, `/usr/local/cuda`, ...). Where it finds none, the error names every place it
+/// looked, and the test fails with it.
 pub(crate) fn conditional_kernels(ctx: &Context) -> Module {
-    let mut linker = Linker::new(ctx, &JitOptions::new()).unwrap();
-    linker
-        .add_data(
-            JitInputType::PTX,
-            GRAPH_CONDITIONAL,
-            "graph_conditional.ptx",
-        )
-        .unwrap();
-    linker.add_file(JitInputType::LIBRARY, cudadevrt()).unwrap();
-    let cubin = linker.complete().unwrap();
-    Module::load_data(ctx, &cubin[..]).unwrap()
+    let lib = cuda_driver::module::find_device_runtime(&[]).unwrap_or_else(|e| panic!("{e}"));
+    crate::common::note(format!("device runtime: {}", lib.display()));
+    Module::load_with_device_runtime(ctx, GRAPH_CONDITIONAL, "graph_conditional.ptx", &[]).unwrap()
 }
 
 /// Skips the test when the driver is older than `major.minor` (what `feature` needs).
@@ -330,4 +302,47 @@ fn a_conditional_node_found_among_the_graphs_nodes_gives_its_handle_and_bodies()
         assert!(matches!(e.as_conditional(), Err(Error::NodeKind { .. })));
     }
     assert_eq!(g2.node_count().unwrap(), 1);
+}
+
+/// The device runtime through the linker's own API (`Linker::add_device_runtime`), and a
+/// garbage library (a file that is no archive) added as the device runtime: a link error with
+/// the driver's log, never undefined behaviour; the context stays usable.
+#[gpu_test]
+fn the_linker_adds_the_device_runtime_and_refuses_a_garbage_library() {
+    let ctx = gpu_or_skip!();
+    let mut linker = Linker::new(&ctx, &JitOptions::new()).unwrap();
+    linker
+        .add_data(
+            JitInputType::PTX,
+            GRAPH_CONDITIONAL,
+            "graph_conditional.ptx",
+        )
+        .unwrap();
+    let lib = linker.add_device_runtime(&[]).unwrap();
+    assert!(lib.is_file());
+    let cubin = linker.complete().unwrap();
+    let m = Module::load_data(&ctx, &cubin[..]).unwrap();
+    m.function("set_condition").unwrap();
+    m.function("loop_step").unwrap();
+
+    let garbage = std::env::temp_dir().join(format!("garbage-cudadevrt-{}.a", std::process::id()));
+    std::fs::write(&garbage, b"!<arch>\nthis is no archive member").unwrap();
+    let mut linker = Linker::new(&ctx, &JitOptions::new()).unwrap();
+    linker
+        .add_data(
+            JitInputType::PTX,
+            GRAPH_CONDITIONAL,
+            "graph_conditional.ptx",
+        )
+        .unwrap();
+    let r = linker
+        .add_file(JitInputType::LIBRARY, &garbage)
+        .and_then(|()| linker.complete().map(drop));
+    let _ = std::fs::remove_file(&garbage);
+    let e = r.unwrap_err();
+    assert!(
+        matches!(e, Error::Jit { .. } | Error::Driver { .. }),
+        "{e:?}"
+    );
+    crate::common::still_usable(&ctx);
 }

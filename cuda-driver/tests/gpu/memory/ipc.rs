@@ -153,3 +153,138 @@ fn a_thousand_ipc_open_close_cycles_leak_nothing() {
     assert_eq!(child.check(r, "wait for the child"), b"done");
     child.finish();
 }
+
+/// A pipe: (read end, write end).
+#[cfg(unix)]
+fn pipe() -> (std::fs::File, std::os::fd::OwnedFd) {
+    use std::os::fd::FromRawFd;
+    let mut fds = [0; 2];
+    // SAFETY: writes two descriptors, owned by the values built next.
+    assert_eq!(unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) }, 0);
+    // SAFETY: fresh descriptors from pipe2, owned here.
+    unsafe {
+        (
+            std::fs::File::from_raw_fd(fds[0]),
+            std::os::fd::OwnedFd::from_raw_fd(fds[1]),
+        )
+    }
+}
+
+/// Whether every copy of a pipe's write end is closed (the read end sees end-of-file).
+#[cfg(unix)]
+fn all_writers_closed(mut r: std::fs::File) -> bool {
+    use std::io::Read;
+    use std::os::fd::AsRawFd;
+    // SAFETY: sets O_NONBLOCK on a descriptor owned by `r`.
+    unsafe { libc::fcntl(r.as_raw_fd(), libc::F_SETFL, libc::O_NONBLOCK) };
+    matches!(r.read(&mut [0u8; 1]), Ok(0))
+}
+
+/// Garbage over the crate's IPC socket: a descriptor that is no CUDA export, messages of the
+/// wrong kind, an allocation made without POSIX fd handles. Each is an error (the driver's,
+/// for the descriptor), never undefined behaviour; no descriptor is leaked; the context stays
+/// usable.
+#[cfg(unix)]
+#[gpu_test]
+fn an_ipc_socket_refuses_garbage_and_descriptors_that_are_no_cuda_export() {
+    use std::os::fd::AsFd;
+    use std::sync::Arc;
+
+    use cuda_driver::memory::pool::MemPool;
+    use cuda_driver::memory::vmm::{AddressRange, AllocationProps, PhysicalAllocation};
+    use cuda_driver::memory::{IpcSocket, IpcSocketError};
+    let ctx = gpu_or_skip!();
+    let props = crate::vmm::fd_exportable_props(&ctx);
+    let dev = ctx.device();
+    let (mut a, mut b) = IpcSocket::pair().unwrap();
+    // A pipe sent where a pool or an allocation is expected: the wrong kind, closed.
+    let (r, w) = pipe();
+    a.send_fd(w.as_fd(), b"pool").unwrap();
+    assert!(matches!(
+        b.recv_pool(dev),
+        Err(IpcSocketError::UnexpectedKind { .. })
+    ));
+    a.send_fd(w.as_fd(), b"allocation").unwrap();
+    assert!(matches!(
+        b.recv_allocation(&ctx),
+        Err(IpcSocketError::UnexpectedKind { .. })
+    ));
+    // The driver asked to import a pipe: its error.
+    let e = MemPool::import_fd(dev, w.as_fd()).unwrap_err();
+    assert!(e.code().is_some(), "{e:?}");
+    let e = PhysicalAllocation::import_fd(&ctx, w.as_fd()).unwrap_err();
+    assert!(e.code().is_some(), "{e:?}");
+    drop(w);
+    assert!(all_writers_closed(r), "a refused descriptor was leaked");
+    // Garbage bytes where a pool pointer is expected.
+    a.send_bytes(&[0xff; 72]).unwrap();
+    assert!(matches!(
+        b.recv_pool_pointer(),
+        Err(IpcSocketError::UnexpectedKind { .. })
+    ));
+    // An allocation without a POSIX fd handle type cannot be sent: the driver's error,
+    // nothing sent (the next message is the one after it).
+    let size = props.minimum_granularity().unwrap();
+    let plain = PhysicalAllocation::new(&ctx, size, &AllocationProps::device(dev)).unwrap();
+    assert!(matches!(
+        a.send_allocation(&plain),
+        Err(IpcSocketError::Cuda(_))
+    ));
+    // Of unknown size (a handle retained from a mapping): refused before anything is
+    // exported.
+    let exportable = Arc::new(PhysicalAllocation::new(&ctx, size, &props).unwrap());
+    let range = AddressRange::reserve(&ctx, size, 0).unwrap();
+    let m = range.map::<u32>(0, exportable, 0, size).unwrap();
+    let retained = m.retain_allocation().unwrap();
+    assert_eq!(retained.size(), None);
+    assert!(matches!(
+        a.send_allocation(&retained),
+        Err(IpcSocketError::Cuda(Error::InvalidArgument(_)))
+    ));
+    // Nothing was sent by the refused calls: the next message is the next one received.
+    a.send_bytes(b"next").unwrap();
+    assert_eq!(b.recv_bytes().unwrap(), b"next");
+    drop((retained, m));
+    let b2 = DeviceBuffer::from_slice(&ctx, &pattern(5, 64)).unwrap();
+    assert_eq!(b2.to_vec().unwrap(), pattern(5, 64));
+}
+
+/// An allocation sent over the crate's IPC socket from another thread, its sender's handle
+/// dropped before the receiver imports it: the descriptor in flight keeps the memory
+/// importable, or the import is the driver's error; the imported memory maps and works.
+#[cfg(unix)]
+#[gpu_test]
+fn an_allocation_sent_from_another_thread_and_dropped_by_the_sender_is_imported_or_refused() {
+    use std::sync::Arc;
+
+    use cuda_driver::memory::vmm::{AddressRange, PhysicalAllocation};
+    use cuda_driver::memory::{IpcSocket, IpcSocketError};
+    let ctx = gpu_or_skip!();
+    let props = crate::vmm::fd_exportable_props(&ctx);
+    let size = props.minimum_granularity().unwrap() * 2;
+    let (a, mut b) = IpcSocket::pair().unwrap();
+    let sender = {
+        let ctx = ctx.clone();
+        std::thread::spawn(move || {
+            let mut a = a;
+            let phys = PhysicalAllocation::new(&ctx, size, &props).unwrap();
+            a.send_allocation(&phys).unwrap();
+            drop(phys); // before the receiver imports it
+            a
+        })
+    };
+    let a = sender.join().unwrap();
+    match b.recv_allocation(&ctx) {
+        Ok(phys) => {
+            assert_eq!(phys.size(), Some(size));
+            let range = AddressRange::reserve(&ctx, size, 0).unwrap();
+            let mut m = range.map::<u32>(0, Arc::new(phys), 0, size).unwrap();
+            let stream = Stream::new(&ctx, StreamFlags::NON_BLOCKING).unwrap();
+            write_pattern_on(&ctx, &stream, &mut m, 91);
+            assert_eq!(m.to_vec().unwrap(), pattern(91, m.len()));
+        }
+        Err(IpcSocketError::Cuda(e)) => assert!(e.code().is_some(), "{e:?}"),
+        Err(e) => panic!("{e:?}"),
+    }
+    drop(a);
+}

@@ -6,7 +6,9 @@
 //! * `copy`: copies and memsets (blocking and asynchronous, 2D and 3D, between contexts,
 //!   batched), and what they refuse;
 //! * `array`: CUDA arrays and mipmapped arrays;
-//! * `ipc`: memory and events shared with another process (legacy IPC).
+//! * `ipc`: memory and events shared with another process (legacy IPC), the crate's IPC
+//!   socket;
+//! * `shared_host`: page-locked memory shared with host functions and graph host nodes.
 //!
 //! Here: every kind dropped without errors. Elsewhere: virtual memory (`vmm`), the
 //! stream-ordered allocator (`pool`), unified addressing (`unified`), peer access (`peer`).
@@ -32,6 +34,7 @@ mod host;
 mod ipc;
 mod managed;
 mod notification;
+mod shared_host;
 
 /// Position-dependent, non-zero pseudo-random words (xorshift32), different per `seed`.
 pub(crate) fn words(n: usize, seed: u32) -> Vec<u32> {

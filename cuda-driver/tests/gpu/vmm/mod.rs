@@ -1,7 +1,8 @@
 //! GPU tests: virtual memory management (Virtual Memory Management): address ranges and
 //! reservations, physical allocations and their usage flags, mappings, access, export and
 //! import (within the process and with another one), host memory mapped for the device, the
-//! growable buffer, and the leak tests. Arrays mapped onto physical memory: `array`.
+//! growable buffer, and the leak tests. Arrays mapped onto physical memory: `array`. One view
+//! over several allocations: `multi`.
 //! Across devices: `peer`.
 
 #[cfg(unix)]
@@ -27,6 +28,7 @@ use crate::common::TEST_KERNELS;
 use crate::common::{note, skip};
 
 mod array;
+mod multi;
 
 /// Skips the test unless the device supports virtual memory management.
 pub fn require_vmm(ctx: &Context) {
@@ -1142,12 +1144,9 @@ fn virtual_memory_shared_as_a_file_descriptor() {
     if let Some(mut chan) = child_role("vmm_fd") {
         let ctx = gpu_or_skip!();
         let dev = ctx.device();
-        let size = chan.recv_u64().unwrap() as usize;
-        let fd = chan.recv_fd().unwrap();
-        let phys = PhysicalAllocation::import_fd(&ctx, fd.as_fd())
-            .unwrap()
-            .with_known_size(size);
-        drop(fd);
+        // The crate's IpcSocket: the fd and the size it does not carry.
+        let phys = chan.0.recv_allocation(&ctx).unwrap();
+        let size = phys.size().unwrap();
         let range = AddressRange::reserve(&ctx, size, 0).unwrap();
         let mut m = range.map::<u32>(0, Arc::new(phys), 0, size).unwrap();
         m.set_access(&[MemAccessDesc::read_write(dev)]).unwrap();
@@ -1172,13 +1171,9 @@ fn virtual_memory_shared_as_a_file_descriptor() {
     m.set_access(&[MemAccessDesc::read_write(dev)]).unwrap();
     m.copy_from_host(&pattern(71, m.len())).unwrap();
     ctx.synchronize().unwrap();
-    let fd = phys.export_fd().unwrap();
     let (mut child, mut chan) = spawn_child("vmm_fd");
-    let r = chan.send_u64(size as u64);
-    child.check(r, "send the size");
-    let r = chan.send_fd(fd.as_fd());
-    child.check(r, "send the fd");
-    drop(fd);
+    let r = chan.0.send_allocation(&phys).map_err(std::io::Error::other);
+    child.check(r, "send the allocation");
     let r = chan.recv();
     assert_eq!(child.check(r, "wait for the child"), b"written");
     assert_eq!(m.to_vec().unwrap(), pattern(72, m.len()));
