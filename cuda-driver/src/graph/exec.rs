@@ -54,6 +54,10 @@ pub struct GraphExec {
     kept: Vec<(usize, Box<dyn Any + Send + Sync>)>,
     /// Contexts the exec was launched in (to synchronize before releasing `kept`).
     launched: RefCell<Vec<Context>>,
+    /// What its launches allocate and free (graph memory nodes), if anything.
+    pub(super) memory: Option<Box<super::launch_memory::ExecMemory>>,
+    /// Adopted through `from_raw`: its memory nodes are unknown.
+    pub(super) adopted: bool,
 }
 
 // SAFETY: a CUgraphExec may be used from any thread, one at a time (not Sync); destroyed once.
@@ -120,7 +124,10 @@ impl Graph {
             unsafe { sys::cuGraphInstantiateWithFlags(&mut raw, self.raw, flags.as_raw() as _) },
         )?;
         // SAFETY: just created.
-        Ok(unsafe { GraphExec::from_raw(raw) })
+        let mut exec = unsafe { GraphExec::from_raw(raw) };
+        exec.memory = self.exec_memory(flags)?.map(Box::new);
+        exec.adopted = false;
+        Ok(exec)
     }
 
     /// Instantiates the graph with parameters (flags, an upload stream);
@@ -152,7 +159,10 @@ impl Graph {
         }
         r?;
         // SAFETY: just created.
-        Ok(unsafe { GraphExec::from_raw(raw) })
+        let mut exec = unsafe { GraphExec::from_raw(raw) };
+        exec.memory = self.exec_memory(options.flags)?.map(Box::new);
+        exec.adopted = false;
+        Ok(exec)
     }
 }
 
@@ -166,6 +176,8 @@ impl GraphExec {
             raw,
             kept: Vec::new(),
             launched: RefCell::new(Vec::new()),
+            memory: None,
+            adopted: true,
         }
     }
 
@@ -176,6 +188,7 @@ impl GraphExec {
         let raw = self.raw;
         std::mem::forget(std::mem::take(&mut self.kept));
         drop(std::mem::take(self.launched.get_mut()));
+        drop(self.memory.take());
         std::mem::forget(self);
         raw
     }
@@ -196,10 +209,34 @@ impl GraphExec {
     }
 
     /// Launches the graph on `stream`; launches of one exec run one after another.
+    ///
+    /// Memory the launch allocates and does not free is not handed out (the exec cannot be
+    /// launched again until it is freed, unless instantiated with
+    /// [`GraphInstantiateFlags::AUTO_FREE_ON_LAUNCH`]): see
+    /// [`launch_with_memory`](Self::launch_with_memory). A graph that frees another graph's
+    /// allocation is launched only by `launch_with_memory`, which takes that memory's owner
+    /// ([`Error::InvalidArgument`] here).
     #[wraps(cuGraphLaunch)]
     #[inline]
     #[track_caller]
     pub fn launch(&self, stream: &Stream) -> Result<()> {
+        if let Some(m) = &self.memory {
+            if !m.foreign.is_empty() {
+                return Err(Error::InvalidArgument(
+                    "GraphExec::launch: the graph frees memory of another graph's launch; \
+                     launch it with launch_with_memory, giving that memory's owner"
+                        .into(),
+                ));
+            }
+            m.before_launch("GraphExec::launch", stream)?;
+        }
+        self.launch_unchecked(stream)
+    }
+
+    /// `cuGraphLaunch`, without the memory checks of `launch`.
+    #[inline]
+    #[track_caller]
+    pub(super) fn launch_unchecked(&self, stream: &Stream) -> Result<()> {
         let _cur = stream.context().enter()?;
         self.note_launch(stream);
         call!(
@@ -233,10 +270,17 @@ impl GraphExec {
 
     /// Updates the exec to run `graph`, which must have the exec's topology; the refusal is
     /// [`Error::GraphUpdate`], naming the reason and the node. The exec then holds `graph`'s
-    /// keep-alives (the driver clones its user object references).
+    /// keep-alives (the driver clones its user object references). Refused
+    /// ([`Error::InvalidArgument`]) while memory a launch of the exec left allocated is owned
+    /// ([`GraphMemory`](crate::graph::GraphMemory)).
     #[wraps(cuGraphExecUpdate)]
     #[track_caller]
     pub fn update(&mut self, graph: &Graph) -> Result<()> {
+        // Memory a launch left allocated stays counted against the graph that made it: no
+        // update while it is owned (the updated exec's next launch would not see the owner).
+        if let Some(m) = &self.memory {
+            m.check_unowned("GraphExec::update")?;
+        }
         let mut info = sys::CUgraphExecUpdateResultInfo {
             result: sys::CU_GRAPH_EXEC_UPDATE_SUCCESS,
             errorNode: ptr::null_mut(),
@@ -251,7 +295,18 @@ impl GraphExec {
                 from_node: info.errorFromNode as usize,
             });
         }
-        r
+        r?;
+        // The exec runs `graph` now: its memory nodes are the ones that count.
+        if !self.adopted {
+            let auto_free = self.memory.as_ref().is_some_and(|m| m.auto_free);
+            let flags = if auto_free {
+                GraphInstantiateFlags::AUTO_FREE_ON_LAUNCH
+            } else {
+                GraphInstantiateFlags::empty()
+            };
+            self.memory = graph.exec_memory(flags)?.map(Box::new);
+        }
+        Ok(())
     }
 
     /// Changes a kernel node's function, configuration and arguments in this exec only,

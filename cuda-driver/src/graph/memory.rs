@@ -74,14 +74,25 @@ impl Device {
 /// Memory allocated by a graph's memory allocation node ([`Graph::add_mem_alloc`]).
 ///
 /// CUDA's rules for it: the address is fixed when the node is created and valid, in every
-/// launch, from the allocation node until the memory is freed: by a memory free node of the
-/// same graph ([`Graph::add_mem_free`], which consumes this value, so the memory is freed in
-/// the graph exactly once), or else outside the graph after a launch (`cuMemFreeAsync` /
-/// `cuMemFree`, see [`free_after_launch`](Self::free_after_launch)), or automatically before
-/// the next launch of an exec instantiated with
-/// [`GraphInstantiateFlags::AUTO_FREE_ON_LAUNCH`](crate::types::GraphInstantiateFlags). An exec
-/// whose graph allocates memory that it does not free cannot be launched again until that
-/// memory is freed (the driver refuses the launch).
+/// launch, from the allocation node until the memory is freed (CUDA allocates it anew at each
+/// launch). It is freed:
+///
+/// * by a memory free node of the same graph ([`Graph::add_mem_free`], which consumes this
+///   value, so the memory is freed in the graph exactly once);
+/// * or by a free node of another graph (`add_mem_free` of that graph): each launch of that
+///   graph then takes the [`GraphMemory`](crate::graph::GraphMemory) of one launch of this one and
+///   frees it;
+/// * or outside the graph after each launch:
+///   [`GraphExec::launch_with_memory`](crate::graph::GraphExec::launch_with_memory) hands out one
+///   owner per launch, which frees it when dropped (in stream order), by
+///   [`GraphMemory::free`](crate::graph::GraphMemory::free) (synchronously) or by the launch of a
+///   graph that frees it;
+/// * or automatically before the next launch of an exec instantiated with
+///   [`GraphInstantiateFlags::AUTO_FREE_ON_LAUNCH`](crate::types::GraphInstantiateFlags).
+///
+/// An exec whose graph allocates memory that it does not free cannot be launched again until
+/// that memory is freed (the driver refuses the launch, and the crate refuses it while a
+/// [`GraphMemory`](crate::graph::GraphMemory) of it lives).
 #[doc(alias = "CUDA_MEM_ALLOC_NODE_PARAMS")]
 #[derive(Debug)]
 #[must_use = "free the allocation in the graph (Graph::add_mem_free) or after a launch"]
@@ -160,6 +171,9 @@ impl Graph {
                 sys::cuGraphAddMemAllocNode(&mut raw, self.raw, ptr_or_null(&d), d.len(), &mut p)
             },
         )?;
+        if self.root {
+            self.book.lock().allocs.push((p.dptr, bytes));
+        }
         Ok((
             MemAllocNode(GraphNode { raw, graph: self }),
             GraphAllocation {
@@ -170,8 +184,14 @@ impl Graph {
         ))
     }
 
-    /// Adds a node freeing `alloc`, memory allocated by this graph
-    /// ([`Error::GraphMismatch`] otherwise).
+    /// Adds a node freeing `alloc`: memory allocated by this graph (freed in each launch), or
+    /// by another graph, as CUDA allows: then this graph's launches free the memory of that
+    /// graph's launches, one each, and are made with
+    /// [`GraphExec::launch_with_memory`](crate::graph::GraphExec::launch_with_memory), which takes
+    /// the [`GraphMemory`](crate::graph::GraphMemory) to free (a plain
+    /// [`launch`](crate::graph::GraphExec::launch) is refused). Another graph's allocation is
+    /// refused ([`Error::GraphMismatch`]) on a borrowed graph (a body or child graph, or one
+    /// borrowed by raw handle).
     #[wraps(cuGraphAddMemFreeNode)]
     #[track_caller]
     pub fn add_mem_free(
@@ -179,7 +199,8 @@ impl Graph {
         deps: &[GraphNode<'_>],
         alloc: GraphAllocation,
     ) -> Result<MemFreeNode<'_>> {
-        if alloc.graph != self.raw {
+        let foreign = alloc.graph != self.raw;
+        if foreign && !self.root {
             return Err(Error::GraphMismatch {
                 what: "memory free node",
                 expected: alloc.graph as usize,
@@ -189,11 +210,21 @@ impl Graph {
         let d = raw_deps(self, deps)?;
         let mut raw = ptr::null_mut();
         call!(
-            // SAFETY: the graph is live; the address was allocated by its allocation node.
+            // SAFETY: the graph is live; the address was allocated by an allocation node, of
+            // this graph or of another one (launches of this graph then free one launch's
+            // memory each, taking its owner: `GraphExec::launch_with_memory`).
             unsafe {
                 sys::cuGraphAddMemFreeNode(&mut raw, self.raw, ptr_or_null(&d), d.len(), alloc.ptr)
             },
         )?;
+        if self.root {
+            let mut book = self.book.lock();
+            if foreign {
+                book.foreign_frees.push(alloc.ptr);
+            } else {
+                book.frees.push(alloc.ptr);
+            }
+        }
         Ok(MemFreeNode(GraphNode { raw, graph: self }))
     }
 }

@@ -4,7 +4,9 @@
 //!
 //! See [`Graph`] for what graphs keep alive, and what they cannot.
 
+mod book;
 pub(crate) mod exec;
+pub(crate) mod launch_memory;
 pub(crate) mod memory;
 pub(crate) mod nodes;
 pub(crate) mod user_object;
@@ -27,8 +29,9 @@ use crate::release::{release, SendRaw};
 use crate::types::{GraphDebugDotFlags, GraphDependencyType, GraphNodeType};
 pub(crate) mod capture;
 
-pub use capture::{exchange_thread_capture_mode, CaptureInfo};
+pub use capture::{exchange_thread_capture_mode, Capture, CaptureInfo};
 pub use exec::{GraphExec, GraphExecFlags, InstantiateOptions};
+pub use launch_memory::GraphMemory;
 pub use memory::GraphAllocation;
 pub use nodes::{
     BatchMemOp, BatchMemOpNode, ChildGraphNode, ConditionalHandle, ConditionalNode,
@@ -118,6 +121,12 @@ pub struct Graph {
     /// Keys (raw handles) of the keep-alives already retained, so a kernel used by many nodes
     /// is retained once.
     kept: RefCell<Vec<usize>>,
+    /// What the driver cannot be asked (conditional nodes' bodies, memory nodes), shared with
+    /// the borrowed graphs reached from this one.
+    book: book::SharedBook,
+    /// Whether this is the graph an exec is instantiated from (an owned graph), not a body or
+    /// child graph reached through a node, nor a graph borrowed by raw handle.
+    root: bool,
 }
 
 // SAFETY: a CUgraph may be used from any thread, one at a time (Graph is not Sync); the
@@ -173,9 +182,12 @@ impl Deref for GraphRef<'_> {
 
 impl Drop for GraphRef<'_> {
     fn drop(&mut self) {
-        // SAFETY: the Graph inside is never used again; only its Vec is dropped, not the
-        // handle (not ours).
-        unsafe { ptr::drop_in_place(&mut self.graph.kept) };
+        // SAFETY: the Graph inside is never used again; only its Vec and book are dropped,
+        // not the handle (not ours).
+        unsafe {
+            ptr::drop_in_place(&mut self.graph.kept);
+            ptr::drop_in_place(&mut self.graph.book);
+        }
     }
 }
 
@@ -191,21 +203,31 @@ impl<'a> GraphRef<'a> {
     /// # Safety
     /// `raw` is a live graph that stays alive for `'a`, and nothing else uses it from another
     /// thread meanwhile.
+    ///
+    /// The crate's records of the owner (see [`GraphNode::as_conditional`]) are not shared
+    /// with it: a conditional node added through it is found again only through it, and a
+    /// memory free node of another graph's allocation is refused on it.
     pub unsafe fn from_raw(raw: sys::CUgraph) -> GraphRef<'a> {
         // SAFETY: the caller's guarantees.
-        unsafe { GraphRef::with_retain(raw, raw) }
+        unsafe { GraphRef::with_retain(raw, raw, book::SharedBook::new(true)) }
     }
 
-    /// A borrowed graph whose keep-alives go to `retain`.
+    /// A borrowed graph whose keep-alives go to `retain`, recording in `book`.
     ///
     /// # Safety
     /// As for `from_raw`; `retain` is a live graph that runs `raw` whenever `raw` runs.
-    pub(crate) unsafe fn with_retain(raw: sys::CUgraph, retain: sys::CUgraph) -> GraphRef<'a> {
+    pub(crate) unsafe fn with_retain(
+        raw: sys::CUgraph,
+        retain: sys::CUgraph,
+        book: book::SharedBook,
+    ) -> GraphRef<'a> {
         GraphRef {
             graph: ManuallyDrop::new(Graph {
                 raw,
                 retain,
                 kept: RefCell::new(Vec::new()),
+                book,
+                root: false,
             }),
             _borrow: PhantomData,
         }
@@ -322,7 +344,10 @@ impl Graph {
             unsafe { sys::cuGraphCreate(&mut raw, 0) },
         )?;
         // SAFETY: just created, owned by nobody else.
-        Ok(unsafe { Graph::from_raw(raw) })
+        let g = unsafe { Graph::from_raw(raw) };
+        // Empty: every node it will have is added through the crate, or marks it inexact.
+        g.book.lock().inexact = false;
+        Ok(g)
     }
 
     /// Takes ownership of a graph; it is destroyed on drop.
@@ -334,14 +359,19 @@ impl Graph {
             raw,
             retain: raw,
             kept: RefCell::new(Vec::new()),
+            // Its memory nodes, if any, were not added through the crate.
+            book: book::SharedBook::new(true),
+            root: true,
         }
     }
 
     /// Gives up ownership: the caller destroys the graph with `cuGraphDestroy`.
     pub fn into_raw(self) -> sys::CUgraph {
         let this = ManuallyDrop::new(self);
-        // SAFETY: `this` is never used again; its Vec is dropped once, here.
+        // SAFETY: `this` is never used again; its Vec and book are dropped once, here.
         drop(unsafe { ptr::read(&this.kept) });
+        // SAFETY: as above.
+        drop(unsafe { ptr::read(&this.book) });
         this.raw
     }
 
@@ -770,7 +800,10 @@ impl<'g> GraphNode<'g> {
         call!(
             // SAFETY: the node is live; the caller does not use it again.
             unsafe { sys::cuGraphDestroyNode(self.raw) },
-        )
+        )?;
+        // A later node may get the same handle: forget this one's records (and its bodies').
+        self.graph.book.lock().forget_node(self.graph.raw, self.raw);
+        Ok(())
     }
 }
 

@@ -19,6 +19,8 @@ use crate::common::{note, skip, unsupported};
 use crate::memory::{floats, words};
 use crate::vmm::write_pattern_on;
 
+mod shared;
+
 /// Skips the test unless the device supports memory pools.
 fn require_pools(ctx: &Context) {
     crate::common::require_attribute(

@@ -44,7 +44,8 @@ impl<'g> ChildGraphNode<'g> {
             // SAFETY: a live child graph node; writes one handle owned by the node.
             unsafe { sys::cuGraphChildGraphNodeGetGraph(self.0.raw, &mut g) },
         )?;
-        // SAFETY: owned by the node, alive while its graph (borrowed for 'g) is.
-        Ok(unsafe { GraphRef::from_raw(g) })
+        // SAFETY: owned by the node, alive while its graph (borrowed for 'g) is; it shares
+        // the parent's book, so conditional nodes added to it are found again.
+        Ok(unsafe { GraphRef::with_retain(g, g, self.0.graph.book.clone()) })
     }
 }

@@ -1,6 +1,7 @@
 //! Conditional nodes (if, while, switch) and their handles.
 
 use super::*;
+use crate::graph::book::ConditionalRecord;
 #[allow(unused_imports)]
 use cuda_driver_macros::call;
 
@@ -10,6 +11,8 @@ use cuda_driver_macros::call;
 #[derive(Debug)]
 pub struct ConditionalNode<'g> {
     node: GraphNode<'g>,
+    handle: ConditionalHandle,
+    kind: GraphConditionalNodeType,
     bodies: Vec<sys::CUgraph>,
 }
 
@@ -21,7 +24,66 @@ impl<'g> Deref for ConditionalNode<'g> {
     }
 }
 
+impl<'g> GraphNode<'g> {
+    /// This node as a [`ConditionalNode`], with its handle and body graphs, so that its bodies
+    /// can be filled where the node is found (among [`Graph::nodes`], a node's dependents, a
+    /// stream capture's dependencies), not only where it was created.
+    ///
+    /// The driver cannot be asked for a conditional node's bodies (CUDA 13.0 has no
+    /// `cuGraphNodeGetParams`), so the crate records every conditional node it creates
+    /// ([`Graph::add_conditional`]) with its handle and bodies, in a book shared by the owned
+    /// graph and every body and child graph borrowed from it. [`Error::NodeKind`] when the node
+    /// is not a conditional node; [`Error::NotFound`] when it is one the crate did not create
+    /// in this graph tree: a node of a clone ([`Graph::try_clone`]) or of a graph made outside
+    /// the crate (the record names the graph it was created in, never the original's bodies
+    /// for a clone's node), or a node added through a [`GraphRef::from_raw`] borrow.
+    ///
+    /// ```no_run
+    /// # use cuda_driver::types::{GraphCondAssignFlags, GraphConditionalNodeType};
+    /// # use cuda_driver::{graph::Graph, Context};
+    /// # fn f(ctx: &Context) -> cuda_driver::Result<()> {
+    /// let g = Graph::new()?;
+    /// let h = g.conditional_handle(ctx, 1, GraphCondAssignFlags::DEFAULT)?;
+    /// g.add_conditional(&[], ctx, h, GraphConditionalNodeType::IF, 1)?;
+    /// // Later, elsewhere: find the node again and fill its body.
+    /// let node = g.root_nodes()?[0].as_conditional()?;
+    /// assert_eq!(node.handle(), h);
+    /// let body = node.body(0)?;
+    /// body.add_empty(&[])?;
+    /// # Ok(()) }
+    /// ```
+    #[wraps(cuGraphNodeGetType)]
+    #[track_caller]
+    pub fn as_conditional(self) -> Result<ConditionalNode<'g>> {
+        self.expect("as_conditional", GraphNodeType::CONDITIONAL)?;
+        let book = self.graph.book.lock();
+        match book.conditional(self.graph.raw, self.raw) {
+            Some(rec) => Ok(ConditionalNode {
+                node: self,
+                handle: rec.handle,
+                kind: rec.kind,
+                bodies: rec.bodies.clone(),
+            }),
+            None => Err(Error::NotFound {
+                kind: "conditional node created by this crate in this graph",
+                name: format!("{:p}", self.raw),
+                code: crate::types::ErrorCode::NOT_FOUND,
+            }),
+        }
+    }
+}
+
 impl<'g> ConditionalNode<'g> {
+    /// The handle the node tests.
+    pub fn handle(&self) -> ConditionalHandle {
+        self.handle
+    }
+
+    /// The node's kind (if, while, switch).
+    pub fn kind(&self) -> GraphConditionalNodeType {
+        self.kind
+    }
+
     /// How many body graphs the node has.
     pub fn body_count(&self) -> usize {
         self.bodies.len()
@@ -36,7 +98,9 @@ impl<'g> ConditionalNode<'g> {
         match self.bodies.get(i) {
             // SAFETY: a body graph owned by the node, alive as long as the node's graph, which
             // is borrowed for 'g; that graph runs the body, so it may hold the keep-alives.
-            Some(&raw) => Ok(unsafe { GraphRef::with_retain(raw, self.node.graph.retain) }),
+            Some(&raw) => Ok(unsafe {
+                GraphRef::with_retain(raw, self.node.graph.retain, self.node.graph.book.clone())
+            }),
             None => Err(Error::OutOfBounds {
                 start: i,
                 end: i + 1,
@@ -176,8 +240,17 @@ impl Graph {
             // SAFETY: the driver's array of `bodies` graphs, valid for the node's lifetime.
             unsafe { std::slice::from_raw_parts(out, bodies as usize) }.to_vec()
         };
+        self.book.lock().add_conditional(ConditionalRecord {
+            graph: self.raw,
+            node: raw,
+            handle,
+            kind,
+            bodies: bodies.clone(),
+        });
         Ok(ConditionalNode {
             node: GraphNode { raw, graph: self },
+            handle,
+            kind,
             bodies,
         })
     }

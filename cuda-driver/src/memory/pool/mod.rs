@@ -36,6 +36,7 @@ use crate::types::{MemAccessFlags, MemAllocationHandleType, MemAllocationType};
 use crate::types::MemPoolCreateUsageFlags;
 
 pub(crate) mod location;
+mod shared;
 
 /// Device memory allocated in stream order on a stream it borrows, and freed in stream order
 /// on that stream when dropped.

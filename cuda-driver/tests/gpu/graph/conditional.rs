@@ -19,7 +19,7 @@ const GRAPH_CONDITIONAL: &str = include_str!("../../ptx/graph_conditional.ptx");
 /// (`Module::load_with_device_runtime`: `CUDA_DRIVER_CUDADEVRT`, `CUDA_PATH`, the pinned wheels
 /// in a `.venv`, `/usr/local/cuda`, ...). Where it finds none, the error names every place it
 /// looked, and the test fails with it.
-fn conditional_kernels(ctx: &Context) -> Module {
+pub(crate) fn conditional_kernels(ctx: &Context) -> Module {
     let lib = cuda_driver::module::find_device_runtime(&[]).unwrap_or_else(|e| panic!("{e}"));
     crate::common::note(format!("device runtime: {}", lib.display()));
     Module::load_with_device_runtime(ctx, GRAPH_CONDITIONAL, "graph_conditional.ptx", &[]).unwrap()
@@ -190,6 +190,118 @@ fn conditional_handle_of_another_graph_is_refused() {
     }
     // g2 is still usable.
     g2.add_empty(&[]).unwrap();
+}
+
+/// A conditional node found again where it is not at hand (among the graph's nodes, through
+/// a fresh borrow of a body, on another thread) gives its handle and bodies; what is not a
+/// conditional node of this graph tree is refused (another kind, a clone's node, a destroyed
+/// node's nested records).
+#[gpu_test]
+fn a_conditional_node_found_among_the_graphs_nodes_gives_its_handle_and_bodies() {
+    let ctx = gpu_or_skip!();
+    require_driver(12, 8, "an if node with an else body");
+    let s = stream(&ctx);
+    let m = kernels(&ctx);
+    let inc = m.function("inc").unwrap();
+    let one = LaunchConfig::new(1u32, 32u32);
+    let mut hits = DeviceBuffer::<i32>::zeroed(&ctx, 3).unwrap();
+    let g = Graph::new().unwrap();
+    let outer_h = g
+        .conditional_handle(&ctx, 1, GraphCondAssignFlags::DEFAULT)
+        .unwrap();
+    let empty = g.add_empty(&[]).unwrap();
+    {
+        // Created here, filled elsewhere: the node value is dropped at once.
+        let node = g
+            .add_conditional(&[empty], &ctx, outer_h, GraphConditionalNodeType::IF, 2)
+            .unwrap();
+        // A nested if node in body 0, with its own handle (of the same graph).
+        let inner_h = g
+            .conditional_handle(&ctx, 1, GraphCondAssignFlags::DEFAULT)
+            .unwrap();
+        node.body(0)
+            .unwrap()
+            .add_conditional(&[], &ctx, inner_h, GraphConditionalNodeType::IF, 1)
+            .unwrap();
+    }
+    assert!(matches!(
+        empty.as_conditional(),
+        Err(Error::NodeKind { .. })
+    ));
+    // Found among the graph's nodes, on another thread (the graph is Send).
+    let outer_raw = outer_h.as_raw();
+    let g = std::thread::spawn(move || {
+        let found = g
+            .nodes()
+            .unwrap()
+            .into_iter()
+            .find(|n| n.node_type().unwrap() == GraphNodeType::CONDITIONAL)
+            .unwrap()
+            .as_conditional()
+            .unwrap();
+        assert_eq!(found.handle().as_raw(), outer_raw);
+        assert_eq!(found.kind(), GraphConditionalNodeType::IF);
+        assert_eq!(found.body_count(), 2);
+        drop(found);
+        g
+    })
+    .join()
+    .unwrap();
+    let outer = g.root_nodes().unwrap()[0].dependents().unwrap()[0]
+        .as_conditional()
+        .unwrap();
+    {
+        let (b0, b1) = (outer.body(0).unwrap(), outer.body(1).unwrap());
+        // SAFETY: hits outlives the graph and exec; inc(int*, int) touches 1 element.
+        unsafe {
+            b1.add_kernel(&[], &inc, &one, (hits.as_view_mut(), &1i32))
+                .unwrap()
+        };
+        // The nested node, found through a fresh borrow of body 0, gets its body filled.
+        let inner = b0.nodes().unwrap()[0].as_conditional().unwrap();
+        assert_ne!(inner.handle(), outer_h);
+        let ib = inner.body(0).unwrap();
+        let third = hits.as_view_mut().into_slice_mut(2..3).unwrap();
+        // SAFETY: as above; element 2.
+        unsafe { ib.add_kernel(&[], &inc, &one, (third, &1i32)).unwrap() };
+    }
+    let exec = g.instantiate(GraphInstantiateFlags::empty()).unwrap();
+    exec.launch(&s).unwrap();
+    s.synchronize().unwrap();
+    // Outer condition 1: body 0 runs (the inner if, condition 1: element 2); not the else.
+    assert_eq!(hits.to_vec().unwrap(), vec![0, 0, 1]);
+    // A clone's conditional node is not this graph's: never the original's bodies.
+    match g.try_clone() {
+        Ok(clone) => {
+            let n = clone
+                .nodes()
+                .unwrap()
+                .into_iter()
+                .find(|n| n.node_type().unwrap() == GraphNodeType::CONDITIONAL)
+                .unwrap();
+            assert!(matches!(n.as_conditional(), Err(Error::NotFound { .. })));
+        }
+        Err(e) => crate::common::note(format!("graphs with conditional nodes are not cloned: {e}")),
+    }
+    // A destroyed conditional node: its handle may come back for another node; the record
+    // (and its nested records) are gone.
+    let g2 = Graph::new().unwrap();
+    let h2 = g2
+        .conditional_handle(&ctx, 0, GraphCondAssignFlags::DEFAULT)
+        .unwrap();
+    let n2 = g2
+        .add_conditional(&[], &ctx, h2, GraphConditionalNodeType::IF, 1)
+        .unwrap();
+    let raw = n2.as_raw();
+    let plain = *n2;
+    drop(n2);
+    // SAFETY: no copy of the node handle is used afterwards.
+    unsafe { plain.destroy().unwrap() };
+    let e = g2.add_empty(&[]).unwrap();
+    if e.as_raw() == raw {
+        assert!(matches!(e.as_conditional(), Err(Error::NodeKind { .. })));
+    }
+    assert_eq!(g2.node_count().unwrap(), 1);
 }
 
 /// The device runtime through the linker's own API (`Linker::add_device_runtime`), and a

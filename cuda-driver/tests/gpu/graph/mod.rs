@@ -6,6 +6,8 @@
 //! * `exec`: executable graphs: instantiation and uploads, whole-graph and per-node updates,
 //!   enabled and disabled nodes, what an exec keeps alive;
 //! * `memory`: graph memory nodes and the device's graph memory attributes;
+//! * `launch_memory`: memory a launch leaves allocated, one owner per launch, freed after it
+//!   or by another graph's free node;
 //! * `conditional`: while, if/else and switch conditional nodes.
 //!
 //! Stream capture, which builds graphs from stream work, is tested in `stream::capture`.
@@ -22,8 +24,9 @@ use cuda_driver::{
 
 use crate::common::stream;
 
-mod conditional;
+pub(crate) mod conditional;
 mod exec;
+mod launch_memory;
 mod memory;
 mod nodes;
 

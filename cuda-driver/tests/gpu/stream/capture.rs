@@ -13,6 +13,8 @@ use cuda_driver::{
     LaunchConfig, Stream,
 };
 
+mod scope;
+
 use crate::common::{skip, stream, unsupported};
 use crate::graph::kernels;
 
