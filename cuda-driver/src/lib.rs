@@ -190,6 +190,7 @@ pub mod entry_point;
 pub mod error;
 pub mod event;
 pub mod external;
+pub mod future;
 pub mod graph;
 pub mod green;
 mod image;
