@@ -14,12 +14,16 @@ use std::task::{Context as TaskContext, Poll, Wake, Waker};
 use std::thread::{self, Thread};
 use std::time::{Duration, Instant};
 
+use cuda_driver::context::wait_for_deferred_releases;
 use cuda_driver::future::{waker_panic_count, OwnedFuture, StreamFuture};
 use cuda_driver::prelude::*;
+use cuda_driver::sys;
+use cuda_driver::types::{
+    ContextFlags, ErrorCode, EventFlags, GraphInstantiateFlags, PinnedFlags,
+    StreamCaptureMode as CaptureMode, StreamFlags,
+};
 use cuda_driver::{
-    sys, wait_for_deferred_releases, CaptureMode, Context, ContextFlags, DeviceBuffer, Error,
-    Event, EventFlags, GraphInstantiateFlags, LaunchConfig, Module, PinnedBuffer, PinnedFlags,
-    Stream, StreamFlags,
+    Context, DeviceBuffer, Error, Event, LaunchConfig, Module, PinnedBuffer, Stream,
 };
 
 #[cfg(unix)]
@@ -231,7 +235,7 @@ fn owned_operation_errors_hand_the_buffers_back() {
     let e = g.lock().unwrap().take().unwrap().unwrap_err();
     assert_eq!(
         e.error.code(),
-        Some(cuda_driver::ErrorCode::STREAM_CAPTURE_UNSUPPORTED),
+        Some(ErrorCode::STREAM_CAPTURE_UNSUPPORTED),
         "{e}"
     );
     assert!(e.resources.is_some());
