@@ -15,7 +15,8 @@
 
 use std::process::ExitCode;
 
-use cuda_driver::{wait_for_deferred_releases, Device};
+use cuda_driver::context::wait_for_deferred_releases;
+use cuda_driver::Device;
 use cuda_driver_examples::service::{Batch, Service};
 use cuda_driver_examples::{run_example, Failure};
 

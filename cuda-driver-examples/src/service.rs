@@ -13,9 +13,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use cuda_driver::prelude::*;
+use cuda_driver::types::{PinnedFlags, StreamFlags};
 use cuda_driver::{
-    Context, DeviceBuffer, Error, Function, LaunchConfig, Module, PinnedBuffer, PinnedFlags,
-    Stream, StreamFlags,
+    Context, DeviceBuffer, Error, Function, LaunchConfig, Module, PinnedBuffer, Stream,
 };
 
 /// One request's resources: its stream, its page-locked payload and its device buffer.

@@ -17,7 +17,7 @@ use std::sync::Arc;
 use std::task::{Context as TaskContext, Poll, Wake, Waker};
 use std::thread::Thread;
 
-use cuda_driver::wait_for_deferred_releases;
+use cuda_driver::context::wait_for_deferred_releases;
 use cuda_driver_examples::bench::quantile;
 use cuda_driver_examples::service::Service;
 
