@@ -341,3 +341,26 @@ impl Stream {
         OwnedFuture::copy_to_host(self, src, dst)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_owned_error_says_whether_the_buffers_came_back_and_converts_to_the_error() {
+        let back = OwnedError {
+            error: Error::InvalidArgument("queueing failed".into()),
+            resources: Some(vec![1u8, 2, 3]),
+        };
+        assert!(!back.to_string().contains("leaked"), "{back}");
+        assert!(format!("{back:?}").contains("resources_handed_back: true"));
+        assert!(std::error::Error::source(&back).is_some());
+        let leaked = OwnedError::<Vec<u8>> {
+            error: Error::InvalidArgument("no callback".into()),
+            resources: None,
+        };
+        assert!(leaked.to_string().contains("leaked"), "{leaked}");
+        let e: Error = leaked.into();
+        assert!(matches!(e, Error::InvalidArgument(_)));
+    }
+}
