@@ -4,6 +4,8 @@ use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context as TaskContext, Poll};
 
+use cuda_driver_macros::uses;
+
 use super::signal::Wait;
 use crate::error::Result;
 use crate::event::Event;
@@ -22,11 +24,7 @@ use crate::types::StreamFlags;
 /// context comes out as an error. Dropped early, the
 /// future's stream is kept by its callback and destroyed on the crate's release thread once
 /// it ran. See [the module docs](crate::future).
-///
-/// Uses [`cuStreamWaitEvent`](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__STREAM.html), [`cuStreamAddCallback`](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__STREAM.html) and [`cuEventQuery`](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__EVENT.html).
-#[doc(alias = "cuStreamWaitEvent")]
-#[doc(alias = "cuStreamAddCallback")]
-#[doc(alias = "cuEventQuery")]
+#[uses(cuStreamWaitEvent, cuStreamAddCallback, cuEventQuery)]
 #[must_use = "a future does nothing unless polled"]
 pub struct EventFuture<'e> {
     event: &'e Event,
@@ -47,11 +45,7 @@ impl std::fmt::Debug for EventFuture<'_> {
 impl Event {
     /// A future that completes when the event does (the work before its latest record, as of
     /// this call). See [`EventFuture`] and [the module docs](crate::future).
-    ///
-    /// Uses [`cuStreamWaitEvent`](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__STREAM.html), [`cuStreamAddCallback`](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__STREAM.html) and [`cuEventQuery`](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__EVENT.html).
-    #[doc(alias = "cuStreamWaitEvent")]
-    #[doc(alias = "cuStreamAddCallback")]
-    #[doc(alias = "cuEventQuery")]
+    #[uses(cuStreamWaitEvent, cuStreamAddCallback, cuEventQuery)]
     #[track_caller]
     pub fn completion(&self) -> EventFuture<'_> {
         let waiter = match Stream::new(self.context(), StreamFlags::NON_BLOCKING) {

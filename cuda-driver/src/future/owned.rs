@@ -7,6 +7,8 @@ use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 use std::pin::Pin;
 use std::task::{Context as TaskContext, Poll};
 
+use cuda_driver_macros::uses;
+
 use super::signal::{refuse_capture, Wait};
 use crate::error::{Error, Result};
 use crate::memory::{DeviceBuffer, DeviceMemory, DeviceMemoryMut, PinnedBuffer};
@@ -90,9 +92,7 @@ impl<R> From<OwnedError<R>> for Error {
 /// [`OwnedFuture::copy_to_device`] / [`OwnedFuture::copy_to_host`] (or [`Stream::queue_owned`],
 /// [`Stream::copy_to_device_owned`], [`Stream::copy_to_host_owned`]). See
 /// [the module docs](crate::future) for the reasoning.
-///
-/// Uses [`cuStreamAddCallback`](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__STREAM.html).
-#[doc(alias = "cuStreamAddCallback")]
+#[uses(cuStreamAddCallback)]
 #[must_use = "dropping the future does not cancel the work; await it to get the resources back"]
 pub struct OwnedFuture<S: Borrow<Stream>, R: Send + 'static> {
     stream: S,
@@ -137,9 +137,7 @@ impl<S: Borrow<Stream>, R: Send + 'static> OwnedFuture<S, R> {
     /// comes out of the future (with the resources, once the work `queue` did queue is done).
     /// If `queue` panics, the callback is still queued, the resources are kept as if the
     /// future had been dropped, and the panic goes on.
-    ///
-    /// Uses [`cuStreamAddCallback`](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__STREAM.html).
-    #[doc(alias = "cuStreamAddCallback")]
+    #[uses(cuStreamAddCallback)]
     #[track_caller]
     pub fn new<F>(stream: S, resources: R, queue: F) -> OwnedFuture<S, R>
     where
@@ -202,11 +200,7 @@ where
     /// done. Lengths must agree ([`Error::LengthMismatch`]) and `dst` must be of the
     /// stream's context ([`Error::ContextMismatch`]); such errors come out of the future,
     /// with the buffers.
-    ///
-    /// Uses [`cuMemcpyHtoDAsync`](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) and [`cuStreamAddCallback`](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__STREAM.html).
-    #[doc(alias = "cuMemcpyHtoDAsync")]
-    #[doc(alias = "cuMemcpyHtoDAsync_v2")]
-    #[doc(alias = "cuStreamAddCallback")]
+    #[uses(cuMemcpyHtoDAsync, cuStreamAddCallback)]
     #[track_caller]
     pub fn copy_to_device(stream: S, src: PinnedBuffer<T>, dst: DeviceBuffer<T>) -> Self {
         OwnedFuture::new(stream, (src, dst), |(src, dst), stream| {
@@ -226,11 +220,7 @@ where
     /// Queues a copy of `src` into page-locked `dst` on `stream` and returns both when it is
     /// done; `dst` holds the data then. Errors as for
     /// [`copy_to_device`](OwnedFuture::copy_to_device).
-    ///
-    /// Uses [`cuMemcpyDtoHAsync`](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) and [`cuStreamAddCallback`](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__STREAM.html).
-    #[doc(alias = "cuMemcpyDtoHAsync")]
-    #[doc(alias = "cuMemcpyDtoHAsync_v2")]
-    #[doc(alias = "cuStreamAddCallback")]
+    #[uses(cuMemcpyDtoHAsync, cuStreamAddCallback)]
     #[track_caller]
     pub fn copy_to_host(stream: S, src: DeviceBuffer<T>, dst: PinnedBuffer<T>) -> Self {
         OwnedFuture::new(stream, (src, dst), |(src, dst), stream| {
@@ -296,10 +286,7 @@ impl Stream {
     ///     .await?;
     /// # drop(buf); Ok(()) }
     /// ```
-    ///
-    /// Uses [`cuLaunchKernel`](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__EXEC.html) and [`cuStreamAddCallback`](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__STREAM.html).
-    #[doc(alias = "cuLaunchKernel")]
-    #[doc(alias = "cuStreamAddCallback")]
+    #[uses(cuLaunchKernel, cuStreamAddCallback)]
     #[track_caller]
     pub fn queue_owned<R, F>(&self, resources: R, queue: F) -> OwnedFuture<&Stream, R>
     where
@@ -311,11 +298,7 @@ impl Stream {
 
     /// Queues a copy of page-locked `src` into `dst` on this stream; the future hands both
     /// back when it is done. See [`OwnedFuture::copy_to_device`].
-    ///
-    /// Uses [`cuMemcpyHtoDAsync`](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) and [`cuStreamAddCallback`](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__STREAM.html).
-    #[doc(alias = "cuMemcpyHtoDAsync")]
-    #[doc(alias = "cuMemcpyHtoDAsync_v2")]
-    #[doc(alias = "cuStreamAddCallback")]
+    #[uses(cuMemcpyHtoDAsync, cuStreamAddCallback)]
     #[track_caller]
     pub fn copy_to_device_owned<T: DeviceRepr + Send>(
         &self,
@@ -327,11 +310,7 @@ impl Stream {
 
     /// Queues a copy of `src` into page-locked `dst` on this stream; the future hands both
     /// back when it is done. See [`OwnedFuture::copy_to_host`].
-    ///
-    /// Uses [`cuMemcpyDtoHAsync`](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__MEM.html) and [`cuStreamAddCallback`](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__STREAM.html).
-    #[doc(alias = "cuMemcpyDtoHAsync")]
-    #[doc(alias = "cuMemcpyDtoHAsync_v2")]
-    #[doc(alias = "cuStreamAddCallback")]
+    #[uses(cuMemcpyDtoHAsync, cuStreamAddCallback)]
     #[track_caller]
     pub fn copy_to_host_owned<T: DeviceRepr + Send>(
         &self,

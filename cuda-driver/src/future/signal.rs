@@ -15,6 +15,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Context as TaskContext, Poll, Waker};
 
+use cuda_driver_macros::call;
 use cuda_driver_sys as sys;
 
 use crate::callback;
@@ -150,13 +151,13 @@ fn queue_callback(stream: &Stream) -> Result<(Arc<Signal>, Event)> {
     let data = Arc::into_raw(signal.clone()).cast_mut().cast::<c_void>();
     // SAFETY: the trampoline matches CUstreamCallback and takes back the reference `data`
     // holds; the stream is alive while `stream` is borrowed; flags must be 0.
-    let r = unsafe { sys::cuStreamAddCallback(stream.as_raw(), Some(trampoline), data, 0) };
-    if r != sys::CUDA_SUCCESS {
+    let r = call!(unsafe { sys::cuStreamAddCallback(stream.as_raw(), Some(trampoline), data, 0) });
+    if r.is_err() {
         // SAFETY: the driver refused the call and will never run the trampoline: the
         // reference is still ours.
         drop(unsafe { Arc::from_raw(data.cast_const().cast::<Signal>()) });
     }
-    check(r, "cuStreamAddCallback")?;
+    r?;
     Ok((signal, marker))
 }
 

@@ -5,6 +5,8 @@ use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context as TaskContext, Poll};
 
+use cuda_driver_macros::uses;
+
 use super::signal::Wait;
 use crate::error::Result;
 use crate::graph::GraphExec;
@@ -33,11 +35,7 @@ use crate::stream::Stream;
 /// drop(done);
 /// # Ok(()) }
 /// ```
-///
-/// Uses [`cuEventRecord`](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__EVENT.html), [`cuStreamAddCallback`](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__STREAM.html) and [`cuEventQuery`](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__EVENT.html).
-#[doc(alias = "cuEventRecord")]
-#[doc(alias = "cuStreamAddCallback")]
-#[doc(alias = "cuEventQuery")]
+#[uses(cuEventRecord, cuStreamAddCallback, cuEventQuery)]
 #[must_use = "a future does nothing unless polled; the stream's work runs either way"]
 pub struct StreamFuture<S: Borrow<Stream>> {
     stream: S,
@@ -59,9 +57,7 @@ impl<S: Borrow<Stream>> std::fmt::Debug for StreamFuture<S> {
 impl<S: Borrow<Stream>> StreamFuture<S> {
     /// Queues a stream callback after the work queued on `stream` so far; the future
     /// completes when it runs.
-    ///
-    /// Uses [`cuStreamAddCallback`](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__STREAM.html).
-    #[doc(alias = "cuStreamAddCallback")]
+    #[uses(cuStreamAddCallback)]
     #[track_caller]
     pub fn new(stream: S) -> StreamFuture<S> {
         let wait = Wait::enqueue(stream.borrow());
@@ -102,9 +98,7 @@ impl Stream {
     /// stream.completion().await?;
     /// # Ok(()) }
     /// ```
-    ///
-    /// Uses [`cuStreamAddCallback`](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__STREAM.html).
-    #[doc(alias = "cuStreamAddCallback")]
+    #[uses(cuStreamAddCallback)]
     #[track_caller]
     pub fn completion(&self) -> StreamFuture<&Stream> {
         StreamFuture::new(self)
@@ -115,10 +109,7 @@ impl GraphExec {
     /// Launches the graph on `stream` ([`launch`](GraphExec::launch)) and returns a future
     /// that completes when the launch (and the work queued on `stream` before it) is done; a
     /// failed launch comes out of the future. See [`StreamFuture`].
-    ///
-    /// Uses [`cuGraphLaunch`](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__GRAPH.html) and [`cuStreamAddCallback`](https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__STREAM.html).
-    #[doc(alias = "cuGraphLaunch")]
-    #[doc(alias = "cuStreamAddCallback")]
+    #[uses(cuGraphLaunch, cuStreamAddCallback)]
     #[track_caller]
     pub fn launch_completion<'s>(&self, stream: &'s Stream) -> StreamFuture<&'s Stream> {
         match self.launch(stream) {
