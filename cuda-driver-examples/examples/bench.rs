@@ -280,6 +280,8 @@ macro_rules! check {
 }
 
 // After the macros, which it uses.
+#[path = "bench_parts/future.rs"]
+mod future;
 #[path = "bench_parts/nccl.rs"]
 mod nccl;
 #[path = "bench_parts/sweeps.rs"]
@@ -413,6 +415,7 @@ fn run() -> Res<()> {
     textures_and_2d_copies(&mut r, &cfg, &ctx)?;
     rtc_compile(&mut r, &cfg)?;
     let nccl_library = nccl::all_reduce(&mut r, &cfg, &ctx, &stream)?;
+    future::rows(&mut r, &cfg, &ctx, &stream)?;
 
     let mut notes = vec![
         format!(
@@ -516,6 +519,7 @@ fn run() -> Res<()> {
          slower than the raw calls."
             .into(),
     ];
+    notes.push(future::NOTE.into());
     notes.push(match nccl_library {
         Some(library) => format!(
             "All-reduce (NCCL): f32 sums on a communicator of one rank of the device's primary \

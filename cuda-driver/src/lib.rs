@@ -144,6 +144,9 @@
 //!    timing; [`stream_memop`] has the stream memory operations (wait on and write values).
 //! 7. [`graph`]: graphs built node by node or captured from a stream, executable graphs and
 //!    their updates, memory nodes, conditional nodes and user objects.
+//!    [`future`]: async Rust on any executor: awaiting a stream, an event or a graph launch
+//!    (woken by the driver, no polling thread), and owned-buffer copies and launches that stay
+//!    sound when a future is dropped or leaked.
 //! 8. [`texture`], [`surface`] and [`tensor_map`]: texture and surface objects over arrays and
 //!    linear memory, and tensor maps for the Hopper tensor-memory accelerator.
 //! 9. [`peer`]: access between GPUs; [`interop`]: external memory and semaphores (Vulkan,
@@ -190,6 +193,7 @@ pub mod entry_point;
 pub mod error;
 pub mod event;
 pub mod external;
+pub mod future;
 pub mod graph;
 pub mod green;
 mod image;

@@ -30,6 +30,7 @@ mod coredump;
 mod device;
 mod entry_point;
 mod event;
+mod future;
 mod graph;
 mod green;
 #[cfg(unix)]
