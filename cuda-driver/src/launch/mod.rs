@@ -40,6 +40,7 @@ pub(crate) mod attributes;
 pub(crate) mod config;
 pub(crate) mod cooperative;
 pub(crate) mod function;
+pub(crate) mod host_fn;
 pub(crate) mod occupancy;
 pub(crate) mod param_buffer;
 
