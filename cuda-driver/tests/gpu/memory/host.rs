@@ -259,7 +259,10 @@ fn host_flags_are_the_allocation_flags() {
             "asked {flags:?}, got {got:?}"
         );
         if flags.contains(PinnedFlags::DEVICEMAP) {
-            assert!(p.device_ptr().is_ok(), "a DEVICEMAP allocation has a device address");
+            assert!(
+                p.device_ptr().is_ok(),
+                "a DEVICEMAP allocation has a device address"
+            );
         }
     }
     // A plain allocation is never write-combined. Whether the driver reports PORTABLE or
