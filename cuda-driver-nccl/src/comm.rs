@@ -288,13 +288,19 @@ impl Communicator {
         // A split in the background writes the handle only when it is done.
         let raw = match progress {
             Ok(Progress::InProgress) => slot.wait_written(timeout, start),
+            // A non-blocking split may also answer ncclSuccess before it writes the handle
+            // (NCCL 2.28.9 with two ranks on two H100s: GPU test
+            // multi_process::two_processes_with_timeouts_run_every_collective).
+            Ok(Progress::Done) if timeout.is_some() && slot.load().is_null() => {
+                slot.wait_written(timeout, start)
+            }
             _ => slot.load(),
         };
         let comm = (!raw.is_null())
             .then(|| Communicator::owning(raw, slot, nccl, ctx, rank, size, timeout));
         match (progress, comm) {
-            (Ok(Progress::Done), Some(comm)) => Ok(comm),
-            (Ok(Progress::InProgress), Some(comm)) => {
+            (Ok(Progress::Done), Some(comm)) if comm.timeout.is_none() => Ok(comm),
+            (Ok(_), Some(comm)) => {
                 comm.wait_ready(what, start)?;
                 Ok(comm)
             }
