@@ -183,7 +183,12 @@ fn rank(env: &RankEnv, args: &Args) -> Result<(), Box<dyn std::error::Error>> {
         return Err(format!("element {i} is {}, expected {want}", got[i]).into());
     }
 
-    // Bus bandwidth as nccl-tests reports it: size / time * 2 (n - 1) / n.
+    // Bus bandwidth as nccl-tests reports it: size / time * 2 (n - 1) / n (0 for one rank;
+    // the algorithm bandwidth, size / time, is printed beside it). One all-reduce first lines
+    // the ranks up (each checked its result on the host for its own time): it completes only
+    // once every rank has joined, so the clocks start together.
+    comm.all_reduce_in_place(&mut buf.as_view_mut(), ReduceOp::SUM, &stream)?;
+    comm.synchronize(&stream)?;
     let iters = 10;
     let start = Instant::now();
     for _ in 0..iters {
@@ -195,13 +200,14 @@ fn rank(env: &RankEnv, args: &Args) -> Result<(), Box<dyn std::error::Error>> {
     let world = env.world_size as f64;
     let bus = bytes / per * 2.0 * (world - 1.0) / world / 1e9;
     println!(
-        "rank {}/{} on GPU {} ({:?} launcher): all-reduce of {:.1} MiB correct; {:.3} ms, bus bandwidth {:.1} GB/s",
+        "rank {}/{} on GPU {} ({:?} launcher): all-reduce of {:.1} MiB correct; {:.3} ms, algorithm bandwidth {:.1} GB/s, bus bandwidth {:.1} GB/s",
         env.rank,
         env.world_size,
         dev.as_raw(),
         env.launcher,
         bytes / (1 << 20) as f64,
         per * 1e3,
+        bytes / per / 1e9,
         bus
     );
     comm.finalize()?;
