@@ -35,7 +35,7 @@ fn sum(d: &[u32]) -> u64 {
 /// function, so every use is still pending when the next is queued.
 #[gpu_test]
 fn a_host_function_on_another_stream_sees_a_device_result_copied_into_shared_page_locked_memory() {
-    let ctx = gpu_or_skip!();
+    let ctx = gpu_exclusive_or_skip!();
     let a = Stream::new(&ctx, StreamFlags::NON_BLOCKING).unwrap();
     let b = Stream::new(&ctx, StreamFlags::NON_BLOCKING).unwrap();
     let data = words(N, 61);
@@ -82,7 +82,7 @@ fn a_host_function_on_another_stream_sees_a_device_result_copied_into_shared_pag
 /// completes (the next guard is handed out).
 #[gpu_test]
 fn shared_page_locked_memory_outlives_handles_dropped_early_on_another_thread() {
-    let ctx = gpu_or_skip!();
+    let ctx = gpu_exclusive_or_skip!();
     let stream = Arc::new(Stream::new(&ctx, StreamFlags::NON_BLOCKING).unwrap());
     let data = words(N, 62);
     let dev = Arc::new(DeviceBuffer::from_slice(&ctx, &data).unwrap());
