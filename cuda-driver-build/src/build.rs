@@ -2,8 +2,9 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::error::Error;
+use crate::generate::Generator;
 use crate::{isa, nvcc};
-use crate::{Error, Generator};
 
 /// Compiles `.cu` files to PTX and generates their typed launchers, from a build script.
 ///
