@@ -725,13 +725,26 @@ mod tests {
         );
         let e = r.unwrap_err();
         let text = e.to_string();
+        // The walk up from the temporary folder reaches folders this test does not own (`/tmp`,
+        // `/`): a `.venv` the machine has there (CI's checkout may sit at `/`) is listed by its
+        // path instead of "none there".
+        let machine_venvs: Vec<String> = d
+            .ancestors()
+            .map(|a| a.join(".venv"))
+            .filter(|v| v.is_dir())
+            .map(|v| v.display().to_string())
+            .collect();
+        let venv_line = match machine_venvs.first() {
+            None => "and its parents: none there".to_string(),
+            Some(v) => v.clone(),
+        };
         for want in [
             "libnvrtc.so.13 not found; searched:",
             "CUDA_DRIVER_RTC_NVRTC: not set",
             &format!("{} (CUDA_PATH): invalid ELF header", broken.display()),
             "CUDA_HOME: not set",
             "VIRTUAL_ENV: not set",
-            "and its parents: none there",
+            &venv_line,
             "python3's site-packages: cannot run python3",
             "libnvrtc.so.13 (the system's loader): libnvrtc.so.13: cannot open shared object file",
             "pip install nvidia-cuda-nvrtc==13.0.*",
