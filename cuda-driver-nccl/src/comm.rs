@@ -12,10 +12,10 @@ use std::time::{Duration, Instant};
 use cuda_driver::{Context, Device, Stream};
 
 use crate::config::CommConfig;
-use crate::error::{check, report_drop_error, Error, NcclResult, Progress, Result};
-use crate::group;
+use crate::error::{report_drop_error, Error, NcclResult, Progress, Result};
+use crate::library::check;
 use crate::library::Nccl;
-use crate::scope::Scope;
+use crate::scope::{self, Scope};
 use crate::sys;
 
 /// The id every rank of a new communicator passes to [`Communicator::init_rank`]: created
@@ -134,7 +134,7 @@ impl fmt::Debug for Communicator {
 
 /// The checks every creation makes: no group open, a primary context.
 fn check_creation(what: &'static str, ctx: &Context) -> Result<()> {
-    if group::is_open() {
+    if scope::is_open() {
         return Err(Error::InGroup { what });
     }
     if !ctx.is_primary() {
@@ -603,7 +603,7 @@ impl Communicator {
         if raw.is_null() {
             return Err(Error::Aborted { what });
         }
-        if !grouped && group::is_open() {
+        if !grouped && scope::is_open() {
             return Err(Error::InGroup { what });
         }
         Ok(raw)
@@ -798,7 +798,7 @@ impl Communicator {
     pub(crate) fn abort_quietly(&self) {
         // Never under an open group, which may refer to the communicator (the callers are
         // outside one: this is a second line).
-        if group::is_open() {
+        if scope::is_open() {
             return;
         }
         let raw = self.raw.replace(ptr::null_mut());
@@ -984,7 +984,7 @@ impl Drop for Communicator {
         if raw.is_null() {
             return;
         }
-        let result = if group::is_open() {
+        let result = if scope::is_open() {
             // NCCL would defer the destruction to the group's end: leaked instead.
             Err(Error::InGroup {
                 what: "dropping a Communicator (its handle is leaked)",

@@ -4,8 +4,8 @@ use std::ffi::c_int;
 use std::time::Duration;
 
 use crate::error::{Error, Result};
-use crate::library::Version;
 use crate::sys;
+use crate::version::Version;
 
 /// How a communicator is created: its timeout, and NCCL's tuning attributes
 /// (`ncclConfig_t`; unset ones are left to NCCL and its environment variables).

@@ -8,9 +8,10 @@ use std::panic::{AssertUnwindSafe, Location};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use crate::library::{LoadError, Nccl, Version};
-use crate::rendezvous::RendezvousError;
+use crate::launcher::RendezvousError;
+use crate::load::LoadError;
 use crate::sys;
+use crate::version::Version;
 
 /// A result code of NCCL (`ncclResult_t`). A newtype, not an enum: a newer library may
 /// return a code nccl.h 2.28.9 does not know.
@@ -62,13 +63,6 @@ impl NcclResult {
             sys::ncclInProgress => "ncclInProgress",
             _ => "ncclResult_t(unknown)",
         }
-    }
-
-    /// NCCL's description of the code (`ncclGetErrorString` of the loaded library), or
-    /// `None` when no library is loaded.
-    #[doc(alias = "ncclGetErrorString")]
-    pub fn description(self) -> Option<&'static str> {
-        Nccl::loaded().and_then(|nccl| nccl.error_string(self))
     }
 }
 
@@ -231,34 +225,6 @@ impl Error {
 pub(crate) enum Progress {
     Done,
     InProgress,
-}
-
-/// Turns an `ncclResult_t` into a [`Result`]: the one place a code becomes an error.
-/// `ncclInProgress` is [`Progress::InProgress`].
-#[inline]
-#[track_caller]
-pub(crate) fn check(nccl: &Nccl, code: sys::ncclResult_t, call: &'static str) -> Result<Progress> {
-    match code {
-        sys::ncclSuccess => Ok(Progress::Done),
-        sys::ncclInProgress => Ok(Progress::InProgress),
-        _ => Err(nccl_error(nccl, code, call, Location::caller())),
-    }
-}
-
-#[cold]
-#[inline(never)]
-fn nccl_error(
-    nccl: &Nccl,
-    code: sys::ncclResult_t,
-    call: &'static str,
-    location: &'static Location<'static>,
-) -> Error {
-    Error::Nccl {
-        call,
-        code: NcclResult(code),
-        last_error: nccl.last_error(),
-        location,
-    }
 }
 
 static DROP_ERRORS: AtomicUsize = AtomicUsize::new(0);

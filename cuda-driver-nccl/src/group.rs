@@ -1,7 +1,6 @@
 //! Group calls: operations queued together between `ncclGroupStart` and `ncclGroupEnd`; see
 //! [`Group`].
 
-use std::cell::Cell;
 use std::marker::PhantomData;
 use std::time::Instant;
 
@@ -9,21 +8,11 @@ use cuda_driver::{DeviceSlice, DeviceSliceMut, Stream};
 
 use crate::comm::Communicator;
 use crate::element::{Element, ReduceOp};
-use crate::error::{check, report_drop_error, Error, Progress, Result};
+use crate::error::{report_drop_error, Error, Progress, Result};
+use crate::library::check;
 use crate::library::Nccl;
-use crate::scope::Scope;
+use crate::scope::{is_open, set_open, Scope};
 use crate::sys;
-
-thread_local! {
-    /// Whether a [`Group`] is open on this thread.
-    static OPEN: Cell<bool> = const { Cell::new(false) };
-}
-
-/// Whether a [`Group`] is open on the calling thread.
-#[inline]
-pub(crate) fn is_open() -> bool {
-    OPEN.with(Cell::get)
-}
 
 /// An open group of NCCL operations (`ncclGroupStart` ... `ncclGroupEnd`) on this thread:
 /// what several devices of one process run together (a communicator of
@@ -127,7 +116,7 @@ impl<'a> Group<'a> {
         let end = nccl.function(nccl.functions().ncclGroupEnd, "ncclGroupEnd")?;
         // SAFETY: no arguments; opens a group on this thread, which has none open.
         check(nccl, unsafe { f() }, WHAT)?;
-        OPEN.with(|o| o.set(true));
+        set_open(true);
         Ok(Group {
             nccl,
             end,
@@ -357,7 +346,7 @@ impl<'a> Group<'a> {
             // whatever happened since; its operations' buffers, streams and communicators are
             // borrowed for 'a, which outlives this call.
             let code = unsafe { (self.end)() };
-            OPEN.with(|o| o.set(false));
+            set_open(false);
             if let Some(Err(e)) = scope {
                 return Err(e);
             }

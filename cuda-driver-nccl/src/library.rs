@@ -3,121 +3,20 @@
 
 use std::ffi::{c_char, c_int, CStr, OsString};
 use std::fmt;
+use std::panic::Location;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
-use crate::error::{check, Error, NcclResult, Result};
+use crate::error::{Error, NcclResult, Progress, Result};
+use crate::load::{Attempt, LoadError, LIBRARY_VAR};
 use crate::sys;
-
-/// The environment variable naming the NCCL library file [`Nccl::get`] tries first.
-pub const LIBRARY_VAR: &str = "CUDA_DRIVER_NCCL_LIBRARY";
+use crate::version::Version;
 
 /// The environment variable that turns NVLink multicast (NVLS) on or off in NCCL; the crate
 /// sets it to `0` before NCCL is loaded (see the crate docs).
 pub const NVLS_VAR: &str = "NCCL_NVLS_ENABLE";
-
-/// A version of NCCL (`NCCL_MAJOR`, `NCCL_MINOR`, `NCCL_PATCH`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct Version {
-    /// The major version (2 for every library this crate loads).
-    pub major: u32,
-    /// The minor version.
-    pub minor: u32,
-    /// The patch level.
-    pub patch: u32,
-}
-
-impl Version {
-    /// The version of the nccl.h the bindings were generated from.
-    pub const HEADER: Version = Version {
-        major: sys::NCCL_MAJOR,
-        minor: sys::NCCL_MINOR,
-        patch: sys::NCCL_PATCH,
-    };
-
-    /// Decodes `NCCL_VERSION_CODE` as `ncclGetVersion` reports it: `X*1000 + Y*100 + Z` up to
-    /// 2.8, `X*10000 + Y*100 + Z` from 2.9 on (nccl.h's `NCCL_VERSION` macro).
-    pub fn from_code(code: u32) -> Version {
-        if code >= 10000 {
-            Version {
-                major: code / 10000,
-                minor: code % 10000 / 100,
-                patch: code % 100,
-            }
-        } else {
-            Version {
-                major: code / 1000,
-                minor: code % 1000 / 100,
-                patch: code % 100,
-            }
-        }
-    }
-
-    /// The code nccl.h's `NCCL_VERSION(major, minor, patch)` gives.
-    pub fn code(self) -> u32 {
-        if self.major <= 2 && self.minor <= 8 {
-            self.major * 1000 + self.minor * 100 + self.patch
-        } else {
-            self.major * 10000 + self.minor * 100 + self.patch
-        }
-    }
-}
-
-impl fmt::Display for Version {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}.{}.{}", self.major, self.minor, self.patch)
-    }
-}
-
-/// One place [`Nccl::get`] or [`Nccl::load`] tried, and why it did not serve.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Attempt {
-    /// The file (or the name given to the system's loader).
-    pub library: String,
-    /// How the place was found: `"CUDA_DRIVER_NCCL_LIBRARY"`, `"the path given to Nccl::load"`,
-    /// `"the nvidia-nccl wheel in .venv"`, ...
-    pub found_through: String,
-    /// Why it failed: the loader's message, or what was wrong with the library.
-    pub reason: String,
-}
-
-/// No NCCL could be loaded: every place tried, each with its reason.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct LoadError {
-    attempts: Vec<Attempt>,
-}
-
-impl LoadError {
-    /// The places tried, in order.
-    pub fn attempts(&self) -> &[Attempt] {
-        &self.attempts
-    }
-}
-
-impl fmt::Display for LoadError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "cannot load NCCL 2.x; tried:")?;
-        if self.attempts.is_empty() {
-            write!(f, " no place")?;
-        }
-        for a in &self.attempts {
-            write!(
-                f,
-                "\n  {} (from {}): {}",
-                a.library, a.found_through, a.reason
-            )?;
-        }
-        write!(
-            f,
-            "\ninstall NCCL (`python3 -m pip install nvidia-nccl-cu13`, or the system's \
-             libnccl2 package), or set {LIBRARY_VAR} to the path of libnccl.so.2"
-        )
-    }
-}
-
-impl std::error::Error for LoadError {}
 
 /// The NCCL library of this process: opened once, never closed (NCCL runs threads of its
 /// own), with its functions looked up once.
@@ -480,6 +379,43 @@ fn open(library: &OsString) -> std::result::Result<Nccl, String> {
         version,
         fns,
     })
+}
+
+impl NcclResult {
+    /// NCCL's description of the code (`ncclGetErrorString` of the loaded library), or
+    /// `None` when no library is loaded.
+    #[doc(alias = "ncclGetErrorString")]
+    pub fn description(self) -> Option<&'static str> {
+        Nccl::loaded().and_then(|nccl| nccl.error_string(self))
+    }
+}
+
+/// Turns an `ncclResult_t` into a [`Result`]: the one place a code becomes an error.
+/// `ncclInProgress` is [`Progress::InProgress`].
+#[inline]
+#[track_caller]
+pub(crate) fn check(nccl: &Nccl, code: sys::ncclResult_t, call: &'static str) -> Result<Progress> {
+    match code {
+        sys::ncclSuccess => Ok(Progress::Done),
+        sys::ncclInProgress => Ok(Progress::InProgress),
+        _ => Err(nccl_error(nccl, code, call, Location::caller())),
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn nccl_error(
+    nccl: &Nccl,
+    code: sys::ncclResult_t,
+    call: &'static str,
+    location: &'static Location<'static>,
+) -> Error {
+    Error::Nccl {
+        call,
+        code: NcclResult::from_raw(code),
+        last_error: nccl.last_error(),
+        location,
+    }
 }
 
 #[cfg(test)]

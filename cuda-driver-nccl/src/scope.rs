@@ -9,6 +9,7 @@
 //! returns, puts back whatever NCCL replaced and pops what it pushed: the caller's stack is the
 //! same afterwards, as after every operation of `cuda-driver`.
 
+use std::cell::Cell;
 use std::marker::PhantomData;
 use std::panic::Location;
 use std::ptr;
@@ -17,6 +18,24 @@ use cuda_driver::{types::ErrorCode, Context};
 use cuda_driver_sys as cu;
 
 use crate::error::{report_drop_error, Error, Result};
+
+thread_local! {
+    /// Whether a [`Group`](crate::Group) is open on this thread: the operations that must not
+    /// be deferred to a group's end refuse to run then.
+    static OPEN: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Whether a [`Group`](crate::Group) is open on the calling thread.
+#[inline]
+pub(crate) fn is_open() -> bool {
+    OPEN.with(Cell::get)
+}
+
+/// Records that the calling thread opened (`true`) or ended (`false`) a group.
+#[inline]
+pub(crate) fn set_open(open: bool) {
+    OPEN.with(|o| o.set(open));
+}
 
 /// A CUDA driver call's result as the crate's error.
 #[inline]

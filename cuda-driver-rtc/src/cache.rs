@@ -32,11 +32,11 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
+use crate::arch::Arch;
 use crate::error::{Error, Result};
 use crate::library::Nvrtc;
-use crate::options::Arch;
+use crate::output::Compiled;
 use crate::output::{Cubin, LtoIr, Ptx};
-use crate::program::Compiled;
 use crate::report::log_guarded;
 
 /// The format of an entry; a change of layout changes it.

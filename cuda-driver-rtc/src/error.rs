@@ -10,7 +10,7 @@ use std::fmt;
 use std::path::PathBuf;
 
 use crate::sys::{nvjitlink, nvrtc};
-use crate::target::Version;
+use crate::version::Version;
 
 /// The crate's result type.
 pub type Result<T, E = Error> = std::result::Result<T, E>;

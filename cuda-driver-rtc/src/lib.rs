@@ -64,6 +64,7 @@ pub use cuda_driver;
 
 pub mod sys;
 
+pub mod arch;
 pub mod cache;
 mod cstring;
 pub mod error;
@@ -75,16 +76,19 @@ pub mod program;
 mod report;
 pub mod target;
 mod typed;
+pub mod version;
 
+pub use arch::Arch;
 pub use cache::Cache;
 pub use error::{Error, LoadError, NvJitLinkResult, NvrtcResult, Result};
 pub use library::{NvJitLink, Nvrtc};
 pub use linker::{LinkOptions, Linker};
-pub use options::{Arch, CppStd, Options};
-pub use output::{Cubin, LtoIr, Ptx};
-pub use program::{compile_ptx, CancelHandle, Compiled, Program};
+pub use options::{CppStd, Options};
+pub use output::{Compiled, Cubin, LtoIr, Ptx};
+pub use program::{compile_ptx, CancelHandle, Program};
 pub use report::drop_error_count;
-pub use target::{Target, Version};
+pub use target::Target;
+pub use version::Version;
 
 /// What [`typed_kernel!`] expands to refers to, under paths a user's crate cannot shadow.
 #[doc(hidden)]

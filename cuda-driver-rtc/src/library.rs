@@ -41,7 +41,7 @@ use std::sync::{Mutex, OnceLock};
 
 use crate::error::{check_nvjitlink, check_nvrtc, Error, LoadError, Result};
 use crate::sys::{nvjitlink, nvrtc};
-use crate::target::Version;
+use crate::version::Version;
 
 /// One of the two libraries: its file name, where to look for it, what to say when it is
 /// missing.

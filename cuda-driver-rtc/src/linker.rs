@@ -6,10 +6,10 @@ use std::ptr;
 
 use cuda_driver::Device;
 
+use crate::arch::Arch;
 use crate::cstring::c_string;
 use crate::error::{check_nvjitlink, Error, Result};
 use crate::library::NvJitLink;
-use crate::options::Arch;
 use crate::output::{Cubin, LtoIr, Ptx};
 use crate::report::report_drop_failure;
 use crate::sys::nvjitlink;

@@ -1,4 +1,5 @@
-//! What the compiler and the linker produce: [`Ptx`], [`Cubin`] and [`LtoIr`].
+//! What the compiler and the linker produce: [`Ptx`], [`Cubin`] and [`LtoIr`], and
+//! [`Compiled`], one compilation's outputs with its log and lowered names.
 //!
 //! [`Ptx`] and [`Cubin`] are [`ModuleImage`]s: they load with `cuda_driver`'s
 //! [`Module::load_data`](cuda_driver::Module::load_data) and
@@ -9,7 +10,13 @@
 
 use std::fmt;
 
-use cuda_driver::module::ModuleImage;
+use cuda_driver::context::Context;
+use cuda_driver::library::Library;
+use cuda_driver::module::{Module, ModuleImage};
+
+use crate::arch::Arch;
+use crate::error::{Error, Result};
+use crate::target::Target;
 
 /// PTX text, as NVRTC or nvJitLink wrote it, NUL-terminated.
 #[derive(Clone, PartialEq, Eq, Hash)]
@@ -117,6 +124,143 @@ binary!(
 impl ModuleImage for Cubin {
     fn image_bytes(&self) -> &[u8] {
         &self.bytes
+    }
+}
+
+/// What one compilation produced: its outputs, its log, its lowered names.
+#[derive(Clone)]
+pub struct Compiled {
+    pub(crate) name: String,
+    pub(crate) arch: Option<Arch>,
+    pub(crate) target: Option<Target>,
+    pub(crate) ptx: Option<Ptx>,
+    pub(crate) cubin: Option<Cubin>,
+    pub(crate) lto_ir: Option<LtoIr>,
+    pub(crate) log: String,
+    pub(crate) lowered: Vec<(String, String)>,
+    pub(crate) from_cache: bool,
+}
+
+impl fmt::Debug for Compiled {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Compiled")
+            .field("name", &self.name)
+            .field("arch", &self.arch)
+            .field("ptx", &self.ptx)
+            .field("cubin", &self.cubin)
+            .field("lto_ir", &self.lto_ir)
+            .field("log", &self.log)
+            .field("lowered", &self.lowered)
+            .field("from_cache", &self.from_cache)
+            .finish()
+    }
+}
+
+impl Compiled {
+    /// The PTX (absent with [`Options::lto`](crate::options::Options::lto)).
+    pub fn ptx(&self) -> Result<&Ptx> {
+        self.ptx.as_ref().ok_or_else(|| Error::NoOutput {
+            name: self.name.clone(),
+            kind: "PTX",
+            reason: "it was compiled to LTO-IR (Options::lto): link it with Linker".into(),
+        })
+    }
+
+    /// The CUBIN (present for a real architecture, [`Arch::sm`](crate::arch::Arch::sm), without [`Options::lto`](crate::options::Options::lto)).
+    pub fn cubin(&self) -> Result<&Cubin> {
+        self.cubin.as_ref().ok_or_else(|| Error::NoOutput {
+            name: self.name.clone(),
+            kind: "CUBIN",
+            reason: match (self.lto_ir.is_some(), self.arch) {
+                (true, _) => "it was compiled to LTO-IR (Options::lto): link it with Linker".into(),
+                (false, Some(a)) => format!(
+                    "it was compiled for the virtual architecture {a}: compile for Arch::sm"
+                ),
+                (false, None) => "it was compiled for NVRTC's default virtual architecture: \
+                                  compile for Arch::sm"
+                    .into(),
+            },
+        })
+    }
+
+    /// The LTO-IR (present with [`Options::lto`](crate::options::Options::lto)).
+    pub fn lto_ir(&self) -> Result<&LtoIr> {
+        self.lto_ir.as_ref().ok_or_else(|| Error::NoOutput {
+            name: self.name.clone(),
+            kind: "LTO-IR",
+            reason: "it was compiled without Options::lto".into(),
+        })
+    }
+
+    /// The output to load: the CUBIN where there is one, else the PTX.
+    pub fn image(&self) -> Result<&dyn ModuleImage> {
+        match (&self.cubin, &self.ptx) {
+            (Some(c), _) => Ok(c),
+            (None, Some(p)) => Ok(p),
+            (None, None) => Err(Error::NoOutput {
+                name: self.name.clone(),
+                kind: "PTX or CUBIN",
+                reason: "it was compiled to LTO-IR (Options::lto): link it with Linker, then \
+                         load the linker's CUBIN"
+                    .into(),
+            }),
+        }
+    }
+
+    /// Loads [`image`](Self::image) into `ctx` ([`Module::load_data`](cuda_driver::module::Module::load_data)).
+    pub fn load(&self, ctx: &Context) -> Result<Module> {
+        Ok(Module::load_data(ctx, self.image()?)?)
+    }
+
+    /// Loads [`image`](Self::image) as a context-independent library
+    /// ([`Library::load_data`](cuda_driver::library::Library::load_data)).
+    pub fn load_library(&self) -> Result<Library> {
+        Ok(Library::load_data(self.image()?)?)
+    }
+
+    /// NVRTC's log (warnings; empty for a clean compilation).
+    pub fn log(&self) -> &str {
+        &self.log
+    }
+
+    /// The lowered (mangled) name of a name expression added with
+    /// [`Program::add_name_expression`](crate::program::Program::add_name_expression): the name to look the kernel up by
+    /// ([`Module::function`](cuda_driver::module::Module::function)).
+    #[doc(alias = "nvrtcGetLoweredName")]
+    pub fn lowered_name(&self, expression: &str) -> Result<&str> {
+        self.lowered
+            .iter()
+            .find(|(e, _)| e == expression)
+            .map(|(_, l)| l.as_str())
+            .ok_or_else(|| Error::UnknownNameExpression {
+                name: self.name.clone(),
+                expression: expression.into(),
+            })
+    }
+
+    /// Every name expression with its lowered name, in the order they were added.
+    pub fn lowered_names(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.lowered.iter().map(|(e, l)| (e.as_str(), l.as_str()))
+    }
+
+    /// The architecture compiled for, where an option or [`Program::compile_for`](crate::program::Program::compile_for) chose it.
+    pub fn arch(&self) -> Option<Arch> {
+        self.arch
+    }
+
+    /// The device target [`Program::compile_for`](crate::program::Program::compile_for) chose (with the versions it compared).
+    pub fn target(&self) -> Option<&Target> {
+        self.target.as_ref()
+    }
+
+    /// Whether the outputs came from the [`Cache`](crate::Cache) rather than from NVRTC.
+    pub fn from_cache(&self) -> bool {
+        self.from_cache
+    }
+
+    /// The program's name.
+    pub fn name(&self) -> &str {
+        &self.name
     }
 }
 

@@ -1,4 +1,5 @@
-//! Compiling CUDA C++ with NVRTC: [`Program`], [`Compiled`], [`CancelHandle`].
+//! Compiling CUDA C++ with NVRTC: [`Program`] and [`CancelHandle`]; what a compilation
+//! produced is a [`Compiled`].
 
 use std::ffi::{c_char, c_int, c_void, CStr, CString};
 use std::fmt;
@@ -6,14 +7,15 @@ use std::ptr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use cuda_driver::{module::ModuleImage, Context, Device, Library, Module};
+use cuda_driver::Device;
 
+use crate::arch::Arch;
 use crate::cache::Key;
 use crate::cstring::c_string;
 use crate::error::{check_nvrtc, Error, NvrtcResult, Result};
 use crate::library::Nvrtc;
-use crate::options::{refuse_arch, Arch, Options};
-use crate::output::{Cubin, LtoIr, Ptx};
+use crate::options::{refuse_arch, Options};
+use crate::output::{Compiled, Cubin, LtoIr, Ptx};
 use crate::report::report_drop_failure;
 use crate::sys::nvrtc;
 use crate::target::Target;
@@ -502,143 +504,6 @@ impl CancelHandle {
     /// Whether [`cancel`](Self::cancel) was called.
     pub fn is_cancelled(&self) -> bool {
         self.0.load(Ordering::Relaxed)
-    }
-}
-
-/// What one compilation produced: its outputs, its log, its lowered names.
-#[derive(Clone)]
-pub struct Compiled {
-    pub(crate) name: String,
-    pub(crate) arch: Option<Arch>,
-    pub(crate) target: Option<Target>,
-    pub(crate) ptx: Option<Ptx>,
-    pub(crate) cubin: Option<Cubin>,
-    pub(crate) lto_ir: Option<LtoIr>,
-    pub(crate) log: String,
-    pub(crate) lowered: Vec<(String, String)>,
-    pub(crate) from_cache: bool,
-}
-
-impl fmt::Debug for Compiled {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Compiled")
-            .field("name", &self.name)
-            .field("arch", &self.arch)
-            .field("ptx", &self.ptx)
-            .field("cubin", &self.cubin)
-            .field("lto_ir", &self.lto_ir)
-            .field("log", &self.log)
-            .field("lowered", &self.lowered)
-            .field("from_cache", &self.from_cache)
-            .finish()
-    }
-}
-
-impl Compiled {
-    /// The PTX (absent with [`Options::lto`]).
-    pub fn ptx(&self) -> Result<&Ptx> {
-        self.ptx.as_ref().ok_or_else(|| Error::NoOutput {
-            name: self.name.clone(),
-            kind: "PTX",
-            reason: "it was compiled to LTO-IR (Options::lto): link it with Linker".into(),
-        })
-    }
-
-    /// The CUBIN (present for a real architecture, [`Arch::sm`], without [`Options::lto`]).
-    pub fn cubin(&self) -> Result<&Cubin> {
-        self.cubin.as_ref().ok_or_else(|| Error::NoOutput {
-            name: self.name.clone(),
-            kind: "CUBIN",
-            reason: match (self.lto_ir.is_some(), self.arch) {
-                (true, _) => "it was compiled to LTO-IR (Options::lto): link it with Linker".into(),
-                (false, Some(a)) => format!(
-                    "it was compiled for the virtual architecture {a}: compile for Arch::sm"
-                ),
-                (false, None) => "it was compiled for NVRTC's default virtual architecture: \
-                                  compile for Arch::sm"
-                    .into(),
-            },
-        })
-    }
-
-    /// The LTO-IR (present with [`Options::lto`]).
-    pub fn lto_ir(&self) -> Result<&LtoIr> {
-        self.lto_ir.as_ref().ok_or_else(|| Error::NoOutput {
-            name: self.name.clone(),
-            kind: "LTO-IR",
-            reason: "it was compiled without Options::lto".into(),
-        })
-    }
-
-    /// The output to load: the CUBIN where there is one, else the PTX.
-    pub fn image(&self) -> Result<&dyn ModuleImage> {
-        match (&self.cubin, &self.ptx) {
-            (Some(c), _) => Ok(c),
-            (None, Some(p)) => Ok(p),
-            (None, None) => Err(Error::NoOutput {
-                name: self.name.clone(),
-                kind: "PTX or CUBIN",
-                reason: "it was compiled to LTO-IR (Options::lto): link it with Linker, then \
-                         load the linker's CUBIN"
-                    .into(),
-            }),
-        }
-    }
-
-    /// Loads [`image`](Self::image) into `ctx` ([`Module::load_data`]).
-    pub fn load(&self, ctx: &Context) -> Result<Module> {
-        Ok(Module::load_data(ctx, self.image()?)?)
-    }
-
-    /// Loads [`image`](Self::image) as a context-independent library
-    /// ([`Library::load_data`]).
-    pub fn load_library(&self) -> Result<Library> {
-        Ok(Library::load_data(self.image()?)?)
-    }
-
-    /// NVRTC's log (warnings; empty for a clean compilation).
-    pub fn log(&self) -> &str {
-        &self.log
-    }
-
-    /// The lowered (mangled) name of a name expression added with
-    /// [`Program::add_name_expression`]: the name to look the kernel up by
-    /// ([`Module::function`]).
-    #[doc(alias = "nvrtcGetLoweredName")]
-    pub fn lowered_name(&self, expression: &str) -> Result<&str> {
-        self.lowered
-            .iter()
-            .find(|(e, _)| e == expression)
-            .map(|(_, l)| l.as_str())
-            .ok_or_else(|| Error::UnknownNameExpression {
-                name: self.name.clone(),
-                expression: expression.into(),
-            })
-    }
-
-    /// Every name expression with its lowered name, in the order they were added.
-    pub fn lowered_names(&self) -> impl Iterator<Item = (&str, &str)> {
-        self.lowered.iter().map(|(e, l)| (e.as_str(), l.as_str()))
-    }
-
-    /// The architecture compiled for, where an option or [`Program::compile_for`] chose it.
-    pub fn arch(&self) -> Option<Arch> {
-        self.arch
-    }
-
-    /// The device target [`Program::compile_for`] chose (with the versions it compared).
-    pub fn target(&self) -> Option<&Target> {
-        self.target.as_ref()
-    }
-
-    /// Whether the outputs came from the [`Cache`](crate::Cache) rather than from NVRTC.
-    pub fn from_cache(&self) -> bool {
-        self.from_cache
-    }
-
-    /// The program's name.
-    pub fn name(&self) -> &str {
-        &self.name
     }
 }
 

@@ -18,34 +18,11 @@
 //! supports. [`Program::compile_for`](crate::Program::compile_for) and
 //! [`Linker::for_device`](crate::Linker::for_device) apply it.
 
-use std::fmt;
-
 use cuda_driver::Device;
 
+use crate::arch::Arch;
 use crate::error::{Error, Result};
-use crate::options::Arch;
-
-/// A CUDA version: `13.0`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct Version {
-    /// The major version.
-    pub major: u32,
-    /// The minor version.
-    pub minor: u32,
-}
-
-impl Version {
-    /// `major.minor`.
-    pub const fn new(major: u32, minor: u32) -> Version {
-        Version { major, minor }
-    }
-}
-
-impl fmt::Display for Version {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}.{}", self.major, self.minor)
-    }
-}
+use crate::version::Version;
 
 /// The architecture to compile for so that one device's driver loads the output, and why
 /// (see the [module docs](self) for the rule).
