@@ -27,6 +27,8 @@ use cuda_driver_sys as sys;
 
 use crate::context::Context;
 use crate::count::count_u32;
+pub use crate::error::interop::InteropError;
+use crate::error::layout::LayoutError;
 use crate::error::{Error, Result};
 use crate::memory::{
     ArrayDescriptor, ArrayElement, ArrayRefMut, DeviceMemory, DeviceMemoryMut, DeviceSlice,
@@ -204,7 +206,7 @@ impl ExternalMemory {
     /// Maps a mipmapped array of `levels` levels whose level 0 has the shape of `desc` from
     /// byte `offset` (the layout must be the exporter's: in practice a Vulkan image). The
     /// shape is checked as [`MipmappedArray::new`] checks it (a zero width or level count is
-    /// [`Error::ZeroExtent`], `T` must be an element of the format) before the driver is
+    /// [`LayoutError::ZeroExtent`], `T` must be an element of the format) before the driver is
     /// asked.
     #[wraps(cuExternalMemoryGetMappedMipmappedArray)]
     #[track_caller]
@@ -217,10 +219,10 @@ impl ExternalMemory {
         const WHAT: &str = "ExternalMemory::mapped_mipmapped_array";
         desc.validate::<T>(WHAT)?;
         if levels == 0 {
-            return Err(Error::ZeroExtent {
+            return Err(Error::Layout(LayoutError::ZeroExtent {
                 what: WHAT,
                 axis: "number of levels",
-            });
+            }));
         }
         // SAFETY: a plain C struct of integers; zero is valid.
         let mut d: sys::CUDA_EXTERNAL_MEMORY_MIPMAPPED_ARRAY_DESC = unsafe { std::mem::zeroed() };
@@ -418,7 +420,7 @@ impl ExternalSemaphore {
     /// ([`ExternalSemaphoreHandleType::OPAQUE_FD`] or
     /// [`ExternalSemaphoreHandleType::TIMELINE_SEMAPHORE_FD`]; Vulkan exports them). On
     /// success the driver owns the descriptor; on failure it is closed. Another kind is
-    /// [`Error::ExternalHandleType`] before any driver call.
+    /// [`InteropError::HandleTypeUnsupported`] before any driver call.
     #[cfg(unix)]
     #[wraps(cuImportExternalSemaphore)]
     #[track_caller]
@@ -430,10 +432,10 @@ impl ExternalSemaphore {
         if kind != ExternalSemaphoreHandleType::OPAQUE_FD
             && kind != ExternalSemaphoreHandleType::TIMELINE_SEMAPHORE_FD
         {
-            return Err(Error::ExternalHandleType {
+            return Err(Error::Interop(InteropError::HandleTypeUnsupported {
                 what: "ExternalSemaphore::from_opaque_fd",
                 handle_type: kind.as_raw(),
-            });
+            }));
         }
         // SAFETY: a plain C struct of integers, pointers and a union of them; zero is valid.
         let mut desc: sys::CUDA_EXTERNAL_SEMAPHORE_HANDLE_DESC = unsafe { std::mem::zeroed() };

@@ -37,6 +37,7 @@ use cuda_driver_macros::{call, wraps};
 use cuda_driver_sys as sys;
 
 use crate::context::Context;
+use crate::error::layout::LayoutError;
 use crate::error::{Error, Result};
 use crate::launch::KernelArg;
 use crate::memory::{ArrayElement, ArrayRef};
@@ -73,7 +74,7 @@ impl std::fmt::Debug for SurfaceObject<'_> {
 
 impl<'a> SurfaceObject<'a> {
     /// A surface over `array`, which must have been created with `SURFACE_LDST`
-    /// ([`Error::MissingArrayFlag`] otherwise, before any driver call).
+    /// ([`LayoutError::MissingArrayFlag`] otherwise, before any driver call).
     #[wraps(cuSurfObjectCreate)]
     #[track_caller]
     pub fn new<T: ArrayElement>(array: impl Into<ArrayRef<'a, T>>) -> Result<Self> {
@@ -86,10 +87,10 @@ impl<'a> SurfaceObject<'a> {
     #[track_caller]
     pub fn from_resource(resource: &ResourceDesc<'a>) -> Result<Self> {
         if !resource.surface_ok {
-            return Err(Error::MissingArrayFlag {
+            return Err(Error::Layout(LayoutError::MissingArrayFlag {
                 what: "SurfaceObject::new",
                 flag: "Array3DFlags::SURFACE_LDST",
-            });
+            }));
         }
         let ctx = resource.context();
         let _cur = ctx.enter()?;

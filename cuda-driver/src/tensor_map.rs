@@ -8,7 +8,7 @@
 //! ([`TensorMapTiled::check`]): rank, dimensions, strides (multiples of 16 bytes, below
 //! 2^40), box sizes (at most 256), element strides (1 to 8), the base address's alignment,
 //! the interleave and swizzle combinations, the out-of-bounds fill; and that the tensor fits
-//! in the memory it is encoded over. A broken rule is [`Error::TensorMapRule`] naming it.
+//! in the memory it is encoded over. A broken rule is [`TensorMapError::Rule`] naming it.
 //!
 //! ```no_run
 //! use cuda_driver::{Device, DeviceBuffer, types::TensorMapDataType, tensor_map::TensorMapTiled};
@@ -32,6 +32,7 @@ use std::sync::atomic::{AtomicU8, Ordering};
 use cuda_driver_macros::{call, wraps};
 use cuda_driver_sys as sys;
 
+pub use crate::error::tensor_map::TensorMapError;
 use crate::error::{Error, Result};
 use crate::memory::view::DeviceSlice;
 use crate::repr::DeviceRepr;
@@ -87,7 +88,7 @@ impl TensorMap {
 }
 
 fn rule(rule: &'static str, detail: String) -> Error {
-    Error::TensorMapRule { rule, detail }
+    Error::TensorMap(TensorMapError::Rule { rule, detail })
 }
 
 #[inline(always)]
@@ -547,7 +548,7 @@ impl TensorMapTiled {
     common_setters!(cuTensorMapEncodeTiled);
 
     /// Checks every rule of the encoding for the global address `address`, and, with
-    /// `available` bytes, that the tensor fits: [`Error::TensorMapRule`] names the broken
+    /// `available` bytes, that the tensor fits: [`TensorMapError::Rule`] names the broken
     /// rule. Makes no driver call.
     pub fn check(&self, address: u64, available: Option<usize>) -> Result<()> {
         let c = &self.common;
@@ -885,7 +886,7 @@ mod tests {
     fn rule_of(r: Result<()>) -> Option<&'static str> {
         match r {
             Ok(()) => None,
-            Err(Error::TensorMapRule { rule, .. }) => Some(rule),
+            Err(Error::TensorMap(TensorMapError::Rule { rule, .. })) => Some(rule),
             Err(e) => panic!("not a rule error: {e:?}"),
         }
     }
@@ -1096,7 +1097,7 @@ mod tests {
             let r = t.check(address, None);
             prop_assert_eq!(r.is_ok(), expect_ok, "{:?}", r);
             if let Err(e) = r {
-                let is_rule = matches!(e, Error::TensorMapRule { .. });
+                let is_rule = matches!(e, Error::TensorMap(TensorMapError::Rule { .. }));
                 prop_assert!(is_rule);
             }
         }

@@ -37,6 +37,7 @@ use cuda_driver_macros::{call, wraps};
 use cuda_driver_sys as sys;
 
 use crate::context::Context;
+use crate::error::layout::LayoutError;
 use crate::error::{Error, Result};
 use crate::launch::KernelArg;
 use crate::memory::array::MipmappedArray;
@@ -102,7 +103,7 @@ impl<'a> ResourceDesc<'a> {
 
     /// Linear memory of `T` elements (`tex1Dfetch`); its address must be aligned to the
     /// device's `TEXTURE_ALIGNMENT` (allocations are), and an empty view is
-    /// [`Error::ZeroExtent`] when the object is created.
+    /// [`LayoutError::ZeroExtent`] when the object is created.
     pub fn linear<T: ArrayElement>(view: DeviceSlice<'a, T>) -> Self {
         let mut raw = zeroed_resource();
         raw.resType = sys::CU_RESOURCE_TYPE_LINEAR;
@@ -152,7 +153,7 @@ impl<'a> ResourceDesc<'a> {
 
     /// Refuses empty linear and pitched resources before the driver.
     pub(crate) fn check_extent(&self, what: &'static str) -> Result<()> {
-        let zero = |axis| Err(Error::ZeroExtent { what, axis });
+        let zero = |axis| Err(Error::Layout(LayoutError::ZeroExtent { what, axis }));
         match self.raw.resType {
             // SAFETY: the union member of the type set by the constructor.
             sys::CU_RESOURCE_TYPE_LINEAR if unsafe { self.raw.res.linear.sizeInBytes } == 0 => {

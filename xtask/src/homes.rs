@@ -40,7 +40,7 @@ const fn home(group: &'static str, homes: &'static [&'static str]) -> Home {
 pub const HOMES: &[Home] = &[
     home("CUDA_INITIALIZE", &["init.rs"]),
     home("CUDA_VERSION", &["init.rs"]),
-    home("CUDA_ERROR", &["error.rs"]),
+    home("CUDA_ERROR", &["error/mod.rs"]),
     home("CUDA_DEVICE", &["device/"]),
     home("CUDA_DEVICE_DEPRECATED", &["device/"]),
     home("CUDA_PRIMARY_CTX", &["context/"]),

@@ -14,6 +14,7 @@ use cuda_driver_sys as sys;
 
 use super::{raw_deps, Graph, GraphNode};
 use crate::entry_point::newer;
+use crate::error::graph::GraphError;
 use crate::error::{Error, Result};
 use crate::stream::Stream;
 use crate::types::ErrorCode;
@@ -71,9 +72,9 @@ impl Stream {
     }
 
     /// Ends the capture begun on this stream and returns the graph.
-    /// [`Error::CaptureInvalidated`] when an operation invalidated it (a synchronizing call
+    /// [`GraphError::CaptureInvalidated`] when an operation invalidated it (a synchronizing call
     /// during a global capture, or a context synchronization on any thread, such as
-    /// [`Context::synchronize`](crate::Context::synchronize)), [`Error::CaptureWrongThread`]
+    /// [`Context::synchronize`](crate::Context::synchronize)), [`GraphError::CaptureWrongThread`]
     /// when it was begun on another thread in the global or thread-local mode. After that
     /// refusal the driver may have ended the capture and discarded its graph (driver 580
     /// does): [`capture_status`](Self::capture_status) tells whether it goes on.
@@ -111,13 +112,15 @@ impl Stream {
                     // SAFETY: a graph handed back with the error is ours to destroy.
                     drop(unsafe { Graph::from_raw(g) });
                 }
-                Err(Error::CaptureInvalidated {
+                Err(Error::Graph(GraphError::CaptureInvalidated {
                     location: std::panic::Location::caller(),
-                })
+                }))
             }
-            Some(ErrorCode::STREAM_CAPTURE_WRONG_THREAD) => Err(Error::CaptureWrongThread {
-                location: std::panic::Location::caller(),
-            }),
+            Some(ErrorCode::STREAM_CAPTURE_WRONG_THREAD) => {
+                Err(Error::Graph(GraphError::CaptureWrongThread {
+                    location: std::panic::Location::caller(),
+                }))
+            }
             _ => r.map(|()| g),
         }
     }
@@ -464,7 +467,7 @@ impl<'c> Capture<'c> {
         Ok(self.graph.wrap_nodes(raw))
     }
 
-    /// Makes `nodes`, nodes of the captured graph ([`Error::GraphMismatch`] otherwise), the
+    /// Makes `nodes`, nodes of the captured graph ([`GraphError::Mismatch`] otherwise), the
     /// set the next captured operation depends on (`CU_STREAM_SET_CAPTURE_DEPENDENCIES`).
     #[wraps(cuStreamUpdateCaptureDependencies)]
     #[track_caller]
@@ -475,7 +478,7 @@ impl<'c> Capture<'c> {
         )
     }
 
-    /// Adds `nodes`, nodes of the captured graph ([`Error::GraphMismatch`] otherwise), to the
+    /// Adds `nodes`, nodes of the captured graph ([`GraphError::Mismatch`] otherwise), to the
     /// set the next captured operation depends on (`CU_STREAM_ADD_CAPTURE_DEPENDENCIES`).
     #[wraps(cuStreamUpdateCaptureDependencies)]
     #[track_caller]

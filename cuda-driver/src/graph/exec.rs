@@ -15,6 +15,7 @@ use super::{
 };
 use crate::context::Context;
 use crate::entry_point::newer;
+use crate::error::graph::GraphError;
 use crate::error::{report_drop_error, Error, Result};
 use crate::event::Event;
 use crate::launch::{KernelArgs, LaunchConfig};
@@ -131,7 +132,7 @@ impl Graph {
     }
 
     /// Instantiates the graph with parameters (flags, an upload stream);
-    /// [`Error::GraphInstantiate`] says why the driver refused.
+    /// [`GraphError::Instantiate`] says why the driver refused.
     #[wraps(cuGraphInstantiateWithParams)]
     #[track_caller]
     pub fn instantiate_with(&self, options: &InstantiateOptions<'_>) -> Result<GraphExec> {
@@ -152,10 +153,10 @@ impl Graph {
         // SAFETY: the graph is live; `p` is valid and receives the result.
         let r = call!(unsafe { sys::cuGraphInstantiateWithParams(&mut raw, self.raw, &mut p) });
         if r.is_err() && p.result_out != sys::CUDA_GRAPH_INSTANTIATE_SUCCESS {
-            return Err(Error::GraphInstantiate {
+            return Err(Error::Graph(GraphError::Instantiate {
                 reason: GraphInstantiateResult::from_raw(p.result_out),
                 node: p.hErrNode_out as usize,
-            });
+            }));
         }
         r?;
         // SAFETY: just created.
@@ -269,7 +270,7 @@ impl GraphExec {
     }
 
     /// Updates the exec to run `graph`, which must have the exec's topology; the refusal is
-    /// [`Error::GraphUpdate`], naming the reason and the node. The exec then holds `graph`'s
+    /// [`GraphError::Update`], naming the reason and the node. The exec then holds `graph`'s
     /// keep-alives (the driver clones its user object references). Refused
     /// ([`Error::InvalidArgument`]) while memory a launch of the exec left allocated is owned
     /// ([`GraphMemory`](crate::graph::GraphMemory)).
@@ -289,11 +290,11 @@ impl GraphExec {
         // SAFETY: exec and graph are live; writes the result info.
         let r = call!(unsafe { sys::cuGraphExecUpdate_v2(self.raw, graph.as_raw(), &mut info) });
         if r.is_err() && info.result != sys::CU_GRAPH_EXEC_UPDATE_SUCCESS {
-            return Err(Error::GraphUpdate {
+            return Err(Error::Graph(GraphError::Update {
                 reason: GraphExecUpdateResult::from_raw(info.result),
                 node: info.errorNode as usize,
                 from_node: info.errorFromNode as usize,
-            });
+            }));
         }
         r?;
         // The exec runs `graph` now: its memory nodes are the ones that count.

@@ -5,6 +5,7 @@
 use super::nodes::*;
 use crate::context::Context;
 use crate::device::Device;
+use crate::error::graph::GraphError;
 use crate::error::Error;
 use crate::error::Result;
 use crate::graph::ptr_or_null;
@@ -190,7 +191,7 @@ impl Graph {
     /// [`GraphExec::launch_with_memory`](crate::graph::GraphExec::launch_with_memory), which takes
     /// the [`GraphMemory`](crate::graph::GraphMemory) to free (a plain
     /// [`launch`](crate::graph::GraphExec::launch) is refused). Another graph's allocation is
-    /// refused ([`Error::GraphMismatch`]) on a borrowed graph (a body or child graph, or one
+    /// refused ([`GraphError::Mismatch`]) on a borrowed graph (a body or child graph, or one
     /// borrowed by raw handle).
     #[wraps(cuGraphAddMemFreeNode)]
     #[track_caller]
@@ -201,11 +202,11 @@ impl Graph {
     ) -> Result<MemFreeNode<'_>> {
         let foreign = alloc.graph != self.raw;
         if foreign && !self.root {
-            return Err(Error::GraphMismatch {
+            return Err(Error::Graph(GraphError::Mismatch {
                 what: "memory free node",
                 expected: alloc.graph as usize,
                 found: self.raw as usize,
-            });
+            }));
         }
         let d = raw_deps(self, deps)?;
         let mut raw = ptr::null_mut();

@@ -23,6 +23,7 @@ use cuda_driver_macros::{call, wraps};
 use cuda_driver_sys as sys;
 
 use crate::entry_point::newer;
+pub use crate::error::graph::GraphError;
 use crate::error::{check, Error, Result};
 use crate::release::{release, SendRaw};
 
@@ -305,11 +306,11 @@ fn raw_deps(graph: &Graph, deps: &[GraphNode<'_>]) -> Result<Vec<sys::CUgraphNod
             if d.graph.raw == graph.raw {
                 Ok(d.raw)
             } else {
-                Err(Error::GraphMismatch {
+                Err(Error::Graph(GraphError::Mismatch {
                     what: "node dependency",
                     expected: d.graph.raw as usize,
                     found: graph.raw as usize,
-                })
+                }))
             }
         })
         .collect()
@@ -751,18 +752,18 @@ impl<'g> GraphNode<'g> {
         Ok(GraphNodeType::from_raw(t))
     }
 
-    /// The node's type, or [`Error::NodeKind`] when it is not `expected`.
+    /// The node's type, or [`GraphError::NodeKind`] when it is not `expected`.
     #[track_caller]
     pub(crate) fn expect(&self, what: &'static str, expected: GraphNodeType) -> Result<()> {
         let found = self.node_type()?;
         if found == expected {
             Ok(())
         } else {
-            Err(Error::NodeKind {
+            Err(Error::Graph(GraphError::NodeKind {
                 what,
                 expected,
                 found,
-            })
+            }))
         }
     }
 

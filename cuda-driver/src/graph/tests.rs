@@ -1,4 +1,5 @@
 use super::*;
+use crate::error::layout::LayoutError;
 use crate::types::{GraphExecUpdateResult, GraphNodeType};
 
 #[test]
@@ -16,20 +17,20 @@ fn edge_data_round_trips() {
 
 #[test]
 fn update_error_names_reason_and_node() {
-    let e = Error::GraphUpdate {
+    let e = Error::Graph(GraphError::Update {
         reason: GraphExecUpdateResult::ERROR_TOPOLOGY_CHANGED,
         node: 0x1234,
         from_node: 0x99,
-    };
+    });
     let s = e.to_string();
     assert!(s.contains("topology"), "{s}");
     assert!(s.contains("0x1234"), "{s}");
     assert!(s.contains("0x99"), "{s}");
-    let e = Error::NodeKind {
+    let e = Error::Graph(GraphError::NodeKind {
         what: "as_memset",
         expected: GraphNodeType::MEMSET,
         found: GraphNodeType::KERNEL,
-    };
+    });
     assert!(e.to_string().contains("CU_GRAPH_NODE_TYPE_KERNEL"), "{e}");
 }
 
@@ -50,7 +51,7 @@ fn memset_params_count_words() {
     let b = unsafe { crate::memory::view::DeviceSliceMut::<u8>::from_raw(0x1000, 3, &ctx) };
     assert!(matches!(
         MemsetParams::fill(&b, 1u16),
-        Err(Error::MemsetWidth { .. })
+        Err(Error::Layout(LayoutError::MemsetWidth { .. }))
     ));
 }
 

@@ -8,7 +8,8 @@ use std::ffi::c_void;
 use cuda_driver_macros::{call, wraps};
 use cuda_driver_sys as sys;
 
-use crate::error::Result;
+use crate::error::graph::GraphError;
+use crate::error::{Error, Result};
 use crate::stream::{retain_in_graph, run_host_fn, shared_host_fn_trampoline, Stream};
 
 impl Stream {
@@ -17,9 +18,9 @@ impl Stream {
     ///
     /// CUDA forbids CUDA calls inside a host function. The crate makes them harmless: while
     /// the closure runs, every operation of this crate fails with
-    /// [`Error::InHostCallback`](crate::Error::InHostCallback) before calling the driver, and
-    /// CUDA objects the closure drops (captured buffers, the last handle of a context) are
-    /// released on the crate's release thread once the closure has returned, not inside it.
+    /// [`Error::InHostCallback`] before calling the driver, and CUDA objects the closure drops
+    /// (captured buffers, the last handle of a context) are released on the crate's release
+    /// thread once the closure has returned, not inside it.
     /// A panic in the closure is caught, logged (`log::warn!`) and counted in
     /// [`host_fn_panic_count`]; it never unwinds into the driver, and a panic payload whose
     /// own `Drop` panics is leaked rather than aborting the process.
@@ -29,8 +30,8 @@ impl Stream {
     /// A graph captured from the stream may run its host node many times, but an `FnOnce`
     /// runs once and is freed by its one call. So while the stream is being captured
     /// (`cuStreamIsCapturing`, asked on every call), this method refuses with
-    /// [`Error::HostFnNotReplayable`](crate::Error::HostFnNotReplayable) before calling the
-    /// driver, and the capture stays valid; capture a closure with
+    /// [`GraphError::HostFnNotReplayable`] before calling the driver, and the capture stays
+    /// valid; capture a closure with
     /// [`launch_host_fn_repeatable`](Self::launch_host_fn_repeatable) instead. Should the
     /// stream join a capture after that check all the same (another thread made it wait on an
     /// event of a capturing stream), the captured host node runs the closure at its first
@@ -40,9 +41,9 @@ impl Stream {
     pub fn launch_host_fn<F: FnOnce() + Send + 'static>(&self, f: F) -> Result<()> {
         let _cur = self.context().enter()?;
         if self.capture_status_raw()? != sys::CU_STREAM_CAPTURE_STATUS_NONE {
-            return Err(crate::error::Error::HostFnNotReplayable {
+            return Err(Error::Graph(GraphError::HostFnNotReplayable {
                 what: "Stream::launch_host_fn",
-            });
+            }));
         }
         self.launch_host_fn_once(f)
     }

@@ -24,6 +24,7 @@ use cuda_driver_sys as sys;
 
 use crate::context::Context;
 use crate::device::Device;
+use crate::error::layout::LayoutError;
 use crate::error::{Error, Result};
 use crate::repr::DeviceRepr;
 
@@ -219,17 +220,17 @@ impl ArrayDescriptor {
     /// multiple of 6 faces, and `T` of the format's size for the plain formats.
     pub(crate) fn validate<T: ArrayElement>(&self, what: &'static str) -> Result<()> {
         if self.width == 0 {
-            return Err(Error::ZeroExtent {
+            return Err(Error::Layout(LayoutError::ZeroExtent {
                 what,
                 axis: "width",
-            });
+            }));
         }
         let layered = self.flags.contains(Array3DFlags::LAYERED);
         if self.depth > 0 && self.height == 0 && !layered {
-            return Err(Error::ZeroExtent {
+            return Err(Error::Layout(LayoutError::ZeroExtent {
                 what,
                 axis: "height (a 3D array needs one)",
-            });
+            }));
         }
         if self.flags.contains(Array3DFlags::CUBEMAP) {
             if self.width != self.height {
@@ -245,10 +246,10 @@ impl ArrayDescriptor {
                 )));
             }
         } else if layered && self.depth == 0 {
-            return Err(Error::ZeroExtent {
+            return Err(Error::Layout(LayoutError::ZeroExtent {
                 what,
                 axis: "number of layers",
-            });
+            }));
         }
         // The plain formats have 1, 2 or 4 channels; the others are the driver's to check
         // (NV12 and the other video formats are created with 3).
@@ -276,12 +277,14 @@ pub(crate) fn check_element<T: ArrayElement>(
     channels: u32,
 ) -> Result<()> {
     match channel_bytes(format) {
-        Some(b) if b * channels as usize != size_of::<T>() => Err(Error::ElementFormat {
-            what,
-            elem: std::any::type_name::<T>(),
-            size: size_of::<T>(),
-            format: format!("{format:?} x {channels}"),
-        }),
+        Some(b) if b * channels as usize != size_of::<T>() => {
+            Err(Error::Layout(LayoutError::ElementFormat {
+                what,
+                elem: std::any::type_name::<T>(),
+                size: size_of::<T>(),
+                format: format!("{format:?} x {channels}"),
+            }))
+        }
         _ => Ok(()),
     }
 }
@@ -484,7 +487,7 @@ impl<T: ArrayElement> Array<T> {
     /// Creates an array of the shape `desc` describes; its format and channels must be
     /// `T`'s for the plain formats (any for the others: the escape hatch for block-compressed
     /// and video formats). A zero width (or height of a 3D array, or layer count) is
-    /// [`Error::ZeroExtent`] before any driver call.
+    /// [`LayoutError::ZeroExtent`] before any driver call.
     #[wraps(cuArray3DCreate)]
     #[track_caller]
     pub fn with_descriptor(ctx: &Context, desc: &ArrayDescriptor) -> Result<Self> {
@@ -517,10 +520,10 @@ impl<T: ArrayElement> Array<T> {
     #[track_caller]
     pub fn new_2d(ctx: &Context, width: usize, height: usize, flags: Array3DFlags) -> Result<Self> {
         if height == 0 {
-            return Err(Error::ZeroExtent {
+            return Err(Error::Layout(LayoutError::ZeroExtent {
                 what: "Array::new_2d",
                 axis: "height",
-            });
+            }));
         }
         Self::with_descriptor(ctx, &ArrayDescriptor::of::<T>(width, height, 0, flags))
     }
@@ -536,10 +539,10 @@ impl<T: ArrayElement> Array<T> {
         flags: Array3DFlags,
     ) -> Result<Self> {
         if height == 0 || depth == 0 {
-            return Err(Error::ZeroExtent {
+            return Err(Error::Layout(LayoutError::ZeroExtent {
                 what: "Array::new_3d",
                 axis: if height == 0 { "height" } else { "depth" },
-            });
+            }));
         }
         Self::with_descriptor(ctx, &ArrayDescriptor::of::<T>(width, height, depth, flags))
     }
@@ -569,10 +572,10 @@ impl<T: ArrayElement> Array<T> {
         flags: Array3DFlags,
     ) -> Result<Self> {
         if height == 0 {
-            return Err(Error::ZeroExtent {
+            return Err(Error::Layout(LayoutError::ZeroExtent {
                 what: "Array::new_layered_2d",
                 axis: "height",
-            });
+            }));
         }
         let flags = flags | Array3DFlags::LAYERED;
         Self::with_descriptor(ctx, &ArrayDescriptor::of::<T>(width, height, layers, flags))
@@ -598,10 +601,10 @@ impl<T: ArrayElement> Array<T> {
         flags: Array3DFlags,
     ) -> Result<Self> {
         let Some(depth) = cubemaps.checked_mul(6).filter(|&d| d > 0) else {
-            return Err(Error::ZeroExtent {
+            return Err(Error::Layout(LayoutError::ZeroExtent {
                 what: "Array::new_cubemap_layered",
                 axis: "number of cubemaps",
-            });
+            }));
         };
         let flags = flags | Array3DFlags::CUBEMAP | Array3DFlags::LAYERED;
         Self::with_descriptor(ctx, &ArrayDescriptor::of::<T>(size, size, depth, flags))
@@ -838,10 +841,10 @@ impl<T: ArrayElement> MipmappedArray<T> {
     pub fn new(ctx: &Context, desc: &ArrayDescriptor, levels: u32) -> Result<Self> {
         desc.validate::<T>("MipmappedArray::new")?;
         if levels == 0 {
-            return Err(Error::ZeroExtent {
+            return Err(Error::Layout(LayoutError::ZeroExtent {
                 what: "MipmappedArray::new",
                 axis: "number of levels",
-            });
+            }));
         }
         let raw_desc = desc.as_raw();
         let _cur = ctx.enter()?;
@@ -870,10 +873,10 @@ impl<T: ArrayElement> MipmappedArray<T> {
         flags: Array3DFlags,
     ) -> Result<Self> {
         if height == 0 {
-            return Err(Error::ZeroExtent {
+            return Err(Error::Layout(LayoutError::ZeroExtent {
                 what: "MipmappedArray::new_2d",
                 axis: "height",
-            });
+            }));
         }
         Self::new(
             ctx,
@@ -1051,12 +1054,12 @@ mod tests {
         let d = ArrayDescriptor::of::<f32>(0, 4, 0, Array3DFlags::empty());
         assert!(matches!(
             d.validate::<f32>("t"),
-            Err(Error::ZeroExtent { axis: "width", .. })
+            Err(Error::Layout(LayoutError::ZeroExtent { axis: "width", .. }))
         ));
         let d = ArrayDescriptor::of::<f32>(4, 0, 3, Array3DFlags::empty());
         assert!(matches!(
             d.validate::<f32>("t"),
-            Err(Error::ZeroExtent { .. })
+            Err(Error::Layout(LayoutError::ZeroExtent { .. }))
         ));
         let d = ArrayDescriptor::of::<f32>(4, 0, 3, Array3DFlags::LAYERED);
         d.validate::<f32>("t").unwrap();
@@ -1072,7 +1075,10 @@ mod tests {
         // A format whose element is not T.
         let d = ArrayDescriptor::of::<u8>(4, 4, 0, Array3DFlags::empty());
         let e = d.validate::<f32>("t").unwrap_err();
-        assert!(matches!(e, Error::ElementFormat { size: 4, .. }), "{e:?}");
+        assert!(
+            matches!(e, Error::Layout(LayoutError::ElementFormat { size: 4, .. })),
+            "{e:?}"
+        );
         // The escape hatch: a block-compressed format takes any element type.
         let mut d = ArrayDescriptor::of::<[u32; 2]>(8, 8, 0, Array3DFlags::empty());
         d.format = ArrayFormat::BC1_UNORM;

@@ -15,6 +15,7 @@ use super::array::{Array, ArrayDescriptor, ArrayElement, ArrayRef, ArrayRefMut};
 use super::view::check_stream;
 use super::{DeviceSlice, DeviceSliceMut};
 use crate::context::Context;
+use crate::error::layout::LayoutError;
 use crate::error::{Error, Result};
 use crate::stream::Stream;
 use crate::types::Array3DFlags;
@@ -23,7 +24,7 @@ use crate::types::ArrayFormat;
 impl<T: ArrayElement> Array<T> {
     /// Creates a 1D (`height == 0`) or 2D array of `T` through the 2D descriptor
     /// (`CUDA_ARRAY_DESCRIPTOR`: no depth, no flags). A zero width is
-    /// [`Error::ZeroExtent`] before any driver call.
+    /// [`LayoutError::ZeroExtent`] before any driver call.
     #[wraps(cuArrayCreate)]
     #[track_caller]
     pub fn new_2d_descriptor(ctx: &Context, width: usize, height: usize) -> Result<Self> {
@@ -274,11 +275,11 @@ fn range_1d<T: ArrayElement>(
     len: usize,
 ) -> Result<(usize, usize)> {
     if d.height != 0 || d.depth != 0 {
-        return Err(Error::ArrayNot1D {
+        return Err(Error::Layout(LayoutError::ArrayNot1D {
             what,
             height: d.height,
             depth: d.depth,
-        });
+        }));
     }
     match offset.checked_add(len) {
         Some(end) if end <= d.width => Ok((offset * size_of::<T>(), len * size_of::<T>())),

@@ -6,7 +6,7 @@
 //! Extents are in elements of `T` (rows and slices for the other dimensions), offsets too.
 //! Before any driver call the builder checks that the region fits every operand: a copy
 //! that would read or write past a slice, a view, a row or an array is
-//! [`Error::RegionOutOfBounds`] naming the operand and the axis, never a driver fault. (For
+//! [`LayoutError::RegionOutOfBounds`] naming the operand and the axis, never a driver fault. (For
 //! arrays of formats whose element size the crate does not know, block-compressed or
 //! video, the driver checks the array side.) A copy with a zero extent does nothing.
 //!
@@ -48,6 +48,7 @@ use super::pitched::{Pitched2DView, Pitched2DViewMut};
 use super::view::{check_stream, common_home};
 use crate::context::Context;
 use crate::entry_point::newer;
+use crate::error::layout::LayoutError;
 use crate::error::{check, Error, Result};
 use crate::memory::view::check_len;
 use crate::memory::view::{DeviceSlice, DeviceSliceMut};
@@ -99,7 +100,7 @@ impl Operand<'_> {
 }
 
 /// Checks that the region `origin .. origin + extent` (elements of `elem` bytes, rows,
-/// slices; every extent non-zero) lies inside `op`, or [`Error::RegionOutOfBounds`] naming
+/// slices; every extent non-zero) lies inside `op`, or [`LayoutError::RegionOutOfBounds`] naming
 /// `which` operand and the axis.
 pub(crate) fn check_region(
     what: &'static str,
@@ -109,12 +110,14 @@ pub(crate) fn check_region(
     extent: [usize; 3],
     elem: usize,
 ) -> Result<()> {
-    let oob = |axis, end, limit| Error::RegionOutOfBounds {
-        what,
-        operand: which,
-        axis,
-        end,
-        limit,
+    let oob = |axis, end, limit| {
+        Error::Layout(LayoutError::RegionOutOfBounds {
+            what,
+            operand: which,
+            axis,
+            end,
+            limit,
+        })
     };
     let end = |i: usize| origin[i].saturating_add(extent[i]);
     match op.mem {
@@ -515,7 +518,7 @@ macro_rules! builder_operands {
 /// source (`from_*`) and a destination (`to_*`), optionally origins, then [`run`](Self::run)
 /// or [`run_async`](Self::run_async). Extents and offsets are in elements; before any
 /// driver call the region is checked against every operand
-/// ([`Error::RegionOutOfBounds`] names the operand and axis), and linear operands of
+/// ([`LayoutError::RegionOutOfBounds`] names the operand and axis), and linear operands of
 /// stream-ordered memory are used on their own stream only ([`Error::StreamMismatch`]).
 #[doc(alias = "CUDA_MEMCPY2D")]
 #[must_use = "a copy builder does nothing until run"]
@@ -624,7 +627,7 @@ impl<'a, T: DeviceRepr> Copy2D<'a, T> {
     }
 
     /// The checked copy as graph memcpy node parameters (see `Graph::add_copy_2d`); an
-    /// empty copy is [`Error::ZeroExtent`], a node must copy something.
+    /// empty copy is [`LayoutError::ZeroExtent`], a node must copy something.
     pub(crate) fn node_params(self, what: &'static str) -> Result<NodeCopy<'a>> {
         let extent = self.extent;
         match self.plan(what)? {
@@ -817,7 +820,7 @@ impl<'a, T: DeviceRepr> Copy3D<'a, T> {
     }
 
     /// The checked copy as graph memcpy node parameters (see `Graph::add_copy_3d`); an
-    /// empty copy is [`Error::ZeroExtent`].
+    /// empty copy is [`LayoutError::ZeroExtent`].
     pub(crate) fn node_params(self, what: &'static str) -> Result<NodeCopy<'a>> {
         let extent = self.extent;
         match self.plan(what, false)? {
@@ -980,14 +983,14 @@ fn owned_node<'a>(p: &Plan<'a>) -> NodeCopy<'a> {
 
 /// The error of a copy with an empty extent where one is not allowed.
 fn zero_extent(what: &'static str, extent: [usize; 3]) -> Error {
-    Error::ZeroExtent {
+    Error::Layout(LayoutError::ZeroExtent {
         what,
         axis: match extent.iter().position(|&e| e == 0) {
             Some(0) => "width",
             Some(1) => "height",
             _ => "depth",
         },
-    }
+    })
 }
 
 impl<T: DeviceRepr> DeviceSliceMut<'_, T> {
@@ -1242,7 +1245,10 @@ mod tests {
             let r = check_region("t", "source", &op, o, e, elem);
             prop_assert_eq!(r.is_ok(), fits_by_enumeration(&op, o, e, elem), "{:?}", r);
             if let Err(err) = r {
-                let named = matches!(err, Error::RegionOutOfBounds { operand: "source", .. });
+                let named = matches!(
+                    err,
+                    Error::Layout(LayoutError::RegionOutOfBounds { operand: "source", .. })
+                );
                 prop_assert!(named);
             }
         }
@@ -1291,13 +1297,13 @@ mod tests {
         assert!(
             matches!(
                 e,
-                Error::RegionOutOfBounds {
+                Error::Layout(LayoutError::RegionOutOfBounds {
                     operand: "source",
                     axis: "bytes",
                     end: 20,
                     limit: 16,
                     ..
-                }
+                })
             ),
             "{e:?}"
         );

@@ -218,6 +218,7 @@ unsafe impl<T: DeviceRepr> DeviceMemoryMut for DeviceBuffer<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::error::layout::LayoutError;
     use crate::error::Error;
     use crate::memory::pool::AsyncDeviceBuffer;
     use crate::memory::view::{byte_len, memset_count, resolve_range};
@@ -493,11 +494,11 @@ mod tests {
         assert!(
             matches!(
                 e,
-                Error::MemsetWidth {
+                Error::Layout(LayoutError::MemsetWidth {
                     width: 2,
                     size: 1,
                     ..
-                }
+                })
             ),
             "{e:?}"
         );
@@ -510,7 +511,7 @@ mod tests {
         let stream = fake_stream(0x20, &ctx);
         assert!(matches!(
             bytes.memset_async(1u32, &stream),
-            Err(Error::MemsetWidth { .. })
+            Err(Error::Layout(LayoutError::MemsetWidth { .. }))
         ));
         assert_eq!(memset_count::<[u16; 3], u16>("m", 8).unwrap(), 24);
         assert_eq!(memset_count::<f64, u32>("m", 8).unwrap(), 16);

@@ -24,6 +24,7 @@ use cuda_driver_macros::{call, wraps};
 use cuda_driver_sys as sys;
 
 use crate::context::Context;
+use crate::error::vmm::VmmError;
 use crate::error::{Error, Result};
 use crate::event::Event;
 use crate::memory::device::DeviceBuffer;
@@ -93,7 +94,7 @@ impl IpcMemHandle {
     /// device than `ctx`'s, peer access being enabled as needed.
     ///
     /// `len * size_of::<T>()` bytes must fit in the shared allocation, which is checked
-    /// (`cuMemGetAddressRange_v2`): more is [`Error::SharedAllocationTooSmall`], and the
+    /// (`cuMemGetAddressRange_v2`): more is [`VmmError::SharedAllocationTooSmall`], and the
     /// handle is closed again. A handle of this process, of random bytes, or of a freed
     /// allocation is a driver error.
     ///
@@ -132,11 +133,11 @@ impl IpcMemHandle {
         let available = size.saturating_sub((ptr - base) as usize);
         if bytes > available {
             // `mem` is dropped here, closing the handle.
-            return Err(Error::SharedAllocationTooSmall {
+            return Err(Error::Vmm(VmmError::SharedAllocationTooSmall {
                 what: "IpcMemHandle::open",
                 needed: bytes,
                 size: available,
-            });
+            }));
         }
         Ok(mem)
     }

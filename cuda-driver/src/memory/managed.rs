@@ -469,6 +469,7 @@ impl crate::stream::Stream {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::error::layout::LayoutError;
 
     #[test]
     fn attach_flags_debug() {
@@ -505,11 +506,11 @@ mod tests {
         assert_eq!(empty.as_view().stream_order(), Some(0x40 as sys::CUstream));
         assert!(matches!(
             empty.memset(1u16),
-            Err(Error::MemsetWidth {
+            Err(Error::Layout(LayoutError::MemsetWidth {
                 width: 2,
                 size: 3,
                 ..
-            })
+            }))
         ));
         // Its views are ordered on its stream: another stream is refused before any call.
         // SAFETY: as above.

@@ -51,6 +51,7 @@ pub mod unified;
 pub(crate) mod view;
 pub mod vmm;
 
+pub use crate::error::layout::LayoutError;
 pub use array::{
     Array, ArrayDescriptor, ArrayElement, ArrayMemoryRequirements, ArrayRef, ArrayRefMut,
     ArraySparseProperties, MipmappedArray,

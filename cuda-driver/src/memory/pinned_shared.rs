@@ -14,6 +14,7 @@ use super::pinned::PinnedBuffer;
 use super::pool::check_orderable;
 use super::view::{check_len, check_stream};
 use crate::context::Context;
+use crate::error::graph::GraphError;
 use crate::error::{Error, Result};
 use crate::event::Event;
 use crate::memory::owner::{DeviceMemory, DeviceMemoryMut};
@@ -97,7 +98,7 @@ impl<T: DeviceRepr> Inner<T> {
 /// memory stays allocated: the event it records is never waited for successfully, so no guard
 /// is handed out.
 ///
-/// Uses are refused on a stream being captured ([`Error::HostFnNotReplayable`]: each queues a
+/// Uses are refused on a stream being captured ([`GraphError::HostFnNotReplayable`]: each queues a
 /// host function that runs once), on a stream of another context
 /// ([`Error::ContextMismatch`]) and on the per-thread default stream
 /// ([`Error::InvalidStream`]).
@@ -392,7 +393,7 @@ impl<T: DeviceRepr + Send> SharedPinnedBuffer<T> {
         self.usable(what)?;
         let last = self.inner.lock_last_use();
         if stream.capture_status_raw()? != sys::CU_STREAM_CAPTURE_STATUS_NONE {
-            return Err(Error::HostFnNotReplayable { what });
+            return Err(Error::Graph(GraphError::HostFnNotReplayable { what }));
         }
         // Counted before the check, so that a node that begins after it sees this use.
         self.inner.pending.fetch_add(1, Ordering::SeqCst);

@@ -15,6 +15,7 @@ use cuda_driver_sys as sys;
 
 use super::view::{check_stream, memset_count, MemsetValue};
 use crate::context::Context;
+use crate::error::layout::LayoutError;
 use crate::error::{check, Error, Result};
 use crate::memory::view::{DeviceSlice, DeviceSliceMut};
 use crate::repr::DeviceRepr;
@@ -85,15 +86,15 @@ pub(crate) fn pitch_element_size(size: usize) -> u32 {
 
 impl<T: DeviceRepr> Pitched2D<T> {
     /// Allocates `height` rows of `width` elements; the contents are unspecified. A zero
-    /// width or height is [`Error::ZeroExtent`].
+    /// width or height is [`LayoutError::ZeroExtent`].
     #[wraps(cuMemAllocPitch)]
     #[track_caller]
     pub fn new(ctx: &Context, width: usize, height: usize) -> Result<Self> {
         if width == 0 || height == 0 || size_of::<T>() == 0 {
-            return Err(Error::ZeroExtent {
+            return Err(Error::Layout(LayoutError::ZeroExtent {
                 what: "Pitched2D::new",
                 axis: if height == 0 { "height" } else { "width" },
-            });
+            }));
         }
         let row_bytes = super::view::byte_len::<T>("Pitched2D::new", width)?;
         let _cur = ctx.enter()?;
@@ -257,19 +258,21 @@ impl<T: DeviceRepr> std::fmt::Debug for Pitched2DViewMut<'_, T> {
 }
 
 /// The rectangle `x..x + w`, `y..y + h` of a `width × height` one, or
-/// [`Error::RegionOutOfBounds`].
+/// [`LayoutError::RegionOutOfBounds`].
 fn check_rect(
     what: &'static str,
     (x, y, w, h): (usize, usize, usize, usize),
     width: usize,
     height: usize,
 ) -> Result<()> {
-    let oob = |axis, end, limit| Error::RegionOutOfBounds {
-        what,
-        operand: "view",
-        axis,
-        end,
-        limit,
+    let oob = |axis, end, limit| {
+        Error::Layout(LayoutError::RegionOutOfBounds {
+            what,
+            operand: "view",
+            axis,
+            end,
+            limit,
+        })
     };
     let xe = x.saturating_add(w);
     if xe > width {
@@ -320,7 +323,7 @@ impl<'a, T: DeviceRepr> Pitched2DView<'a, T> {
     common_view_methods!();
 
     /// Row `y` (its `width` elements), as a linear view; `y >= height` is
-    /// [`Error::RegionOutOfBounds`].
+    /// [`LayoutError::RegionOutOfBounds`].
     #[inline]
     pub fn row(&self, y: usize) -> Result<DeviceSlice<'a, T>> {
         check_rect(
@@ -337,7 +340,7 @@ impl<'a, T: DeviceRepr> Pitched2DView<'a, T> {
     }
 
     /// The `w × h` rectangle at `(x, y)` of this one; a rectangle reaching outside is
-    /// [`Error::RegionOutOfBounds`].
+    /// [`LayoutError::RegionOutOfBounds`].
     #[inline]
     pub fn rect(&self, x: usize, y: usize, w: usize, h: usize) -> Result<Pitched2DView<'a, T>> {
         check_rect("Pitched2DView::rect", (x, y, w, h), self.width, self.height)?;
@@ -431,7 +434,7 @@ impl<'a, T: DeviceRepr> Pitched2DViewMut<'a, T> {
 
     /// Sets every `W`-sized word of every row of the rectangle to `value` (`u8`, `u16` or
     /// `u32`; for `f32`, `x.to_bits()`); the padding between rows is untouched. The element
-    /// size must be a multiple of the word's ([`Error::MemsetWidth`]). May still run when
+    /// size must be a multiple of the word's ([`LayoutError::MemsetWidth`]). May still run when
     /// this returns; later work on the default stream is ordered after it.
     #[wraps(cuMemsetD2D8, cuMemsetD2D16, cuMemsetD2D32)]
     #[track_caller]
@@ -532,24 +535,24 @@ mod tests {
         assert_eq!(v.row(29).unwrap().len(), 100);
         assert!(matches!(
             v.row(30),
-            Err(Error::RegionOutOfBounds {
+            Err(Error::Layout(LayoutError::RegionOutOfBounds {
                 axis: "y",
                 end: 31,
                 limit: 30,
                 ..
-            })
+            }))
         ));
         let r = v.rect(10, 2, 5, 3).unwrap();
         assert_eq!(r.as_raw(), 0x1000 + 2 * 512 + 40);
         assert_eq!((r.width(), r.height(), r.pitch()), (5, 3, 512));
         assert!(matches!(
             v.rect(96, 0, 5, 1),
-            Err(Error::RegionOutOfBounds {
+            Err(Error::Layout(LayoutError::RegionOutOfBounds {
                 axis: "x",
                 end: 101,
                 limit: 100,
                 ..
-            })
+            }))
         ));
         assert!(v.rect(usize::MAX, 0, 2, 1).is_err());
         let mut m = p.view_mut();
@@ -560,7 +563,7 @@ mod tests {
             ManuallyDrop::new(unsafe { Pitched2D::<u16>::from_raw(0x1000, 512, 7, 3, &ctx) });
         assert!(matches!(
             q.view_mut().memset_2d(1u32),
-            Err(Error::MemsetWidth { .. })
+            Err(Error::Layout(LayoutError::MemsetWidth { .. }))
         ));
     }
 }

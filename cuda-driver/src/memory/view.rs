@@ -52,6 +52,7 @@ use cuda_driver_macros::{call, wraps};
 use cuda_driver_sys as sys;
 
 use crate::context::Context;
+use crate::error::layout::LayoutError;
 use crate::error::{check, Error, Result};
 use crate::repr::DeviceRepr;
 use crate::stream::Stream;
@@ -202,17 +203,17 @@ memset_value!(
     "cuMemsetD32Async"
 );
 
-/// The number of `W` words in `len` elements of `T`, or [`Error::MemsetWidth`] when the size
+/// The number of `W` words in `len` elements of `T`, or [`LayoutError::MemsetWidth`] when the size
 /// of `T` is not a multiple of the word's.
 #[inline]
 pub(crate) fn memset_count<T, W: MemsetValue>(what: &'static str, len: usize) -> Result<usize> {
     if size_of::<T>() % W::WIDTH != 0 {
-        return Err(Error::MemsetWidth {
+        return Err(Error::Layout(LayoutError::MemsetWidth {
             what,
             width: W::WIDTH,
             elem: std::any::type_name::<T>(),
             size: size_of::<T>(),
-        });
+        }));
     }
     Ok(len * (size_of::<T>() / W::WIDTH))
 }
@@ -978,7 +979,7 @@ impl<'a, T: DeviceRepr> DeviceSliceMut<'a, T> {
 
     /// Sets every `W`-sized word of the view to `value` (`u8`, `u16` or `u32`; for `f32`,
     /// `x.to_bits()`); the element size must be a multiple of the word's
-    /// ([`Error::MemsetWidth`] otherwise, before any driver call). May still run when this
+    /// ([`LayoutError::MemsetWidth`] otherwise, before any driver call). May still run when this
     /// returns; later work on the default stream (or the memory's stream) is ordered after it.
     ///
     /// Calls `cuMemsetD8_v2`, `cuMemsetD16_v2` or `cuMemsetD32_v2` (their `Async` forms and

@@ -6,6 +6,7 @@ use std::ffi::c_void;
 use cuda_driver_macros::{call, wraps};
 use cuda_driver_sys as sys;
 
+use crate::error::graph::GraphError;
 use crate::error::{check, Error, Result};
 use crate::stream::{run_host_fn, Stream};
 
@@ -18,7 +19,7 @@ impl Stream {
     /// this crate's operations fail with [`Error::InHostCallback`], CUDA objects it drops are
     /// released on the crate's release thread, and a panic is caught and counted in
     /// [`host_fn_panic_count`](crate::stream::host_fn_panic_count). It runs once, so it is refused
-    /// with [`Error::HostFnNotReplayable`] while the stream is being captured (CUDA does not
+    /// with [`GraphError::HostFnNotReplayable`] while the stream is being captured (CUDA does not
     /// capture callbacks either). Prefer `launch_host_fn` in new code.
     #[wraps(cuStreamAddCallback)]
     #[track_caller]
@@ -37,9 +38,9 @@ impl Stream {
         }
         let _cur = self.context().enter()?;
         if self.capture_status_raw()? != sys::CU_STREAM_CAPTURE_STATUS_NONE {
-            return Err(Error::HostFnNotReplayable {
+            return Err(Error::Graph(GraphError::HostFnNotReplayable {
                 what: "Stream::add_callback",
-            });
+            }));
         }
         let data = Box::into_raw(Box::new(f)).cast::<c_void>();
         // SAFETY: the trampoline matches CUstreamCallback and takes back ownership of `data`;

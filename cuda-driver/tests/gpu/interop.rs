@@ -4,6 +4,7 @@
 use std::os::fd::OwnedFd;
 use std::sync::Arc;
 
+use cuda_driver::interop::InteropError;
 use cuda_driver::prelude::*;
 use cuda_driver::{
     interop::ExternalMemory, interop::ExternalSemaphore, interop::SemaphoreValue,
@@ -118,7 +119,7 @@ fn external_semaphores_refuse_bad_handles() {
     let fd = || OwnedFd::from(std::fs::File::open("/dev/null").unwrap());
     assert!(matches!(
         ExternalSemaphore::from_opaque_fd(&ctx, fd(), ExternalSemaphoreHandleType::D3D12_FENCE),
-        Err(Error::ExternalHandleType { .. })
+        Err(Error::Interop(InteropError::HandleTypeUnsupported { .. }))
     ));
     assert!(
         ExternalSemaphore::from_opaque_fd(&ctx, fd(), ExternalSemaphoreHandleType::OPAQUE_FD)

@@ -3,6 +3,7 @@
 //! attribute, thresholds and trims, the device's current pool, pools by location, a pool and
 //! its allocations shared with another process. Between devices: `peer`.
 
+use cuda_driver::memory::vmm::VmmError;
 use cuda_driver::prelude::*;
 use cuda_driver::{
     error::drop_error_count, memory::pool::MemPool, memory::pool::MemPoolProps,
@@ -202,7 +203,10 @@ fn pool_properties_are_checked() {
         &MemPoolProps::device(dev).with_handle_types(MemAllocationHandleType::WIN32_KMT),
     )
     .unwrap_err();
-    assert!(matches!(e, Error::HandleTypeUnsupported { .. }), "{e:?}");
+    assert!(
+        matches!(e, Error::Vmm(VmmError::HandleTypeUnsupported { .. })),
+        "{e:?}"
+    );
     if dev
         .attribute(DeviceAttribute::HANDLE_TYPE_FABRIC_SUPPORTED)
         .unwrap()
@@ -213,7 +217,10 @@ fn pool_properties_are_checked() {
             &MemPoolProps::device(dev).with_handle_types(MemAllocationHandleType::FABRIC),
         )
         .unwrap_err();
-        assert!(matches!(e, Error::HandleTypeUnsupported { .. }), "{e:?}");
+        assert!(
+            matches!(e, Error::Vmm(VmmError::HandleTypeUnsupported { .. })),
+            "{e:?}"
+        );
     }
     // A pool without export handle types exports nothing.
     let pool = MemPool::new(dev).unwrap();

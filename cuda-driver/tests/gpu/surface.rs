@@ -1,6 +1,7 @@
 //! GPU tests: surface objects (Surface Object Management): surfaces write arrays, and need
 //! the array's surface flag.
 
+use cuda_driver::memory::LayoutError;
 use cuda_driver::{memory::Array, surface::SurfaceObject, types::Array3DFlags, Error, Module};
 
 use crate::common::{grid2, still_usable, stream, TEX_KERNELS};
@@ -32,7 +33,7 @@ fn surfaces_write_arrays_and_need_the_flag() {
     let plain = Array::<f32>::new_2d(&ctx, 4, 4, Array3DFlags::empty()).unwrap();
     assert!(matches!(
         SurfaceObject::new(&plain),
-        Err(Error::MissingArrayFlag { .. })
+        Err(Error::Layout(LayoutError::MissingArrayFlag { .. }))
     ));
     still_usable(&ctx);
 }

@@ -2,6 +2,7 @@
 //! maps and their rules.
 
 use cuda_driver::prelude::*;
+use cuda_driver::tensor_map::TensorMapError;
 use cuda_driver::{
     tensor_map::TensorMapIm2col, tensor_map::TensorMapIm2colWide, tensor_map::TensorMapTiled,
     types::ErrorCode, types::TensorMapDataType, types::TensorMapFloatOOBfill,
@@ -32,10 +33,10 @@ fn tensor_map_loads_a_tile_with_tma() {
     assert!(
         matches!(
             e,
-            Error::TensorMapRule {
+            Error::TensorMap(TensorMapError::Rule {
                 rule: "global strides",
                 ..
-            }
+            })
         ),
         "{e:?}"
     );
@@ -48,7 +49,10 @@ fn tensor_map_loads_a_tile_with_tma() {
     .encode(&buf.as_view())
     .unwrap_err();
     assert!(
-        matches!(e, Error::TensorMapRule { rule: "bounds", .. }),
+        matches!(
+            e,
+            Error::TensorMap(TensorMapError::Rule { rule: "bounds", .. })
+        ),
         "{e:?}"
     );
     if major < 9 {
@@ -84,7 +88,10 @@ fn tensor_map_loads_a_tile_with_tma() {
     let short = buf.as_view().slice(..w * h - 1).unwrap();
     assert!(matches!(
         enc.encode_into(&short, &mut again),
-        Err(Error::TensorMapRule { rule: "bounds", .. })
+        Err(Error::TensorMap(TensorMapError::Rule {
+            rule: "bounds",
+            ..
+        }))
     ));
     let module = Module::load_data(&ctx, TMA).unwrap();
     let f = module.function("tma_load_tile").unwrap();
@@ -158,7 +165,7 @@ fn im2col_tensor_maps_encode_and_their_rules_are_checked() {
     };
     // Rules broken: refused in Rust with the rule named, on any device.
     let rule = |r: cuda_driver::Result<cuda_driver::tensor_map::TensorMap>| match r {
-        Err(Error::TensorMapRule { rule, .. }) => rule,
+        Err(Error::TensorMap(TensorMapError::Rule { rule, .. })) => rule,
         other => panic!("expected a rule error, got {other:?}"),
     };
     assert_eq!(

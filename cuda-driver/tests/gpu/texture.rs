@@ -2,6 +2,7 @@
 //! memory: filtering, address modes and border colours, read modes and sRGB, gather, layered
 //! and cubemap textures, resource views; with bad input and the context usable afterwards.
 
+use cuda_driver::memory::LayoutError;
 use cuda_driver::prelude::*;
 use cuda_driver::{
     memory::Array, memory::Copy2D, memory::MipmappedArray, memory::Pitched2D,
@@ -87,7 +88,7 @@ fn textures_over_arrays_linear_and_pitched_memory_read_the_data() {
             &TextureDesc::new(),
             None
         ),
-        Err(Error::ZeroExtent { .. })
+        Err(Error::Layout(LayoutError::ZeroExtent { .. }))
     ));
     still_usable(&ctx);
 }

@@ -1,6 +1,7 @@
 //! Conditional nodes (if, while, switch) and their handles.
 
 use super::*;
+use crate::error::graph::GraphError;
 use crate::graph::book::ConditionalRecord;
 #[allow(unused_imports)]
 use cuda_driver_macros::call;
@@ -32,11 +33,12 @@ impl<'g> GraphNode<'g> {
     /// The driver cannot be asked for a conditional node's bodies (CUDA 13.0 has no
     /// `cuGraphNodeGetParams`), so the crate records every conditional node it creates
     /// ([`Graph::add_conditional`]) with its handle and bodies, in a book shared by the owned
-    /// graph and every body and child graph borrowed from it. [`Error::NodeKind`] when the node
-    /// is not a conditional node; [`Error::NotFound`] when it is one the crate did not create
-    /// in this graph tree: a node of a clone ([`Graph::try_clone`]) or of a graph made outside
-    /// the crate (the record names the graph it was created in, never the original's bodies
-    /// for a clone's node), or a node added through a [`GraphRef::from_raw`] borrow.
+    /// graph and every body and child graph borrowed from it. [`GraphError::NodeKind`] when
+    /// the node is not a conditional node; [`Error::NotFound`] when it is one the crate did
+    /// not create in this graph tree: a node of a clone ([`Graph::try_clone`]) or of a graph
+    /// made outside the crate (the record names the graph it was created in, never the
+    /// original's bodies for a clone's node), or a node added through a
+    /// [`GraphRef::from_raw`] borrow.
     ///
     /// ```no_run
     /// # use cuda_driver::types::{GraphCondAssignFlags, GraphConditionalNodeType};
@@ -185,7 +187,7 @@ impl Graph {
     }
 
     /// Adds a conditional node (CUDA 12.3) of `kind` testing `handle`, a handle of this graph
-    /// ([`Error::GraphMismatch`] otherwise), with `bodies` body graphs (1 for while, 1 or 2
+    /// ([`GraphError::Mismatch`] otherwise), with `bodies` body graphs (1 for while, 1 or 2
     /// for if, any positive number for switch), which [`ConditionalNode::body`] returns to
     /// fill.
     #[wraps(cuGraphAddNode)]
@@ -199,11 +201,11 @@ impl Graph {
         bodies: u32,
     ) -> Result<ConditionalNode<'_>> {
         if handle.graph != self.retain {
-            return Err(Error::GraphMismatch {
+            return Err(Error::Graph(GraphError::Mismatch {
                 what: "conditional node",
                 expected: handle.graph as usize,
                 found: self.retain as usize,
-            });
+            }));
         }
         let d = raw_deps(self, deps)?;
         let _cur = ctx.enter()?;

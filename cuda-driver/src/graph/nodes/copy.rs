@@ -93,7 +93,8 @@ impl Graph {
 
     /// Adds a node running a 2D copy: rows between host memory, device memory (linear or
     /// pitched) and arrays, in any combination [`Copy2D`](crate::memory::Copy2D) builds, checked as
-    /// it checks them before the driver is called. An empty copy is [`Error::ZeroExtent`].
+    /// it checks them before the driver is called. An empty copy is
+    /// [`LayoutError::ZeroExtent`](crate::error::layout::LayoutError::ZeroExtent).
     ///
     /// # Safety
     /// Every operand stays allocated (host memory too: page-locked memory such as a

@@ -1,6 +1,7 @@
 //! Batch memory operation nodes (the graph form of stream memory operations).
 
 use super::*;
+use crate::error::layout::LayoutError;
 #[allow(unused_imports)]
 use cuda_driver_macros::call;
 
@@ -100,7 +101,7 @@ impl Graph {
     /// Adds a batch memory operation node running `batch` (32- and 64-bit waits and writes,
     /// barriers, remote-write flushes; see [`MemOpBatch`](crate::stream_memop::MemOpBatch)) in `ctx`. The
     /// device attributes the operations need are checked first
-    /// ([`Error::FeatureUnsupported`]); an empty batch is [`Error::ZeroExtent`].
+    /// ([`Error::FeatureUnsupported`]); an empty batch is [`LayoutError::ZeroExtent`].
     ///
     /// # Safety
     /// The words the batch names stay allocated while any graph or exec with this node can
@@ -115,10 +116,10 @@ impl Graph {
         batch: &mut crate::stream_memop::MemOpBatch<'_>,
     ) -> Result<BatchMemOpNode<'_>> {
         if batch.is_empty() {
-            return Err(Error::ZeroExtent {
+            return Err(Error::Layout(LayoutError::ZeroExtent {
                 what: "Graph::add_mem_op_batch",
                 axis: "operations",
-            });
+            }));
         }
         let views_ctx = batch.context_raw();
         if !views_ctx.is_null() && views_ctx != ctx.as_raw() {

@@ -81,7 +81,11 @@ macro_rules! node_kind {
         }
 
         impl<'g> GraphNode<'g> {
-            #[doc = concat!("This node as a [`", stringify!($name), "`], or [`Error::NodeKind`] when it is of another type.")]
+            #[doc = concat!(
+                "This node as a [`", stringify!($name), "`], or ",
+                "[`GraphError::NodeKind`](crate::error::graph::GraphError::NodeKind) ",
+                "when it is of another type."
+            )]
             #[track_caller]
             pub fn $as(self) -> Result<$name<'g>> {
                 self.expect(stringify!($as), GraphNodeType::$kind)?;

@@ -362,7 +362,8 @@ impl<'a, T: ArrayElement> ArrayRef<'a, T> {
 
     /// Plane `index` of a multi-planar array (NV12 and the other video formats: plane 0 the
     /// luma, plane 1 the chroma), as a view of `P`s owned by this array, borrowed as long as
-    /// it. For a plain format, `P` must match the plane's format ([`Error::ElementFormat`]).
+    /// it. For a plain format, `P` must match the plane's format
+    /// ([`LayoutError::ElementFormat`](crate::error::layout::LayoutError::ElementFormat)).
     #[wraps(cuArrayGetPlane)]
     #[track_caller]
     pub fn plane<P: ArrayElement>(&self, index: u32) -> Result<ArrayRef<'a, P>> {
@@ -468,6 +469,7 @@ impl<'a, T: ArrayElement> ArrayRefMut<'a, T> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::error::layout::LayoutError;
     use crate::error::Error;
     use crate::types::Array3DFlags;
     use crate::vector::Float4;
@@ -520,11 +522,11 @@ mod tests {
         ));
         assert!(matches!(
             level.write_1d(0, &[1.0]),
-            Err(Error::ArrayNot1D { .. })
+            Err(Error::Layout(LayoutError::ArrayNot1D { .. }))
         ));
         assert!(matches!(
             level.copy_1d_from_array(0, shared, 0, 1),
-            Err(Error::ArrayNot1D { .. })
+            Err(Error::Layout(LayoutError::ArrayNot1D { .. }))
         ));
         // The copy builders take the views with the array's extent: a region past the
         // level is refused.
@@ -534,12 +536,18 @@ mod tests {
             .to_host(&mut host, 5)
             .run()
             .unwrap_err();
-        assert!(matches!(e, Error::RegionOutOfBounds { .. }), "{e:?}");
+        assert!(
+            matches!(e, Error::Layout(LayoutError::RegionOutOfBounds { .. })),
+            "{e:?}"
+        );
         let e = crate::memory::copy::Copy2D::new(5, 5)
             .from_host(&host, 5)
             .to_array(level.reborrow())
             .run()
             .unwrap_err();
-        assert!(matches!(e, Error::RegionOutOfBounds { .. }), "{e:?}");
+        assert!(
+            matches!(e, Error::Layout(LayoutError::RegionOutOfBounds { .. })),
+            "{e:?}"
+        );
     }
 }

@@ -824,7 +824,8 @@ impl MemPool {
     /// Creates a pool with `props` for `device`, the device whose streams allocate from it
     /// (for a pool of device memory, the location's device: another one is
     /// [`Error::InvalidArgument`]). Handle types the device cannot export are
-    /// [`Error::HandleTypeUnsupported`] before the driver is asked. Destroyed when dropped.
+    /// [`VmmError::HandleTypeUnsupported`](crate::error::vmm::VmmError::HandleTypeUnsupported)
+    /// before the driver is asked. Destroyed when dropped.
     #[wraps(cuMemPoolCreate)]
     #[track_caller]
     pub fn with_props(device: Device, props: &MemPoolProps) -> Result<MemPool> {

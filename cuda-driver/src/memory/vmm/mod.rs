@@ -48,11 +48,11 @@
 //!
 //! * Fabric handles ([`MemAllocationHandleType::FABRIC`], [`FabricHandle`]) need an NVSwitch
 //!   fabric (`CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_FABRIC_SUPPORTED`); asking for them where the
-//!   device does not support them is [`Error::HandleTypeUnsupported`], which is tested, but
+//!   device does not support them is [`VmmError::HandleTypeUnsupported`], which is tested, but
 //!   an actual fabric export and import is not.
 //! * Windows handle types ([`MemAllocationHandleType::WIN32`],
 //!   [`MemAllocationHandleType::WIN32_KMT`]) are refused on other systems with
-//!   [`Error::HandleTypeUnsupported`]; the crate offers no Windows export or import.
+//!   [`VmmError::HandleTypeUnsupported`]; the crate offers no Windows export or import.
 
 use std::collections::btree_map::Entry;
 use std::collections::BTreeMap;
@@ -67,6 +67,7 @@ use cuda_driver_sys as sys;
 
 use crate::context::Context;
 use crate::device::Device;
+pub use crate::error::vmm::VmmError;
 use crate::error::{check, report_drop_error, report_drop_problem, Error, Result};
 use crate::init;
 use crate::memory::owner::{DeviceMemory, DeviceMemoryMut};
@@ -106,11 +107,11 @@ pub(crate) fn check_handle_types(
 ) -> Result<()> {
     let windows = MemAllocationHandleType::WIN32 | MemAllocationHandleType::WIN32_KMT;
     if !cfg!(windows) && types.intersects(windows) {
-        return Err(Error::HandleTypeUnsupported {
+        return Err(Error::Vmm(VmmError::HandleTypeUnsupported {
             what,
             handle_type: types & windows,
             reason: "Windows handle types exist only on Windows",
-        });
+        }));
     }
     if let Some(device) = device {
         for (t, attr, reason) in [
@@ -128,11 +129,11 @@ pub(crate) fn check_handle_types(
             ),
         ] {
             if types.contains(t) && device.attribute(attr)? == 0 {
-                return Err(Error::HandleTypeUnsupported {
+                return Err(Error::Vmm(VmmError::HandleTypeUnsupported {
                     what,
                     handle_type: t,
                     reason,
-                });
+                }));
             }
         }
     }
@@ -545,7 +546,7 @@ struct Claim {
 }
 
 impl Claim {
-    /// Claims `handle` for an exclusive or a shared mapping; [`Error::AllocationMapped`] when
+    /// Claims `handle` for an exclusive or a shared mapping; [`VmmError::AllocationMapped`] when
     /// a mapping of it excludes that.
     fn take(
         what: &'static str,
@@ -563,11 +564,11 @@ impl Claim {
             Entry::Occupied(mut o) => match (o.get_mut(), exclusive) {
                 (Claimed::Shared(n), false) => *n += 1,
                 (held, _) => {
-                    return Err(Error::AllocationMapped {
+                    return Err(Error::Vmm(VmmError::AllocationMapped {
                         what,
                         handle,
                         exclusive: *held == Claimed::Exclusive,
-                    })
+                    }))
                 }
             },
         }
@@ -685,11 +686,11 @@ impl std::fmt::Debug for FabricHandle {
 /// * Fabric handles ([`MemAllocationHandleType::FABRIC`], [`FabricHandle`],
 ///   [`export_fabric`](Self::export_fabric), [`import_fabric`](Self::import_fabric)) need an
 ///   NVSwitch fabric (`CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_FABRIC_SUPPORTED`). Asking for them
-///   where the device does not support them is [`Error::HandleTypeUnsupported`], which is
+///   where the device does not support them is [`VmmError::HandleTypeUnsupported`], which is
 ///   tested; an actual fabric export and import is not.
 /// * Windows handle types ([`MemAllocationHandleType::WIN32`],
 ///   [`MemAllocationHandleType::WIN32_KMT`]) are refused elsewhere with
-///   [`Error::HandleTypeUnsupported`]; the crate offers no Windows export or import, and the
+///   [`VmmError::HandleTypeUnsupported`]; the crate offers no Windows export or import, and the
 ///   Windows security attributes of `CUmemAllocationProp` / `CUmemPoolProps` stay null.
 #[doc(alias = "CUmemGenericAllocationHandle")]
 pub struct PhysicalAllocation {
@@ -769,7 +770,7 @@ impl PhysicalAllocation {
     ///
     /// Handle types the device cannot export (fabric without the device attribute, POSIX
     /// file descriptors without theirs, Windows handles elsewhere) are
-    /// [`Error::HandleTypeUnsupported`], before the driver is asked.
+    /// [`VmmError::HandleTypeUnsupported`], before the driver is asked.
     #[wraps(cuMemCreate)]
     #[track_caller]
     pub fn new(ctx: &Context, size: usize, props: &AllocationProps) -> Result<PhysicalAllocation> {
@@ -803,7 +804,7 @@ impl PhysicalAllocation {
     /// [`MultiMapping::new`](crate::memory::vmm::MultiMapping::new)), whose device must be able to reach
     /// the memory (the mapping's access: peer access between the devices).
     ///
-    /// Handle types the device cannot export are [`Error::HandleTypeUnsupported`], before the
+    /// Handle types the device cannot export are [`VmmError::HandleTypeUnsupported`], before the
     /// driver is asked, as for [`new`](Self::new).
     #[wraps(cuMemCreate)]
     #[track_caller]
@@ -982,7 +983,7 @@ impl PhysicalAllocation {
 
     /// Exports the allocation as a fabric handle. The allocation must have been created with
     /// [`MemAllocationHandleType::FABRIC`], which needs
-    /// `CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_FABRIC_SUPPORTED` ([`Error::HandleTypeUnsupported`]
+    /// `CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_FABRIC_SUPPORTED` ([`VmmError::HandleTypeUnsupported`]
     /// otherwise). Not testable without an NVSwitch fabric: see [`PhysicalAllocation`](PhysicalAllocation#not-testable-on-these-machines).
     #[wraps(cuMemExportToShareableHandle)]
     #[track_caller]
@@ -1178,8 +1179,8 @@ impl AddressRange {
     /// as memory of `bytes / size_of::<T>()` elements: the only mapping of `alloc`, which
     /// hands out mutable views. Offsets and `bytes` are multiples of the granularity (checked
     /// by the driver); a span outside the range, or outside the allocation when its size is
-    /// known, is [`Error::MappingRange`], and an allocation mapped already (through any handle
-    /// of it) is [`Error::AllocationMapped`], before the driver is asked. To map an allocation
+    /// known, is [`VmmError::MappingRange`], and an allocation mapped already (through any handle
+    /// of it) is [`VmmError::AllocationMapped`], before the driver is asked. To map an allocation
     /// more than once, map it with [`map_shared`](Self::map_shared) each time.
     ///
     /// cuda.h allows mapping part of an allocation; drivers may refuse a nonzero
@@ -1205,7 +1206,7 @@ impl AddressRange {
 
     /// As [`map`](Self::map), as one of possibly several mappings of `alloc` that hand out
     /// shared views only ([`SharedMapping`]: [`DeviceMemory`], not [`DeviceMemoryMut`]). An
-    /// allocation mapped exclusively ([`map`](Self::map)) is [`Error::AllocationMapped`].
+    /// allocation mapped exclusively ([`map`](Self::map)) is [`VmmError::AllocationMapped`].
     /// Read-write for the device of the range's context as soon as this returns, as
     /// [`map`](Self::map) is; [`Mapping::set_access`] may make it read-only for that device.
     ///
@@ -1249,23 +1250,23 @@ impl AddressRange {
         bytes: usize,
     ) -> Result<Mapping<'_, T, M>> {
         if !fits(offset, bytes, self.inner.size) {
-            return Err(Error::MappingRange {
+            return Err(Error::Vmm(VmmError::MappingRange {
                 what,
                 kind: "address range",
                 offset,
                 len: bytes,
                 size: self.inner.size,
-            });
+            }));
         }
         if let Some(size) = alloc.size {
             if !fits(alloc_offset, bytes, size) {
-                return Err(Error::MappingRange {
+                return Err(Error::Vmm(VmmError::MappingRange {
                     what,
                     kind: "physical allocation",
                     offset: alloc_offset,
                     len: bytes,
                     size,
-                });
+                }));
             }
         }
         // Released again (dropped) when the mapping fails.
@@ -1486,7 +1487,7 @@ pub type SharedMapping<'r, T> = Mapping<'r, T, MapShared>;
 /// several mappings of an allocation, which hand out shared views only ([`SharedMapping`]). An
 /// exclusive mapping excludes every other mapping of its allocation, shared ones exclude an
 /// exclusive one, whatever handle the allocation comes through (a retained handle is the same
-/// handle): the refusal is [`Error::AllocationMapped`], before the driver is asked. The chunks
+/// handle): the refusal is [`VmmError::AllocationMapped`], before the driver is asked. The chunks
 /// of a [`GrowableBuffer`] are claimed the same way. So no two views of the same bytes exist
 /// of which one is mutable.
 ///
@@ -2111,11 +2112,11 @@ mod tests {
         assert!(
             matches!(
                 e,
-                Error::HandleTypeUnsupported {
+                Error::Vmm(VmmError::HandleTypeUnsupported {
                     what: "t",
                     handle_type: MemAllocationHandleType::WIN32,
                     ..
-                }
+                })
             ),
             "{e:?}"
         );
@@ -2138,11 +2139,11 @@ mod tests {
         // A handle value no driver hands out here (the unit tests run without a GPU).
         let h = 0xC1A1_0000_0000_0001;
         let held = |r: Result<Claim>, exclusive: bool| match r {
-            Err(Error::AllocationMapped {
+            Err(Error::Vmm(VmmError::AllocationMapped {
                 handle,
                 exclusive: e,
                 what: "t",
-            }) => assert_eq!((handle, e), (h, exclusive)),
+            })) => assert_eq!((handle, e), (h, exclusive)),
             other => panic!("{other:?}"),
         };
         // Shared claims coexist and exclude an exclusive one until the last goes.
@@ -2179,10 +2180,10 @@ mod tests {
         let y = Claim::take("t", h, false).unwrap();
         assert!(matches!(
             Claim::take("t", h, true),
-            Err(Error::AllocationMapped {
+            Err(Error::Vmm(VmmError::AllocationMapped {
                 exclusive: false,
                 ..
-            })
+            }))
         ));
         drop(x);
         assert_eq!(claims().get(&h), Some(&Claimed::Shared(1)));

@@ -49,8 +49,9 @@ struct Piece {
 ///   allocations and the reservation are leaked and the leak reported) and `set_access`
 ///   returns the error, the access unchanged.
 /// * **Exclusive mappings.** Every allocation is claimed as an exclusive mapping: one that is
-///   mapped elsewhere, or given twice, is [`Error::AllocationMapped`] before the driver maps
-///   anything, and while the `MultiMapping` lives no other mapping of it can be made.
+///   mapped elsewhere, or given twice, is
+///   [`VmmError::AllocationMapped`](crate::error::vmm::VmmError::AllocationMapped) before the
+///   driver maps anything, and while the `MultiMapping` lives no other mapping of it can be made.
 ///
 /// A constructor that fails part-way unmaps what it mapped (no view exists yet, so nothing
 /// needs waiting for) and releases its claims.
@@ -150,7 +151,8 @@ impl<T: DeviceRepr> MultiMapping<T> {
     /// [`Error::InvalidArgument`] otherwise) and a multiple of the granularity (the driver
     /// checks); the allocations may belong to other devices
     /// ([`PhysicalAllocation::on_device`]), which `ctx`'s device must be able to reach. An
-    /// allocation mapped elsewhere, or given twice, is [`Error::AllocationMapped`].
+    /// allocation mapped elsewhere, or given twice, is
+    /// [`VmmError::AllocationMapped`](crate::error::vmm::VmmError::AllocationMapped).
     #[wraps(cuMemAddressReserve, cuMemMap, cuMemSetAccess)]
     #[track_caller]
     pub fn new(

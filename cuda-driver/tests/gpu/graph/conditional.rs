@@ -1,6 +1,7 @@
 //! GPU tests: conditional graph nodes: while, if, if/else and switch bodies chosen by a kernel,
 //! and the refusal of a conditional handle of another graph.
 
+use cuda_driver::graph::GraphError;
 use cuda_driver::prelude::*;
 use cuda_driver::types::GraphCondAssignFlags;
 use cuda_driver::{
@@ -180,9 +181,9 @@ fn conditional_handle_of_another_graph_is_refused() {
         h => h.unwrap(),
     };
     match g2.add_conditional(&[], &ctx, h, GraphConditionalNodeType::IF, 1) {
-        Err(Error::GraphMismatch {
+        Err(Error::Graph(GraphError::Mismatch {
             expected, found, ..
-        }) => {
+        })) => {
             assert_eq!(expected, g1.as_raw() as usize);
             assert_eq!(found, g2.as_raw() as usize);
         }
@@ -226,7 +227,7 @@ fn a_conditional_node_found_among_the_graphs_nodes_gives_its_handle_and_bodies()
     }
     assert!(matches!(
         empty.as_conditional(),
-        Err(Error::NodeKind { .. })
+        Err(Error::Graph(GraphError::NodeKind { .. }))
     ));
     // Found among the graph's nodes, on another thread (the graph is Send).
     let outer_raw = outer_h.as_raw();
@@ -299,7 +300,10 @@ fn a_conditional_node_found_among_the_graphs_nodes_gives_its_handle_and_bodies()
     unsafe { plain.destroy().unwrap() };
     let e = g2.add_empty(&[]).unwrap();
     if e.as_raw() == raw {
-        assert!(matches!(e.as_conditional(), Err(Error::NodeKind { .. })));
+        assert!(matches!(
+            e.as_conditional(),
+            Err(Error::Graph(GraphError::NodeKind { .. }))
+        ));
     }
     assert_eq!(g2.node_count().unwrap(), 1);
 }

@@ -8,6 +8,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
+use cuda_driver::graph::GraphError;
 use cuda_driver::prelude::*;
 use cuda_driver::types::GraphInstantiateResult;
 use cuda_driver::{
@@ -451,7 +452,7 @@ fn instantiate_with_upload_and_explicit_upload_then_launch() {
         flags: GraphInstantiateFlags::DEVICE_LAUNCH,
         upload_stream: None,
     }) {
-        Err(Error::GraphInstantiate { reason, .. }) => {
+        Err(Error::Graph(GraphError::Instantiate { reason, .. })) => {
             assert_eq!(reason, GraphInstantiateResult::NODE_OPERATION_NOT_SUPPORTED)
         }
         other => panic!("{other:?}"),
@@ -591,7 +592,7 @@ fn update_with_another_topology_is_a_typed_error() {
     let a = g2.add_empty(&[]).unwrap();
     g2.add_empty(&[a]).unwrap();
     match exec.update(&g2) {
-        Err(Error::GraphUpdate { reason, .. }) => {
+        Err(Error::Graph(GraphError::Update { reason, .. })) => {
             assert_eq!(
                 reason,
                 cuda_driver::types::GraphExecUpdateResult::ERROR_TOPOLOGY_CHANGED

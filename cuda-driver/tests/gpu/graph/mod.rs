@@ -15,6 +15,7 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
+use cuda_driver::graph::GraphError;
 use cuda_driver::prelude::*;
 use cuda_driver::{
     graph::EdgeData, graph::Graph, sys, types::ErrorCode, types::GraphDebugDotFlags,
@@ -67,7 +68,7 @@ fn edges_queries_and_dot() {
     let other = Graph::new().unwrap();
     assert!(matches!(
         other.add_empty(&[a]),
-        Err(Error::GraphMismatch { .. })
+        Err(Error::Graph(GraphError::Mismatch { .. }))
     ));
 }
 

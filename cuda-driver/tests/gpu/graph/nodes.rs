@@ -6,6 +6,8 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
+use cuda_driver::graph::GraphError;
+use cuda_driver::memory::LayoutError;
 use cuda_driver::prelude::*;
 use cuda_driver::{
     graph::BatchMemOp, graph::Graph, graph::MemsetParams, graph::UserObject, types::EventFlags,
@@ -164,9 +166,9 @@ fn node_parameters_of_the_wrong_kind_are_refused() {
     let g = Graph::new().unwrap();
     let e = g.add_empty(&[]).unwrap();
     match e.as_memset() {
-        Err(Error::NodeKind {
+        Err(Error::Graph(GraphError::NodeKind {
             expected, found, ..
-        }) => {
+        })) => {
             assert_eq!(expected, GraphNodeType::MEMSET);
             assert_eq!(found, GraphNodeType::EMPTY);
         }
@@ -230,7 +232,7 @@ fn copy_nodes_move_rows_between_host_arrays_and_device_memory() {
                 &[],
                 Copy2D::new(0, h).from_host(&src[..], w).to_array(&mut arr)
             ),
-            Err(Error::ZeroExtent { .. })
+            Err(Error::Layout(LayoutError::ZeroExtent { .. }))
         ));
         assert!(matches!(
             g.add_copy_2d(
@@ -239,7 +241,7 @@ fn copy_nodes_move_rows_between_host_arrays_and_device_memory() {
                     .from_host(&src[..], w)
                     .to_array(&mut arr)
             ),
-            Err(Error::RegionOutOfBounds { .. })
+            Err(Error::Layout(LayoutError::RegionOutOfBounds { .. }))
         ));
     }
     assert_eq!(g.node_count().unwrap(), 3);
@@ -339,7 +341,10 @@ fn mem_op_batch_nodes_write_32_and_64_bit_words() {
     // An empty batch is no node.
     // SAFETY: refused before the driver.
     let empty = unsafe { g.add_mem_op_batch(&[], &ctx, &mut MemOpBatch::new()) };
-    assert!(matches!(empty, Err(Error::ZeroExtent { .. })), "{empty:?}");
+    assert!(
+        matches!(empty, Err(Error::Layout(LayoutError::ZeroExtent { .. }))),
+        "{empty:?}"
+    );
     assert_eq!(g.node_count().unwrap(), 1);
     let exec = g.instantiate(GraphInstantiateFlags::empty()).unwrap();
     exec.launch(&s).unwrap();
@@ -534,7 +539,7 @@ fn graph_node_leftovers() {
     // Wrong node type: typed error.
     assert!(matches!(
         (*k1).as_batch_mem_op(),
-        Err(Error::NodeKind { .. })
+        Err(Error::Graph(GraphError::NodeKind { .. }))
     ));
 
     let mut exec = g.instantiate(GraphInstantiateFlags::empty()).unwrap();

@@ -2,6 +2,7 @@
 //! descriptor, mipmapped arrays and their level views, NV12 planes, half arrays.
 
 use cuda_driver::half::f16;
+use cuda_driver::memory::LayoutError;
 use cuda_driver::prelude::*;
 use cuda_driver::{
     memory::Array, memory::ArrayDescriptor, memory::Copy2D, memory::MipmappedArray,
@@ -81,25 +82,25 @@ fn bad_arrays_are_refused_and_the_context_survives() {
     let none = Array3DFlags::empty();
     assert!(matches!(
         Array::<f32>::new_1d(&ctx, 0, none),
-        Err(Error::ZeroExtent { .. })
+        Err(Error::Layout(LayoutError::ZeroExtent { .. }))
     ));
     assert!(matches!(
         Array::<f32>::new_2d(&ctx, 4, 0, none),
-        Err(Error::ZeroExtent { .. })
+        Err(Error::Layout(LayoutError::ZeroExtent { .. }))
     ));
     assert!(matches!(
         Array::<f32>::new_3d(&ctx, 4, 4, 0, none),
-        Err(Error::ZeroExtent { .. })
+        Err(Error::Layout(LayoutError::ZeroExtent { .. }))
     ));
     assert!(matches!(
         Array::<f32>::new_cubemap_layered(&ctx, 4, 0, none),
-        Err(Error::ZeroExtent { .. })
+        Err(Error::Layout(LayoutError::ZeroExtent { .. }))
     ));
     let mut d = ArrayDescriptor::of::<f32>(4, 4, 0, none);
     d.format = ArrayFormat::UNSIGNED_INT8;
     assert!(matches!(
         Array::<f32>::with_descriptor(&ctx, &d),
-        Err(Error::ElementFormat { .. })
+        Err(Error::Layout(LayoutError::ElementFormat { .. }))
     ));
     // A combination the driver refuses: a cubemap face size past the device's limit.
     let e = Array::<f32>::new_cubemap(&ctx, 1 << 20, none).unwrap_err();
@@ -278,7 +279,7 @@ fn nv12_arrays_split_into_luma_and_chroma_planes() {
     // the driver.
     assert!(matches!(
         nv12.plane::<f32>(0),
-        Err(Error::ElementFormat { .. })
+        Err(Error::Layout(LayoutError::ElementFormat { .. }))
     ));
     let e = nv12.plane::<u8>(2).unwrap_err();
     assert_eq!(e.code(), Some(ErrorCode::INVALID_VALUE), "{e:?}");
@@ -397,11 +398,11 @@ fn one_dimensional_array_copies_and_the_2d_descriptor() {
     assert_eq!(two_d.descriptor_2d().unwrap().height, 8);
     assert!(matches!(
         two_d.read_1d(0, &mut [0u32; 1]),
-        Err(Error::ArrayNot1D { .. })
+        Err(Error::Layout(LayoutError::ArrayNot1D { .. }))
     ));
     assert!(matches!(
         Array::<u32>::new_2d_descriptor(&ctx, 0, 4),
-        Err(Error::ZeroExtent { .. })
+        Err(Error::Layout(LayoutError::ZeroExtent { .. }))
     ));
     c.read_1d(0, &mut out).unwrap();
 }

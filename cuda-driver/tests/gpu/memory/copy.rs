@@ -6,6 +6,7 @@
 
 use std::time::Duration;
 
+use cuda_driver::memory::LayoutError;
 use cuda_driver::prelude::*;
 use cuda_driver::{
     memory::Array, memory::Copy2D, memory::Copy3D, memory::Pitched2D, types::Array3DFlags,
@@ -158,10 +159,13 @@ fn memsets_of_8_16_and_32_bits() {
     assert!(f[500..].iter().all(|&x| x == 555.0));
 
     // A width that does not divide the element size is refused.
-    assert!(matches!(bytes.memset(1u16), Err(Error::MemsetWidth { .. })));
+    assert!(matches!(
+        bytes.memset(1u16),
+        Err(Error::Layout(LayoutError::MemsetWidth { .. }))
+    ));
     assert!(matches!(
         halves.memset_async(1u32, &stream),
-        Err(Error::MemsetWidth { .. })
+        Err(Error::Layout(LayoutError::MemsetWidth { .. }))
     ));
 }
 
@@ -346,7 +350,7 @@ fn pitched_memory_copies_and_memsets_by_rows() {
     assert!(out.iter().all(|&v| v == 0x1111));
     assert!(matches!(
         Pitched2D::<f32>::new(&ctx, 0, 3),
-        Err(Error::ZeroExtent { .. })
+        Err(Error::Layout(LayoutError::ZeroExtent { .. }))
     ));
 }
 
@@ -433,11 +437,11 @@ fn copies_out_of_bounds_are_refused_before_the_driver() {
     assert!(
         matches!(
             e,
-            Error::RegionOutOfBounds {
+            Error::Layout(LayoutError::RegionOutOfBounds {
                 operand: "destination",
                 axis: "x",
                 ..
-            }
+            })
         ),
         "{e:?}"
     );
@@ -449,10 +453,10 @@ fn copies_out_of_bounds_are_refused_before_the_driver() {
     assert!(
         matches!(
             e,
-            Error::RegionOutOfBounds {
+            Error::Layout(LayoutError::RegionOutOfBounds {
                 operand: "source",
                 ..
-            }
+            })
         ),
         "{e:?}"
     );
@@ -465,11 +469,11 @@ fn copies_out_of_bounds_are_refused_before_the_driver() {
     assert!(
         matches!(
             e,
-            Error::RegionOutOfBounds {
+            Error::Layout(LayoutError::RegionOutOfBounds {
                 operand: "source",
                 axis: "bytes",
                 ..
-            }
+            })
         ),
         "{e:?}"
     );
@@ -481,10 +485,10 @@ fn copies_out_of_bounds_are_refused_before_the_driver() {
     assert!(
         matches!(
             e,
-            Error::RegionOutOfBounds {
+            Error::Layout(LayoutError::RegionOutOfBounds {
                 axis: "x (bytes)",
                 ..
-            }
+            })
         ),
         "{e:?}"
     );

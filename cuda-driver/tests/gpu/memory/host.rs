@@ -3,6 +3,7 @@
 
 use std::sync::mpsc;
 
+use cuda_driver::memory::LayoutError;
 use cuda_driver::prelude::*;
 use cuda_driver::{
     error::drop_error_count, memory::unified::PointerInfo, memory::HostRegistration,
@@ -71,7 +72,7 @@ fn pinned_memory_flags_mapping_and_memset() {
     assert_eq!(&halves[..], &[0xCAFE; 3]);
     assert!(matches!(
         halves.with_device_view_mut(&legacy, |mut v| v.memset(1u32)),
-        Err(Error::MemsetWidth { .. })
+        Err(Error::Layout(LayoutError::MemsetWidth { .. }))
     ));
     assert_eq!(&halves[..], &[0xCAFE; 3]);
     // The per-thread default stream names another stream on every thread: refused.

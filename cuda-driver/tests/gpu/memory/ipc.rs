@@ -2,6 +2,7 @@
 //! leak test. Each multi-process test re-executes this binary as a child (see child.rs): the
 //! child writes through the imported memory, the parent verifies.
 
+use cuda_driver::memory::vmm::VmmError;
 use cuda_driver::prelude::*;
 use cuda_driver::{
     memory::IpcEventHandle, memory::IpcMemHandle, types::EventFlags, types::IpcMemFlags,
@@ -68,7 +69,10 @@ fn legacy_ipc_memory_and_events_across_processes() {
         let e =
             unsafe { mem_h.open::<u32>(&ctx, n + (4 << 20), IpcMemFlags::LAZY_ENABLE_PEER_ACCESS) }
                 .unwrap_err();
-        assert!(matches!(e, Error::SharedAllocationTooSmall { .. }), "{e:?}");
+        assert!(
+            matches!(e, Error::Vmm(VmmError::SharedAllocationTooSmall { .. })),
+            "{e:?}"
+        );
         // SAFETY: the parent frees the allocation only after this process has finished.
         let mut mem =
             unsafe { mem_h.open::<u32>(&ctx, n, IpcMemFlags::LAZY_ENABLE_PEER_ACCESS) }.unwrap();

@@ -12,6 +12,7 @@ use std::time::Duration;
 use cuda_driver::context::wait_for_deferred_releases;
 use cuda_driver::error::drop_error_count;
 use cuda_driver::graph::Graph;
+use cuda_driver::graph::GraphError;
 use cuda_driver::memory::SharedPinnedBuffer;
 use cuda_driver::prelude::*;
 use cuda_driver::stream::host_fn_panic_count;
@@ -230,9 +231,15 @@ fn refused_uses_of_shared_page_locked_memory_queue_nothing() {
     // SAFETY: nothing else is queued on `stream` while it is captured; the capture ends below.
     unsafe { stream.begin_capture(CaptureMode::RELAXED) }.unwrap();
     let e = shared.launch_host_fn(&stream, |_| {}).unwrap_err();
-    assert!(matches!(e, Error::HostFnNotReplayable { .. }), "{e:?}");
+    assert!(
+        matches!(e, Error::Graph(GraphError::HostFnNotReplayable { .. })),
+        "{e:?}"
+    );
     let e = shared.copy_from_device_async(&dev, &stream).unwrap_err();
-    assert!(matches!(e, Error::HostFnNotReplayable { .. }), "{e:?}");
+    assert!(
+        matches!(e, Error::Graph(GraphError::HostFnNotReplayable { .. })),
+        "{e:?}"
+    );
     drop(stream.end_capture().unwrap());
 
     // Inside a host function: refused before any lock.

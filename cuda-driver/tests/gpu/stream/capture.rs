@@ -5,6 +5,7 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
+use cuda_driver::graph::GraphError;
 use cuda_driver::prelude::*;
 use cuda_driver::{
     graph::Graph, graph::GraphRef, types::ErrorCode, types::EventFlags,
@@ -78,7 +79,7 @@ fn host_functions_in_captures() {
         s.capture(CaptureMode::THREAD_LOCAL, |s| {
             // A FnOnce cannot be replayed: refused, and the capture goes on.
             match s.launch_host_fn(|| ()) {
-                Err(Error::HostFnNotReplayable { .. }) => {}
+                Err(Error::Graph(GraphError::HostFnNotReplayable { .. })) => {}
                 other => panic!("{other:?}"),
             }
             s.launch_host_fn_repeatable(move || {
@@ -145,7 +146,10 @@ fn capture_ended_on_another_thread_is_refused() {
     // SAFETY: nothing is captured.
     unsafe { s.begin_capture(CaptureMode::THREAD_LOCAL).unwrap() };
     let r = std::thread::scope(|sc| sc.spawn(|| s.end_capture().map(|_| ())).join().unwrap());
-    assert!(matches!(r, Err(Error::CaptureWrongThread { .. })), "{r:?}");
+    assert!(
+        matches!(r, Err(Error::Graph(GraphError::CaptureWrongThread { .. }))),
+        "{r:?}"
+    );
     // The driver may end the capture with the refusal (driver 580 does); either way the
     // stream says so, and ends up usable.
     match s.capture_status().unwrap() {
@@ -172,7 +176,7 @@ fn synchronizing_during_a_global_capture_invalidates_it() {
     let e = ctx.synchronize().unwrap_err();
     assert_eq!(e.code(), Some(ErrorCode::STREAM_CAPTURE_UNSUPPORTED), "{e}");
     match s.end_capture() {
-        Err(Error::CaptureInvalidated { .. }) => {}
+        Err(Error::Graph(GraphError::CaptureInvalidated { .. })) => {}
         other => panic!("{other:?}"),
     }
     // Stream and context are usable again.
@@ -300,6 +304,6 @@ fn capture_into_appends_to_an_existing_graph() {
     assert!(matches!(
         // SAFETY: nothing is captured.
         unsafe { s.capture_into(&g, &[n], CaptureMode::THREAD_LOCAL, |_| Ok(())) },
-        Err(Error::GraphMismatch { .. })
+        Err(Error::Graph(GraphError::Mismatch { .. }))
     ));
 }

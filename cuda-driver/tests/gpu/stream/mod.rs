@@ -9,6 +9,7 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc};
 
+use cuda_driver::graph::GraphError;
 use cuda_driver::prelude::*;
 use cuda_driver::{
     context::wait_for_deferred_releases, error::drop_error_count, memory::ManagedBuffer,
@@ -336,7 +337,7 @@ fn add_callback_runs_after_earlier_work_and_refuses_capture() {
         s.capture(CaptureMode::THREAD_LOCAL, |st| {
             assert!(matches!(
                 st.add_callback(|_| ()),
-                Err(Error::HostFnNotReplayable { .. })
+                Err(Error::Graph(GraphError::HostFnNotReplayable { .. }))
             ));
             Ok(())
         })

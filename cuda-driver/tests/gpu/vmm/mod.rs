@@ -9,6 +9,7 @@
 use std::os::fd::AsFd;
 use std::sync::Arc;
 
+use cuda_driver::memory::vmm::VmmError;
 use cuda_driver::prelude::*;
 use cuda_driver::types::MemLocationType;
 use cuda_driver::{
@@ -226,10 +227,10 @@ fn an_exclusive_mapping_is_the_only_mapping_of_its_allocation() {
         assert!(
             matches!(
                 e,
-                Error::AllocationMapped {
+                Error::Vmm(VmmError::AllocationMapped {
                     exclusive: true,
                     ..
-                }
+                })
             ),
             "{e:?}"
         )
@@ -252,10 +253,10 @@ fn an_exclusive_mapping_is_the_only_mapping_of_its_allocation() {
     assert!(
         matches!(
             e,
-            Error::AllocationMapped {
+            Error::Vmm(VmmError::AllocationMapped {
                 exclusive: false,
                 ..
-            }
+            })
         ),
         "{e:?}"
     );
@@ -273,10 +274,10 @@ fn an_exclusive_mapping_is_the_only_mapping_of_its_allocation() {
     assert!(
         matches!(
             e,
-            Error::AllocationMapped {
+            Error::Vmm(VmmError::AllocationMapped {
                 exclusive: false,
                 ..
-            }
+            })
         ),
         "{e:?}"
     );
@@ -334,10 +335,10 @@ fn a_mapping_whose_wait_fails_is_leaked_not_unmapped() {
     let other = AddressRange::reserve(&ctx, g, 0).unwrap();
     assert!(matches!(
         other.map::<u32>(0, phys.clone(), 0, g),
-        Err(Error::AllocationMapped {
+        Err(Error::Vmm(VmmError::AllocationMapped {
             exclusive: false,
             ..
-        })
+        }))
     ));
     // The same for a growable buffer.
     let mut buf = GrowableBuffer::<u32>::new(&ctx, 1024).unwrap();
@@ -625,10 +626,10 @@ fn spans_outside_the_range_or_allocation_are_refused_and_the_context_stays_usabl
     assert!(
         matches!(
             e,
-            Error::MappingRange {
+            Error::Vmm(VmmError::MappingRange {
                 kind: "address range",
                 ..
-            }
+            })
         ),
         "{e:?}"
     );
@@ -636,16 +637,16 @@ fn spans_outside_the_range_or_allocation_are_refused_and_the_context_stays_usabl
     assert!(
         matches!(
             e,
-            Error::MappingRange {
+            Error::Vmm(VmmError::MappingRange {
                 kind: "physical allocation",
                 ..
-            }
+            })
         ),
         "{e:?}"
     );
     assert!(matches!(
         range.map::<u8>(0, phys.clone(), 0, 0),
-        Err(Error::MappingRange { .. })
+        Err(Error::Vmm(VmmError::MappingRange { .. }))
     ));
     // Unaligned: the driver refuses.
     let e = range.map::<u8>(1, phys.clone(), 0, g - 1).unwrap_err();
@@ -774,10 +775,10 @@ fn unsupported_handle_types_say_so() {
     assert!(
         matches!(
             e,
-            Error::HandleTypeUnsupported {
+            Error::Vmm(VmmError::HandleTypeUnsupported {
                 handle_type: MemAllocationHandleType::WIN32,
                 ..
-            }
+            })
         ),
         "{e:?}"
     );
@@ -801,17 +802,17 @@ fn unsupported_handle_types_say_so() {
         assert!(
             matches!(
                 e,
-                Error::HandleTypeUnsupported {
+                Error::Vmm(VmmError::HandleTypeUnsupported {
                     handle_type: MemAllocationHandleType::FABRIC,
                     ..
-                }
+                })
             ),
             "{e:?}"
         );
         let plain = PhysicalAllocation::new(&ctx, g, &AllocationProps::device(dev)).unwrap();
         assert!(matches!(
             plain.export_fabric(),
-            Err(Error::HandleTypeUnsupported { .. })
+            Err(Error::Vmm(VmmError::HandleTypeUnsupported { .. }))
         ));
     }
 }

@@ -6,6 +6,7 @@
 
 use std::sync::Arc;
 
+use cuda_driver::memory::vmm::VmmError;
 use cuda_driver::memory::vmm::{
     AddressRange, AllocationProps, MemAccessDesc, MultiMapping, PhysicalAllocation,
 };
@@ -161,9 +162,15 @@ fn a_multi_mapping_refuses_allocations_it_cannot_own_and_undoes_what_it_mapped()
     let mapping = range.map::<u32>(0, held.clone(), 0, g).unwrap();
     // `free` is mapped first, then `held` is refused: `free` must be unmapped and unclaimed.
     let e = MultiMapping::<u32>::new(&ctx, vec![free.clone(), held.clone()], &[]).unwrap_err();
-    assert!(matches!(e, Error::AllocationMapped { .. }), "{e:?}");
+    assert!(
+        matches!(e, Error::Vmm(VmmError::AllocationMapped { .. })),
+        "{e:?}"
+    );
     let e = MultiMapping::<u32>::new(&ctx, vec![free.clone(), free.clone()], &[]).unwrap_err();
-    assert!(matches!(e, Error::AllocationMapped { .. }), "{e:?}");
+    assert!(
+        matches!(e, Error::Vmm(VmmError::AllocationMapped { .. })),
+        "{e:?}"
+    );
     let range2 = AddressRange::reserve(&ctx, g, 0).unwrap();
     drop(range2.map::<u32>(0, free.clone(), 0, g).unwrap());
     // Unknown size (a handle retained from a mapping), no allocation, an empty or absurd

@@ -2,6 +2,7 @@
 //! the graph being captured, to add nodes to (graphConditionalNodes' "captured while"), the
 //! capture's dependency nodes themselves, and what cannot end or outlive it.
 
+use cuda_driver::graph::GraphError;
 use cuda_driver::prelude::*;
 use cuda_driver::types::GraphCondAssignFlags;
 use cuda_driver::{
@@ -95,7 +96,7 @@ fn a_lent_capture_always_ends_and_cannot_be_ended_elsewhere() {
             let a = cap.graph().add_empty(&[])?;
             assert!(matches!(
                 cap.set_dependencies(&[foreign]),
-                Err(Error::GraphMismatch { .. })
+                Err(Error::Graph(GraphError::Mismatch { .. }))
             ));
             cap.add_dependencies(&[a])?;
             assert_eq!(cap.dependencies()?, vec![a]);

@@ -2,6 +2,23 @@
 //!
 //! `check` is the one place where a `CUresult` becomes a [`Result`]: every driver call in
 //! the crate goes through it, with the name of the driver symbol and the caller's location.
+//!
+//! [`Error`] holds the failures every area shares (a failed driver call, a length mismatch,
+//! objects of two contexts, a missing device feature, ...) as its own variants, and the
+//! failures only one area knows in that area's error type, behind one variant each:
+//! [`Error::Graph`] ([`GraphError`], graphs and stream capture), [`Error::TensorMap`]
+//! ([`TensorMapError`]), [`Error::Layout`] ([`LayoutError`], the shapes of arrays, pitched
+//! memory, 2D/3D copies and memsets), [`Error::Vmm`] ([`VmmError`], virtual memory and
+//! shareable handles) and [`Error::Interop`] ([`InteropError`], external resources).
+//! Match them as nested patterns, `Err(Error::Graph(GraphError::Mismatch { .. }))`.
+//!
+//! To give a new area its own errors: write its enum in a file of its own under `error/`
+//! (`#[non_exhaustive]`, `Debug`, `Clone`, `thiserror::Error`, documented), declare it here as
+//! a `pub mod`, add one variant `Area(#[from] AreaError)` with `#[error(transparent)]` to
+//! [`Error`], and re-export the enum from the area's module, where its users look for it. The
+//! area's code then returns `Err(Error::Area(AreaError::Variant { .. }))` or
+//! `Err(AreaError::Variant { .. }.into())`. The files live here, not in the area, so that
+//! this module (the lowest layer) never imports a higher one.
 
 use std::ffi::CStr;
 use std::fmt;
@@ -13,6 +30,18 @@ use cuda_driver_sys as sys;
 pub use crate::callback::logger_panic_count;
 use crate::types::ErrorCode;
 use crate::types::ProcAddressStatus;
+
+pub mod graph;
+pub mod interop;
+pub mod layout;
+pub mod tensor_map;
+pub mod vmm;
+
+use self::graph::GraphError;
+use self::interop::InteropError;
+use self::layout::LayoutError;
+use self::tensor_map::TensorMapError;
+use self::vmm::VmmError;
 
 impl ErrorCode {
     /// The code's name, such as `"CUDA_ERROR_OUT_OF_MEMORY"`, from `cuGetErrorName`; for a
@@ -277,22 +306,6 @@ pub enum Error {
         reason: &'static str,
     },
 
-    /// A memset whose word width does not divide the element size.
-    #[error(
-        "{what} writes {width}-byte words, but the element type {elem} is {size} bytes, not a \
-         multiple of {width}"
-    )]
-    MemsetWidth {
-        /// The operation.
-        what: &'static str,
-        /// The word width in bytes (1, 2 or 4).
-        width: usize,
-        /// The element type's name.
-        elem: &'static str,
-        /// The element type's size in bytes.
-        size: usize,
-    },
-
     /// An image (PTX, cubin, fatbin) that the crate refuses to hand to the driver: not
     /// self-contained, truncated, or with tables pointing outside the bytes given.
     #[error("malformed {kind} image: {reason}")]
@@ -419,144 +432,6 @@ pub enum Error {
     #[error("a host callback panicked: {0}")]
     CallbackPanicked(String),
 
-    // Virtual memory, IPC and memory pools (memory/vmm.rs, memory/ipc.rs,
-    // memory/stream_ordered.rs).
-    /// A shareable handle type that the device, or this operating system, cannot provide
-    /// (fabric handles without `CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_FABRIC_SUPPORTED`, Windows
-    /// handles on Linux).
-    #[error("{what}: {handle_type:?} handles are not supported here: {reason}")]
-    HandleTypeUnsupported {
-        /// The operation.
-        what: &'static str,
-        /// The handle type asked for.
-        handle_type: crate::types::MemAllocationHandleType,
-        /// Why not (the device attribute that says so, or the operating system).
-        reason: &'static str,
-    },
-
-    /// A byte range of a virtual-memory mapping that is empty or does not fit in its address
-    /// range or physical allocation.
-    #[error("{what}: {len} bytes at offset {offset} do not fit in a {kind} of {size} bytes")]
-    MappingRange {
-        /// The operation.
-        what: &'static str,
-        /// "address range" or "physical allocation".
-        kind: &'static str,
-        /// Offset asked for, in bytes.
-        offset: usize,
-        /// Length asked for, in bytes.
-        len: usize,
-        /// Size of the range or allocation, in bytes.
-        size: usize,
-    },
-
-    /// A physical allocation cannot be mapped the way asked for because it is mapped
-    /// already: an exclusive mapping ([`AddressRange::map`](crate::memory::vmm::AddressRange::map))
-    /// excludes every other mapping of its allocation, and shared mappings
-    /// ([`AddressRange::map_shared`](crate::memory::vmm::AddressRange::map_shared)) exclude exclusive ones.
-    #[error(
-        "{what}: physical allocation {handle:#x} is mapped already; an exclusive mapping \
-         (AddressRange::map) excludes every other mapping of its allocation, and shared ones \
-         (AddressRange::map_shared) exclude an exclusive one"
-    )]
-    AllocationMapped {
-        /// The operation.
-        what: &'static str,
-        /// The raw allocation handle (`CUmemGenericAllocationHandle`).
-        handle: u64,
-        /// Whether the mapping in the way is exclusive (otherwise: shared mappings are).
-        exclusive: bool,
-    },
-
-    /// Memory opened from another process is smaller than the length asked for.
-    #[error("{what}: {needed} bytes asked for, but the shared allocation holds {size}")]
-    SharedAllocationTooSmall {
-        /// The operation.
-        what: &'static str,
-        /// Bytes asked for.
-        needed: usize,
-        /// Bytes the allocation has.
-        size: usize,
-    },
-
-    // --- graphs (Graph Management, stream capture) ---
-    /// [`Stream::launch_host_fn`](crate::Stream::launch_host_fn) on a stream being captured:
-    /// its `FnOnce` would be freed by the first of the graph's replays. Nothing was queued and
-    /// the capture is still valid; use
-    /// [`Stream::launch_host_fn_repeatable`](crate::Stream::launch_host_fn_repeatable).
-    #[error(
-        "{what}: the stream is being captured, and a captured host function may run many \
-         times, but this closure is FnOnce; use Stream::launch_host_fn_repeatable"
-    )]
-    HostFnNotReplayable {
-        /// The operation.
-        what: &'static str,
-    },
-
-    /// A stream capture was invalidated, typically by a call not allowed during capture (a
-    /// synchronizing call during a global-mode capture); `cuStreamEndCapture` returned
-    /// `CUDA_ERROR_STREAM_CAPTURE_INVALIDATED` and no graph was made.
-    #[error("the stream capture was invalidated (an operation not allowed during capture was made while it ran), at {location}")]
-    CaptureInvalidated {
-        /// Where the capture was ended.
-        location: &'static Location<'static>,
-    },
-
-    /// A capture was ended on another thread than the one that began it, in the global or
-    /// thread-local mode (`CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD`).
-    #[error("the stream capture was begun on another thread (global or thread-local mode), at {location}")]
-    CaptureWrongThread {
-        /// Where the capture was ended.
-        location: &'static Location<'static>,
-    },
-
-    /// `cuGraphExecUpdate` refused the graph; the result info says why and where.
-    #[error("{}", GraphUpdateDisplay { reason: *reason, node: *node, from_node: *from_node })]
-    GraphUpdate {
-        /// Why (`CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED`, ...).
-        reason: crate::types::GraphExecUpdateResult,
-        /// The raw `CUgraphNode` the error is about (the "to" node of a mismatching edge), or
-        /// 0 when the error is not about one node.
-        node: usize,
-        /// The "from" node of a mismatching edge, or 0.
-        from_node: usize,
-    },
-
-    /// `cuGraphInstantiateWithParams` refused the graph.
-    #[error("cannot instantiate the graph: {reason:?} (error node {node:#x})")]
-    GraphInstantiate {
-        /// Why (`CUDA_GRAPH_INSTANTIATE_INVALID_STRUCTURE`, ...).
-        reason: crate::types::GraphInstantiateResult,
-        /// The raw `CUgraphNode` at fault, or 0.
-        node: usize,
-    },
-
-    /// An object of one graph used with another graph (a conditional handle created for
-    /// another graph, a node of another graph as a dependency).
-    #[error(
-        "{what}: the object belongs to graph {expected:#x}, but is used with graph {found:#x}"
-    )]
-    GraphMismatch {
-        /// The operation.
-        what: &'static str,
-        /// The raw `CUgraph` the object belongs to.
-        expected: usize,
-        /// The raw `CUgraph` it was used with.
-        found: usize,
-    },
-
-    /// A node of one kind where another kind is needed (the parameters of a memset asked of a
-    /// kernel node).
-    #[error("{what} needs a node of type {expected:?}, but the node is {found:?}")]
-    NodeKind {
-        /// The operation.
-        what: &'static str,
-        /// The kind it needs.
-        expected: crate::types::GraphNodeType,
-        /// The node's kind.
-        found: crate::types::GraphNodeType,
-    },
-
     // Issue #14 (contexts, streams, execution control, green contexts, interop, ...).
     /// The device lacks a feature an operation needs, as a device attribute says (checked
     /// before the driver call).
@@ -580,84 +455,28 @@ pub enum Error {
         available: usize,
     },
 
-    /// An extent that must not be zero is (an array's width, a pitched allocation's height,
-    /// the number of layers or mipmap levels).
-    #[error("{what}: the {axis} is zero")]
-    ZeroExtent {
-        /// The operation.
-        what: &'static str,
-        /// Which extent.
-        axis: &'static str,
-    },
+    // One variant per area whose errors live in a file of their own under `error/`.
+    /// A graph or a stream capture refused an operation.
+    #[error(transparent)]
+    Graph(#[from] GraphError),
 
-    /// A 2D/3D copy, a row or a sub-rectangle that would reach past a view, a slice's rows
-    /// or an array.
-    #[error("{what}: the {operand} region reaches {end} along {axis}, past its limit {limit}")]
-    RegionOutOfBounds {
-        /// The operation.
-        what: &'static str,
-        /// Which operand: "source", "destination", "view".
-        operand: &'static str,
-        /// The axis: "x", "x (bytes)", "y", "z", "bytes".
-        axis: &'static str,
-        /// Where the region ends along that axis.
-        end: usize,
-        /// The operand's extent along that axis.
-        limit: usize,
-    },
+    /// A tensor map's parameters break one of the encoding's rules.
+    #[error(transparent)]
+    TensorMap(#[from] TensorMapError),
 
-    /// An element type whose size is not that of the array format it is used with.
-    #[error("{what}: the element type {elem} is {size} bytes, not an element of {format}")]
-    ElementFormat {
-        /// The operation.
-        what: &'static str,
-        /// The element type's name.
-        elem: &'static str,
-        /// Its size in bytes.
-        size: usize,
-        /// The format and channel count.
-        format: String,
-    },
+    /// A shape, region or element type that a memory operation (an array, pitched memory, a
+    /// 2D/3D copy, a memset) cannot take.
+    #[error(transparent)]
+    Layout(#[from] LayoutError),
 
-    /// An array without a flag the operation needs (a surface needs
-    /// [`Array3DFlags::SURFACE_LDST`](crate::types::Array3DFlags::SURFACE_LDST)).
-    #[error("{what} needs an array created with {flag}")]
-    MissingArrayFlag {
-        /// The operation.
-        what: &'static str,
-        /// The flag's name.
-        flag: &'static str,
-    },
+    /// A virtual-memory mapping or a shareable handle (of an allocation, a pool, memory of
+    /// another process) that cannot be made.
+    #[error(transparent)]
+    Vmm(#[from] VmmError),
 
-    /// Parameters of a tensor map that break one of the encoding's rules.
-    #[error("tensor map rule broken ({rule}): {detail}")]
-    TensorMapRule {
-        /// The rule: "rank", "global dims", "global strides", "box dims", ...
-        rule: &'static str,
-        /// What is wrong, with the values.
-        detail: String,
-    },
-
-    /// An operation on 1D arrays used with an array of more dimensions (the legacy
-    /// `cuMemcpyAtoH`-style copies address a 1D array by byte offset).
-    #[error("{what} needs a 1D array, not one of {height} rows and depth {depth}")]
-    ArrayNot1D {
-        /// The operation.
-        what: &'static str,
-        /// The array's height.
-        height: usize,
-        /// The array's depth.
-        depth: usize,
-    },
-
-    /// An external-resource handle of a type the operation cannot take.
-    #[error("{what}: external handle type {handle_type} is not supported here")]
-    ExternalHandleType {
-        /// The operation.
-        what: &'static str,
-        /// The raw handle type.
-        handle_type: u32,
-    },
+    /// An external resource (interop with other APIs) of a kind the operation cannot take.
+    #[error(transparent)]
+    Interop(#[from] InteropError),
 }
 
 struct DriverDisplay<'a> {
@@ -700,49 +519,6 @@ impl fmt::Display for DriverDisplay<'_> {
         } else {
             write!(f, "{call} failed: {code} at {location}")
         }
-    }
-}
-
-struct GraphUpdateDisplay {
-    reason: crate::types::GraphExecUpdateResult,
-    node: usize,
-    from_node: usize,
-}
-
-impl fmt::Display for GraphUpdateDisplay {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let why = match self.reason {
-            crate::types::GraphExecUpdateResult::ERROR_TOPOLOGY_CHANGED => {
-                "the graph's topology differs from the executable graph's"
-            }
-            crate::types::GraphExecUpdateResult::ERROR_NODE_TYPE_CHANGED => "a node's type changed",
-            crate::types::GraphExecUpdateResult::ERROR_FUNCTION_CHANGED
-            | crate::types::GraphExecUpdateResult::ERROR_UNSUPPORTED_FUNCTION_CHANGE => {
-                "a kernel node's function changed in a way that cannot be updated"
-            }
-            crate::types::GraphExecUpdateResult::ERROR_PARAMETERS_CHANGED => {
-                "a node's parameters changed in a way that cannot be updated"
-            }
-            crate::types::GraphExecUpdateResult::ERROR_NOT_SUPPORTED => {
-                "something about a node cannot be updated"
-            }
-            crate::types::GraphExecUpdateResult::ERROR_ATTRIBUTES_CHANGED => {
-                "a node's attributes changed in a way that cannot be updated"
-            }
-            _ => "the update failed",
-        };
-        write!(
-            f,
-            "cannot update the executable graph: {why} ({:?}",
-            self.reason
-        )?;
-        if self.node != 0 {
-            write!(f, ", node {:#x}", self.node)?;
-        }
-        if self.from_node != 0 {
-            write!(f, ", edge from node {:#x}", self.from_node)?;
-        }
-        write!(f, ")")
     }
 }
 
@@ -924,7 +700,7 @@ mod tests {
             s.starts_with("cuMemAlloc_v2 failed: CUDA_ERROR_OUT_OF_MEMORY ("),
             "{s}"
         );
-        assert!(s.ends_with(&format!("src/error.rs:{line}:17")), "{s}");
+        assert!(s.ends_with(&format!("src/error/mod.rs:{line}:17")), "{s}");
         assert_eq!(e.code(), Some(ErrorCode::OUT_OF_MEMORY));
         assert_eq!(e.call(), Some("cuMemAlloc_v2"));
     }
@@ -1012,5 +788,147 @@ mod tests {
             e.to_string(),
             "cuKernelGetParamInfo needs a CUDA 12.4 driver, but the installed driver supports CUDA 12.0"
         );
+    }
+
+    #[test]
+    fn area_errors_convert_into_error_and_keep_their_text() {
+        fn error_traits<T: std::error::Error + Clone + Send + Sync + 'static>() {}
+        error_traits::<Error>();
+        error_traits::<GraphError>();
+        error_traits::<TensorMapError>();
+        error_traits::<LayoutError>();
+        error_traits::<VmmError>();
+        error_traits::<InteropError>();
+
+        // `?` converts an area's error into an `Error` (the `#[from]` of its variant).
+        fn refuse(area: GraphError) -> Result<()> {
+            Err(area)?
+        }
+        let e = refuse(GraphError::Mismatch {
+            what: "Graph::add_dependencies",
+            expected: 0x10,
+            found: 0x20,
+        })
+        .unwrap_err();
+        assert!(
+            matches!(
+                e,
+                Error::Graph(GraphError::Mismatch {
+                    expected: 0x10,
+                    found: 0x20,
+                    ..
+                })
+            ),
+            "{e:?}"
+        );
+        // The texts are those of the variants they replace (`Error::GraphMismatch`, ...).
+        assert_eq!(
+            e.to_string(),
+            "Graph::add_dependencies: the object belongs to graph 0x10, but is used with graph 0x20"
+        );
+        assert_eq!((e.code(), e.call(), e.is_sticky()), (None, None, false));
+        assert!(std::error::Error::source(&e).is_none());
+
+        let location = Location::caller();
+        let e = Error::from(GraphError::CaptureInvalidated { location });
+        assert_eq!(
+            e.to_string(),
+            format!(
+                "the stream capture was invalidated (an operation not allowed during capture was \
+                 made while it ran), at {location}"
+            )
+        );
+
+        let cases: [(Error, &str); 5] = [
+            (
+                TensorMapError::Rule {
+                    rule: "rank",
+                    detail: "6 dimensions, at most 5".into(),
+                }
+                .into(),
+                "tensor map rule broken (rank): 6 dimensions, at most 5",
+            ),
+            (
+                LayoutError::RegionOutOfBounds {
+                    what: "Copy2D::run",
+                    operand: "source",
+                    axis: "y",
+                    end: 9,
+                    limit: 8,
+                }
+                .into(),
+                "Copy2D::run: the source region reaches 9 along y, past its limit 8",
+            ),
+            (
+                LayoutError::ZeroExtent {
+                    what: "Array::new",
+                    axis: "width",
+                }
+                .into(),
+                "Array::new: the width is zero",
+            ),
+            (
+                VmmError::MappingRange {
+                    what: "AddressRange::map",
+                    kind: "physical allocation",
+                    offset: 4096,
+                    len: 8192,
+                    size: 8192,
+                }
+                .into(),
+                "AddressRange::map: 8192 bytes at offset 4096 do not fit in a physical allocation \
+                 of 8192 bytes",
+            ),
+            (
+                InteropError::HandleTypeUnsupported {
+                    what: "ExternalSemaphore::import",
+                    handle_type: 99,
+                }
+                .into(),
+                "ExternalSemaphore::import: external handle type 99 is not supported here",
+            ),
+        ];
+        for (e, text) in cases {
+            assert_eq!(e.to_string(), text, "{e:?}");
+            assert_eq!(e.code(), None);
+        }
+        let layout = LayoutError::MemsetWidth {
+            what: "memset",
+            width: 4,
+            elem: "u8",
+            size: 1,
+        };
+        let text = layout.to_string();
+        let e = Error::from(layout);
+        assert!(
+            matches!(e, Error::Layout(LayoutError::MemsetWidth { width: 4, .. })),
+            "{e:?}"
+        );
+        assert_eq!(e.to_string(), text);
+        assert_eq!(
+            text,
+            "memset writes 4-byte words, but the element type u8 is 1 bytes, not a multiple of 4"
+        );
+        let e = Error::from(VmmError::SharedAllocationTooSmall {
+            what: "IpcMemory::open",
+            needed: 64,
+            size: 32,
+        });
+        assert!(matches!(
+            e,
+            Error::Vmm(VmmError::SharedAllocationTooSmall { needed: 64, .. })
+        ));
+        assert_eq!(
+            e.to_string(),
+            "IpcMemory::open: 64 bytes asked for, but the shared allocation holds 32"
+        );
+        let e = Error::from(TensorMapError::Rule {
+            rule: "bounds",
+            detail: String::new(),
+        });
+        assert!(matches!(
+            e,
+            Error::TensorMap(TensorMapError::Rule { rule: "bounds", .. })
+        ));
     }
 }
