@@ -28,10 +28,8 @@ use cuda_driver_sys as sys;
 use crate::context::Context;
 use crate::count::count_u32;
 use crate::error::{Error, Result};
-use crate::memory::{
-    ArrayDescriptor, ArrayElement, ArrayRefMut, DeviceMemory, DeviceMemoryMut, DeviceSlice,
-    DeviceSliceMut, MipmappedArray,
-};
+use crate::memory::owner::device_memory;
+use crate::memory::{ArrayDescriptor, ArrayElement, ArrayRefMut, MipmappedArray};
 use crate::release::SendRaw;
 use crate::repr::DeviceRepr;
 use crate::stream::Stream;
@@ -277,22 +275,12 @@ impl<T: DeviceRepr> Drop for ExternalBuffer<T> {
     }
 }
 
-// SAFETY: views of `len` elements at `ptr`, mapped in `mem.ctx`, alive while self lives.
-unsafe impl<T: DeviceRepr> DeviceMemory for ExternalBuffer<T> {
-    type Elem = T;
-    fn as_view(&self) -> DeviceSlice<'_, T> {
-        // SAFETY: `ptr` holds `len` elements of device memory of the context, owned by self.
-        unsafe { DeviceSlice::from_raw(self.ptr, self.len, &self.mem.ctx) }
-    }
-}
-
-// SAFETY: as above, borrowed exclusively.
-unsafe impl<T: DeviceRepr> DeviceMemoryMut for ExternalBuffer<T> {
-    fn as_view_mut(&mut self) -> DeviceSliceMut<'_, T> {
-        // SAFETY: as above; `&mut self` makes the view exclusive.
-        unsafe { DeviceSliceMut::from_raw(self.ptr, self.len, &self.mem.ctx) }
-    }
-}
+// SAFETY: views of `len` elements at `ptr`, mapped in `mem.ctx`, alive while self lives; not
+// stream-ordered (`cuMemFree` waits for the device); `&mut self` makes a mutable view exclusive.
+device_memory!(
+    impl[T: DeviceRepr] ExternalBuffer<T>, mut impl[T: DeviceRepr] ExternalBuffer<T>;
+    |this| (this.ptr, this.len, &this.mem.ctx, std::ptr::null_mut())
+);
 
 /// A mipmapped array mapped from an [`ExternalMemory`]
 /// (`cuExternalMemoryGetMappedMipmappedArray`); derefs to `&`[`MipmappedArray`] (shared
