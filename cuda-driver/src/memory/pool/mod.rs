@@ -623,20 +623,9 @@ impl MemPool {
     #[wraps(cuMemPoolCreate)]
     #[track_caller]
     pub fn new(device: Device) -> Result<MemPool> {
-        init()?;
-        let props = sys::CUmemPoolProps {
-            allocType: sys::CU_MEM_ALLOCATION_TYPE_PINNED,
-            handleTypes: sys::CU_MEM_HANDLE_TYPE_NONE,
-            location: crate::memory::MemLocation::device(device).as_raw(),
-            ..Default::default()
-        };
-        let mut raw = ptr::null_mut();
-        call!(
-            // SAFETY: `props` is a fully initialised CUmemPoolProps (reserved bytes zero); writes
-            // one handle, owned by the MemPool built in the next statement.
-            unsafe { sys::cuMemPoolCreate(&mut raw, &props) },
-        )?;
-        Ok(MemPool { raw, device })
+        // The default properties of `device`: the location is the device's and no handle
+        // types are asked for, so `with_props` refuses nothing and queries no attribute.
+        Self::with_props(device, &MemPoolProps::device(device))
     }
 
     /// The device's default pool, which the driver owns: a borrowed handle.
