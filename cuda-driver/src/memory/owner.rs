@@ -221,7 +221,8 @@ pub unsafe trait DeviceMemoryMut: DeviceMemory {
 /// one closure-like expression naming its memory: `|this| (ptr, len, ctx, home)`, `this`
 /// being `&Owner`. Every owner's views are built here, by the one constructor
 /// ([`DeviceSlice::from_parts`], [`DeviceSliceMut::from_parts`]); the invocation's
-/// `// SAFETY:` comment says why the parts meet its contract for that owner.
+/// `// SAFETY:` comment says why the parts meet its contract for that owner. The element type
+/// parameter is named `T` (the impls' `Elem`).
 ///
 /// ```ignore
 /// // SAFETY: <why `ptr` holds `len` live elements of `ctx`, how the release waits, and
