@@ -29,11 +29,9 @@ use crate::context::Context;
 use crate::count::count_u32;
 pub use crate::error::interop::InteropError;
 use crate::error::layout::LayoutError;
-use crate::error::{Error, Result};
-use crate::memory::{
-    ArrayDescriptor, ArrayElement, ArrayRefMut, DeviceMemory, DeviceMemoryMut, DeviceSlice,
-    DeviceSliceMut, MipmappedArray,
-};
+use crate::error::{check, Error, Result};
+use crate::memory::owner::device_memory;
+use crate::memory::{ArrayDescriptor, ArrayElement, ArrayRefMut, MipmappedArray};
 use crate::release::SendRaw;
 use crate::repr::DeviceRepr;
 use crate::stream::Stream;
@@ -279,22 +277,12 @@ impl<T: DeviceRepr> Drop for ExternalBuffer<T> {
     }
 }
 
-// SAFETY: views of `len` elements at `ptr`, mapped in `mem.ctx`, alive while self lives.
-unsafe impl<T: DeviceRepr> DeviceMemory for ExternalBuffer<T> {
-    type Elem = T;
-    fn as_view(&self) -> DeviceSlice<'_, T> {
-        // SAFETY: `ptr` holds `len` elements of device memory of the context, owned by self.
-        unsafe { DeviceSlice::from_raw(self.ptr, self.len, &self.mem.ctx) }
-    }
-}
-
-// SAFETY: as above, borrowed exclusively.
-unsafe impl<T: DeviceRepr> DeviceMemoryMut for ExternalBuffer<T> {
-    fn as_view_mut(&mut self) -> DeviceSliceMut<'_, T> {
-        // SAFETY: as above; `&mut self` makes the view exclusive.
-        unsafe { DeviceSliceMut::from_raw(self.ptr, self.len, &self.mem.ctx) }
-    }
-}
+// SAFETY: views of `len` elements at `ptr`, mapped in `mem.ctx`, alive while self lives; not
+// stream-ordered (`cuMemFree` waits for the device); `&mut self` makes a mutable view exclusive.
+device_memory!(
+    impl[T: DeviceRepr] ExternalBuffer<T>, mut impl[T: DeviceRepr] ExternalBuffer<T>;
+    |this| (this.ptr, this.len, &this.mem.ctx, std::ptr::null_mut())
+);
 
 /// A mipmapped array mapped from an [`ExternalMemory`]
 /// (`cuExternalMemoryGetMappedMipmappedArray`); derefs to `&`[`MipmappedArray`] (shared
@@ -494,7 +482,7 @@ impl ExternalSemaphore {
 }
 
 /// The raw signal parameters of `value`.
-pub(crate) fn signal_params(
+fn signal_params(
     value: SemaphoreValue,
     flags: ExternalSemaphoreSignalFlags,
 ) -> sys::CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS {
@@ -507,7 +495,7 @@ pub(crate) fn signal_params(
 }
 
 /// The raw wait parameters of `value`.
-pub(crate) fn wait_params(
+fn wait_params(
     value: SemaphoreValue,
     flags: ExternalSemaphoreWaitFlags,
 ) -> sys::CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS {
@@ -519,6 +507,90 @@ pub(crate) fn wait_params(
     p.flags = flags.bits();
     p
 }
+
+/// What a signal and a wait of external semaphores differ in, keyed by their flags type:
+/// the raw parameters of one semaphore, a graph node's parameter struct, and the stream
+/// call. The stream operations and the graph nodes of both are written once over it.
+pub(crate) trait SemaphoreOp: Copy {
+    /// `CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS` or `CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS`.
+    type Params;
+    /// `CUDA_EXT_SEM_SIGNAL_NODE_PARAMS` or `CUDA_EXT_SEM_WAIT_NODE_PARAMS`.
+    type NodeParams;
+    /// The name of [`queue`](Self::queue)'s driver call.
+    const QUEUE_CALL: &'static str;
+    /// The raw parameters of `value` with these flags.
+    fn params(self, value: SemaphoreValue) -> Self::Params;
+    /// A node's parameters naming `n` semaphores and their parameters.
+    fn node_params(
+        sems: *mut sys::CUexternalSemaphore,
+        params: *mut Self::Params,
+        n: u32,
+    ) -> Self::NodeParams;
+    /// Queues the operation on `stream`.
+    ///
+    /// # Safety
+    /// `sems` and `params` hold `n` live semaphores and their parameters; `stream` is alive.
+    unsafe fn queue(
+        sems: *const sys::CUexternalSemaphore,
+        params: *const Self::Params,
+        n: u32,
+        stream: sys::CUstream,
+    ) -> sys::CUresult;
+}
+
+macro_rules! semaphore_op {
+    ($flags:ty, $params:ty, $node:ident, $make:ident, $queue:ident) => {
+        impl SemaphoreOp for $flags {
+            type Params = $params;
+            type NodeParams = sys::$node;
+            const QUEUE_CALL: &'static str = ::core::stringify!($queue);
+
+            #[inline]
+            fn params(self, value: SemaphoreValue) -> Self::Params {
+                $make(value, self)
+            }
+
+            #[inline]
+            fn node_params(
+                sems: *mut sys::CUexternalSemaphore,
+                params: *mut Self::Params,
+                n: u32,
+            ) -> Self::NodeParams {
+                sys::$node {
+                    extSemArray: sems,
+                    paramsArray: params,
+                    numExtSems: n,
+                }
+            }
+
+            #[inline]
+            unsafe fn queue(
+                sems: *const sys::CUexternalSemaphore,
+                params: *const Self::Params,
+                n: u32,
+                stream: sys::CUstream,
+            ) -> sys::CUresult {
+                // SAFETY: the caller's guarantees.
+                unsafe { sys::$queue(sems, params, n, stream) }
+            }
+        }
+    };
+}
+
+semaphore_op!(
+    ExternalSemaphoreSignalFlags,
+    sys::CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS,
+    CUDA_EXT_SEM_SIGNAL_NODE_PARAMS,
+    signal_params,
+    cuSignalExternalSemaphoresAsync
+);
+semaphore_op!(
+    ExternalSemaphoreWaitFlags,
+    sys::CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS,
+    CUDA_EXT_SEM_WAIT_NODE_PARAMS,
+    wait_params,
+    cuWaitExternalSemaphoresAsync
+);
 
 /// Checks that every semaphore belongs to the stream's context.
 #[track_caller]
@@ -548,30 +620,7 @@ impl Stream {
         sems: &[(&ExternalSemaphore, SemaphoreValue)],
         flags: ExternalSemaphoreSignalFlags,
     ) -> Result<()> {
-        same_ctx("Stream::signal_external_semaphores", sems, self)?;
-        if sems.is_empty() {
-            return Ok(());
-        }
-        let count = count_u32(
-            "Stream::signal_external_semaphores",
-            "semaphores",
-            sems.len(),
-        )?;
-        let raws: Vec<_> = sems.iter().map(|(s, _)| s.raw).collect();
-        let params: Vec<_> = sems.iter().map(|&(_, v)| signal_params(v, flags)).collect();
-        let _cur = self.context().enter()?;
-        call!(
-            // SAFETY: `raws` and `params` hold `raws.len()` live semaphores and their
-            // parameters, read during the call.
-            unsafe {
-                sys::cuSignalExternalSemaphoresAsync(
-                    raws.as_ptr(),
-                    params.as_ptr(),
-                    count,
-                    self.as_raw(),
-                )
-            },
-        )
+        self.queue_semaphores("Stream::signal_external_semaphores", sems, flags)
     }
 
     /// Makes the work queued after wait until each semaphore is signalled (with at least its
@@ -583,24 +632,30 @@ impl Stream {
         sems: &[(&ExternalSemaphore, SemaphoreValue)],
         flags: ExternalSemaphoreWaitFlags,
     ) -> Result<()> {
-        same_ctx("Stream::wait_external_semaphores", sems, self)?;
+        self.queue_semaphores("Stream::wait_external_semaphores", sems, flags)
+    }
+
+    /// The one body of `signal_external_semaphores` and `wait_external_semaphores`.
+    #[track_caller]
+    fn queue_semaphores<F: SemaphoreOp>(
+        &self,
+        what: &'static str,
+        sems: &[(&ExternalSemaphore, SemaphoreValue)],
+        flags: F,
+    ) -> Result<()> {
+        same_ctx(what, sems, self)?;
         if sems.is_empty() {
             return Ok(());
         }
-        let count = count_u32("Stream::wait_external_semaphores", "semaphores", sems.len())?;
+        let count = count_u32(what, "semaphores", sems.len())?;
         let raws: Vec<_> = sems.iter().map(|(s, _)| s.raw).collect();
-        let params: Vec<_> = sems.iter().map(|&(_, v)| wait_params(v, flags)).collect();
+        let params: Vec<_> = sems.iter().map(|&(_, v)| flags.params(v)).collect();
         let _cur = self.context().enter()?;
-        call!(
-            // SAFETY: as in signal_external_semaphores.
-            unsafe {
-                sys::cuWaitExternalSemaphoresAsync(
-                    raws.as_ptr(),
-                    params.as_ptr(),
-                    count,
-                    self.as_raw(),
-                )
-            },
+        check(
+            // SAFETY: `raws` and `params` hold `count` live semaphores and their parameters,
+            // read during the call.
+            unsafe { F::queue(raws.as_ptr(), params.as_ptr(), count, self.as_raw()) },
+            F::QUEUE_CALL,
         )
     }
 }

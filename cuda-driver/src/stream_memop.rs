@@ -14,9 +14,10 @@ use cuda_driver_macros::{call, wraps};
 use cuda_driver_sys as sys;
 
 use crate::device::Device;
-use crate::error::{Error, Result};
+use crate::error::{check, Error, Result};
 use crate::memory::view::{check_stream, stream_identity};
 use crate::memory::view::{DeviceSlice, DeviceSliceMut};
+use crate::repr::DeviceRepr;
 use crate::stream::Stream;
 use crate::types::DeviceAttribute;
 
@@ -79,10 +80,88 @@ fn first<T: crate::repr::DeviceRepr>(len: usize, what: &'static str) -> Result<(
     Ok(())
 }
 
+/// A word a stream memory operation waits on or writes, `u32` or `u64`: the one place the
+/// 32- and 64-bit forms differ (the driver call, the batch operation, and whether the device
+/// needs `CAN_USE_64_BIT_STREAM_MEM_OPS`).
+trait MemOpWord: DeviceRepr + Into<u64> {
+    /// Whether the operation needs `CAN_USE_64_BIT_STREAM_MEM_OPS`.
+    const IS_64: bool;
+    const WAIT_OP: sys::CUstreamBatchMemOpType;
+    const WRITE_OP: sys::CUstreamBatchMemOpType;
+    const WAIT_CALL: &'static str;
+    const WRITE_CALL: &'static str;
+    /// # Safety
+    /// `addr` holds a live word of the stream's context; `stream` is alive.
+    unsafe fn wait(
+        stream: sys::CUstream,
+        addr: sys::CUdeviceptr,
+        value: Self,
+        flags: u32,
+    ) -> sys::CUresult;
+    /// # Safety
+    /// As for `wait`, and the word may be written.
+    unsafe fn write(
+        stream: sys::CUstream,
+        addr: sys::CUdeviceptr,
+        value: Self,
+        flags: u32,
+    ) -> sys::CUresult;
+}
+
+macro_rules! mem_op_word {
+    ($t:ty, $is_64:literal, $wait_op:ident, $write_op:ident, $wait:ident, $write:ident) => {
+        impl MemOpWord for $t {
+            const IS_64: bool = $is_64;
+            const WAIT_OP: sys::CUstreamBatchMemOpType = sys::$wait_op;
+            const WRITE_OP: sys::CUstreamBatchMemOpType = sys::$write_op;
+            const WAIT_CALL: &'static str = ::core::stringify!($wait);
+            const WRITE_CALL: &'static str = ::core::stringify!($write);
+            #[inline(always)]
+            unsafe fn wait(
+                stream: sys::CUstream,
+                addr: sys::CUdeviceptr,
+                value: Self,
+                flags: u32,
+            ) -> sys::CUresult {
+                // SAFETY: the caller's guarantees.
+                unsafe { sys::$wait(stream, addr, value, flags) }
+            }
+            #[inline(always)]
+            unsafe fn write(
+                stream: sys::CUstream,
+                addr: sys::CUdeviceptr,
+                value: Self,
+                flags: u32,
+            ) -> sys::CUresult {
+                // SAFETY: the caller's guarantees.
+                unsafe { sys::$write(stream, addr, value, flags) }
+            }
+        }
+    };
+}
+
+mem_op_word!(
+    u32,
+    false,
+    CU_STREAM_MEM_OP_WAIT_VALUE_32,
+    CU_STREAM_MEM_OP_WRITE_VALUE_32,
+    cuStreamWaitValue32_v2,
+    cuStreamWriteValue32_v2
+);
+mem_op_word!(
+    u64,
+    true,
+    CU_STREAM_MEM_OP_WAIT_VALUE_64,
+    CU_STREAM_MEM_OP_WRITE_VALUE_64,
+    cuStreamWaitValue64_v2,
+    cuStreamWriteValue64_v2
+);
+
 impl Stream {
     /// Makes the stream wait until the first `u32` of `word` satisfies `flags` against
     /// `value` (`GEQ`, `EQ`, `AND`, `NOR`; `FLUSH`).
     #[wraps(cuStreamWaitValue32)]
+    #[inline]
     #[track_caller]
     pub fn wait_value_u32(
         &self,
@@ -90,21 +169,13 @@ impl Stream {
         value: u32,
         flags: StreamWaitValueFlags,
     ) -> Result<()> {
-        first::<u32>(word.len(), "Stream::wait_value_u32")?;
-        check_stream("Stream::wait_value_u32", word.context(), word.home(), self)?;
-        check_wait_flags(self.context().device(), flags, "Stream::wait_value_u32")?;
-        let _cur = self.context().enter()?;
-        call!(
-            // SAFETY: the view borrows at least one live u32; the wait only reads it.
-            unsafe {
-                sys::cuStreamWaitValue32_v2(self.as_raw(), word.as_raw(), value, flags.as_raw())
-            },
-        )
+        self.wait_value(word, value, flags, "Stream::wait_value_u32")
     }
 
     /// [`wait_value_u32`](Self::wait_value_u32) on a `u64`; needs
     /// `CAN_USE_64_BIT_STREAM_MEM_OPS`.
     #[wraps(cuStreamWaitValue64)]
+    #[inline]
     #[track_caller]
     pub fn wait_value_u64(
         &self,
@@ -112,22 +183,12 @@ impl Stream {
         value: u64,
         flags: StreamWaitValueFlags,
     ) -> Result<()> {
-        first::<u64>(word.len(), "Stream::wait_value_u64")?;
-        check_stream("Stream::wait_value_u64", word.context(), word.home(), self)?;
-        let dev = self.context().device();
-        require_64(dev, "Stream::wait_value_u64")?;
-        check_wait_flags(dev, flags, "Stream::wait_value_u64")?;
-        let _cur = self.context().enter()?;
-        call!(
-            // SAFETY: the view borrows at least one live u64; the wait only reads it.
-            unsafe {
-                sys::cuStreamWaitValue64_v2(self.as_raw(), word.as_raw(), value, flags.as_raw())
-            },
-        )
+        self.wait_value(word, value, flags, "Stream::wait_value_u64")
     }
 
     /// Writes `value` to the first `u32` of `word` in stream order.
     #[wraps(cuStreamWriteValue32)]
+    #[inline]
     #[track_caller]
     pub fn write_value_u32(
         &self,
@@ -135,20 +196,13 @@ impl Stream {
         value: u32,
         flags: StreamWriteValueFlags,
     ) -> Result<()> {
-        first::<u32>(word.len(), "Stream::write_value_u32")?;
-        check_stream("Stream::write_value_u32", word.context(), word.home(), self)?;
-        let _cur = self.context().enter()?;
-        call!(
-            // SAFETY: the view borrows at least one live u32 mutably.
-            unsafe {
-                sys::cuStreamWriteValue32_v2(self.as_raw(), word.as_raw(), value, flags.as_raw())
-            },
-        )
+        self.write_value(word, value, flags, "Stream::write_value_u32")
     }
 
     /// Writes `value` to the first `u64` of `word` in stream order; needs
     /// `CAN_USE_64_BIT_STREAM_MEM_OPS`.
     #[wraps(cuStreamWriteValue64)]
+    #[inline]
     #[track_caller]
     pub fn write_value_u64(
         &self,
@@ -156,15 +210,53 @@ impl Stream {
         value: u64,
         flags: StreamWriteValueFlags,
     ) -> Result<()> {
-        first::<u64>(word.len(), "Stream::write_value_u64")?;
-        check_stream("Stream::write_value_u64", word.context(), word.home(), self)?;
-        require_64(self.context().device(), "Stream::write_value_u64")?;
+        self.write_value(word, value, flags, "Stream::write_value_u64")
+    }
+
+    /// The one body of the `wait_value_*` twins.
+    #[track_caller]
+    fn wait_value<W: MemOpWord>(
+        &self,
+        word: &DeviceSlice<'_, W>,
+        value: W,
+        flags: StreamWaitValueFlags,
+        what: &'static str,
+    ) -> Result<()> {
+        first::<W>(word.len(), what)?;
+        check_stream(what, word.context(), word.home(), self)?;
+        let dev = self.context().device();
+        if W::IS_64 {
+            require_64(dev, what)?;
+        }
+        check_wait_flags(dev, flags, what)?;
         let _cur = self.context().enter()?;
-        call!(
-            // SAFETY: the view borrows at least one live u64 mutably.
-            unsafe {
-                sys::cuStreamWriteValue64_v2(self.as_raw(), word.as_raw(), value, flags.as_raw())
-            },
+        check(
+            // SAFETY: the view borrows at least one live word of the stream's context; the
+            // wait only reads it.
+            unsafe { W::wait(self.as_raw(), word.as_raw(), value, flags.as_raw()) },
+            W::WAIT_CALL,
+        )
+    }
+
+    /// The one body of the `write_value_*` twins.
+    #[track_caller]
+    fn write_value<W: MemOpWord>(
+        &self,
+        word: &mut DeviceSliceMut<'_, W>,
+        value: W,
+        flags: StreamWriteValueFlags,
+        what: &'static str,
+    ) -> Result<()> {
+        first::<W>(word.len(), what)?;
+        check_stream(what, word.context(), word.home(), self)?;
+        if W::IS_64 {
+            require_64(self.context().device(), what)?;
+        }
+        let _cur = self.context().enter()?;
+        check(
+            // SAFETY: the view borrows at least one live word of the stream's context mutably.
+            unsafe { W::write(self.as_raw(), word.as_raw(), value, flags.as_raw()) },
+            W::WRITE_CALL,
         )
     }
 
@@ -390,6 +482,7 @@ impl<'a> MemOpBatch<'a> {
     }
 
     /// Adds a wait on the first `u32` of `word`.
+    #[inline]
     #[track_caller]
     pub fn wait_u32(
         &mut self,
@@ -397,18 +490,11 @@ impl<'a> MemOpBatch<'a> {
         value: u32,
         flags: StreamWaitValueFlags,
     ) -> Result<&mut Self> {
-        first::<u32>(word.len(), "MemOpBatch::wait_u32")?;
-        self.note_view(word.context(), word.home(), "MemOpBatch::wait_u32")?;
-        self.wait(
-            sys::CU_STREAM_MEM_OP_WAIT_VALUE_32,
-            word.as_raw(),
-            value as u64,
-            flags,
-        );
-        Ok(self)
+        self.add_wait(word, value, flags, "MemOpBatch::wait_u32")
     }
 
     /// Adds a wait on the first `u64` of `word`.
+    #[inline]
     #[track_caller]
     pub fn wait_u64(
         &mut self,
@@ -416,19 +502,11 @@ impl<'a> MemOpBatch<'a> {
         value: u64,
         flags: StreamWaitValueFlags,
     ) -> Result<&mut Self> {
-        first::<u64>(word.len(), "MemOpBatch::wait_u64")?;
-        self.note_view(word.context(), word.home(), "MemOpBatch::wait_u64")?;
-        self.needs_64 = true;
-        self.wait(
-            sys::CU_STREAM_MEM_OP_WAIT_VALUE_64,
-            word.as_raw(),
-            value,
-            flags,
-        );
-        Ok(self)
+        self.add_wait(word, value, flags, "MemOpBatch::wait_u64")
     }
 
     /// Adds a write of the first `u32` of `word`.
+    #[inline]
     #[track_caller]
     pub fn write_u32(
         &mut self,
@@ -436,18 +514,11 @@ impl<'a> MemOpBatch<'a> {
         value: u32,
         flags: StreamWriteValueFlags,
     ) -> Result<&mut Self> {
-        first::<u32>(word.len(), "MemOpBatch::write_u32")?;
-        self.note_view(word.context(), word.home(), "MemOpBatch::write_u32")?;
-        self.write(
-            sys::CU_STREAM_MEM_OP_WRITE_VALUE_32,
-            word.as_raw(),
-            value as u64,
-            flags,
-        );
-        Ok(self)
+        self.add_write(word, value, flags, "MemOpBatch::write_u32")
     }
 
     /// Adds a write of the first `u64` of `word`.
+    #[inline]
     #[track_caller]
     pub fn write_u64(
         &mut self,
@@ -455,15 +526,38 @@ impl<'a> MemOpBatch<'a> {
         value: u64,
         flags: StreamWriteValueFlags,
     ) -> Result<&mut Self> {
-        first::<u64>(word.len(), "MemOpBatch::write_u64")?;
-        self.note_view(word.context(), word.home(), "MemOpBatch::write_u64")?;
-        self.needs_64 = true;
-        self.write(
-            sys::CU_STREAM_MEM_OP_WRITE_VALUE_64,
-            word.as_raw(),
-            value,
-            flags,
-        );
+        self.add_write(word, value, flags, "MemOpBatch::write_u64")
+    }
+
+    /// The one body of the `wait_*` twins.
+    #[track_caller]
+    fn add_wait<W: MemOpWord>(
+        &mut self,
+        word: &'a DeviceSlice<'_, W>,
+        value: W,
+        flags: StreamWaitValueFlags,
+        what: &'static str,
+    ) -> Result<&mut Self> {
+        first::<W>(word.len(), what)?;
+        self.note_view(word.context(), word.home(), what)?;
+        self.needs_64 |= W::IS_64;
+        self.wait(W::WAIT_OP, word.as_raw(), value.into(), flags);
+        Ok(self)
+    }
+
+    /// The one body of the `write_*` twins.
+    #[track_caller]
+    fn add_write<W: MemOpWord>(
+        &mut self,
+        word: &'a mut DeviceSliceMut<'_, W>,
+        value: W,
+        flags: StreamWriteValueFlags,
+        what: &'static str,
+    ) -> Result<&mut Self> {
+        first::<W>(word.len(), what)?;
+        self.note_view(word.context(), word.home(), what)?;
+        self.needs_64 |= W::IS_64;
+        self.write(W::WRITE_OP, word.as_raw(), value.into(), flags);
         Ok(self)
     }
 

@@ -16,7 +16,7 @@ use super::{raw_deps, Graph, GraphNode};
 use crate::entry_point::newer;
 use crate::error::graph::GraphError;
 use crate::error::{Error, Result};
-use crate::stream::Stream;
+use crate::stream::{RawCaptureInfo, Stream};
 use crate::types::ErrorCode;
 
 use crate::types::StreamCaptureMode as CaptureMode;
@@ -244,26 +244,12 @@ impl Stream {
     #[track_caller]
     pub fn capture_info(&self) -> Result<CaptureInfo> {
         let _cur = self.context().enter()?;
-        let mut status = sys::CU_STREAM_CAPTURE_STATUS_NONE;
-        let (mut id, mut graph, mut deps, mut n) = (0, ptr::null_mut(), ptr::null(), 0);
-        call!(
-            // SAFETY: the stream is alive; writes the outputs.
-            unsafe {
-                newer::cuStreamGetCaptureInfo_v2()?(
-                    self.as_raw(),
-                    &mut status,
-                    &mut id,
-                    &mut graph,
-                    &mut deps,
-                    &mut n,
-                )
-            },
-        )?;
+        let raw = self.capture_info_raw()?;
         Ok(CaptureInfo {
-            status: CaptureStatus::from_raw(status),
-            id,
-            graph,
-            dependency_count: n,
+            status: CaptureStatus::from_raw(raw.status),
+            id: raw.id,
+            graph: raw.graph,
+            dependency_count: raw.dependency_count,
         })
     }
 
@@ -437,21 +423,13 @@ impl<'c> Capture<'c> {
     #[track_caller]
     pub fn dependencies(&self) -> Result<Vec<GraphNode<'_>>> {
         let _cur = self.stream.context().enter()?;
-        let mut status = sys::CU_STREAM_CAPTURE_STATUS_NONE;
-        let (mut id, mut graph, mut deps, mut n) = (0, ptr::null_mut(), ptr::null(), 0);
-        call!(
-            // SAFETY: the stream is alive; writes the outputs.
-            unsafe {
-                newer::cuStreamGetCaptureInfo_v2()?(
-                    self.stream.as_raw(),
-                    &mut status,
-                    &mut id,
-                    &mut graph,
-                    &mut deps,
-                    &mut n,
-                )
-            },
-        )?;
+        let RawCaptureInfo {
+            status,
+            graph,
+            deps,
+            dependency_count: n,
+            ..
+        } = self.stream.capture_info_raw()?;
         if status != sys::CU_STREAM_CAPTURE_STATUS_ACTIVE || graph != self.graph.raw {
             return Err(Error::InvalidStream {
                 what: "Capture::dependencies",

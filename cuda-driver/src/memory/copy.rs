@@ -45,7 +45,7 @@ use cuda_driver_sys as sys;
 
 use super::array::{ArrayElement, ArrayRef, ArrayRefMut};
 use super::pitched::{Pitched2DView, Pitched2DViewMut};
-use super::view::{check_stream, common_home};
+use super::view::{blocking, check_stream, common_home};
 use crate::context::Context;
 use crate::entry_point::newer;
 use crate::error::layout::LayoutError;
@@ -453,20 +453,43 @@ impl Plan<'_> {
     }
 }
 
-/// Runs a blocking copy: the plain call, or on `home` followed by `cuStreamSynchronize`.
-#[track_caller]
-fn blocking(
-    home: sys::CUstream,
-    call: (&'static str, &'static str),
-    sync: impl FnOnce() -> sys::CUresult,
-    on_stream: impl FnOnce(sys::CUstream) -> sys::CUresult,
-) -> Result<()> {
-    if home.is_null() {
-        check(sync(), call.0)
-    } else {
-        check(on_stream(home), call.1)?;
-        // SAFETY: `home` is the live stream a borrowed operand is ordered on.
-        call!(unsafe { sys::cuStreamSynchronize(home) },)
+impl Plan<'_> {
+    /// The one body of the blocking and queued runs of a planned copy: `calls` names the
+    /// plain call `sync` and its stream form `on_stream`. With `queue` (a stream, and
+    /// whether host operands may be on it) the copy is checked for that stream and queued
+    /// on it; without, it runs blocking: `sync`, or (stream-ordered operands) `on_stream` on
+    /// their stream followed by `cuStreamSynchronize`.
+    ///
+    /// # Safety
+    /// `sync` and `on_stream` run this plan's copy (every operand borrowed for the plan's
+    /// lifetime, the regions checked, the destination borrowed exclusively) and nothing
+    /// else. With a queue that allows host operands, host memory of the copy stays valid
+    /// (the destination untouched by the host, the source unchanged) until the stream has
+    /// executed the copy.
+    #[inline(always)]
+    #[track_caller]
+    unsafe fn execute(
+        &self,
+        what: &'static str,
+        queue: Option<(&Stream, bool)>,
+        calls: (&'static str, &'static str),
+        sync: impl FnOnce() -> sys::CUresult,
+        on_stream: impl FnOnce(sys::CUstream) -> sys::CUresult,
+    ) -> Result<()> {
+        match queue {
+            None => {
+                let home = self.blocking_home(what)?;
+                let _cur = self.ctx.enter()?;
+                blocking(home, calls, sync, on_stream)
+            }
+            Some((stream, allow_host)) => {
+                // Memory ordered on a stream is used on it; other memory is released after
+                // its context's work; host memory is refused or kept valid by the caller.
+                self.check_async(what, stream, allow_host)?;
+                let _cur = self.ctx.enter()?;
+                check(on_stream(stream.as_raw()), calls.1)
+            }
+        }
     }
 }
 
@@ -645,19 +668,18 @@ impl<'a, T: DeviceRepr> Copy2D<'a, T> {
         let Some(p) = self.plan("Copy2D::run")? else {
             return Ok(());
         };
-        let home = p.blocking_home("Copy2D::run")?;
         let raw = p.raw_2d();
-        let _cur = p.ctx.enter()?;
-        blocking(
-            home,
-            ("cuMemcpy2D_v2", "cuMemcpy2DAsync_v2"),
-            // SAFETY: every operand is borrowed for 'a (host slices, views, arrays) and the
-            // region was checked to lie inside each; the destination is borrowed exclusively.
-            || unsafe { sys::cuMemcpy2D(&raw) },
-            // SAFETY: as above, on the stream the memory is ordered on, synchronised before
-            // the borrows end.
-            |s| unsafe { sys::cuMemcpy2DAsync(&raw, s) },
-        )
+        // SAFETY: the calls run the plan's copy (every operand is borrowed for 'a and the
+        // region was checked to lie inside each); blocking, so no borrow ends before it.
+        unsafe {
+            p.execute(
+                "Copy2D::run",
+                None,
+                ("cuMemcpy2D_v2", "cuMemcpy2DAsync_v2"),
+                || sys::cuMemcpy2D(&raw),
+                |s| sys::cuMemcpy2DAsync(&raw, s),
+            )
+        }
     }
 
     /// Runs the copy like [`run`](Self::run), through `cuMemcpy2DUnaligned`, which lifts
@@ -670,17 +692,17 @@ impl<'a, T: DeviceRepr> Copy2D<'a, T> {
         let Some(p) = self.plan("Copy2D::run_unaligned")? else {
             return Ok(());
         };
-        let home = p.blocking_home("Copy2D::run_unaligned")?;
         let raw = p.raw_2d();
-        let _cur = p.ctx.enter()?;
-        blocking(
-            home,
-            ("cuMemcpy2DUnaligned_v2", "cuMemcpy2DAsync_v2"),
-            // SAFETY: as in `run`.
-            || unsafe { sys::cuMemcpy2DUnaligned(&raw) },
-            // SAFETY: as in `run`.
-            |s| unsafe { sys::cuMemcpy2DAsync(&raw, s) },
-        )
+        // SAFETY: as in `run`.
+        unsafe {
+            p.execute(
+                "Copy2D::run_unaligned",
+                None,
+                ("cuMemcpy2DUnaligned_v2", "cuMemcpy2DAsync_v2"),
+                || sys::cuMemcpy2DUnaligned(&raw),
+                |s| sys::cuMemcpy2DAsync(&raw, s),
+            )
+        }
     }
 
     /// Queues the copy on `stream`; host operands are refused (see
@@ -710,14 +732,18 @@ impl<'a, T: DeviceRepr> Copy2D<'a, T> {
         let Some(p) = self.plan("Copy2D::run_async")? else {
             return Ok(());
         };
-        p.check_async("Copy2D::run_async", stream, allow_host)?;
         let raw = p.raw_2d();
-        let _cur = p.ctx.enter()?;
-        call!(
-            // SAFETY: regions checked, streams checked (memory ordered on a stream is used on
-            // it), host memory kept valid by the caller.
-            unsafe { sys::cuMemcpy2DAsync(&raw, stream.as_raw()) },
-        )
+        // SAFETY: the calls run the plan's copy; `execute` checks the streams, and the
+        // caller keeps host memory valid.
+        unsafe {
+            p.execute(
+                "Copy2D::run_async",
+                Some((stream, allow_host)),
+                ("cuMemcpy2D_v2", "cuMemcpy2DAsync_v2"),
+                || sys::cuMemcpy2D(&raw),
+                |s| sys::cuMemcpy2DAsync(&raw, s),
+            )
+        }
     }
 }
 
@@ -849,18 +875,17 @@ impl<'a, T: DeviceRepr> Copy3D<'a, T> {
         let Some(p) = self.plan("Copy3D::run", false)? else {
             return Ok(());
         };
-        let home = p.blocking_home("Copy3D::run")?;
         let raw = p.raw_3d();
-        let _cur = p.ctx.enter()?;
-        blocking(
-            home,
-            ("cuMemcpy3D_v2", "cuMemcpy3DAsync_v2"),
-            // SAFETY: every operand is borrowed for 'a and the region was checked to lie
-            // inside each; the destination is borrowed exclusively.
-            || unsafe { sys::cuMemcpy3D(&raw) },
-            // SAFETY: as above, on the memory's stream, synchronised before the borrows end.
-            |s| unsafe { sys::cuMemcpy3DAsync(&raw, s) },
-        )
+        // SAFETY: as in `Copy2D::run`.
+        unsafe {
+            p.execute(
+                "Copy3D::run",
+                None,
+                ("cuMemcpy3D_v2", "cuMemcpy3DAsync_v2"),
+                || sys::cuMemcpy3D(&raw),
+                |s| sys::cuMemcpy3DAsync(&raw, s),
+            )
+        }
     }
 
     /// Queues the copy on `stream`; host operands are refused.
@@ -887,13 +912,17 @@ impl<'a, T: DeviceRepr> Copy3D<'a, T> {
         let Some(p) = self.plan("Copy3D::run_async", false)? else {
             return Ok(());
         };
-        p.check_async("Copy3D::run_async", stream, allow_host)?;
         let raw = p.raw_3d();
-        let _cur = p.ctx.enter()?;
-        call!(
-            // SAFETY: regions and streams checked; host memory kept valid by the caller.
-            unsafe { sys::cuMemcpy3DAsync(&raw, stream.as_raw()) },
-        )
+        // SAFETY: as in `Copy2D::run_on`.
+        unsafe {
+            p.execute(
+                "Copy3D::run_async",
+                Some((stream, allow_host)),
+                ("cuMemcpy3D_v2", "cuMemcpy3DAsync_v2"),
+                || sys::cuMemcpy3D(&raw),
+                |s| sys::cuMemcpy3DAsync(&raw, s),
+            )
+        }
     }
 
     /// Runs the copy between operands of different contexts (typically devices); works

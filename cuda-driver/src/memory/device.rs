@@ -9,8 +9,7 @@ use cuda_driver_sys as sys;
 use super::view::byte_len;
 use crate::context::Context;
 use crate::error::Result;
-use crate::memory::owner::{DeviceMemory, DeviceMemoryMut};
-use crate::memory::view::{DeviceSlice, DeviceSliceMut};
+use crate::memory::owner::{device_memory, DeviceMemory, DeviceMemoryMut};
 use crate::repr::DeviceRepr;
 use crate::stream::Stream;
 
@@ -194,26 +193,12 @@ impl<T: DeviceRepr> DeviceBuffer<T> {
     }
 }
 
-// SAFETY: the view covers the buffer's allocation, borrowed from `self`; not stream-ordered.
-unsafe impl<T: DeviceRepr> DeviceMemory for DeviceBuffer<T> {
-    type Elem = T;
-    #[inline]
-    fn as_view(&self) -> DeviceSlice<'_, T> {
-        // SAFETY: the view covers memory that `self` owns or borrows (see the SAFETY comment of
-        // this impl or function), released as `from_parts` requires, borrowed for the view's life.
-        unsafe { DeviceSlice::from_parts(self.ptr, self.len, &self.ctx, std::ptr::null_mut()) }
-    }
-}
-
-// SAFETY: as above, borrowed exclusively.
-unsafe impl<T: DeviceRepr> DeviceMemoryMut for DeviceBuffer<T> {
-    #[inline]
-    fn as_view_mut(&mut self) -> DeviceSliceMut<'_, T> {
-        // SAFETY: the view covers memory that `self` owns or borrows (see the SAFETY comment of
-        // this impl or function), released as `from_parts` requires, borrowed for the view's life.
-        unsafe { DeviceSliceMut::from_parts(self.ptr, self.len, &self.ctx, std::ptr::null_mut()) }
-    }
-}
+// SAFETY: the view covers the buffer's allocation, borrowed from `self`; not stream-ordered
+// (`cuMemFree` waits for the device); mutable views borrow `self` exclusively.
+device_memory!(
+    impl[T: DeviceRepr] DeviceBuffer<T>, mut impl[T: DeviceRepr] DeviceBuffer<T>;
+    |this| (this.ptr, this.len, &this.ctx, std::ptr::null_mut())
+);
 
 #[cfg(test)]
 mod tests {

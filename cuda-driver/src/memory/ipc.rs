@@ -28,8 +28,7 @@ use crate::error::vmm::VmmError;
 use crate::error::{Error, Result};
 use crate::event::Event;
 use crate::memory::device::DeviceBuffer;
-use crate::memory::owner::{DeviceMemory, DeviceMemoryMut};
-use crate::memory::view::{DeviceSlice, DeviceSliceMut};
+use crate::memory::owner::device_memory;
 use crate::repr::DeviceRepr;
 
 use crate::types::IpcMemFlags;
@@ -316,26 +315,12 @@ impl<T: DeviceRepr> IpcMemory<T> {
 }
 
 // SAFETY: the view covers the opened elements (checked against the allocation's size),
-// borrowed from `self`; not stream-ordered.
-unsafe impl<T: DeviceRepr> DeviceMemory for IpcMemory<T> {
-    type Elem = T;
-    #[inline]
-    fn as_view(&self) -> DeviceSlice<'_, T> {
-        // SAFETY: the view covers memory that `self` owns or borrows (see the SAFETY comment of
-        // this impl or function), released as `from_parts` requires, borrowed for the view's life.
-        unsafe { DeviceSlice::from_parts(self.ptr, self.len, &self.ctx, std::ptr::null_mut()) }
-    }
-}
-
-// SAFETY: as above, borrowed exclusively.
-unsafe impl<T: DeviceRepr> DeviceMemoryMut for IpcMemory<T> {
-    #[inline]
-    fn as_view_mut(&mut self) -> DeviceSliceMut<'_, T> {
-        // SAFETY: the view covers memory that `self` owns or borrows (see the SAFETY comment of
-        // this impl or function), released as `from_parts` requires, borrowed for the view's life.
-        unsafe { DeviceSliceMut::from_parts(self.ptr, self.len, &self.ctx, std::ptr::null_mut()) }
-    }
-}
+// borrowed from `self`; not stream-ordered (the close synchronises the context first); mutable
+// views borrow `self` exclusively.
+device_memory!(
+    impl[T: DeviceRepr] IpcMemory<T>, mut impl[T: DeviceRepr] IpcMemory<T>;
+    |this| (this.ptr, this.len, &this.ctx, std::ptr::null_mut())
+);
 
 #[cfg(test)]
 mod tests {

@@ -11,8 +11,8 @@ use super::view::{byte_len, stream_identity};
 use crate::context::Context;
 use crate::error::{Error, Result};
 use crate::memory::device::DeviceBuffer;
-use crate::memory::owner::{DeviceMemory, DeviceMemoryMut};
-use crate::memory::view::{DeviceSlice, DeviceSliceMut};
+use crate::memory::owner::{device_memory, DeviceMemory, DeviceMemoryMut};
+use crate::memory::view::DeviceSliceMut;
 use crate::repr::DeviceRepr;
 use crate::stream::Stream;
 use crate::types::DeviceAttribute;
@@ -240,40 +240,12 @@ impl<'s, T: DeviceRepr> ManagedBuffer<'s, T> {
 }
 
 // SAFETY: the view covers the managed allocation, borrowed from `self`, in the stream's
-// context (the allocation's), ordered on the buffer's stream.
-unsafe impl<T: DeviceRepr> DeviceMemory for ManagedBuffer<'_, T> {
-    type Elem = T;
-    #[inline]
-    fn as_view(&self) -> DeviceSlice<'_, T> {
-        // SAFETY: the view covers memory that `self` owns or borrows (see the SAFETY comment of
-        // this impl or function), released as `from_parts` requires, borrowed for the view's life.
-        unsafe {
-            DeviceSlice::from_parts(
-                self.inner.ptr,
-                self.inner.len,
-                self.stream.context(),
-                self.home(),
-            )
-        }
-    }
-}
-
-// SAFETY: as above, borrowed exclusively; host references need `&self`/`&mut self` too.
-unsafe impl<T: DeviceRepr> DeviceMemoryMut for ManagedBuffer<'_, T> {
-    #[inline]
-    fn as_view_mut(&mut self) -> DeviceSliceMut<'_, T> {
-        // SAFETY: the view covers memory that `self` owns or borrows (see the SAFETY comment of
-        // this impl or function), released as `from_parts` requires, borrowed for the view's life.
-        unsafe {
-            DeviceSliceMut::from_parts(
-                self.inner.ptr,
-                self.inner.len,
-                self.stream.context(),
-                self.home(),
-            )
-        }
-    }
-}
+// context (the allocation's), ordered on the buffer's stream. Mutable views borrow `self`
+// exclusively; host references need `&self`/`&mut self` too.
+device_memory!(
+    impl[T: DeviceRepr] ManagedBuffer<'_, T>, mut impl[T: DeviceRepr] ManagedBuffer<'_, T>;
+    |this| (this.inner.ptr, this.inner.len, this.stream.context(), this.home())
+);
 
 impl<'s, T: DeviceRepr> ManagedBuffer<'s, T> {
     /// The managed address, valid on the host and the devices while `self` lives (0 for zero

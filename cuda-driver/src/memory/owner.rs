@@ -217,6 +217,63 @@ pub unsafe trait DeviceMemoryMut: DeviceMemory {
     }
 }
 
+/// Implements [`DeviceMemory`] for an owner, and [`DeviceMemoryMut`] after `mut impl`, from
+/// one closure-like expression naming its memory: `|this| (ptr, len, ctx, home)`, `this`
+/// being `&Owner`. Every owner's views are built here, by the one constructor
+/// ([`DeviceSlice::from_parts`], [`DeviceSliceMut::from_parts`]); the invocation's
+/// `// SAFETY:` comment says why the parts meet its contract for that owner. The element type
+/// parameter is named `T` (the impls' `Elem`).
+///
+/// ```ignore
+/// // SAFETY: <why `ptr` holds `len` live elements of `ctx`, how the release waits, and
+/// // (for `mut impl`) why no other view of these bytes exists>.
+/// device_memory!(
+///     impl[T: DeviceRepr] Owner<T>, mut impl[T: DeviceRepr] Owner<T>;
+///     |this| (this.ptr, this.len, &this.ctx, ::core::ptr::null_mut())
+/// );
+/// ```
+macro_rules! device_memory {
+    (
+        impl[$($g:tt)*] $ty:ty $(, mut impl[$($mg:tt)*] $mty:ty)?;
+        |$this:ident| $parts:expr $(,)?
+    ) => {
+        // SAFETY: the views cover the owner's memory (`$parts`), borrowed from it for the
+        // view's life, as the invocation's SAFETY comment states.
+        unsafe impl<$($g)*> $crate::memory::owner::DeviceMemory for $ty {
+            type Elem = T;
+            #[inline]
+            fn as_view(&self) -> $crate::memory::view::DeviceSlice<'_, T> {
+                let $this = self;
+                let (ptr, len, ctx, home) = $parts;
+                // SAFETY: `ptr` holds `len` elements of live memory of `ctx` that `self` owns
+                // or borrows, released as `from_parts` requires (ordered on `home`, or after
+                // all work of `ctx` when `home` is null), borrowed for the view's life (the
+                // invocation's SAFETY comment says why, for this owner).
+                unsafe { $crate::memory::view::DeviceSlice::from_parts(ptr, len, ctx, home) }
+            }
+        }
+
+        $(
+            // SAFETY: as above, borrowed exclusively (the invocation's SAFETY comment says why
+            // no other view of these bytes exists).
+            unsafe impl<$($mg)*> $crate::memory::owner::DeviceMemoryMut for $mty {
+                #[inline]
+                fn as_view_mut(&mut self) -> $crate::memory::view::DeviceSliceMut<'_, T> {
+                    let $this = &*self;
+                    let (ptr, len, ctx, home) = $parts;
+                    // SAFETY: as in `as_view`; `&mut self` makes the view the only one of
+                    // these bytes for its life (the invocation's SAFETY comment says why no
+                    // other handle can make another).
+                    unsafe {
+                        $crate::memory::view::DeviceSliceMut::from_parts(ptr, len, ctx, home)
+                    }
+                }
+            }
+        )?
+    };
+}
+pub(crate) use device_memory;
+
 // SAFETY: a view is its own view.
 unsafe impl<T: DeviceRepr> DeviceMemory for DeviceSlice<'_, T> {
     type Elem = T;

@@ -291,25 +291,68 @@ unsafe impl<T: DeviceRepr> Send for DeviceSliceMut<'_, T> {}
 // SAFETY: as above.
 unsafe impl<T: DeviceRepr> Sync for DeviceSliceMut<'_, T> {}
 
-impl<T: DeviceRepr> std::fmt::Debug for DeviceSlice<'_, T> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("DeviceSlice")
-            .field("ptr", &format_args!("{:#x}", self.ptr))
-            .field("len", &self.len)
-            .field("type", &std::any::type_name::<T>())
-            .finish()
-    }
+/// The accessors and `Debug` that [`DeviceSlice`] and [`DeviceSliceMut`] share, written once:
+/// `view_accessors!()` inside each one's `impl<'a, T>` block gives the methods,
+/// `view_accessors!(debug Name)` the `Debug` impl.
+macro_rules! view_accessors {
+    () => {
+        /// The stream the memory is ordered on (its identity), or null.
+        #[inline(always)]
+        pub(crate) fn home(&self) -> sys::CUstream {
+            self.home
+        }
+
+        /// The device address, in place: a kernel argument points at it.
+        #[inline(always)]
+        pub(crate) fn ptr_ref(&self) -> &sys::CUdeviceptr {
+            &self.ptr
+        }
+
+        /// The device address of the first element.
+        #[inline]
+        pub fn as_raw(&self) -> sys::CUdeviceptr {
+            self.ptr
+        }
+
+        /// Number of elements.
+        #[inline]
+        pub fn len(&self) -> usize {
+            self.len
+        }
+
+        /// Whether the view holds no elements.
+        #[inline]
+        pub fn is_empty(&self) -> bool {
+            self.len == 0
+        }
+
+        /// Size in bytes.
+        #[inline]
+        pub fn bytes(&self) -> usize {
+            self.len * size_of::<T>()
+        }
+
+        /// The context of the memory.
+        #[inline]
+        pub fn context(&self) -> &'a Context {
+            self.ctx
+        }
+    };
+    (debug $name:ident) => {
+        impl<T: DeviceRepr> ::core::fmt::Debug for $name<'_, T> {
+            fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.debug_struct(::core::stringify!($name))
+                    .field("ptr", &::core::format_args!("{:#x}", self.ptr))
+                    .field("len", &self.len)
+                    .field("type", &::core::any::type_name::<T>())
+                    .finish()
+            }
+        }
+    };
 }
 
-impl<T: DeviceRepr> std::fmt::Debug for DeviceSliceMut<'_, T> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("DeviceSliceMut")
-            .field("ptr", &format_args!("{:#x}", self.ptr))
-            .field("len", &self.len)
-            .field("type", &std::any::type_name::<T>())
-            .finish()
-    }
-}
+view_accessors!(debug DeviceSlice);
+view_accessors!(debug DeviceSliceMut);
 
 /// The stream-order rules of one operation on a stream: the stream belongs to the memory's
 /// context, and memory ordered on a stream is used on that stream only.
@@ -452,47 +495,7 @@ impl<'a, T: DeviceRepr> DeviceSlice<'a, T> {
         unsafe { Self::from_parts(ptr, len, ctx, ptr::null_mut()) }
     }
 
-    /// The stream the memory is ordered on (its identity), or null.
-    #[inline(always)]
-    pub(crate) fn home(&self) -> sys::CUstream {
-        self.home
-    }
-
-    /// The device address, in place: a kernel argument points at it.
-    #[inline(always)]
-    pub(crate) fn ptr_ref(&self) -> &sys::CUdeviceptr {
-        &self.ptr
-    }
-
-    /// The device address of the first element.
-    #[inline]
-    pub fn as_raw(&self) -> sys::CUdeviceptr {
-        self.ptr
-    }
-
-    /// Number of elements.
-    #[inline]
-    pub fn len(&self) -> usize {
-        self.len
-    }
-
-    /// Whether the view holds no elements.
-    #[inline]
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-
-    /// Size in bytes.
-    #[inline]
-    pub fn bytes(&self) -> usize {
-        self.len * size_of::<T>()
-    }
-
-    /// The context of the memory.
-    #[inline]
-    pub fn context(&self) -> &'a Context {
-        self.ctx
-    }
+    view_accessors!();
 
     /// The raw stream the memory is ordered on, for stream-ordered memory.
     #[inline]
@@ -655,47 +658,7 @@ impl<'a, T: DeviceRepr> DeviceSliceMut<'a, T> {
         unsafe { Self::from_parts(ptr, len, ctx, ptr::null_mut()) }
     }
 
-    /// The stream the memory is ordered on (its identity), or null.
-    #[inline(always)]
-    pub(crate) fn home(&self) -> sys::CUstream {
-        self.home
-    }
-
-    /// The device address, in place: a kernel argument points at it.
-    #[inline(always)]
-    pub(crate) fn ptr_ref(&self) -> &sys::CUdeviceptr {
-        &self.ptr
-    }
-
-    /// The device address of the first element.
-    #[inline]
-    pub fn as_raw(&self) -> sys::CUdeviceptr {
-        self.ptr
-    }
-
-    /// Number of elements.
-    #[inline]
-    pub fn len(&self) -> usize {
-        self.len
-    }
-
-    /// Whether the view holds no elements.
-    #[inline]
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-
-    /// Size in bytes.
-    #[inline]
-    pub fn bytes(&self) -> usize {
-        self.len * size_of::<T>()
-    }
-
-    /// The context of the memory.
-    #[inline]
-    pub fn context(&self) -> &'a Context {
-        self.ctx
-    }
+    view_accessors!();
 
     /// A shared view of the same elements.
     #[inline]

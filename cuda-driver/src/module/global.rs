@@ -11,7 +11,7 @@ use cuda_driver_sys as sys;
 use super::Keep;
 use crate::context::Context;
 use crate::error::{Error, Result};
-use crate::memory::{DeviceMemory, DeviceMemoryMut, DeviceSlice, DeviceSliceMut};
+use crate::memory::owner::device_memory;
 use crate::repr::DeviceRepr;
 
 /// The device addresses that a live [`Global`] or [`Managed`](crate::library::Managed) handle refers to.
@@ -124,27 +124,13 @@ impl<T: DeviceRepr> Global<T> {
 }
 
 // SAFETY: the view covers the variable (`len` elements, checked at lookup), which stays loaded
-// while `self` lives; not stream-ordered.
-unsafe impl<T: DeviceRepr> DeviceMemory for Global<T> {
-    type Elem = T;
-    #[inline]
-    fn as_view(&self) -> DeviceSlice<'_, T> {
-        // SAFETY: the view covers memory that `self` owns or borrows (see the SAFETY comment of
-        // this impl or function), released as `from_parts` requires, borrowed for the view's life.
-        unsafe { DeviceSlice::from_parts(self.ptr, self.len, &self.ctx, ptr::null_mut()) }
-    }
-}
-
-// SAFETY: as above, borrowed exclusively; the address claim makes this the only handle to the
-// variable, so no other handle can make a second mutable view.
-unsafe impl<T: DeviceRepr> DeviceMemoryMut for Global<T> {
-    #[inline]
-    fn as_view_mut(&mut self) -> DeviceSliceMut<'_, T> {
-        // SAFETY: the view covers memory that `self` owns or borrows (see the SAFETY comment of
-        // this impl or function), released as `from_parts` requires, borrowed for the view's life.
-        unsafe { DeviceSliceMut::from_parts(self.ptr, self.len, &self.ctx, ptr::null_mut()) }
-    }
-}
+// while `self` lives; not stream-ordered. Mutable views borrow `self` exclusively; the address
+// claim makes this the only handle to the variable, so no other handle can make a second
+// mutable view.
+device_memory!(
+    impl[T: DeviceRepr] Global<T>, mut impl[T: DeviceRepr] Global<T>;
+    |this| (this.ptr, this.len, &this.ctx, ptr::null_mut())
+);
 
 #[cfg(test)]
 mod tests {

@@ -312,27 +312,49 @@ impl Stream {
     /// (`cuStreamGetCaptureInfo`, CUDA 11.3 ABI). The caller has entered the context.
     #[track_caller]
     pub(crate) fn capture_graph(&self) -> Result<Option<sys::CUgraph>> {
-        let mut status = sys::CU_STREAM_CAPTURE_STATUS_NONE;
-        let mut id = 0;
-        let mut graph = ptr::null_mut();
-        let mut deps = ptr::null();
-        let mut n = 0;
+        let RawCaptureInfo { status, graph, .. } = self.capture_info_raw()?;
+        Ok((status == sys::CU_STREAM_CAPTURE_STATUS_ACTIVE && !graph.is_null()).then_some(graph))
+    }
+
+    /// The stream's capture state as the driver writes it (`cuStreamGetCaptureInfo`, CUDA
+    /// 11.3 ABI): the one reader behind [`capture_info`](Self::capture_info), the captured
+    /// graph and a capture's dependencies. The caller has entered the context.
+    #[track_caller]
+    pub(crate) fn capture_info_raw(&self) -> Result<RawCaptureInfo> {
+        let mut info = RawCaptureInfo {
+            status: sys::CU_STREAM_CAPTURE_STATUS_NONE,
+            id: 0,
+            graph: ptr::null_mut(),
+            deps: ptr::null(),
+            dependency_count: 0,
+        };
         call!(
             // SAFETY: the stream is alive; writes the status, id, graph, a driver-owned
             // dependency array pointer and its length.
             unsafe {
                 crate::entry_point::newer::cuStreamGetCaptureInfo_v2()?(
                     self.raw,
-                    &mut status,
-                    &mut id,
-                    &mut graph,
-                    &mut deps,
-                    &mut n,
+                    &mut info.status,
+                    &mut info.id,
+                    &mut info.graph,
+                    &mut info.deps,
+                    &mut info.dependency_count,
                 )
             },
         )?;
-        Ok((status == sys::CU_STREAM_CAPTURE_STATUS_ACTIVE && !graph.is_null()).then_some(graph))
+        Ok(info)
     }
+}
+
+/// What `cuStreamGetCaptureInfo` writes ([`Stream::capture_info_raw`]).
+pub(crate) struct RawCaptureInfo {
+    pub(crate) status: sys::CUstreamCaptureStatus,
+    pub(crate) id: u64,
+    pub(crate) graph: sys::CUgraph,
+    /// The driver's array of the nodes the next captured operation depends on, valid until
+    /// the next call on the stream (null or dangling when `dependency_count` is 0).
+    pub(crate) deps: *const sys::CUgraphNode,
+    pub(crate) dependency_count: usize,
 }
 
 /// The host function of a closure owned by a user object: borrows it, never frees it.

@@ -16,9 +16,8 @@ use crate::graph::Graph;
 use crate::graph::GraphExec;
 use crate::graph::GraphNode;
 use crate::graph::GraphRef;
-use crate::interop::signal_params;
-use crate::interop::wait_params;
 use crate::interop::ExternalSemaphore;
+use crate::interop::SemaphoreOp;
 use crate::types::ExternalSemaphoreSignalFlags;
 use crate::types::ExternalSemaphoreWaitFlags;
 

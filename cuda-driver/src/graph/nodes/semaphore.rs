@@ -4,12 +4,20 @@ use super::*;
 #[allow(unused_imports)]
 use cuda_driver_macros::call;
 
-/// The raw semaphores and parameters of a node, checking each semaphore's context is `ctx`.
-fn sem_lists<P>(
+/// The node parameters of `sems` with `flags` (signal or wait), handed to `f` while the
+/// arrays they name live: the one builder of both nodes' parameters.
+#[track_caller]
+fn with_node_params<F: SemaphoreOp, R>(
     sems: &[(&Arc<ExternalSemaphore>, SemaphoreValue)],
-    param: impl Fn(SemaphoreValue) -> P,
-) -> (Vec<sys::CUexternalSemaphore>, Vec<P>) {
-    sems.iter().map(|(s, v)| (s.as_raw(), param(*v))).unzip()
+    flags: F,
+    f: impl FnOnce(&F::NodeParams) -> Result<R>,
+) -> Result<R> {
+    let (mut raws, mut params): (Vec<_>, Vec<_>) = sems
+        .iter()
+        .map(|(s, v)| (s.as_raw(), flags.params(*v)))
+        .unzip();
+    let n = count_u32("an external semaphore node", "semaphores", raws.len())?;
+    f(&F::node_params(raws.as_mut_ptr(), params.as_mut_ptr(), n))
 }
 
 /// Reads a signal or wait node's semaphores and values from the driver's arrays.
@@ -66,26 +74,22 @@ impl Graph {
         for (s, _) in sems {
             self.keep(s.as_raw() as usize, || Arc::clone(s))?;
         }
-        let (mut raws, mut params) = sem_lists(sems, |v| signal_params(v, flags));
-        let p = sys::CUDA_EXT_SEM_SIGNAL_NODE_PARAMS {
-            extSemArray: raws.as_mut_ptr(),
-            paramsArray: params.as_mut_ptr(),
-            numExtSems: count_u32("an external semaphore node", "semaphores", raws.len())?,
-        };
         let mut raw = ptr::null_mut();
-        call!(
-            // SAFETY: the graph is live; `p` points to arrays alive for the call (copied);
-            // the graph keeps the semaphores.
-            unsafe {
-                sys::cuGraphAddExternalSemaphoresSignalNode(
-                    &mut raw,
-                    self.raw,
-                    ptr_or_null(&d),
-                    d.len(),
-                    &p,
-                )
-            },
-        )?;
+        with_node_params(sems, flags, |p| {
+            call!(
+                // SAFETY: the graph is live; `p` points to arrays alive for the call (copied);
+                // the graph keeps the semaphores.
+                unsafe {
+                    sys::cuGraphAddExternalSemaphoresSignalNode(
+                        &mut raw,
+                        self.raw,
+                        ptr_or_null(&d),
+                        d.len(),
+                        p,
+                    )
+                },
+            )
+        })?;
         GraphNode { raw, graph: self }.as_external_semaphores_signal()
     }
 
@@ -103,25 +107,21 @@ impl Graph {
         for (s, _) in sems {
             self.keep(s.as_raw() as usize, || Arc::clone(s))?;
         }
-        let (mut raws, mut params) = sem_lists(sems, |v| wait_params(v, flags));
-        let p = sys::CUDA_EXT_SEM_WAIT_NODE_PARAMS {
-            extSemArray: raws.as_mut_ptr(),
-            paramsArray: params.as_mut_ptr(),
-            numExtSems: count_u32("an external semaphore node", "semaphores", raws.len())?,
-        };
         let mut raw = ptr::null_mut();
-        call!(
-            // SAFETY: as in add_external_semaphores_signal.
-            unsafe {
-                sys::cuGraphAddExternalSemaphoresWaitNode(
-                    &mut raw,
-                    self.raw,
-                    ptr_or_null(&d),
-                    d.len(),
-                    &p,
-                )
-            },
-        )?;
+        with_node_params(sems, flags, |p| {
+            call!(
+                // SAFETY: as in add_external_semaphores_signal.
+                unsafe {
+                    sys::cuGraphAddExternalSemaphoresWaitNode(
+                        &mut raw,
+                        self.raw,
+                        ptr_or_null(&d),
+                        d.len(),
+                        p,
+                    )
+                },
+            )
+        })?;
         GraphNode { raw, graph: self }.as_external_semaphores_wait()
     }
 }
@@ -152,16 +152,12 @@ impl<'g> ExtSemSignalNode<'g> {
         for (s, _) in sems {
             self.graph.keep(s.as_raw() as usize, || Arc::clone(s))?;
         }
-        let (mut raws, mut params) = sem_lists(sems, |v| signal_params(v, flags));
-        let p = sys::CUDA_EXT_SEM_SIGNAL_NODE_PARAMS {
-            extSemArray: raws.as_mut_ptr(),
-            paramsArray: params.as_mut_ptr(),
-            numExtSems: count_u32("an external semaphore node", "semaphores", raws.len())?,
-        };
-        call!(
-            // SAFETY: a live node; `p` points to arrays alive for the call (copied).
-            unsafe { sys::cuGraphExternalSemaphoresSignalNodeSetParams(self.as_raw(), &p) },
-        )
+        with_node_params(sems, flags, |p| {
+            call!(
+                // SAFETY: a live node; `p` points to arrays alive for the call (copied).
+                unsafe { sys::cuGraphExternalSemaphoresSignalNodeSetParams(self.as_raw(), p) },
+            )
+        })
     }
 }
 
@@ -191,16 +187,12 @@ impl<'g> ExtSemWaitNode<'g> {
         for (s, _) in sems {
             self.graph.keep(s.as_raw() as usize, || Arc::clone(s))?;
         }
-        let (mut raws, mut params) = sem_lists(sems, |v| wait_params(v, flags));
-        let p = sys::CUDA_EXT_SEM_WAIT_NODE_PARAMS {
-            extSemArray: raws.as_mut_ptr(),
-            paramsArray: params.as_mut_ptr(),
-            numExtSems: count_u32("an external semaphore node", "semaphores", raws.len())?,
-        };
-        call!(
-            // SAFETY: a live node; `p` points to arrays alive for the call (copied).
-            unsafe { sys::cuGraphExternalSemaphoresWaitNodeSetParams(self.as_raw(), &p) },
-        )
+        with_node_params(sems, flags, |p| {
+            call!(
+                // SAFETY: a live node; `p` points to arrays alive for the call (copied).
+                unsafe { sys::cuGraphExternalSemaphoresWaitNodeSetParams(self.as_raw(), p) },
+            )
+        })
     }
 }
 
@@ -215,23 +207,19 @@ impl GraphExec {
         sems: &[(&Arc<ExternalSemaphore>, SemaphoreValue)],
         flags: ExternalSemaphoreSignalFlags,
     ) -> Result<()> {
-        let (mut raws, mut params) = sem_lists(sems, |v| signal_params(v, flags));
-        let p = sys::CUDA_EXT_SEM_SIGNAL_NODE_PARAMS {
-            extSemArray: raws.as_mut_ptr(),
-            paramsArray: params.as_mut_ptr(),
-            numExtSems: count_u32("an external semaphore node", "semaphores", raws.len())?,
-        };
-        call!(
-            // SAFETY: a node of the exec's graph; arrays alive for the call; the exec keeps
-            // the semaphores (below).
-            unsafe {
-                sys::cuGraphExecExternalSemaphoresSignalNodeSetParams(
-                    self.as_raw(),
-                    node.as_raw(),
-                    &p,
-                )
-            },
-        )?;
+        with_node_params(sems, flags, |p| {
+            call!(
+                // SAFETY: a node of the exec's graph; arrays alive for the call; the exec
+                // keeps the semaphores (below).
+                unsafe {
+                    sys::cuGraphExecExternalSemaphoresSignalNodeSetParams(
+                        self.as_raw(),
+                        node.as_raw(),
+                        p,
+                    )
+                },
+            )
+        })?;
         for (s, _) in sems {
             self.keep_value(s.as_raw() as usize, || Arc::clone(s));
         }
@@ -248,22 +236,18 @@ impl GraphExec {
         sems: &[(&Arc<ExternalSemaphore>, SemaphoreValue)],
         flags: ExternalSemaphoreWaitFlags,
     ) -> Result<()> {
-        let (mut raws, mut params) = sem_lists(sems, |v| wait_params(v, flags));
-        let p = sys::CUDA_EXT_SEM_WAIT_NODE_PARAMS {
-            extSemArray: raws.as_mut_ptr(),
-            paramsArray: params.as_mut_ptr(),
-            numExtSems: count_u32("an external semaphore node", "semaphores", raws.len())?,
-        };
-        call!(
-            // SAFETY: as in set_external_semaphores_signal_node.
-            unsafe {
-                sys::cuGraphExecExternalSemaphoresWaitNodeSetParams(
-                    self.as_raw(),
-                    node.as_raw(),
-                    &p,
-                )
-            },
-        )?;
+        with_node_params(sems, flags, |p| {
+            call!(
+                // SAFETY: as in set_external_semaphores_signal_node.
+                unsafe {
+                    sys::cuGraphExecExternalSemaphoresWaitNodeSetParams(
+                        self.as_raw(),
+                        node.as_raw(),
+                        p,
+                    )
+                },
+            )
+        })?;
         for (s, _) in sems {
             self.keep_value(s.as_raw() as usize, || Arc::clone(s));
         }

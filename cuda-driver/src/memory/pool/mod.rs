@@ -22,9 +22,8 @@ use crate::device::Device;
 use crate::error::{report_drop_error, Error, Result};
 use crate::init;
 use crate::memory::device::DeviceBuffer;
-use crate::memory::owner::{DeviceMemory, DeviceMemoryMut};
+use crate::memory::owner::device_memory;
 use crate::memory::view::{byte_len, stream_identity};
-use crate::memory::view::{DeviceSlice, DeviceSliceMut};
 use crate::memory::vmm::check_handle_types;
 use crate::memory::vmm::MemAccessDesc;
 use crate::memory::MemLocation;
@@ -362,28 +361,12 @@ impl<'s, T: DeviceRepr> AsyncDeviceBuffer<'s, T> {
     }
 }
 
-// SAFETY: the view covers the allocation, borrowed from `self`, ordered on the buffer's stream.
-unsafe impl<T: DeviceRepr> DeviceMemory for AsyncDeviceBuffer<'_, T> {
-    type Elem = T;
-    #[inline]
-    fn as_view(&self) -> DeviceSlice<'_, T> {
-        // SAFETY: the view covers memory that `self` owns or borrows (see the SAFETY comment of
-        // this impl or function), released as `from_parts` requires, borrowed for the view's life.
-        unsafe { DeviceSlice::from_parts(self.ptr, self.len, self.stream.context(), self.home()) }
-    }
-}
-
-// SAFETY: as above, borrowed exclusively.
-unsafe impl<T: DeviceRepr> DeviceMemoryMut for AsyncDeviceBuffer<'_, T> {
-    #[inline]
-    fn as_view_mut(&mut self) -> DeviceSliceMut<'_, T> {
-        // SAFETY: the view covers memory that `self` owns or borrows (see the SAFETY comment of
-        // this impl or function), released as `from_parts` requires, borrowed for the view's life.
-        unsafe {
-            DeviceSliceMut::from_parts(self.ptr, self.len, self.stream.context(), self.home())
-        }
-    }
-}
+// SAFETY: the view covers the allocation, borrowed from `self`, ordered on the buffer's stream
+// (freed on it); mutable views borrow `self` exclusively.
+device_memory!(
+    impl[T: DeviceRepr] AsyncDeviceBuffer<'_, T>, mut impl[T: DeviceRepr] AsyncDeviceBuffer<'_, T>;
+    |this| (this.ptr, this.len, this.stream.context(), this.home())
+);
 
 /// A memory pool (`CUmemoryPool`) for stream-ordered allocations on one device.
 ///
@@ -640,20 +623,9 @@ impl MemPool {
     #[wraps(cuMemPoolCreate)]
     #[track_caller]
     pub fn new(device: Device) -> Result<MemPool> {
-        init()?;
-        let props = sys::CUmemPoolProps {
-            allocType: sys::CU_MEM_ALLOCATION_TYPE_PINNED,
-            handleTypes: sys::CU_MEM_HANDLE_TYPE_NONE,
-            location: crate::memory::MemLocation::device(device).as_raw(),
-            ..Default::default()
-        };
-        let mut raw = ptr::null_mut();
-        call!(
-            // SAFETY: `props` is a fully initialised CUmemPoolProps (reserved bytes zero); writes
-            // one handle, owned by the MemPool built in the next statement.
-            unsafe { sys::cuMemPoolCreate(&mut raw, &props) },
-        )?;
-        Ok(MemPool { raw, device })
+        // The default properties of `device`: the location is the device's and no handle
+        // types are asked for, so `with_props` refuses nothing and queries no attribute.
+        Self::with_props(device, &MemPoolProps::device(device))
     }
 
     /// The device's default pool, which the driver owns: a borrowed handle.

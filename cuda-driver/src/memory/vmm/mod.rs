@@ -70,8 +70,7 @@ use crate::device::Device;
 pub use crate::error::vmm::VmmError;
 use crate::error::{check, report_drop_error, report_drop_problem, Error, Result};
 use crate::init;
-use crate::memory::owner::{DeviceMemory, DeviceMemoryMut};
-use crate::memory::view::{DeviceSlice, DeviceSliceMut};
+use crate::memory::owner::{device_memory, DeviceMemoryMut};
 use crate::memory::MemLocation;
 use crate::release::release;
 use crate::repr::DeviceRepr;
@@ -1424,7 +1423,8 @@ pub type SharedMapping<'r, T> = Mapping<'r, T, MapShared>;
 
 /// Physical memory mapped into part of an [`AddressRange`] (`cuMemMap`), unmapped on drop
 /// (`cuMemUnmap`). It borrows the range and holds the allocation, so both outlive it. A
-/// memory owner of the crate's model: through [`DeviceMemory`] (and, for the exclusive mode,
+/// memory owner of the crate's model: through
+/// [`DeviceMemory`](crate::memory::DeviceMemory) (and, for the exclusive mode,
 /// [`DeviceMemoryMut`]) its views copy, memset and go to kernels.
 ///
 /// The mode `M` says how it holds its allocation: [`MapExclusive`] (the default, made by
@@ -1615,7 +1615,8 @@ impl<'r, T: DeviceRepr, M: MapMode> Mapping<'r, T, M> {
         self.range
     }
 
-    /// The mapped size in bytes (the element count is [`DeviceMemory::len`]).
+    /// The mapped size in bytes (the element count is
+    /// [`DeviceMemory::len`](crate::memory::DeviceMemory::len)).
     pub fn mapped_bytes(&self) -> usize {
         self.bytes
     }
@@ -1714,43 +1715,15 @@ impl<'r, T: DeviceRepr> Mapping<'r, T> {
 // SAFETY: the view covers the mapping's elements, borrowed from `self`, readable by the
 // context's device (read-write from `map_as`, never less through `set_access`:
 // `check_own_access`); not stream-ordered (the mapping's release waits for all work of its
-// context first).
-unsafe impl<T: DeviceRepr, M: MapMode> DeviceMemory for Mapping<'_, T, M> {
-    type Elem = T;
-    #[inline]
-    fn as_view(&self) -> DeviceSlice<'_, T> {
-        // SAFETY: the view covers memory that `self` owns or borrows (see the SAFETY comment of
-        // this impl or function), released as `from_parts` requires, borrowed for the view's life.
-        unsafe {
-            DeviceSlice::from_parts(
-                self.ptr,
-                self.len,
-                &self.range.inner.ctx,
-                std::ptr::null_mut(),
-            )
-        }
-    }
-}
-
-// SAFETY: as above, borrowed exclusively and writable by the context's device (an exclusive
-// mapping's `set_access` keeps READWRITE for it); an exclusive mapping is the only mapping of
-// its allocation (its claim; Mapping's docs name what the claim does not see), so no other
-// view of these bytes exists.
-unsafe impl<T: DeviceRepr> DeviceMemoryMut for Mapping<'_, T, MapExclusive> {
-    #[inline]
-    fn as_view_mut(&mut self) -> DeviceSliceMut<'_, T> {
-        // SAFETY: the view covers memory that `self` owns or borrows (see the SAFETY comment of
-        // this impl or function), released as `from_parts` requires, borrowed for the view's life.
-        unsafe {
-            DeviceSliceMut::from_parts(
-                self.ptr,
-                self.len,
-                &self.range.inner.ctx,
-                std::ptr::null_mut(),
-            )
-        }
-    }
-}
+// context first). Mutable views (exclusive mappings only) borrow `self` exclusively and are
+// writable by the context's device (an exclusive mapping's `set_access` keeps READWRITE for
+// it); an exclusive mapping is the only mapping of its allocation (its claim; Mapping's docs
+// name what the claim does not see), so no other view of these bytes exists.
+device_memory!(
+    impl[T: DeviceRepr, M: MapMode] Mapping<'_, T, M>,
+    mut impl[T: DeviceRepr] Mapping<'_, T, MapExclusive>;
+    |this| (this.ptr, this.len, &this.range.inner.ctx, std::ptr::null_mut())
+);
 
 /// Device memory that grows without moving: a large [`AddressRange`] reserved once, into
 /// which physical chunks are mapped as the length grows. Every address handed out stays
@@ -2002,41 +1975,12 @@ impl<T: DeviceRepr> GrowableBuffer<T> {
 // SAFETY: the view covers the first `len` elements, all inside mapped chunks, each read-write
 // for the context's device from `grow_mapping` on (`with_props` makes sure of the entry, and
 // nothing changes it); borrowed from `self`; not stream-ordered (the buffer's release waits
-// for all work of its context first).
-unsafe impl<T: DeviceRepr> DeviceMemory for GrowableBuffer<T> {
-    type Elem = T;
-    #[inline]
-    fn as_view(&self) -> DeviceSlice<'_, T> {
-        // SAFETY: the view covers memory that `self` owns or borrows (see the SAFETY comment of
-        // this impl or function), released as `from_parts` requires, borrowed for the view's life.
-        unsafe {
-            DeviceSlice::from_parts(
-                self.range.inner.ptr,
-                self.len,
-                &self.range.inner.ctx,
-                std::ptr::null_mut(),
-            )
-        }
-    }
-}
-
-// SAFETY: as above, borrowed exclusively; the chunks are claimed as exclusive mappings, so
-// no other mapping shows their bytes.
-unsafe impl<T: DeviceRepr> DeviceMemoryMut for GrowableBuffer<T> {
-    #[inline]
-    fn as_view_mut(&mut self) -> DeviceSliceMut<'_, T> {
-        // SAFETY: the view covers memory that `self` owns or borrows (see the SAFETY comment of
-        // this impl or function), released as `from_parts` requires, borrowed for the view's life.
-        unsafe {
-            DeviceSliceMut::from_parts(
-                self.range.inner.ptr,
-                self.len,
-                &self.range.inner.ctx,
-                std::ptr::null_mut(),
-            )
-        }
-    }
-}
+// for all work of its context first). Mutable views borrow `self` exclusively; the chunks are
+// claimed as exclusive mappings, so no other mapping shows their bytes.
+device_memory!(
+    impl[T: DeviceRepr] GrowableBuffer<T>, mut impl[T: DeviceRepr] GrowableBuffer<T>;
+    |this| (this.range.inner.ptr, this.len, &this.range.inner.ctx, std::ptr::null_mut())
+);
 
 #[cfg(test)]
 mod tests {

@@ -17,8 +17,8 @@ use super::{
 use crate::context::Context;
 use crate::device::Device;
 use crate::error::{report_drop_error, report_drop_problem, Error, Result};
-use crate::memory::owner::{DeviceMemory, DeviceMemoryMut};
-use crate::memory::view::{byte_len, DeviceSlice, DeviceSliceMut};
+use crate::memory::owner::device_memory;
+use crate::memory::view::byte_len;
 use crate::memory::MemLocation;
 use crate::repr::DeviceRepr;
 
@@ -389,40 +389,12 @@ impl<T: DeviceRepr> MultiMapping<T> {
 // (the pieces are laid out back to back over its whole size) and read-write for the context's
 // device from the constructor on (`with_own_access`, never less through `set_access`:
 // `check_own_access`); borrowed from `self`; not stream-ordered (the release and `set_access`
-// wait for all work of the context first).
-unsafe impl<T: DeviceRepr> DeviceMemory for MultiMapping<T> {
-    type Elem = T;
-    #[inline]
-    fn as_view(&self) -> DeviceSlice<'_, T> {
-        // SAFETY: the view covers memory that `self` owns (see the SAFETY comment of this
-        // impl), released as `from_parts` requires, borrowed for the view's life.
-        unsafe {
-            DeviceSlice::from_parts(
-                self.range.inner.ptr,
-                self.len,
-                &self.range.inner.ctx,
-                std::ptr::null_mut(),
-            )
-        }
-    }
-}
-
-// SAFETY: as above, borrowed exclusively; every piece is claimed as an exclusive mapping, so
-// no other mapping shows its bytes.
-unsafe impl<T: DeviceRepr> DeviceMemoryMut for MultiMapping<T> {
-    #[inline]
-    fn as_view_mut(&mut self) -> DeviceSliceMut<'_, T> {
-        // SAFETY: as in `as_view`, exclusively.
-        unsafe {
-            DeviceSliceMut::from_parts(
-                self.range.inner.ptr,
-                self.len,
-                &self.range.inner.ctx,
-                std::ptr::null_mut(),
-            )
-        }
-    }
-}
+// wait for all work of the context first). Mutable views borrow `self` exclusively; every
+// piece is claimed as an exclusive mapping, so no other mapping shows its bytes.
+device_memory!(
+    impl[T: DeviceRepr] MultiMapping<T>, mut impl[T: DeviceRepr] MultiMapping<T>;
+    |this| (this.range.inner.ptr, this.len, &this.range.inner.ctx, std::ptr::null_mut())
+);
 
 #[cfg(test)]
 mod tests {
