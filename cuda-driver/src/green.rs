@@ -31,6 +31,7 @@ use crate::device::Device;
 use crate::entry_point::newer;
 use crate::error::{Error, Result};
 use crate::event::Event;
+use crate::handle::{Handle, OwnedHandle};
 use crate::init;
 use crate::stream::Stream;
 use crate::types::StreamFlags;

@@ -28,6 +28,7 @@ use cuda_driver_sys as sys;
 use crate::context::Context;
 use crate::count::count_u32;
 use crate::error::{Error, Result};
+use crate::handle::{Handle, OwnedHandle};
 use crate::memory::{
     ArrayDescriptor, ArrayElement, ArrayRefMut, DeviceMemory, DeviceMemoryMut, DeviceSlice,
     DeviceSliceMut, MipmappedArray,
@@ -238,7 +239,7 @@ impl ExternalMemory {
         Ok(ExternalMipmappedArray {
             // SAFETY: just created in this context with this shape, owned by nobody else;
             // destroyed with cuMipmappedArrayDestroy, as the driver requires.
-            array: unsafe { MipmappedArray::from_raw(raw, desc, levels, &self.inner.ctx) },
+            array: unsafe { MipmappedArray::from_raw(raw, (&self.inner.ctx, *desc, levels)) },
             _mem: self.inner.clone(),
         })
     }

@@ -196,6 +196,7 @@ pub mod external;
 pub mod future;
 pub mod graph;
 pub mod green;
+pub mod handle;
 mod image;
 mod init;
 pub mod interop;
@@ -248,12 +249,15 @@ pub use stream::Stream;
 
 /// What most programs need in scope: the memory traits ([`DeviceMemory`] and
 /// [`DeviceMemoryMut`], whose methods (copies, memsets, slicing) every memory owner has), the
-/// kernel-argument traits, and the core types.
+/// kernel-argument traits, the handle traits ([`Handle`](crate::handle::Handle)'s `as_raw`,
+/// [`OwnedHandle`](crate::handle::OwnedHandle)'s `from_raw` and `into_raw`), and the core
+/// types.
 ///
 /// ```
 /// use cuda_driver::prelude::*;
 /// ```
 pub mod prelude {
+    pub use crate::handle::{Handle, OwnedHandle};
     pub use crate::launch::{KernelArg, KernelArgs};
     pub use crate::memory::MemsetValue;
     pub use crate::{

@@ -15,6 +15,7 @@ use cuda_driver_sys as sys;
 use super::{raw_deps, Graph, GraphNode};
 use crate::entry_point::newer;
 use crate::error::{Error, Result};
+use crate::handle::{Handle, OwnedHandle};
 use crate::stream::Stream;
 use crate::types::ErrorCode;
 
@@ -84,7 +85,7 @@ impl Stream {
         check_not_scoped(self)?;
         let g = self.end_capture_raw()?;
         // SAFETY: the graph the capture made, owned by the caller now.
-        Ok(unsafe { Graph::from_raw(g) })
+        Ok(unsafe { Graph::from_raw(g, ()) })
     }
 
     #[track_caller]
@@ -109,7 +110,7 @@ impl Stream {
             Some(ErrorCode::STREAM_CAPTURE_INVALIDATED) => {
                 if !g.is_null() {
                     // SAFETY: a graph handed back with the error is ours to destroy.
-                    drop(unsafe { Graph::from_raw(g) });
+                    drop(unsafe { Graph::from_raw(g, ()) });
                 }
                 Err(Error::CaptureInvalidated {
                     location: std::panic::Location::caller(),
@@ -573,7 +574,7 @@ impl Stream {
         // The capture owns the graph until it ends; this value is made the owner only then.
         // SAFETY: the capture's live graph; this value never destroys it unless the end
         // hands it over (below).
-        let graph = ManuallyDrop::new(unsafe { Graph::from_raw(raw) });
+        let graph = ManuallyDrop::new(unsafe { Graph::from_raw(raw, ()) });
         let (end, r) = run_scoped(self, &graph, f);
         let graph = ManuallyDrop::into_inner(graph);
         let owned = match end {
@@ -582,7 +583,7 @@ impl Stream {
                 // The driver handed over another graph (never seen): own that one instead.
                 let _ = graph.into_raw();
                 // SAFETY: handed over by cuStreamEndCapture, ours now.
-                Ok(unsafe { Graph::from_raw(g) })
+                Ok(unsafe { Graph::from_raw(g, ()) })
             }
             Err(e) => {
                 // The end destroyed the graph (an invalidated capture) or kept it: not ours.

@@ -8,6 +8,7 @@ use cuda_driver_sys as sys;
 
 use super::LaunchConfig;
 use crate::error::Result;
+use crate::handle::Handle;
 use crate::module::Function;
 use crate::stream::Stream;
 

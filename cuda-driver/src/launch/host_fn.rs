@@ -9,6 +9,7 @@ use cuda_driver_macros::{call, wraps};
 use cuda_driver_sys as sys;
 
 use crate::error::Result;
+use crate::handle::Handle;
 use crate::stream::{retain_in_graph, run_host_fn, shared_host_fn_trampoline, Stream};
 
 impl Stream {

@@ -16,6 +16,7 @@ use super::view::check_stream;
 use super::{DeviceSlice, DeviceSliceMut};
 use crate::context::Context;
 use crate::error::{Error, Result};
+use crate::handle::Handle;
 use crate::stream::Stream;
 use crate::types::Array3DFlags;
 use crate::types::ArrayFormat;

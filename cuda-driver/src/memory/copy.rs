@@ -49,6 +49,7 @@ use super::view::{check_stream, common_home};
 use crate::context::Context;
 use crate::entry_point::newer;
 use crate::error::{check, Error, Result};
+use crate::handle::Handle;
 use crate::memory::view::check_len;
 use crate::memory::view::{DeviceSlice, DeviceSliceMut};
 use crate::repr::DeviceRepr;

@@ -26,6 +26,7 @@ use cuda_driver_sys as sys;
 use crate::context::Context;
 use crate::error::{Error, Result};
 use crate::event::Event;
+use crate::handle::Handle;
 use crate::memory::device::DeviceBuffer;
 use crate::memory::owner::{DeviceMemory, DeviceMemoryMut};
 use crate::memory::view::{DeviceSlice, DeviceSliceMut};

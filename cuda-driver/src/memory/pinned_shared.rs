@@ -16,6 +16,7 @@ use super::view::{check_len, check_stream};
 use crate::context::Context;
 use crate::error::{Error, Result};
 use crate::event::Event;
+use crate::handle::Handle;
 use crate::memory::owner::{DeviceMemory, DeviceMemoryMut};
 use crate::repr::DeviceRepr;
 use crate::stream::Stream;

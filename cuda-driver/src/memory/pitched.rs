@@ -16,6 +16,7 @@ use cuda_driver_sys as sys;
 use super::view::{check_stream, memset_count, MemsetValue};
 use crate::context::Context;
 use crate::error::{check, Error, Result};
+use crate::handle::Handle;
 use crate::memory::view::{DeviceSlice, DeviceSliceMut};
 use crate::repr::DeviceRepr;
 use crate::stream::Stream;
@@ -502,6 +503,7 @@ impl<'a, T: DeviceRepr> Pitched2DViewMut<'a, T> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::handle::OwnedHandle;
     use std::mem::ManuallyDrop;
 
     fn fake_context() -> ManuallyDrop<Context> {

@@ -53,6 +53,7 @@ use cuda_driver_sys as sys;
 
 use crate::context::Context;
 use crate::error::{check, Error, Result};
+use crate::handle::Handle;
 use crate::repr::DeviceRepr;
 use crate::stream::Stream;
 

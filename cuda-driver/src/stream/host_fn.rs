@@ -7,6 +7,7 @@ use cuda_driver_macros::{call, wraps};
 use cuda_driver_sys as sys;
 
 use crate::error::{check, Error, Result};
+use crate::handle::Handle;
 use crate::stream::{run_host_fn, Stream};
 
 impl Stream {

@@ -2,6 +2,7 @@
 
 use super::*;
 use crate::graph::book::ConditionalRecord;
+use crate::handle::Handle;
 #[allow(unused_imports)]
 use cuda_driver_macros::call;
 
@@ -36,7 +37,7 @@ impl<'g> GraphNode<'g> {
     /// is not a conditional node; [`Error::NotFound`] when it is one the crate did not create
     /// in this graph tree: a node of a clone ([`Graph::try_clone`]) or of a graph made outside
     /// the crate (the record names the graph it was created in, never the original's bodies
-    /// for a clone's node), or a node added through a [`GraphRef::from_raw`] borrow.
+    /// for a clone's node), or a node added through a [`GraphRef::borrow_raw`] borrow.
     ///
     /// ```no_run
     /// # use cuda_driver::types::{GraphCondAssignFlags, GraphConditionalNodeType};

@@ -1,6 +1,7 @@
 //! Batch memory operation nodes (the graph form of stream memory operations).
 
 use super::*;
+use crate::handle::Handle;
 #[allow(unused_imports)]
 use cuda_driver_macros::call;
 

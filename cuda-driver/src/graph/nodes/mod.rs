@@ -16,6 +16,7 @@ use crate::graph::Graph;
 use crate::graph::GraphExec;
 use crate::graph::GraphNode;
 use crate::graph::GraphRef;
+use crate::handle::Handle;
 use crate::interop::signal_params;
 use crate::interop::wait_params;
 use crate::interop::ExternalSemaphore;
