@@ -80,6 +80,16 @@ impl std::fmt::Debug for ExternalMemory {
     }
 }
 
+impl Handle for ExternalMemory {
+    type Raw = sys::CUexternalMemory;
+
+    /// The raw `CUexternalMemory`, valid while `self` (or a clone, buffer or array) lives.
+    #[inline]
+    fn as_raw(&self) -> sys::CUexternalMemory {
+        self.inner.raw
+    }
+}
+
 impl ExternalMemory {
     /// Imports `size` bytes of memory exported as an opaque POSIX file descriptor (by
     /// another CUDA process through `cuMemExportToShareableHandle`, or by Vulkan's
@@ -146,11 +156,6 @@ impl ExternalMemory {
                 ctx: ctx.clone(),
             }),
         })
-    }
-
-    /// The raw `CUexternalMemory`, valid while `self` (or a clone, buffer or array) lives.
-    pub fn as_raw(&self) -> sys::CUexternalMemory {
-        self.inner.raw
     }
 
     /// The imported size in bytes.
@@ -414,6 +419,16 @@ pub struct SemaphoreValue {
     pub timeout_ms: u32,
 }
 
+impl Handle for ExternalSemaphore {
+    type Raw = sys::CUexternalSemaphore;
+
+    /// The raw `CUexternalSemaphore`, valid while `self` lives.
+    #[inline]
+    fn as_raw(&self) -> sys::CUexternalSemaphore {
+        self.raw
+    }
+}
+
 impl ExternalSemaphore {
     /// Imports a semaphore exported as an opaque POSIX file descriptor of `kind`
     /// ([`ExternalSemaphoreHandleType::OPAQUE_FD`] or
@@ -474,11 +489,6 @@ impl ExternalSemaphore {
             kind: ExternalSemaphoreHandleType::from_raw(desc.type_),
             ctx: ctx.clone(),
         })
-    }
-
-    /// The raw `CUexternalSemaphore`, valid while `self` lives.
-    pub fn as_raw(&self) -> sys::CUexternalSemaphore {
-        self.raw
     }
 
     /// The handle type it was imported from.

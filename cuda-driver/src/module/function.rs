@@ -271,9 +271,9 @@ impl Function {
     /// launch).
     #[inline]
     pub fn as_function_ref(&self) -> FunctionRef<'_> {
-        // SAFETY: `self` keeps the function's module loaded while it is borrowed, and a
-        // launch keeps the module loaded until the kernel finishes only while the launch's
-        // caller holds a handle (the launch methods' contract).
+        // SAFETY: `self` keeps the function's module loaded while it is borrowed (for the
+        // returned lifetime); that it stays loaded until a launch has finished is each
+        // launch's own contract (the last handle to the module is not dropped before).
         unsafe { FunctionRef::borrow_raw(self.raw, self.context()) }
     }
 }
