@@ -504,3 +504,27 @@ impl Context {
         )
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::Ordering;
+
+    use super::{Context, Release};
+    use crate::device::Device;
+    use crate::handle::{Handle, OwnedHandle};
+
+    #[test]
+    fn into_raw_gives_up_the_release_for_every_clone() {
+        // SAFETY: a fake handle: given up below before any clone could release it, and never
+        // given to the driver.
+        let ctx = unsafe { Context::from_raw(0x10 as crate::sys::CUcontext, Device::from_raw(0)) };
+        assert_eq!(ctx.inner.release, Release::Destroy);
+        assert!(!ctx.is_primary() && ctx.green_raw().is_none());
+        let clone = ctx.clone();
+        assert_eq!(ctx.into_raw(), 0x10 as crate::sys::CUcontext);
+        // The clone still names the context, and its drop releases nothing.
+        assert_eq!(clone.as_raw(), 0x10 as crate::sys::CUcontext);
+        assert!(clone.inner.released.load(Ordering::Relaxed));
+        drop(clone);
+    }
+}
