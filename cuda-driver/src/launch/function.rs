@@ -18,15 +18,6 @@ use crate::types::CacheConfig;
 use crate::types::FunctionAttribute;
 use crate::types::FunctionLoadingState;
 
-/// Implements the methods once, for the owned [`Function`] and the borrowed [`FunctionRef`]:
-/// both are a `CUfunction` of one context.
-macro_rules! function_methods {
-    ($($body:tt)*) => {
-        impl Function { $($body)* }
-        impl FunctionRef<'_> { $($body)* }
-    };
-}
-
 function_methods! {
     /// An attribute of the kernel (registers, static shared memory, maximum block size, ...).
     #[wraps(cuFuncGetAttribute)]

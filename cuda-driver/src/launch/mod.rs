@@ -35,6 +35,15 @@
 //! is made current first (one `cuCtxGetCurrent` when it already is). No launch allocates:
 //! arguments are packed into an array on the stack.
 
+/// Implements methods once, for the owned [`Function`] and the borrowed [`FunctionRef`]: both
+/// are a `CUfunction` of one context, with `as_raw` and `context`.
+macro_rules! function_methods {
+    ($($body:tt)*) => {
+        impl Function { $($body)* }
+        impl FunctionRef<'_> { $($body)* }
+    };
+}
+
 pub(crate) mod args;
 pub(crate) mod attributes;
 pub(crate) mod config;

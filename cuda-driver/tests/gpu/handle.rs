@@ -103,6 +103,12 @@ fn a_borrowed_function_launches_through_the_checked_launch() {
     if f.params().unwrap().is_some() {
         assert!(matches!(r, Err(Error::ArgumentCount { .. })), "{r:?}");
     }
+    // Attributes and occupancy are the owned function's.
+    assert_eq!(f.num_registers().unwrap(), owned.num_registers().unwrap());
+    assert_eq!(
+        f.max_active_blocks_per_multiprocessor(256, 0).unwrap(),
+        owned.max_active_blocks_per_multiprocessor(256, 0).unwrap()
+    );
     // The borrowed form of an owned function launches too.
     let borrowed = owned.as_function_ref();
     check_fill(&ctx, |s, cfg, out| {
