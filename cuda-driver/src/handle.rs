@@ -14,6 +14,10 @@
 //!   releases nothing, and implements [`Handle`] only. It is made with an inherent
 //!   `unsafe fn borrow_raw(raw, ..)` (as rustix's `BorrowedFd::borrow_raw`), never `from_raw`.
 //!
+//! Memory is not a handle: the owners of device and host memory and their views have a
+//! `(pointer, length, ..)` raw API of their own, tied to the memory-view mechanism (see
+//! [`memory`](crate::memory)).
+//!
 //! `from_raw` takes what the owner needs besides the raw handle as one argument, its
 //! [`Parent`](OwnedHandle::Parent): the context a stream lives in, the device of a pool, the
 //! module a function belongs to, `()` for a handle that needs nothing. Both traits are in the
