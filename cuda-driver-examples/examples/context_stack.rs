@@ -9,6 +9,7 @@
 
 use std::process::ExitCode;
 
+use cuda_driver::handle::Handle;
 use cuda_driver::{sys, types::ContextFlags, Context, Device};
 use cuda_driver_examples::{check, run_example, Failure};
 

@@ -18,6 +18,7 @@
 use std::process::ExitCode;
 
 use cuda_driver::entry_point::{self, pfn, proc_address};
+use cuda_driver::handle::Handle;
 use cuda_driver::{
     sys, types::ErrorCode, types::ProcAddressFlags, types::ProcAddressStatus, types::StreamFlags,
     Device, Error, Stream,

@@ -20,6 +20,7 @@
 use std::ffi::c_void;
 use std::mem::size_of;
 
+use cuda_driver::handle::Handle;
 use cuda_driver::{DeviceSlice, DeviceSliceMut, Stream};
 
 use crate::comm::{c_int_arg, Communicator};

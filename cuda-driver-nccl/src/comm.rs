@@ -9,6 +9,7 @@ use std::ptr::{self, NonNull};
 use std::sync::atomic::{AtomicPtr, Ordering};
 use std::time::{Duration, Instant};
 
+use cuda_driver::handle::Handle;
 use cuda_driver::{Context, Device, Stream};
 
 use crate::config::CommConfig;

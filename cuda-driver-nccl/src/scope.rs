@@ -14,6 +14,7 @@ use std::marker::PhantomData;
 use std::panic::Location;
 use std::ptr;
 
+use cuda_driver::handle::Handle;
 use cuda_driver::{types::ErrorCode, Context};
 use cuda_driver_sys as cu;
 

@@ -11,6 +11,7 @@ use cuda_driver_sys as sys;
 use crate::context::Context;
 use crate::entry_point::newer;
 use crate::error::{Error, Result};
+use crate::handle::{give_up, Handle, OwnedHandle};
 use crate::release::SendRaw;
 use crate::stream::Stream;
 use crate::types::ErrorCode;
@@ -63,6 +64,38 @@ fn same_context(what: &'static str, event: &Event, stream: &Stream) -> Result<()
     }
 }
 
+impl Handle for Event {
+    type Raw = sys::CUevent;
+
+    /// The raw `CUevent`, valid while `self` lives.
+    #[inline]
+    fn as_raw(&self) -> sys::CUevent {
+        self.raw
+    }
+}
+
+impl OwnedHandle for Event {
+    type Parent<'p> = &'p Context;
+
+    /// Takes ownership of an event created in `ctx` with `cuEventCreate` (or opened from an
+    /// IPC handle); it is destroyed on drop.
+    ///
+    /// # Safety
+    /// `raw` is a live event of `ctx` that nothing else destroys.
+    unsafe fn from_raw(raw: sys::CUevent, ctx: &Context) -> Event {
+        Event {
+            raw,
+            ctx: ctx.clone(),
+            flags: None,
+        }
+    }
+
+    /// Gives up ownership: the caller destroys the event with `cuEventDestroy`.
+    fn into_raw(self) -> sys::CUevent {
+        give_up!(self, raw; drop(ctx); forget(flags))
+    }
+}
+
 impl Event {
     /// Creates an event in `ctx`.
     #[wraps(cuEventCreate)]
@@ -79,19 +112,6 @@ impl Event {
             ctx: ctx.clone(),
             flags: Some(flags),
         })
-    }
-
-    /// Takes ownership of an event created in `ctx` with `cuEventCreate` (or opened from an
-    /// IPC handle); it is destroyed on drop.
-    ///
-    /// # Safety
-    /// `raw` is a live event of `ctx` that nothing else destroys.
-    pub unsafe fn from_raw(raw: sys::CUevent, ctx: &Context) -> Event {
-        Event {
-            raw,
-            ctx: ctx.clone(),
-            flags: None,
-        }
     }
 
     /// As [`from_raw`](Self::from_raw), for an event known to have been created with `flags`,
@@ -119,20 +139,6 @@ impl Event {
     #[inline]
     pub fn flags(&self) -> Option<EventFlags> {
         self.flags
-    }
-
-    /// Gives up ownership: the caller destroys the event with `cuEventDestroy`.
-    pub fn into_raw(self) -> sys::CUevent {
-        let this = std::mem::ManuallyDrop::new(self);
-        // SAFETY: `this` is never used or dropped again; the context clone is dropped once.
-        unsafe { ptr::read(&this.ctx) };
-        this.raw
-    }
-
-    /// The raw `CUevent`, valid while `self` lives.
-    #[inline]
-    pub fn as_raw(&self) -> sys::CUevent {
-        self.raw
     }
 
     /// The event's context.

@@ -31,6 +31,7 @@ use crate::device::Device;
 use crate::entry_point::newer;
 use crate::error::{Error, Result};
 use crate::event::Event;
+use crate::handle::{Handle, OwnedHandle};
 use crate::init;
 use crate::stream::Stream;
 use crate::types::StreamFlags;
@@ -221,6 +222,16 @@ unsafe impl Send for GreenContext {}
 // SAFETY: as above.
 unsafe impl Sync for GreenContext {}
 
+impl Handle for GreenContext {
+    type Raw = sys::CUgreenCtx;
+
+    /// The raw `CUgreenCtx`, valid while `self` (or a clone of its context) lives.
+    #[inline]
+    fn as_raw(&self) -> sys::CUgreenCtx {
+        self.raw
+    }
+}
+
 impl GreenContext {
     /// Creates a green context on `device` with the resources of `desc`, with its default
     /// stream (`CU_GREEN_CTX_DEFAULT_STREAM`, which the driver requires).
@@ -263,11 +274,6 @@ impl GreenContext {
     #[wraps(cuCtxFromGreenCtx)]
     pub fn context(&self) -> &Context {
         &self.ctx
-    }
-
-    /// The raw `CUgreenCtx`, valid while `self` (or a clone of its context) lives.
-    pub fn as_raw(&self) -> sys::CUgreenCtx {
-        self.raw
     }
 
     /// A resource of this green context (its SMs).

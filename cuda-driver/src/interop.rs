@@ -30,6 +30,7 @@ use crate::count::count_u32;
 pub use crate::error::interop::InteropError;
 use crate::error::layout::LayoutError;
 use crate::error::{check, Error, Result};
+use crate::handle::{Handle, OwnedHandle};
 use crate::memory::owner::device_memory;
 use crate::memory::{ArrayDescriptor, ArrayElement, ArrayRefMut, MipmappedArray};
 use crate::release::SendRaw;
@@ -76,6 +77,16 @@ impl std::fmt::Debug for ExternalMemory {
             .field("raw", &self.inner.raw)
             .field("size", &self.inner.size)
             .finish()
+    }
+}
+
+impl Handle for ExternalMemory {
+    type Raw = sys::CUexternalMemory;
+
+    /// The raw `CUexternalMemory`, valid while `self` (or a clone, buffer or array) lives.
+    #[inline]
+    fn as_raw(&self) -> sys::CUexternalMemory {
+        self.inner.raw
     }
 }
 
@@ -145,11 +156,6 @@ impl ExternalMemory {
                 ctx: ctx.clone(),
             }),
         })
-    }
-
-    /// The raw `CUexternalMemory`, valid while `self` (or a clone, buffer or array) lives.
-    pub fn as_raw(&self) -> sys::CUexternalMemory {
-        self.inner.raw
     }
 
     /// The imported size in bytes.
@@ -238,7 +244,7 @@ impl ExternalMemory {
         Ok(ExternalMipmappedArray {
             // SAFETY: just created in this context with this shape, owned by nobody else;
             // destroyed with cuMipmappedArrayDestroy, as the driver requires.
-            array: unsafe { MipmappedArray::from_raw(raw, desc, levels, &self.inner.ctx) },
+            array: unsafe { MipmappedArray::from_raw(raw, (&self.inner.ctx, *desc, levels)) },
             _mem: self.inner.clone(),
         })
     }
@@ -403,6 +409,16 @@ pub struct SemaphoreValue {
     pub timeout_ms: u32,
 }
 
+impl Handle for ExternalSemaphore {
+    type Raw = sys::CUexternalSemaphore;
+
+    /// The raw `CUexternalSemaphore`, valid while `self` lives.
+    #[inline]
+    fn as_raw(&self) -> sys::CUexternalSemaphore {
+        self.raw
+    }
+}
+
 impl ExternalSemaphore {
     /// Imports a semaphore exported as an opaque POSIX file descriptor of `kind`
     /// ([`ExternalSemaphoreHandleType::OPAQUE_FD`] or
@@ -463,11 +479,6 @@ impl ExternalSemaphore {
             kind: ExternalSemaphoreHandleType::from_raw(desc.type_),
             ctx: ctx.clone(),
         })
-    }
-
-    /// The raw `CUexternalSemaphore`, valid while `self` lives.
-    pub fn as_raw(&self) -> sys::CUexternalSemaphore {
-        self.raw
     }
 
     /// The handle type it was imported from.

@@ -4,7 +4,8 @@
 //! contexts and the per-thread context stack, streams and events, device, page-locked and
 //! managed memory, modules, the JIT linker, context-independent libraries and kernels, and
 //! checked kernel launches. Every wrapper names the driver call it wraps and gives access to
-//! the raw handle (`as_raw`), so a program can drop down to `cuda_driver_sys` at any point.
+//! the raw handle ([`as_raw`](crate::handle::Handle::as_raw)), so a program can drop down to
+//! `cuda_driver_sys` at any point.
 //!
 //! * **Errors** carry the failing driver call and the caller's location
 //!   (`cuMemAlloc_v2 failed: CUDA_ERROR_OUT_OF_MEMORY (out of memory) at src/main.rs:12:5`);
@@ -23,9 +24,15 @@
 //! * **Ownership**: every handle is released in `Drop`, which never panics (failures go to
 //!   the [`log`](https://docs.rs/log) crate and [`drop_error_count`](crate::error::drop_error_count)); objects keep their
 //!   context alive, work from any thread, and are never released inside a host function.
-//!   Owned and borrowed handles are different types ([`Stream`] / [`StreamRef`](crate::stream::StreamRef),
-//!   [`MemPool`](crate::memory::pool::MemPool) / [`MemPoolRef`](crate::memory::pool::MemPoolRef)); every handle has `as_raw`, `from_raw(raw, ..)` and
-//!   `into_raw`.
+//!   Owned and borrowed handles are different types, never a flag ([`Stream`] /
+//!   [`StreamRef`](crate::stream::StreamRef), [`Context`] / [`ContextRef`](crate::context::ContextRef),
+//!   [`Function`] / [`FunctionRef`](crate::module::FunctionRef),
+//!   [`MemPool`](crate::memory::pool::MemPool) / [`MemPoolRef`](crate::memory::pool::MemPoolRef)).
+//!   The raw API is defined once, in [`handle`]: every handle has
+//!   [`as_raw`](crate::handle::Handle::as_raw); every owner
+//!   [`from_raw(raw, parent)`](crate::handle::OwnedHandle::from_raw), which takes ownership, and
+//!   [`into_raw`](crate::handle::OwnedHandle::into_raw), which gives it up; a borrowed form is
+//!   made with its own `unsafe fn borrow_raw(raw, ..)`.
 //! * **Speed**: the launch and copy paths allocate nothing; launches check arguments against
 //!   the kernel's parameter list read once from the driver.
 //!
@@ -154,7 +161,8 @@
 //! 10. [`green`]: green contexts over a share of a GPU's SMs.
 //! 11. Tools: [`coredump`], [`checkpoint`] (process checkpoints), [`logs`] (the driver's error
 //!     log), [`profiler`], and [`entry_point`] for functions newer than the linked library.
-//! 12. Values: [`error`] ([`Error`], the codes, which errors are sticky), [`types`] (every enum
+//! 12. Values: [`handle`] (the raw API every handle shares), [`error`] ([`Error`], the codes,
+//!     which errors are sticky), [`types`] (every enum
 //!     and flag set of cuda.h as a newtype, with one path each), and [`vector`] (CUDA's vector
 //!     types: `float4` is [`vector::Float4`]).
 //!
@@ -196,6 +204,7 @@ pub mod external;
 pub mod future;
 pub mod graph;
 pub mod green;
+pub mod handle;
 mod image;
 mod init;
 pub mod interop;
@@ -248,12 +257,15 @@ pub use stream::Stream;
 
 /// What most programs need in scope: the memory traits ([`DeviceMemory`] and
 /// [`DeviceMemoryMut`], whose methods (copies, memsets, slicing) every memory owner has), the
-/// kernel-argument traits, and the core types.
+/// kernel-argument traits, the handle traits ([`Handle`](crate::handle::Handle)'s `as_raw`,
+/// [`OwnedHandle`](crate::handle::OwnedHandle)'s `from_raw` and `into_raw`), and the core
+/// types.
 ///
 /// ```
 /// use cuda_driver::prelude::*;
 /// ```
 pub mod prelude {
+    pub use crate::handle::{Handle, OwnedHandle};
     pub use crate::launch::{KernelArg, KernelArgs};
     pub use crate::memory::MemsetValue;
     pub use crate::{

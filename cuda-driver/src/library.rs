@@ -51,6 +51,7 @@ use crate::cstr::{path_to_c_string, with_c_str};
 use crate::device::Device;
 use crate::entry_point::newer;
 use crate::error::{report_drop_error, Error, Result};
+use crate::handle::{Handle, OwnedHandle};
 use crate::image::{Image, ImageKind, ModuleImage, ParamCounts};
 use crate::jit::{check_jit, check_lookup, JitCall, JitOptions, LiveJit};
 use crate::memory::{DeviceSlice, DeviceSliceMut};
@@ -241,6 +242,39 @@ impl LibraryCall {
     }
 }
 
+impl Handle for Library {
+    type Raw = sys::CUlibrary;
+
+    /// The raw `CUlibrary`, valid while `self` lives.
+    fn as_raw(&self) -> sys::CUlibrary {
+        self.inner.raw
+    }
+}
+
+impl OwnedHandle for Library {
+    type Parent<'p> = ();
+
+    /// Takes ownership of a loaded library; it is unloaded when the last holder is dropped.
+    /// Its kernels' parameter counts are unknown (checked launches probe the driver for them,
+    /// see [`Kernel::params`]), and its logs are not captured.
+    ///
+    /// # Safety
+    /// `raw` is a live library that nothing else unloads, and whose image (if it was loaded
+    /// with `CU_LIBRARY_BINARY_IS_PRESERVED`) and JIT log buffers stay valid until then.
+    unsafe fn from_raw(raw: sys::CUlibrary, (): ()) -> Library {
+        Self::wrap(raw, None, None, None)
+    }
+
+    /// Gives up the crate's ownership and returns the raw `CUlibrary`: the crate no longer
+    /// unloads it, the caller does (`cuLibraryUnload`). The JIT log buffers and a preserved
+    /// image are leaked, since the driver may use them until then. Clones and handles taken
+    /// from it keep working until the caller unloads it.
+    fn into_raw(self) -> sys::CUlibrary {
+        self.inner.released.store(true, Ordering::Relaxed);
+        self.inner.raw
+    }
+}
+
 impl Library {
     fn wrap(
         raw: sys::CUlibrary,
@@ -412,31 +446,6 @@ impl Library {
         };
         check_jit(r, "cuLibraryLoadFromFile", || call.error_log())?;
         Ok(Self::wrap(raw, Some(call), None, None))
-    }
-
-    /// Takes ownership of a loaded library; it is unloaded when the last holder is dropped.
-    /// Its kernels' parameter counts are unknown (checked launches probe the driver for them,
-    /// see [`Kernel::params`]), and its logs are not captured.
-    ///
-    /// # Safety
-    /// `raw` is a live library that nothing else unloads, and whose image (if it was loaded
-    /// with `CU_LIBRARY_BINARY_IS_PRESERVED`) and JIT log buffers stay valid until then.
-    pub unsafe fn from_raw(raw: sys::CUlibrary) -> Library {
-        Self::wrap(raw, None, None, None)
-    }
-
-    /// The raw `CUlibrary`, valid while `self` lives.
-    pub fn as_raw(&self) -> sys::CUlibrary {
-        self.inner.raw
-    }
-
-    /// Gives up the crate's ownership and returns the raw `CUlibrary`: the crate no longer
-    /// unloads it, the caller does (`cuLibraryUnload`). The JIT log buffers and a preserved
-    /// image are leaked, since the driver may use them until then. Clones and handles taken
-    /// from it keep working until the caller unloads it.
-    pub fn into_raw(self) -> sys::CUlibrary {
-        self.inner.released.store(true, Ordering::Relaxed);
-        self.inner.raw
     }
 
     /// The JIT's info log as the driver has written it so far: at the load, or later, when it
@@ -651,7 +660,19 @@ impl std::fmt::Debug for Kernel {
     }
 }
 
-impl Kernel {
+impl Handle for Kernel {
+    type Raw = sys::CUkernel;
+
+    /// The raw `CUkernel`, valid while `self` lives.
+    #[inline]
+    fn as_raw(&self) -> sys::CUkernel {
+        self.raw
+    }
+}
+
+impl OwnedHandle for Kernel {
+    type Parent<'p> = &'p Library;
+
     /// Wraps a kernel of `library`, which the handle keeps loaded. Under
     /// [`ParamSource::Image`](crate::launch::ParamSource::Image), its parameter count is looked up
     /// under its driver name (`cuKernelGetName`) in what the library's image told.
@@ -659,7 +680,7 @@ impl Kernel {
     /// # Safety
     /// `raw` is a kernel of `library` (from `cuLibraryGetKernel` or
     /// `cuLibraryEnumerateKernels` on `library.as_raw()`).
-    pub unsafe fn from_raw(raw: sys::CUkernel, library: &Library) -> Kernel {
+    unsafe fn from_raw(raw: sys::CUkernel, library: &Library) -> Kernel {
         Kernel {
             raw,
             lib: library.inner.clone(),
@@ -667,18 +688,14 @@ impl Kernel {
         }
     }
 
-    /// The raw `CUkernel`, valid while `self` lives.
-    #[inline]
-    pub fn as_raw(&self) -> sys::CUkernel {
-        self.raw
-    }
-
     /// The raw `CUkernel`, giving up this handle: it stays valid while its library is loaded
     /// (by another handle, or by the caller).
-    pub fn into_raw(self) -> sys::CUkernel {
+    fn into_raw(self) -> sys::CUkernel {
         self.raw
     }
+}
 
+impl Kernel {
     /// The library the kernel belongs to.
     pub fn library(&self) -> Library {
         Library {

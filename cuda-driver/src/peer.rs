@@ -11,6 +11,7 @@ use crate::count::count_u32;
 use crate::device::Device;
 use crate::entry_point::newer;
 use crate::error::Result;
+use crate::handle::Handle;
 use crate::init::init;
 use crate::types::{AtomicOperation, AtomicOperationCapability, DeviceP2PAttribute};
 

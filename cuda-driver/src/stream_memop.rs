@@ -15,6 +15,7 @@ use cuda_driver_sys as sys;
 
 use crate::device::Device;
 use crate::error::{check, Error, Result};
+use crate::handle::Handle;
 use crate::memory::view::{check_stream, stream_identity};
 use crate::memory::view::{DeviceSlice, DeviceSliceMut};
 use crate::repr::DeviceRepr;

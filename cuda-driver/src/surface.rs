@@ -39,6 +39,7 @@ use cuda_driver_sys as sys;
 use crate::context::Context;
 use crate::error::layout::LayoutError;
 use crate::error::{Error, Result};
+use crate::handle::{give_up, Handle, OwnedHandle};
 use crate::launch::KernelArg;
 use crate::memory::{ArrayElement, ArrayRef};
 use crate::texture::ResourceDesc;
@@ -69,6 +70,38 @@ impl std::fmt::Debug for SurfaceObject<'_> {
         f.debug_struct("SurfaceObject")
             .field("raw", &format_args!("{:#x}", self.raw))
             .finish()
+    }
+}
+
+impl Handle for SurfaceObject<'_> {
+    type Raw = sys::CUsurfObject;
+
+    /// The raw handle.
+    #[inline]
+    fn as_raw(&self) -> sys::CUsurfObject {
+        self.raw
+    }
+}
+
+impl OwnedHandle for SurfaceObject<'_> {
+    type Parent<'p> = &'p Context;
+
+    /// Takes ownership of a surface object of `ctx`.
+    ///
+    /// # Safety
+    /// `raw` is a live surface object of `ctx` whose array outlives `'a`, that nothing else
+    /// destroys.
+    unsafe fn from_raw(raw: sys::CUsurfObject, ctx: &Context) -> Self {
+        SurfaceObject {
+            raw,
+            ctx: ctx.clone(),
+            _resource: PhantomData,
+        }
+    }
+
+    /// Gives up ownership; the caller destroys it with `cuSurfObjectDestroy`.
+    fn into_raw(self) -> sys::CUsurfObject {
+        give_up!(self, raw; drop(ctx); forget(_resource))
     }
 }
 
@@ -105,33 +138,6 @@ impl<'a> SurfaceObject<'a> {
             ctx: ctx.clone(),
             _resource: PhantomData,
         })
-    }
-
-    /// Takes ownership of a surface object of `ctx`.
-    ///
-    /// # Safety
-    /// `raw` is a live surface object of `ctx` whose array outlives `'a`, that nothing else
-    /// destroys.
-    pub unsafe fn from_raw(raw: sys::CUsurfObject, ctx: &Context) -> Self {
-        SurfaceObject {
-            raw,
-            ctx: ctx.clone(),
-            _resource: PhantomData,
-        }
-    }
-
-    /// Gives up ownership; the caller destroys it with `cuSurfObjectDestroy`.
-    pub fn into_raw(self) -> sys::CUsurfObject {
-        let this = std::mem::ManuallyDrop::new(self);
-        // SAFETY: `this` is never dropped; the context clone is dropped exactly once here.
-        unsafe { std::ptr::read(&this.ctx) };
-        this.raw
-    }
-
-    /// The raw handle.
-    #[inline]
-    pub fn as_raw(&self) -> sys::CUsurfObject {
-        self.raw
     }
 
     /// The context.

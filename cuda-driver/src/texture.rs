@@ -39,6 +39,7 @@ use cuda_driver_sys as sys;
 use crate::context::Context;
 use crate::error::layout::LayoutError;
 use crate::error::{Error, Result};
+use crate::handle::{give_up, Handle, OwnedHandle};
 use crate::launch::KernelArg;
 use crate::memory::array::MipmappedArray;
 use crate::memory::pitched::Pitched2DView;
@@ -431,6 +432,38 @@ impl std::fmt::Debug for TextureObject<'_> {
     }
 }
 
+impl Handle for TextureObject<'_> {
+    type Raw = sys::CUtexObject;
+
+    /// The raw handle.
+    #[inline]
+    fn as_raw(&self) -> sys::CUtexObject {
+        self.raw
+    }
+}
+
+impl OwnedHandle for TextureObject<'_> {
+    type Parent<'p> = &'p Context;
+
+    /// Takes ownership of a texture object of `ctx`.
+    ///
+    /// # Safety
+    /// `raw` is a live texture object of `ctx` whose resource outlives `'a`, that nothing
+    /// else destroys.
+    unsafe fn from_raw(raw: sys::CUtexObject, ctx: &Context) -> Self {
+        TextureObject {
+            raw,
+            ctx: ctx.clone(),
+            _resource: PhantomData,
+        }
+    }
+
+    /// Gives up ownership; the caller destroys it with `cuTexObjectDestroy`.
+    fn into_raw(self) -> sys::CUtexObject {
+        give_up!(self, raw; drop(ctx); forget(_resource))
+    }
+}
+
 impl<'a> TextureObject<'a> {
     /// Creates a texture object reading `resource` as `desc` says, through `view` if given.
     #[wraps(cuTexObjectCreate)]
@@ -456,33 +489,6 @@ impl<'a> TextureObject<'a> {
             ctx: ctx.clone(),
             _resource: PhantomData,
         })
-    }
-
-    /// Takes ownership of a texture object of `ctx`.
-    ///
-    /// # Safety
-    /// `raw` is a live texture object of `ctx` whose resource outlives `'a`, that nothing
-    /// else destroys.
-    pub unsafe fn from_raw(raw: sys::CUtexObject, ctx: &Context) -> Self {
-        TextureObject {
-            raw,
-            ctx: ctx.clone(),
-            _resource: PhantomData,
-        }
-    }
-
-    /// Gives up ownership; the caller destroys it with `cuTexObjectDestroy`.
-    pub fn into_raw(self) -> sys::CUtexObject {
-        let this = std::mem::ManuallyDrop::new(self);
-        // SAFETY: `this` is never dropped; the context clone is dropped exactly once here.
-        unsafe { std::ptr::read(&this.ctx) };
-        this.raw
-    }
-
-    /// The raw handle.
-    #[inline]
-    pub fn as_raw(&self) -> sys::CUtexObject {
-        self.raw
     }
 
     /// The context.

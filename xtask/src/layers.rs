@@ -27,7 +27,7 @@ const FORBIDDEN: &[(&[&str], &[&str])] = &[
     // The lower layers know nothing of loading or launching code.
     (
         &[
-            "error", "release", "cstr", "device", "context", "memory", "stream", "event",
+            "error", "handle", "release", "cstr", "device", "context", "memory", "stream", "event",
         ],
         &[
             "jit", "image", "params", "module", "library", "launch", "graph",

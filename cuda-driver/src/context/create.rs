@@ -8,10 +8,11 @@ use std::sync::Arc;
 use cuda_driver_macros::{call, wraps};
 use cuda_driver_sys as sys;
 
-use super::{Context, ContextFlags, Inner};
+use super::{Context, ContextFlags, Inner, Release};
 use crate::device::Device;
 use crate::entry_point::newer;
 use crate::error::{report_drop_error, Result};
+use crate::handle::Handle;
 use crate::init;
 
 use crate::types::CigDataType;
@@ -112,13 +113,7 @@ impl Context {
             unsafe { newer::cuCtxCreate_v4()?(&mut raw, &mut p, flags.as_raw(), device.as_raw()) },
         )?;
         let ctx = Context {
-            inner: Arc::new(Inner {
-                raw,
-                device,
-                primary: false,
-                green: ptr::null_mut(),
-                fences: Default::default(),
-            }),
+            inner: Arc::new(Inner::new(raw, device, Release::Destroy)),
         };
         let mut popped = ptr::null_mut();
         call!(
@@ -138,19 +133,16 @@ impl Context {
         green: sys::CUgreenCtx,
     ) -> Context {
         Context {
-            inner: Arc::new(Inner {
-                raw,
-                device,
-                primary: false,
-                green,
-                fences: Default::default(),
-            }),
+            inner: Arc::new(Inner::new(raw, device, Release::Green(green))),
         }
     }
 
     /// The green context this context was made from, if any (raw, owned by `self`).
     pub fn green_raw(&self) -> Option<sys::CUgreenCtx> {
-        (!self.inner.green.is_null()).then_some(self.inner.green)
+        match self.inner.release {
+            Release::Green(green) => Some(green),
+            Release::Destroy | Release::Primary => None,
+        }
     }
 
     /// Replaces the context's scheduling flags (`SCHED_*`, `MAP_HOST`, ...); CUDA 12.1.

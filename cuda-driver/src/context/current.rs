@@ -20,6 +20,7 @@ use cuda_driver_sys as sys;
 
 use super::Context;
 use crate::error::{report_drop_error, report_drop_problem, Error, Result};
+use crate::handle::Handle;
 use crate::release::{in_host_fn, release};
 
 /// The context of an operation made current for its span; see the module docs. `!Send`: it

@@ -26,6 +26,7 @@
 
 use std::marker::PhantomData;
 use std::ptr;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use cuda_driver_macros::{call, wraps};
@@ -34,6 +35,7 @@ use cuda_driver_sys as sys;
 use crate::error::{report_drop_error, report_drop_problem, Error, Result};
 pub use crate::release::wait_for_deferred_releases;
 
+mod borrowed;
 pub(crate) mod current;
 pub(crate) mod fence;
 
@@ -42,6 +44,7 @@ pub(crate) mod create;
 pub(crate) mod primary;
 
 use crate::device::Device;
+use crate::handle::{Handle, OwnedHandle};
 use crate::init;
 use crate::release::{release, SendRaw};
 
@@ -49,6 +52,7 @@ use crate::types::{
     CacheConfig, ContextFlags, FlushGPUDirectRDMAWritesScope, FlushGPUDirectRDMAWritesTarget,
     Limit, SharedMemConfig,
 };
+pub use borrowed::ContextRef;
 pub use create::ContextCreateParams;
 
 /// A CUDA context (`CUcontext`), primary or created. Cloning is cheap and shares it.
@@ -63,12 +67,37 @@ pub struct Context {
 struct Inner {
     raw: sys::CUcontext,
     device: Device,
-    primary: bool,
-    /// The green context this context was converted from (`cuCtxFromGreenCtx`), destroyed
-    /// with `cuGreenCtxDestroy` instead of `cuCtxDestroy`; null for other contexts.
-    green: sys::CUgreenCtx,
+    /// How the context is released when the last clone drops.
+    release: Release,
+    /// Set by `into_raw`: the caller releases the context, `Drop` does not.
+    released: AtomicBool,
     /// Cross-context uses of this context's memory that its releases wait for.
     fences: fence::Fences,
+}
+
+/// How an owned context is released: a release kind, not an ownership flag (a context the
+/// crate does not own is a [`ContextRef`], which releases nothing).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Release {
+    /// A created context (`cuCtxCreate`, or handed over through `from_raw`): `cuCtxDestroy`.
+    Destroy,
+    /// One retain of the device's primary context: `cuDevicePrimaryCtxRelease`.
+    Primary,
+    /// The context of a green context (`cuCtxFromGreenCtx`): the green context is destroyed
+    /// with `cuGreenCtxDestroy`.
+    Green(sys::CUgreenCtx),
+}
+
+impl Inner {
+    fn new(raw: sys::CUcontext, device: Device, release: Release) -> Inner {
+        Inner {
+            raw,
+            device,
+            release,
+            released: AtomicBool::new(false),
+            fences: Default::default(),
+        }
+    }
 }
 
 // SAFETY: a CUcontext may be made current and used on any host thread (CUDA Programming Guide,
@@ -79,8 +108,15 @@ unsafe impl Sync for Inner {}
 
 impl Drop for Inner {
     fn drop(&mut self) {
-        let (raw, device, primary) = (SendRaw(self.raw), self.device, self.primary);
-        let green = SendRaw(self.green);
+        if *self.released.get_mut() {
+            return;
+        }
+        let (raw, device) = (SendRaw(self.raw), self.device);
+        let green = SendRaw(match self.release {
+            Release::Green(g) => g,
+            Release::Destroy | Release::Primary => ptr::null_mut(),
+        });
+        let primary = self.release == Release::Primary;
         release(move || {
             let raw = raw.get();
             let green = green.get();
@@ -115,8 +151,47 @@ impl std::fmt::Debug for Context {
         f.debug_struct("Context")
             .field("raw", &self.inner.raw)
             .field("device", &self.inner.device)
-            .field("primary", &self.inner.primary)
+            .field("release", &self.inner.release)
             .finish()
+    }
+}
+
+impl Handle for Context {
+    type Raw = sys::CUcontext;
+
+    /// The raw `CUcontext`, for `cuda_driver_sys` calls. It stays valid while `self` lives.
+    #[inline]
+    fn as_raw(&self) -> sys::CUcontext {
+        self.inner.raw
+    }
+}
+
+impl OwnedHandle for Context {
+    type Parent<'p> = Device;
+
+    /// Takes ownership of a context created with `cuCtxCreate` on `device`; it is destroyed
+    /// when the last clone (and the last object created in it) is dropped. (A context to
+    /// borrow, such as the current one of a program that mixes libraries, is a
+    /// [`ContextRef::borrow_raw`].)
+    ///
+    /// # Safety
+    /// `raw` is a live context created by `cuCtxCreate*` on `device`, that nothing else will
+    /// destroy.
+    unsafe fn from_raw(raw: sys::CUcontext, device: Device) -> Context {
+        Context {
+            inner: Arc::new(Inner::new(raw, device, Release::Destroy)),
+        }
+    }
+
+    /// Gives up the crate's ownership and returns the raw `CUcontext`: the crate no longer
+    /// releases it, the caller does, as this context's `Drop` would have: a created context
+    /// with `cuCtxDestroy`, a primary one with `cuDevicePrimaryCtxRelease` (one retain), a
+    /// green one by destroying its green context ([`green_raw`](Context::green_raw), read
+    /// before) with `cuGreenCtxDestroy`. Clones of the context and objects created in it keep
+    /// working until then; releasing it while they live is the caller's to avoid.
+    fn into_raw(self) -> sys::CUcontext {
+        self.inner.released.store(true, Ordering::Relaxed);
+        self.inner.raw
     }
 }
 
@@ -141,13 +216,7 @@ impl Context {
             unsafe { sys::cuCtxCreate_v2(&mut raw, flags.as_raw(), device.as_raw()) },
         )?;
         let ctx = Context {
-            inner: Arc::new(Inner {
-                raw,
-                device,
-                primary: false,
-                green: ptr::null_mut(),
-                fences: Default::default(),
-            }),
+            inner: Arc::new(Inner::new(raw, device, Release::Destroy)),
         };
         let mut popped = ptr::null_mut();
         call!(
@@ -158,44 +227,6 @@ impl Context {
         Ok(ctx)
     }
 
-    /// Takes ownership of a context created with `cuCtxCreate`; it is destroyed when the last
-    /// clone is dropped.
-    ///
-    /// # Safety
-    /// `raw` is a live context created by `cuCtxCreate*` on `device`, that nothing else will
-    /// destroy.
-    pub unsafe fn from_raw(raw: sys::CUcontext, device: Device) -> Context {
-        Context {
-            inner: Arc::new(Inner {
-                raw,
-                device,
-                primary: false,
-                green: ptr::null_mut(),
-                fences: Default::default(),
-            }),
-        }
-    }
-
-    /// Gives up ownership of the raw context if this is its only handle (no clone and no
-    /// object created in it is alive); otherwise returns `self` unchanged. The caller then
-    /// destroys a created context with `cuCtxDestroy`, or releases a primary one with
-    /// `cuDevicePrimaryCtxRelease`.
-    pub fn into_raw(self) -> std::result::Result<sys::CUcontext, Context> {
-        match Arc::try_unwrap(self.inner) {
-            Ok(inner) => {
-                let raw = inner.raw;
-                std::mem::forget(inner);
-                Ok(raw)
-            }
-            Err(inner) => Err(Context { inner }),
-        }
-    }
-
-    /// The raw `CUcontext`, for `cuda_driver_sys` calls. It stays valid while `self` lives.
-    pub fn as_raw(&self) -> sys::CUcontext {
-        self.inner.raw
-    }
-
     /// The device this context runs on.
     pub fn device(&self) -> Device {
         self.inner.device
@@ -203,7 +234,15 @@ impl Context {
 
     /// Whether this is the device's primary context.
     pub fn is_primary(&self) -> bool {
-        self.inner.primary
+        self.inner.release == Release::Primary
+    }
+
+    /// This context, borrowed: the form that functions taking a context the crate may not
+    /// own accept.
+    #[inline]
+    pub fn as_context_ref(&self) -> ContextRef<'_> {
+        // SAFETY: the context is alive while `self` is borrowed.
+        unsafe { ContextRef::borrow_raw(self.inner.raw) }
     }
 
     /// The context current on the calling thread (top of its stack), if any, as a raw handle
@@ -463,5 +502,29 @@ impl Context {
             // SAFETY: plain values on the current context.
             unsafe { sys::cuFlushGPUDirectRDMAWrites(target.as_raw(), scope.as_raw()) },
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::Ordering;
+
+    use super::{Context, Release};
+    use crate::device::Device;
+    use crate::handle::{Handle, OwnedHandle};
+
+    #[test]
+    fn into_raw_gives_up_the_release_for_every_clone() {
+        // SAFETY: a fake handle: given up below before any clone could release it, and never
+        // given to the driver.
+        let ctx = unsafe { Context::from_raw(0x10 as crate::sys::CUcontext, Device::from_raw(0)) };
+        assert_eq!(ctx.inner.release, Release::Destroy);
+        assert!(!ctx.is_primary() && ctx.green_raw().is_none());
+        let clone = ctx.clone();
+        assert_eq!(ctx.into_raw(), 0x10 as crate::sys::CUcontext);
+        // The clone still names the context, and its drop releases nothing.
+        assert_eq!(clone.as_raw(), 0x10 as crate::sys::CUcontext);
+        assert!(clone.inner.released.load(Ordering::Relaxed));
+        drop(clone);
     }
 }

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use cuda_driver_macros::{call, wraps};
 use cuda_driver_sys as sys;
 
-use super::{Context, ContextFlags, Inner};
+use super::{Context, ContextFlags, Inner, Release};
 use crate::device::Device;
 use crate::error::Result;
 use crate::init;
@@ -20,13 +20,7 @@ impl Context {
             unsafe { sys::cuDevicePrimaryCtxRetain(&mut raw, device.as_raw()) },
         )?;
         Ok(Context {
-            inner: Arc::new(Inner {
-                raw,
-                device,
-                primary: true,
-                green: std::ptr::null_mut(),
-                fences: Default::default(),
-            }),
+            inner: Arc::new(Inner::new(raw, device, Release::Primary)),
         })
     }
 }

@@ -9,6 +9,7 @@ use cuda_driver_macros::uses;
 use super::signal::Wait;
 use crate::error::Result;
 use crate::event::Event;
+use crate::handle::Handle;
 use crate::stream::Stream;
 use crate::types::StreamFlags;
 

@@ -11,6 +11,7 @@ use cuda_driver_macros::uses;
 
 use super::signal::{refuse_capture, Wait};
 use crate::error::{Error, Result};
+use crate::handle::Handle;
 use crate::memory::{DeviceBuffer, DeviceMemory, DeviceMemoryMut, PinnedBuffer};
 use crate::repr::DeviceRepr;
 use crate::stream::Stream;

@@ -21,6 +21,7 @@ use cuda_driver_sys as sys;
 use crate::callback;
 use crate::error::{check, Error, Result};
 use crate::event::Event;
+use crate::handle::Handle;
 use crate::release::release;
 use crate::stream::{run_host_fn, Stream};
 use crate::types::EventFlags;

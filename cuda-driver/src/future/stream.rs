@@ -10,6 +10,7 @@ use cuda_driver_macros::uses;
 use super::signal::Wait;
 use crate::error::Result;
 use crate::graph::GraphExec;
+use crate::handle::Handle;
 use crate::stream::Stream;
 
 /// A future that completes when all work queued on a stream before it was made is done: the

@@ -16,6 +16,7 @@ use super::{raw_deps, Graph, GraphNode};
 use crate::entry_point::newer;
 use crate::error::graph::GraphError;
 use crate::error::{Error, Result};
+use crate::handle::{Handle, OwnedHandle};
 use crate::stream::{RawCaptureInfo, Stream};
 use crate::types::ErrorCode;
 
@@ -85,7 +86,7 @@ impl Stream {
         check_not_scoped(self)?;
         let g = self.end_capture_raw()?;
         // SAFETY: the graph the capture made, owned by the caller now.
-        Ok(unsafe { Graph::from_raw(g) })
+        Ok(unsafe { Graph::from_raw(g, ()) })
     }
 
     #[track_caller]
@@ -110,7 +111,7 @@ impl Stream {
             Some(ErrorCode::STREAM_CAPTURE_INVALIDATED) => {
                 if !g.is_null() {
                     // SAFETY: a graph handed back with the error is ours to destroy.
-                    drop(unsafe { Graph::from_raw(g) });
+                    drop(unsafe { Graph::from_raw(g, ()) });
                 }
                 Err(Error::Graph(GraphError::CaptureInvalidated {
                     location: std::panic::Location::caller(),
@@ -554,7 +555,7 @@ impl Stream {
         // The capture owns the graph until it ends; this value is made the owner only then.
         // SAFETY: the capture's live graph; this value never destroys it unless the end
         // hands it over (below).
-        let graph = ManuallyDrop::new(unsafe { Graph::from_raw(raw) });
+        let graph = ManuallyDrop::new(unsafe { Graph::from_raw(raw, ()) });
         let (end, r) = run_scoped(self, &graph, f);
         let graph = ManuallyDrop::into_inner(graph);
         let owned = match end {
@@ -563,7 +564,7 @@ impl Stream {
                 // The driver handed over another graph (never seen): own that one instead.
                 let _ = graph.into_raw();
                 // SAFETY: handed over by cuStreamEndCapture, ours now.
-                Ok(unsafe { Graph::from_raw(g) })
+                Ok(unsafe { Graph::from_raw(g, ()) })
             }
             Err(e) => {
                 // The end destroyed the graph (an invalidated capture) or kept it: not ours.

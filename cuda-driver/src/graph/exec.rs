@@ -18,6 +18,7 @@ use crate::entry_point::newer;
 use crate::error::graph::GraphError;
 use crate::error::{report_drop_error, Error, Result};
 use crate::event::Event;
+use crate::handle::{give_up, Handle, OwnedHandle};
 use crate::launch::{KernelArgs, LaunchConfig};
 use crate::memory::{DeviceSlice, DeviceSliceMut};
 use crate::module::function::Function;
@@ -125,7 +126,7 @@ impl Graph {
             unsafe { sys::cuGraphInstantiateWithFlags(&mut raw, self.raw, flags.as_raw() as _) },
         )?;
         // SAFETY: just created.
-        let mut exec = unsafe { GraphExec::from_raw(raw) };
+        let mut exec = unsafe { GraphExec::from_raw(raw, ()) };
         exec.memory = self.exec_memory(flags)?.map(Box::new);
         exec.adopted = false;
         Ok(exec)
@@ -160,19 +161,31 @@ impl Graph {
         }
         r?;
         // SAFETY: just created.
-        let mut exec = unsafe { GraphExec::from_raw(raw) };
+        let mut exec = unsafe { GraphExec::from_raw(raw, ()) };
         exec.memory = self.exec_memory(options.flags)?.map(Box::new);
         exec.adopted = false;
         Ok(exec)
     }
 }
 
-impl GraphExec {
+impl Handle for GraphExec {
+    type Raw = sys::CUgraphExec;
+
+    /// The raw `CUgraphExec`, valid while `self` lives.
+    #[inline]
+    fn as_raw(&self) -> sys::CUgraphExec {
+        self.raw
+    }
+}
+
+impl OwnedHandle for GraphExec {
+    type Parent<'p> = ();
+
     /// Takes ownership of an executable graph; destroyed on drop.
     ///
     /// # Safety
     /// `raw` is a live executable graph that nothing else destroys.
-    pub unsafe fn from_raw(raw: sys::CUgraphExec) -> GraphExec {
+    unsafe fn from_raw(raw: sys::CUgraphExec, (): ()) -> GraphExec {
         GraphExec {
             raw,
             kept: Vec::new(),
@@ -185,21 +198,12 @@ impl GraphExec {
     /// Gives up ownership: the caller destroys the exec. What per-node updates made it use
     /// (functions, closures, events) is leaked, since the raw exec may run it at any later
     /// time.
-    pub fn into_raw(mut self) -> sys::CUgraphExec {
-        let raw = self.raw;
-        std::mem::forget(std::mem::take(&mut self.kept));
-        drop(std::mem::take(self.launched.get_mut()));
-        drop(self.memory.take());
-        std::mem::forget(self);
-        raw
+    fn into_raw(self) -> sys::CUgraphExec {
+        give_up!(self, raw; drop(launched, memory); forget(kept, adopted))
     }
+}
 
-    /// The raw `CUgraphExec`, valid while `self` lives.
-    #[inline]
-    pub fn as_raw(&self) -> sys::CUgraphExec {
-        self.raw
-    }
-
+impl GraphExec {
     #[inline]
     fn note_launch(&self, stream: &Stream) {
         let ctx = stream.context();

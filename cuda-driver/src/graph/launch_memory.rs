@@ -12,6 +12,7 @@ use super::exec::GraphExec;
 use super::{Graph, GraphNodeType};
 use crate::error::{Error, Result};
 use crate::event::Event;
+use crate::handle::Handle;
 use crate::memory::pool::MoveToStreamError;
 use crate::memory::pool::{check_orderable, order_after};
 use crate::memory::view::stream_identity;

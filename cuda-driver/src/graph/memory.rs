@@ -12,6 +12,7 @@ use crate::graph::ptr_or_null;
 use crate::graph::raw_deps;
 use crate::graph::Graph;
 use crate::graph::GraphNode;
+use crate::handle::Handle;
 use crate::memory::DeviceSliceMut;
 use crate::repr::DeviceRepr;
 use cuda_driver_macros::{call, uses, wraps};

@@ -25,6 +25,7 @@ use cuda_driver_sys as sys;
 use crate::entry_point::newer;
 pub use crate::error::graph::GraphError;
 use crate::error::{check, Error, Result};
+use crate::handle::{give_up, Handle, OwnedHandle};
 use crate::release::{release, SendRaw};
 
 use crate::types::{GraphDebugDotFlags, GraphDependencyType, GraphNodeType};
@@ -199,7 +200,7 @@ impl std::fmt::Debug for GraphRef<'_> {
 }
 
 impl<'a> GraphRef<'a> {
-    /// Borrows a graph by its raw handle.
+    /// Borrows a graph by its raw handle; dropping the borrow destroys nothing.
     ///
     /// # Safety
     /// `raw` is a live graph that stays alive for `'a`, and nothing else uses it from another
@@ -208,7 +209,7 @@ impl<'a> GraphRef<'a> {
     /// The crate's records of the owner (see [`GraphNode::as_conditional`]) are not shared
     /// with it: a conditional node added through it is found again only through it, and a
     /// memory free node of another graph's allocation is refused on it.
-    pub unsafe fn from_raw(raw: sys::CUgraph) -> GraphRef<'a> {
+    pub unsafe fn borrow_raw(raw: sys::CUgraph) -> GraphRef<'a> {
         // SAFETY: the caller's guarantees.
         unsafe { GraphRef::with_retain(raw, raw, book::SharedBook::new(true)) }
     }
@@ -216,7 +217,7 @@ impl<'a> GraphRef<'a> {
     /// A borrowed graph whose keep-alives go to `retain`, recording in `book`.
     ///
     /// # Safety
-    /// As for `from_raw`; `retain` is a live graph that runs `raw` whenever `raw` runs.
+    /// As for `borrow_raw`; `retain` is a live graph that runs `raw` whenever `raw` runs.
     pub(crate) unsafe fn with_retain(
         raw: sys::CUgraph,
         retain: sys::CUgraph,
@@ -333,6 +334,51 @@ fn read_list<T: Copy>(
     Ok(v)
 }
 
+impl Handle for Graph {
+    type Raw = sys::CUgraph;
+
+    /// The raw `CUgraph`, valid while `self` lives.
+    #[inline]
+    fn as_raw(&self) -> sys::CUgraph {
+        self.raw
+    }
+}
+
+impl Handle for GraphRef<'_> {
+    type Raw = sys::CUgraph;
+
+    /// The raw `CUgraph`, valid for the borrow.
+    #[inline]
+    fn as_raw(&self) -> sys::CUgraph {
+        self.graph.raw
+    }
+}
+
+impl OwnedHandle for Graph {
+    type Parent<'p> = ();
+
+    /// Takes ownership of a graph; it is destroyed on drop.
+    ///
+    /// # Safety
+    /// `raw` is a live graph that nothing else destroys or uses from another thread.
+    unsafe fn from_raw(raw: sys::CUgraph, (): ()) -> Graph {
+        Graph {
+            raw,
+            retain: raw,
+            kept: RefCell::new(Vec::new()),
+            // Its memory nodes, if any, were not added through the crate.
+            book: book::SharedBook::new(true),
+            root: true,
+        }
+    }
+
+    /// Gives up ownership: the caller destroys the graph with `cuGraphDestroy`. What the
+    /// graph kept alive for its nodes is released now.
+    fn into_raw(self) -> sys::CUgraph {
+        give_up!(self, raw; drop(kept, book); forget(retain, root))
+    }
+}
+
 impl Graph {
     /// Creates an empty graph.
     #[wraps(cuGraphCreate)]
@@ -345,41 +391,10 @@ impl Graph {
             unsafe { sys::cuGraphCreate(&mut raw, 0) },
         )?;
         // SAFETY: just created, owned by nobody else.
-        let g = unsafe { Graph::from_raw(raw) };
+        let g = unsafe { Graph::from_raw(raw, ()) };
         // Empty: every node it will have is added through the crate, or marks it inexact.
         g.book.lock().inexact = false;
         Ok(g)
-    }
-
-    /// Takes ownership of a graph; it is destroyed on drop.
-    ///
-    /// # Safety
-    /// `raw` is a live graph that nothing else destroys or uses from another thread.
-    pub unsafe fn from_raw(raw: sys::CUgraph) -> Graph {
-        Graph {
-            raw,
-            retain: raw,
-            kept: RefCell::new(Vec::new()),
-            // Its memory nodes, if any, were not added through the crate.
-            book: book::SharedBook::new(true),
-            root: true,
-        }
-    }
-
-    /// Gives up ownership: the caller destroys the graph with `cuGraphDestroy`.
-    pub fn into_raw(self) -> sys::CUgraph {
-        let this = ManuallyDrop::new(self);
-        // SAFETY: `this` is never used again; its Vec and book are dropped once, here.
-        drop(unsafe { ptr::read(&this.kept) });
-        // SAFETY: as above.
-        drop(unsafe { ptr::read(&this.book) });
-        this.raw
-    }
-
-    /// The raw `CUgraph`, valid while `self` lives.
-    #[inline]
-    pub fn as_raw(&self) -> sys::CUgraph {
-        self.raw
     }
 
     /// Clones the graph with all its nodes, edges and keep-alives. A graph with conditional
@@ -394,7 +409,7 @@ impl Graph {
             unsafe { sys::cuGraphClone(&mut raw, self.raw) },
         )?;
         // SAFETY: just created.
-        Ok(unsafe { Graph::from_raw(raw) })
+        Ok(unsafe { Graph::from_raw(raw, ()) })
     }
 
     /// The node of `clone` (a clone of this graph made by [`try_clone`](Self::try_clone))
@@ -719,18 +734,22 @@ impl Graph {
     }
 }
 
-impl<'g> GraphNode<'g> {
+impl Handle for GraphNode<'_> {
+    type Raw = sys::CUgraphNode;
+
     /// The raw `CUgraphNode`, valid while the node is in its graph.
     #[inline]
-    pub fn as_raw(&self) -> sys::CUgraphNode {
+    fn as_raw(&self) -> sys::CUgraphNode {
         self.raw
     }
+}
 
-    /// Borrows a node of `graph` by its raw handle.
+impl<'g> GraphNode<'g> {
+    /// Borrows a node of `graph` by its raw handle (a node is never released on its own).
     ///
     /// # Safety
     /// `raw` is a node of `graph`.
-    pub unsafe fn from_raw(raw: sys::CUgraphNode, graph: &'g Graph) -> GraphNode<'g> {
+    pub unsafe fn borrow_raw(raw: sys::CUgraphNode, graph: &'g Graph) -> GraphNode<'g> {
         GraphNode { raw, graph }
     }
 

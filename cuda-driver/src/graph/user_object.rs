@@ -5,6 +5,7 @@
 
 use crate::error::Result;
 use crate::graph::Graph;
+use crate::handle::{give_up, Handle, OwnedHandle};
 use crate::stream::run_host_fn;
 use crate::types::UserObjectFlags;
 use cuda_driver_macros::{call, wraps};
@@ -69,6 +70,33 @@ extern "C" fn user_object_drop<T: Send + Sync + 'static>(data: *mut c_void) {
     });
 }
 
+impl Handle for UserObject {
+    type Raw = sys::CUuserObject;
+
+    /// The raw `CUuserObject`, valid while `self` lives.
+    #[inline]
+    fn as_raw(&self) -> sys::CUuserObject {
+        self.raw
+    }
+}
+
+impl OwnedHandle for UserObject {
+    type Parent<'p> = ();
+
+    /// Takes ownership of one reference to a raw user object.
+    ///
+    /// # Safety
+    /// The caller owns one reference to the live object `raw`, which moves into the value.
+    unsafe fn from_raw(raw: sys::CUuserObject, (): ()) -> UserObject {
+        UserObject { raw }
+    }
+
+    /// Gives up this handle's reference without releasing it (`cuUserObjectRelease`).
+    fn into_raw(self) -> sys::CUuserObject {
+        give_up!(self, raw; drop())
+    }
+}
+
 impl UserObject {
     /// Moves `value` into a new user object holding one reference (this handle's).
     #[wraps(cuUserObjectCreate)]
@@ -93,24 +121,6 @@ impl UserObject {
         }
         r?;
         Ok(UserObject { raw })
-    }
-
-    /// The raw `CUuserObject`, valid while `self` lives.
-    pub fn as_raw(&self) -> sys::CUuserObject {
-        self.raw
-    }
-
-    /// Takes ownership of one reference to a raw user object.
-    ///
-    /// # Safety
-    /// The caller owns one reference to the live object `raw`, which moves into the value.
-    pub unsafe fn from_raw(raw: sys::CUuserObject) -> UserObject {
-        UserObject { raw }
-    }
-
-    /// Gives up this handle's reference without releasing it.
-    pub fn into_raw(self) -> sys::CUuserObject {
-        std::mem::ManuallyDrop::new(self).raw
     }
 
     /// A new handle with its own reference.

@@ -8,10 +8,11 @@ use cuda_driver_sys as sys;
 
 use super::LaunchConfig;
 use crate::error::Result;
-use crate::module::Function;
+use crate::handle::Handle;
+use crate::module::{Function, FunctionRef};
 use crate::stream::Stream;
 
-impl Function {
+function_methods! {
     /// Launches the function cooperatively on `stream` with raw kernel parameters.
     ///
     /// # Safety

@@ -1,5 +1,5 @@
-//! Execution Control of a [`Function`] (the functions of that group of the CUDA Driver API
-//! reference that take a `CUfunction`): its attributes and cache configuration
+//! Execution Control of a [`Function`] and of a borrowed [`FunctionRef`] (the functions of
+//! that group of the CUDA Driver API reference that take a `CUfunction`): its attributes and cache configuration
 //! (`cuFuncGetAttribute`, `cuFuncSetAttribute`, `cuFuncSetCacheConfig`), name and parameters
 //! (`cuFuncGetName`, `cuFuncGetParamInfo`), module (`cuFuncGetModule`) and lazy-loading state
 //! (`cuFuncIsLoaded`, `cuFuncLoad`).
@@ -11,13 +11,14 @@ use cuda_driver_sys as sys;
 
 use crate::entry_point::newer;
 use crate::error::Result;
-use crate::module::Function;
+use crate::handle::Handle;
+use crate::module::{Function, FunctionRef};
 use crate::params::{KernelParams, ParamInfo};
 use crate::types::CacheConfig;
 use crate::types::FunctionAttribute;
 use crate::types::FunctionLoadingState;
 
-impl Function {
+function_methods! {
     /// An attribute of the kernel (registers, static shared memory, maximum block size, ...).
     #[wraps(cuFuncGetAttribute)]
     #[track_caller]
@@ -75,9 +76,7 @@ impl Function {
     pub fn static_shared_bytes(&self) -> Result<usize> {
         Ok(self.attribute(FunctionAttribute::SHARED_SIZE_BYTES)? as usize)
     }
-}
 
-impl Function {
     /// The kernel's name: the name it was looked up by, or the driver's (`cuFuncGetName`,
     /// CUDA 12.3), cached.
     #[wraps(cuFuncGetName)]
@@ -94,7 +93,7 @@ impl Function {
     /// that answer as an API error. Under [`ParamSource::Image`](crate::launch::ParamSource::Image) the
     /// safe loaders read the count from the image instead (PTX: the offsets and sizes too), and
     /// the driver is asked for exactly that many; a function whose count is unknown even then
-    /// (from [`from_raw`](Self::from_raw), [`Module::from_raw`](crate::Module::from_raw),
+    /// (a [`FunctionRef`], a function or module from `from_raw`,
     /// [`Module::load_data_unchecked`](crate::Module::load_data_unchecked), a compressed
     /// fatbin) is probed.
     #[wraps(cuFuncGetParamInfo)]

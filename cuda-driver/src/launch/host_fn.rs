@@ -10,6 +10,7 @@ use cuda_driver_sys as sys;
 
 use crate::error::graph::GraphError;
 use crate::error::{Error, Result};
+use crate::handle::Handle;
 use crate::stream::{retain_in_graph, run_host_fn, shared_host_fn_trampoline, Stream};
 
 impl Stream {

@@ -35,6 +35,15 @@
 //! is made current first (one `cuCtxGetCurrent` when it already is). No launch allocates:
 //! arguments are packed into an array on the stack.
 
+/// Implements methods once, for the owned [`Function`] and the borrowed [`FunctionRef`]: both
+/// are a `CUfunction` of one context, with `as_raw` and `context`.
+macro_rules! function_methods {
+    ($($body:tt)*) => {
+        impl Function { $($body)* }
+        impl FunctionRef<'_> { $($body)* }
+    };
+}
+
 pub(crate) mod args;
 pub(crate) mod attributes;
 pub(crate) mod config;
@@ -50,10 +59,12 @@ use std::ptr;
 use cuda_driver_macros::{call, wraps};
 use cuda_driver_sys as sys;
 
+use crate::context::Context;
 use crate::error::{Error, Result};
+use crate::handle::Handle;
 use crate::library::Kernel;
 use crate::memory::view::stream_identity;
-use crate::module::Function;
+use crate::module::{Function, FunctionRef};
 use crate::params::KernelParams;
 use crate::stream::Stream;
 
@@ -67,12 +78,17 @@ pub use config::{Dim3, LaunchConfig, DEFAULT_BLOCK_SIZE};
 pub use occupancy::BlockSizeSuggestion;
 pub use param_buffer::{ParamBuffer, PARAM_BUFFER_CAPACITY, PARAM_BUFFER_MAX_PARAMS};
 
-/// What the launch code needs from a [`Function`] or a [`Kernel`], beyond its parameters.
+/// What the launch code needs from a [`Function`], a [`FunctionRef`] or a [`Kernel`],
+/// beyond its parameters.
 pub(crate) trait Launchable: KernelParams {
     /// The handle for `cuLaunchKernel` (a `CUkernel` cast to `CUfunction` for a kernel).
     fn raw_function(&self) -> sys::CUfunction;
     /// Whether the kernel can launch on `stream`.
     fn check_context(&self, stream: &Stream) -> Result<()>;
+    /// While `stream` is being captured, moves into the captured graph what keeps the
+    /// kernel's code (or, for a borrowed function, its context) alive: see
+    /// [`keep_in_capture`].
+    fn keep_in_capture(&self, stream: &Stream) -> Result<()>;
 }
 
 impl Launchable for Function {
@@ -83,21 +99,52 @@ impl Launchable for Function {
 
     #[inline(always)]
     fn check_context(&self, stream: &Stream) -> Result<()> {
-        if stream.context().as_raw() == self.context().as_raw() {
-            Ok(())
-        } else {
-            Err(wrong_context(self, stream))
-        }
+        check_function_context(self.context(), stream)
+    }
+
+    #[inline(always)]
+    #[track_caller]
+    fn keep_in_capture(&self, stream: &Stream) -> Result<()> {
+        keep_in_capture(self, stream)
     }
 }
 
-/// A `Function` launches only in its own context (a library `Kernel` launches in any).
+impl Launchable for FunctionRef<'_> {
+    #[inline(always)]
+    fn raw_function(&self) -> sys::CUfunction {
+        self.as_raw()
+    }
+
+    #[inline(always)]
+    fn check_context(&self, stream: &Stream) -> Result<()> {
+        check_function_context(self.context(), stream)
+    }
+
+    /// The caller of `borrow_raw` keeps the code loaded for the graph's life; the graph keeps
+    /// the context, as it would for a `Function`.
+    #[inline(always)]
+    #[track_caller]
+    fn keep_in_capture(&self, stream: &Stream) -> Result<()> {
+        keep_in_capture(self.context(), stream)
+    }
+}
+
+/// A function launches only in its own context (a library `Kernel` launches in any).
+#[inline(always)]
+fn check_function_context(ctx: &Context, stream: &Stream) -> Result<()> {
+    if stream.context().as_raw() == ctx.as_raw() {
+        Ok(())
+    } else {
+        Err(wrong_context(ctx, stream))
+    }
+}
+
 #[cold]
 #[inline(never)]
-fn wrong_context(f: &Function, stream: &Stream) -> Error {
+fn wrong_context(ctx: &Context, stream: &Stream) -> Error {
     Error::ContextMismatch {
         what: "Function launch",
-        expected: f.context().as_raw() as usize,
+        expected: ctx.as_raw() as usize,
         found: stream.context().as_raw() as usize,
     }
 }
@@ -113,6 +160,12 @@ impl Launchable for Kernel {
     #[inline(always)]
     fn check_context(&self, _stream: &Stream) -> Result<()> {
         Ok(())
+    }
+
+    #[inline(always)]
+    #[track_caller]
+    fn keep_in_capture(&self, stream: &Stream) -> Result<()> {
+        keep_in_capture(self, stream)
     }
 }
 
@@ -280,7 +333,7 @@ unsafe fn launch_kernel_packed<const N: usize>(
 }
 
 macro_rules! launch_methods {
-    ($ty:ident, $where:literal) => {
+    ($ty:ty, $name:literal, $where:literal) => {
         impl $ty {
             #[wraps(cuLaunchKernel)]
             #[doc = concat!("Launches the kernel on `stream` ", $where, ", after checking")]
@@ -297,8 +350,8 @@ macro_rules! launch_methods {
             /// * a view of stream-ordered memory must be ordered on `stream`
             ///   ([`Error::StreamMismatch`] otherwise; see
             ///   [`AsyncDeviceBuffer::move_to_stream`](crate::memory::pool::AsyncDeviceBuffer::move_to_stream));
-            /// * a [`Function`] launches only on a stream of its own context
-            ///   ([`Error::ContextMismatch`] otherwise), a [`Kernel`] on any.
+            /// * a [`Function`] (or [`FunctionRef`]) launches only on a stream of its own
+            ///   context ([`Error::ContextMismatch`] otherwise), a [`Kernel`] on any.
             ///
             /// The driver runs the launch in the stream's context, so on a created stream nothing
             /// is made current; on the legacy or per-thread default stream the stream's context
@@ -306,7 +359,7 @@ macro_rules! launch_methods {
             ///
             ///
             /// ```no_run
-            #[doc = concat!("# fn f(k: &cuda_driver::", stringify!($ty), ", stream: &cuda_driver::Stream,")]
+            #[doc = concat!("# fn f(k: &cuda_driver::", $name, ", stream: &cuda_driver::Stream,")]
             /// #      a: &cuda_driver::DeviceBuffer<f32>, b: &cuda_driver::DeviceBuffer<f32>,
             /// #      c: &mut cuda_driver::DeviceBuffer<f32>) -> cuda_driver::Result<()> {
             /// use cuda_driver::prelude::*;
@@ -348,7 +401,7 @@ macro_rules! launch_methods {
                 args: A,
             ) -> Result<()> {
                 let _cur = stream.enter_for_call()?;
-                keep_in_capture(self, stream)?;
+                self.keep_in_capture(stream)?;
                 self.check_context(stream)?;
                 check_stream_order(&args, stream)?;
                 self.check_args(A::SIZES)?;
@@ -373,7 +426,7 @@ macro_rules! launch_methods {
                 args: A,
             ) -> Result<()> {
                 let _cur = stream.enter_for_call()?;
-                keep_in_capture(self, stream)?;
+                self.keep_in_capture(stream)?;
                 // SAFETY: the caller's guarantees.
                 unsafe { launch_kernel(self.raw_function(), stream, cfg, args) }
             }
@@ -398,7 +451,7 @@ macro_rules! launch_methods {
                 args: A,
             ) -> Result<()> {
                 let _cur = stream.enter_for_call()?;
-                keep_in_capture(self, stream)?;
+                self.keep_in_capture(stream)?;
                 self.check_context(stream)?;
                 check_stream_order(&args, stream)?;
                 self.check_args(A::SIZES)?;
@@ -423,7 +476,7 @@ macro_rules! launch_methods {
                 args: A,
             ) -> Result<()> {
                 let _cur = stream.enter_for_call()?;
-                keep_in_capture(self, stream)?;
+                self.keep_in_capture(stream)?;
                 // SAFETY: the caller's guarantees.
                 unsafe { launch_kernel_ex(self.raw_function(), stream, cfg, attrs, args) }
             }
@@ -449,7 +502,7 @@ macro_rules! launch_methods {
                 params: &ParamBuffer<'_, N>,
             ) -> Result<()> {
                 let _cur = stream.enter_for_call()?;
-                keep_in_capture(self, stream)?;
+                self.keep_in_capture(stream)?;
                 self.check_context(stream)?;
                 check_buffer_stream_order(params, stream)?;
                 self.check_packed(params.params())?;
@@ -474,7 +527,7 @@ macro_rules! launch_methods {
                 params: &ParamBuffer<'_, N>,
             ) -> Result<()> {
                 let _cur = stream.enter_for_call()?;
-                keep_in_capture(self, stream)?;
+                self.keep_in_capture(stream)?;
                 // SAFETY: the caller's guarantees.
                 unsafe { launch_kernel_packed(self.raw_function(), stream, cfg, params) }
             }
@@ -482,14 +535,24 @@ macro_rules! launch_methods {
     };
 }
 
-launch_methods!(Function, "(a stream of the function's own context)");
-launch_methods!(Kernel, "(in the stream's context, on any device)");
+launch_methods!(
+    Function,
+    "Function",
+    "(a stream of the function's own context)"
+);
+launch_methods!(
+    FunctionRef<'_>,
+    "module::FunctionRef<'_>",
+    "(a stream of the function's own context)"
+);
+launch_methods!(Kernel, "Kernel", "(in the stream's context, on any device)");
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::context::Context;
     use crate::device::Device;
+    use crate::handle::OwnedHandle;
     use crate::memory::view::{DeviceSlice, DeviceSliceMut};
     use std::mem::ManuallyDrop;
 
@@ -580,7 +643,7 @@ mod tests {
             unsafe { Context::from_raw(0x10 as sys::CUcontext, Device::from_raw(0)) },
         );
         // SAFETY: never launched or given to the driver.
-        let f = unsafe { Function::from_raw(ptr::null_mut(), &ctx) };
+        let f = unsafe { FunctionRef::borrow_raw(ptr::null_mut(), &ctx) };
         let mine = ManuallyDrop::new(unsafe_stream(&ctx, 0x5000 as sys::CUstream));
         let theirs = ManuallyDrop::new(unsafe_stream(&other, 0x6000 as sys::CUstream));
         assert!(f.check_context(&mine).is_ok());
@@ -590,7 +653,5 @@ mod tests {
             }) => assert_eq!((expected, found), (0, 0x10)),
             other => panic!("{other:?}"),
         }
-        // The function holds a clone of the fake context: never drop it.
-        std::mem::forget(f);
     }
 }

@@ -1,5 +1,5 @@
 //! Occupancy: how many blocks or clusters of a kernel fit on a multiprocessor or device
-//! (`cuOccupancy*`), for [`Function`] and, in a given context, [`Kernel`].
+//! (`cuOccupancy*`), for [`Function`] and [`FunctionRef`] and, in a given context, [`Kernel`].
 //!
 //! The driver takes block sizes and block counts as `int`: a `u32` above `i32::MAX` is
 //! [`Error::InvalidArgument`](crate::Error::InvalidArgument) before the driver is called.
@@ -14,7 +14,7 @@ use crate::context::Context;
 use crate::count::int_arg;
 use crate::error::{check, Result};
 use crate::library::Kernel;
-use crate::module::Function;
+use crate::module::{Function, FunctionRef};
 use crate::types::OccupancyFlags;
 
 /// The block size that maximises occupancy, and the smallest grid that reaches it
@@ -181,15 +181,15 @@ fn active_clusters(
     Ok(n as u32)
 }
 
-/// The occupancy queries of [`Function`] (in its own context) and [`Kernel`] (in a context
-/// given to each call), from one list: each method makes the context current and calls its
-/// helper above with the kernel's handle and its own arguments.
+/// The occupancy queries of [`Function`] and [`FunctionRef`] (in their own context) and
+/// [`Kernel`] (in a context given to each call), from one list: each method makes the context
+/// current and calls its helper above with the kernel's handle and its own arguments.
 macro_rules! occupancy_methods {
-    ($(
+    (@function $fty:ty; $(
         $(#[doc = $doc:literal])*
         fn $name:ident($($arg:ident: $arg_ty:ty),*) -> $ret:ty = $helper:ident($call:literal);
     )*) => {
-        impl Function {
+        impl $fty {
             $(
                 $(#[doc = $doc])*
                 ///
@@ -202,7 +202,11 @@ macro_rules! occupancy_methods {
                 }
             )*
         }
-
+    };
+    (@kernel $(
+        $(#[doc = $doc:literal])*
+        fn $name:ident($($arg:ident: $arg_ty:ty),*) -> $ret:ty = $helper:ident($call:literal);
+    )*) => {
         impl Kernel {
             $(
                 #[doc = concat!(
@@ -218,6 +222,11 @@ macro_rules! occupancy_methods {
                 }
             )*
         }
+    };
+    ($($methods:tt)*) => {
+        occupancy_methods!(@function Function; $($methods)*);
+        occupancy_methods!(@function FunctionRef<'_>; $($methods)*);
+        occupancy_methods!(@kernel $($methods)*);
     };
 }
 

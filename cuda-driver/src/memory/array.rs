@@ -16,7 +16,7 @@
 //! extents to the driver.
 
 use std::marker::PhantomData;
-use std::mem::{size_of, ManuallyDrop};
+use std::mem::size_of;
 use std::ptr;
 
 use cuda_driver_macros::{call, wraps};
@@ -26,6 +26,7 @@ use crate::context::Context;
 use crate::device::Device;
 use crate::error::layout::LayoutError;
 use crate::error::{Error, Result};
+use crate::handle::{give_up, Handle, OwnedHandle};
 use crate::repr::DeviceRepr;
 
 use crate::types::{Array3DFlags, ArrayFormat, ArraySparsePropertiesFlags};
@@ -170,6 +171,18 @@ pub struct ArrayDescriptor {
 }
 
 impl ArrayDescriptor {
+    /// The descriptor of a raw array, as the driver reports it: what
+    /// [`Array::from_raw`](crate::handle::OwnedHandle::from_raw) and
+    /// [`ArrayRef::borrow_raw`] take for an array of unknown shape.
+    ///
+    /// # Safety
+    /// `raw` is a live array of `ctx`.
+    #[wraps(cuArray3DGetDescriptor)]
+    #[track_caller]
+    pub unsafe fn query(raw: sys::CUarray, ctx: &Context) -> Result<ArrayDescriptor> {
+        query_descriptor(raw, ctx)
+    }
+
     /// A descriptor of `T` elements.
     pub fn of<T: ArrayElement>(
         width: usize,
@@ -483,6 +496,35 @@ pub(crate) mod view;
 
 pub use view::{ArrayRef, ArrayRefMut};
 
+impl<T: ArrayElement> Handle for Array<T> {
+    type Raw = sys::CUarray;
+
+    /// The raw `CUarray`, valid while `self` lives.
+    #[inline]
+    fn as_raw(&self) -> sys::CUarray {
+        self.raw
+    }
+}
+
+impl<T: ArrayElement> OwnedHandle for Array<T> {
+    type Parent<'p> = (&'p Context, ArrayDescriptor);
+
+    /// Takes ownership of an array created in `ctx` and described by `desc` (read it with
+    /// [`ArrayDescriptor::query`] for an array of unknown shape); it is destroyed on drop.
+    ///
+    /// # Safety
+    /// `raw` is a live array of `ctx` that nothing else destroys; `desc` is its descriptor
+    /// (as `cuArray3DGetDescriptor` reports it), and its elements are `T`s.
+    unsafe fn from_raw(raw: sys::CUarray, (ctx, desc): (&Context, ArrayDescriptor)) -> Self {
+        Array::from_parts(raw, desc, ctx)
+    }
+
+    /// Gives up ownership; the caller destroys the array with `cuArrayDestroy`.
+    fn into_raw(self) -> sys::CUarray {
+        give_up!(self, raw; drop(ctx); forget(desc, _marker))
+    }
+}
+
 impl<T: ArrayElement> Array<T> {
     /// Creates an array of the shape `desc` describes; its format and channels must be
     /// `T`'s for the plain formats (any for the others: the escape hatch for block-compressed
@@ -610,21 +652,6 @@ impl<T: ArrayElement> Array<T> {
         Self::with_descriptor(ctx, &ArrayDescriptor::of::<T>(size, size, depth, flags))
     }
 
-    /// Takes ownership of an array created in `ctx`; its descriptor is queried.
-    ///
-    /// # Safety
-    /// `raw` is a live array of `ctx` whose elements are `T`s, that nothing else destroys.
-    #[track_caller]
-    pub unsafe fn from_raw(raw: sys::CUarray, ctx: &Context) -> Result<Self> {
-        let desc = query_descriptor(raw, ctx)?;
-        Ok(Array {
-            raw,
-            desc,
-            ctx: ctx.clone(),
-            _marker: PhantomData,
-        })
-    }
-
     /// An array from its parts (a raw array just created in `ctx` with `desc`).
     pub(super) fn from_parts(raw: sys::CUarray, desc: ArrayDescriptor, ctx: &Context) -> Self {
         Array {
@@ -635,27 +662,13 @@ impl<T: ArrayElement> Array<T> {
         }
     }
 
-    /// Gives up ownership; the caller destroys the array with `cuArrayDestroy`.
-    pub fn into_raw(self) -> sys::CUarray {
-        let this = ManuallyDrop::new(self);
-        // SAFETY: `this` is never dropped; the context clone is dropped exactly once here.
-        unsafe { ptr::read(&this.ctx) };
-        this.raw
-    }
-
-    /// The raw `CUarray`, valid while `self` lives.
-    #[inline]
-    pub fn as_raw(&self) -> sys::CUarray {
-        self.raw
-    }
-
     /// The array's context.
     #[inline]
     pub fn context(&self) -> &Context {
         &self.ctx
     }
 
-    /// The descriptor the array was created with (or queried at `from_raw`).
+    /// The descriptor the array was created with (or given to `from_raw`).
     #[inline]
     pub fn desc(&self) -> &ArrayDescriptor {
         &self.desc
@@ -833,6 +846,44 @@ impl<T: ArrayElement> std::fmt::Debug for MipmappedArray<T> {
     }
 }
 
+impl<T: ArrayElement> Handle for MipmappedArray<T> {
+    type Raw = sys::CUmipmappedArray;
+
+    /// The raw handle, valid while `self` lives.
+    #[inline]
+    fn as_raw(&self) -> sys::CUmipmappedArray {
+        self.raw
+    }
+}
+
+impl<T: ArrayElement> OwnedHandle for MipmappedArray<T> {
+    type Parent<'p> = (&'p Context, ArrayDescriptor, u32);
+
+    /// Takes ownership of a mipmapped array of `ctx` with level 0 of shape `desc` and
+    /// `levels` levels; it is destroyed on drop.
+    ///
+    /// # Safety
+    /// `raw` is a live mipmapped array of `ctx` as described, of `T`s, that nothing else
+    /// destroys.
+    unsafe fn from_raw(
+        raw: sys::CUmipmappedArray,
+        (ctx, desc, levels): (&Context, ArrayDescriptor, u32),
+    ) -> Self {
+        MipmappedArray {
+            raw,
+            desc,
+            levels,
+            ctx: ctx.clone(),
+            _marker: PhantomData,
+        }
+    }
+
+    /// Gives up ownership; the caller destroys it with `cuMipmappedArrayDestroy`.
+    fn into_raw(self) -> sys::CUmipmappedArray {
+        give_up!(self, raw; drop(ctx); forget(desc, levels, _marker))
+    }
+}
+
 impl<T: ArrayElement> MipmappedArray<T> {
     /// Creates a mipmapped array whose level 0 has the shape of `desc`, with `levels`
     /// levels (at least 1).
@@ -883,40 +934,6 @@ impl<T: ArrayElement> MipmappedArray<T> {
             &ArrayDescriptor::of::<T>(width, height, 0, flags),
             levels,
         )
-    }
-
-    /// Takes ownership of a mipmapped array of `ctx` with level 0 of shape `desc` and
-    /// `levels` levels.
-    ///
-    /// # Safety
-    /// `raw` is a live mipmapped array of `ctx` as described, that nothing else destroys.
-    pub unsafe fn from_raw(
-        raw: sys::CUmipmappedArray,
-        desc: &ArrayDescriptor,
-        levels: u32,
-        ctx: &Context,
-    ) -> Self {
-        MipmappedArray {
-            raw,
-            desc: *desc,
-            levels,
-            ctx: ctx.clone(),
-            _marker: PhantomData,
-        }
-    }
-
-    /// Gives up ownership; the caller destroys it with `cuMipmappedArrayDestroy`.
-    pub fn into_raw(self) -> sys::CUmipmappedArray {
-        let this = ManuallyDrop::new(self);
-        // SAFETY: `this` is never dropped; the context clone is dropped exactly once here.
-        unsafe { ptr::read(&this.ctx) };
-        this.raw
-    }
-
-    /// The raw handle, valid while `self` lives.
-    #[inline]
-    pub fn as_raw(&self) -> sys::CUmipmappedArray {
-        self.raw
     }
 
     /// The context.

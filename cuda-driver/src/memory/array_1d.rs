@@ -17,6 +17,7 @@ use super::{DeviceSlice, DeviceSliceMut};
 use crate::context::Context;
 use crate::error::layout::LayoutError;
 use crate::error::{Error, Result};
+use crate::handle::Handle;
 use crate::stream::Stream;
 use crate::types::Array3DFlags;
 use crate::types::ArrayFormat;

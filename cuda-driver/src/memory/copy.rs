@@ -50,6 +50,7 @@ use crate::context::Context;
 use crate::entry_point::newer;
 use crate::error::layout::LayoutError;
 use crate::error::{check, Error, Result};
+use crate::handle::Handle;
 use crate::memory::view::check_len;
 use crate::memory::view::{DeviceSlice, DeviceSliceMut};
 use crate::repr::DeviceRepr;

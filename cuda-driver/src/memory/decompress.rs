@@ -6,6 +6,7 @@ use cuda_driver_sys as sys;
 
 use crate::entry_point::newer;
 use crate::error::{Error, Result};
+use crate::handle::Handle;
 use crate::memory::view::{check_stream, DeviceSlice, DeviceSliceMut};
 use crate::stream::Stream;
 use crate::types::{DeviceAttribute, MemDecompressAlgorithm};

@@ -205,6 +205,7 @@ mod tests {
     use super::*;
     use crate::error::layout::LayoutError;
     use crate::error::Error;
+    use crate::handle::OwnedHandle;
     use crate::memory::pool::AsyncDeviceBuffer;
     use crate::memory::view::{byte_len, memset_count, resolve_range};
     use crate::stream::StreamRef;
@@ -229,7 +230,7 @@ mod tests {
 
     fn fake_stream(raw: usize, ctx: &Context) -> StreamRef<'_> {
         // SAFETY: never handed to the driver by the tests (they fail before any call).
-        unsafe { StreamRef::from_raw(raw as sys::CUstream, ctx) }
+        unsafe { StreamRef::borrow_raw(raw as sys::CUstream, ctx) }
     }
 
     fn is_mismatch(r: Result<()>, what: &str, dst: usize, src: usize) -> bool {

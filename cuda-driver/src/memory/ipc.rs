@@ -27,6 +27,7 @@ use crate::context::Context;
 use crate::error::vmm::VmmError;
 use crate::error::{Error, Result};
 use crate::event::Event;
+use crate::handle::Handle;
 use crate::memory::device::DeviceBuffer;
 use crate::memory::owner::device_memory;
 use crate::repr::DeviceRepr;

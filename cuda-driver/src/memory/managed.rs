@@ -10,6 +10,7 @@ use super::pool::{check_orderable, order_after, MoveToStreamError};
 use super::view::{byte_len, stream_identity};
 use crate::context::Context;
 use crate::error::{Error, Result};
+use crate::handle::Handle;
 use crate::memory::device::DeviceBuffer;
 use crate::memory::owner::{device_memory, DeviceMemory, DeviceMemoryMut};
 use crate::memory::view::DeviceSliceMut;
@@ -442,6 +443,7 @@ impl crate::stream::Stream {
 mod tests {
     use super::*;
     use crate::error::layout::LayoutError;
+    use crate::handle::OwnedHandle;
 
     #[test]
     fn attach_flags_debug() {
@@ -458,7 +460,7 @@ mod tests {
             Context::from_raw(std::ptr::null_mut(), crate::device::Device::from_raw(0))
         });
         // SAFETY: as above.
-        let stream = unsafe { crate::stream::StreamRef::from_raw(0x40 as sys::CUstream, &ctx) };
+        let stream = unsafe { crate::stream::StreamRef::borrow_raw(0x40 as sys::CUstream, &ctx) };
         assert!(matches!(
             ManagedBuffer::<u64>::zeroed(&stream, usize::MAX / 4, AttachFlags::GLOBAL),
             Err(Error::SizeOverflow { .. })
@@ -466,7 +468,7 @@ mod tests {
         // The per-thread default stream cannot order memory.
         // SAFETY: as above.
         let per_thread =
-            unsafe { crate::stream::StreamRef::from_raw(sys::CU_STREAM_PER_THREAD, &ctx) };
+            unsafe { crate::stream::StreamRef::borrow_raw(sys::CU_STREAM_PER_THREAD, &ctx) };
         assert!(matches!(
             ManagedBuffer::<u64>::zeroed(&per_thread, 0, AttachFlags::GLOBAL),
             Err(Error::InvalidStream { .. })
@@ -486,7 +488,7 @@ mod tests {
         ));
         // Its views are ordered on its stream: another stream is refused before any call.
         // SAFETY: as above.
-        let other = unsafe { crate::stream::StreamRef::from_raw(0x80 as sys::CUstream, &ctx) };
+        let other = unsafe { crate::stream::StreamRef::borrow_raw(0x80 as sys::CUstream, &ctx) };
         assert!(matches!(
             empty.memset_async(0u8, &other),
             Err(Error::StreamMismatch { .. })

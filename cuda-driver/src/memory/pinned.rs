@@ -22,6 +22,7 @@ use super::pool::check_orderable;
 use super::view::{byte_len, stream_identity};
 use crate::context::Context;
 use crate::error::{report_drop_problem, Error, Result};
+use crate::handle::Handle;
 use crate::memory::view::{DeviceSlice, DeviceSliceMut};
 use crate::release::SendRaw;
 use crate::repr::DeviceRepr;
@@ -667,6 +668,7 @@ impl<T: DeviceRepr> PinnedBuffer<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::handle::OwnedHandle;
 
     #[test]
     fn flags_debug_names_the_bits() {

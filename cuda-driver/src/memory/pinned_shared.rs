@@ -17,6 +17,7 @@ use crate::context::Context;
 use crate::error::graph::GraphError;
 use crate::error::{Error, Result};
 use crate::event::Event;
+use crate::handle::Handle;
 use crate::memory::owner::{DeviceMemory, DeviceMemoryMut};
 use crate::repr::DeviceRepr;
 use crate::stream::Stream;

@@ -17,6 +17,7 @@ use super::view::{check_stream, memset_count, MemsetValue};
 use crate::context::Context;
 use crate::error::layout::LayoutError;
 use crate::error::{check, Error, Result};
+use crate::handle::Handle;
 use crate::memory::view::{DeviceSlice, DeviceSliceMut};
 use crate::repr::DeviceRepr;
 use crate::stream::Stream;
@@ -505,6 +506,7 @@ impl<'a, T: DeviceRepr> Pitched2DViewMut<'a, T> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::handle::OwnedHandle;
     use std::mem::ManuallyDrop;
 
     fn fake_context() -> ManuallyDrop<Context> {

@@ -54,6 +54,7 @@ use cuda_driver_sys as sys;
 use crate::context::Context;
 use crate::error::layout::LayoutError;
 use crate::error::{check, Error, Result};
+use crate::handle::Handle;
 use crate::repr::DeviceRepr;
 use crate::stream::Stream;
 

@@ -25,6 +25,7 @@ use cuda_driver_sys as sys;
 use crate::context::Context;
 use crate::cstr::{path_to_c_string, with_c_str, with_nul_terminated};
 use crate::error::{report_drop_error, Error, Result};
+use crate::handle::{give_up, Handle, OwnedHandle};
 use crate::image::{Image, ImageKind, ModuleImage};
 use crate::jit::{check_jit, JitCall, JitOptions};
 
@@ -72,6 +73,42 @@ impl std::fmt::Debug for Linker {
     }
 }
 
+impl Handle for Linker {
+    type Raw = sys::CUlinkState;
+
+    /// The raw `CUlinkState`, valid while `self` lives.
+    fn as_raw(&self) -> sys::CUlinkState {
+        self.raw
+    }
+}
+
+impl OwnedHandle for Linker {
+    type Parent<'p> = &'p Context;
+
+    /// Takes ownership of a link state created in `ctx`; it is destroyed on drop. Its logs are
+    /// not captured (the options it was created with are the caller's):
+    /// [`info_log`](Self::info_log) and [`error_log`](Self::error_log) are empty, and a failed
+    /// call is a plain driver error.
+    ///
+    /// # Safety
+    /// `raw` is a live link state created by `cuLinkCreate` with `ctx` current, that nothing
+    /// else destroys, and whose option arrays and log buffers stay valid until it is.
+    unsafe fn from_raw(raw: sys::CUlinkState, ctx: &Context) -> Linker {
+        Linker {
+            raw,
+            jit: None,
+            ctx: ctx.clone(),
+        }
+    }
+
+    /// Gives up ownership and returns the raw `CUlinkState`, which the caller destroys
+    /// (`cuLinkDestroy`). The option arrays and log buffers it writes to are leaked, since the
+    /// driver may write them until then.
+    fn into_raw(self) -> sys::CUlinkState {
+        give_up!(self, raw; drop(ctx); forget(jit))
+    }
+}
+
 impl Linker {
     /// Starts a link in `ctx` (which gives the target architecture unless `options` sets
     /// one), with options for the linker and for compiling PTX inputs.
@@ -93,40 +130,6 @@ impl Linker {
             jit: Some(jit),
             ctx: ctx.clone(),
         })
-    }
-
-    /// Takes ownership of a link state created in `ctx`; it is destroyed on drop. Its logs are
-    /// not captured (the options it was created with are the caller's):
-    /// [`info_log`](Self::info_log) and [`error_log`](Self::error_log) are empty, and a failed
-    /// call is a plain driver error.
-    ///
-    /// # Safety
-    /// `raw` is a live link state created by `cuLinkCreate` with `ctx` current, that nothing
-    /// else destroys, and whose option arrays and log buffers stay valid until it is.
-    pub unsafe fn from_raw(raw: sys::CUlinkState, ctx: &Context) -> Linker {
-        Linker {
-            raw,
-            jit: None,
-            ctx: ctx.clone(),
-        }
-    }
-
-    /// The raw `CUlinkState`, valid while `self` lives.
-    pub fn as_raw(&self) -> sys::CUlinkState {
-        self.raw
-    }
-
-    /// Gives up ownership and returns the raw `CUlinkState`, which the caller destroys
-    /// (`cuLinkDestroy`). The option arrays and log buffers it writes to are leaked, since the
-    /// driver may write them until then.
-    pub fn into_raw(self) -> sys::CUlinkState {
-        let mut this = std::mem::ManuallyDrop::new(self);
-        let raw = this.raw;
-        // The box stays allocated for the driver (leaked); the context handle is released.
-        std::mem::forget(this.jit.take());
-        // SAFETY: `this` is never used or dropped again; the context is moved out once.
-        drop(unsafe { std::ptr::read(&this.ctx) });
-        raw
     }
 
     fn error_log_now(&self) -> String {

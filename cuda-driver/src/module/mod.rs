@@ -44,6 +44,7 @@ use crate::context::Context;
 use crate::cstr::{path_to_c_string, with_c_str};
 use crate::entry_point::newer;
 use crate::error::{Error, Result};
+use crate::handle::{Handle, OwnedHandle};
 pub use crate::image::ModuleImage;
 use crate::image::{Image, ImageKind, ParamCounts};
 use crate::init::init;
@@ -54,8 +55,8 @@ use crate::repr::DeviceRepr;
 
 use crate::types::ModuleLoadingMode;
 pub use device_runtime::{find_device_runtime, DEVICE_RUNTIME_ENV};
-pub use function::Function;
 pub(crate) use function::FunctionOwner;
+pub use function::{Function, FunctionRef};
 pub use global::Global;
 pub(crate) use global::{element_count, AddressClaim};
 pub use linker::Linker;
@@ -156,6 +157,38 @@ impl std::fmt::Debug for Module {
             .field("raw", &self.inner.raw)
             .field("ctx", &self.inner.ctx.as_raw())
             .finish()
+    }
+}
+
+impl Handle for Module {
+    type Raw = sys::CUmodule;
+
+    /// The raw `CUmodule`, valid while `self` lives.
+    fn as_raw(&self) -> sys::CUmodule {
+        self.inner.raw
+    }
+}
+
+impl OwnedHandle for Module {
+    type Parent<'p> = &'p Context;
+
+    /// Takes ownership of a module loaded into `ctx`; it is unloaded when the last handle
+    /// is dropped. Its kernels' parameter counts are unknown (checked launches probe the
+    /// driver for them, see [`Function::params`]).
+    ///
+    /// # Safety
+    /// `raw` is a live module of `ctx` that nothing else unloads.
+    unsafe fn from_raw(raw: sys::CUmodule, ctx: &Context) -> Module {
+        Self::wrap(raw, ctx, None, None, None)
+    }
+
+    /// Gives up the crate's ownership and returns the raw `CUmodule`: the crate no longer
+    /// unloads it, the caller does (`cuModuleUnload`). Clones, [`Function`]s and [`Global`]s of
+    /// it keep working until then; unloading it while they live is the caller's to avoid.
+    /// For a module of a [`Library`](crate::Library), the library still owns it.
+    fn into_raw(self) -> sys::CUmodule {
+        self.inner.released.store(true, Ordering::Relaxed);
+        self.inner.raw
     }
 }
 
@@ -343,30 +376,6 @@ impl Module {
             unsafe { sys::cuModuleLoad(&mut raw, c_path.as_ptr()) },
         )?;
         Ok(Self::wrap(raw, ctx, None, None, None))
-    }
-
-    /// Takes ownership of a module loaded into `ctx`; it is unloaded when the last handle
-    /// is dropped. Its kernels' parameter counts are unknown (checked launches probe the
-    /// driver for them, see [`Function::params`]).
-    ///
-    /// # Safety
-    /// `raw` is a live module of `ctx` that nothing else unloads.
-    pub unsafe fn from_raw(raw: sys::CUmodule, ctx: &Context) -> Module {
-        Self::wrap(raw, ctx, None, None, None)
-    }
-
-    /// The raw `CUmodule`, valid while `self` lives.
-    pub fn as_raw(&self) -> sys::CUmodule {
-        self.inner.raw
-    }
-
-    /// Gives up the crate's ownership and returns the raw `CUmodule`: the crate no longer
-    /// unloads it, the caller does (`cuModuleUnload`). Clones, [`Function`]s and [`Global`]s of
-    /// it keep working until then; unloading it while they live is the caller's to avoid.
-    /// For a module of a [`Library`](crate::Library), the library still owns it.
-    pub fn into_raw(self) -> sys::CUmodule {
-        self.inner.released.store(true, Ordering::Relaxed);
-        self.inner.raw
     }
 
     /// The context the module is loaded in.

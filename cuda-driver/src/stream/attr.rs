@@ -11,6 +11,7 @@ use cuda_driver_sys as sys;
 use crate::device::Device;
 use crate::entry_point::newer;
 use crate::error::Result;
+use crate::handle::Handle;
 use crate::stream::{AccessPolicyWindow, Stream};
 
 use crate::types::{AccessProperty, LaunchAttributeID, LaunchMemSyncDomain, SynchronizationPolicy};

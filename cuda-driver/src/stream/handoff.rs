@@ -24,6 +24,7 @@ use cuda_driver_sys as sys;
 use super::Stream;
 use crate::context::Context;
 use crate::error::Result;
+use crate::handle::Handle;
 use crate::release::SendRaw;
 
 /// A stream's hand-off event, created when first needed, destroyed with the stream.

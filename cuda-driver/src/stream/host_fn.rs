@@ -8,6 +8,7 @@ use cuda_driver_sys as sys;
 
 use crate::error::graph::GraphError;
 use crate::error::{check, Error, Result};
+use crate::handle::Handle;
 use crate::stream::{run_host_fn, Stream};
 
 impl Stream {

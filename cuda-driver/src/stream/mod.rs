@@ -15,6 +15,7 @@ use cuda_driver_sys as sys;
 use crate::callback;
 use crate::context::Context;
 use crate::error::{report_drop_problem, Result};
+use crate::handle::{give_up, Handle, OwnedHandle};
 use crate::release::{HostFnScope, SendRaw};
 use crate::types::AccessProperty;
 use crate::types::ErrorCode;
@@ -110,11 +111,11 @@ impl std::fmt::Debug for StreamRef<'_> {
 
 impl<'a> StreamRef<'a> {
     /// Borrows a stream of `ctx` by its raw handle (or one of the special handles
-    /// `CU_STREAM_LEGACY`, `CU_STREAM_PER_THREAD`, null).
+    /// `CU_STREAM_LEGACY`, `CU_STREAM_PER_THREAD`, null); dropping the borrow destroys nothing.
     ///
     /// # Safety
     /// `raw` is a live stream of `ctx` that stays alive for `'a`, or a special handle.
-    pub unsafe fn from_raw(raw: sys::CUstream, ctx: &'a Context) -> StreamRef<'a> {
+    pub unsafe fn borrow_raw(raw: sys::CUstream, ctx: &'a Context) -> StreamRef<'a> {
         StreamRef {
             stream: ManuallyDrop::new(Stream {
                 raw,
@@ -123,6 +124,49 @@ impl<'a> StreamRef<'a> {
             }),
             _borrow: PhantomData,
         }
+    }
+}
+
+impl Handle for StreamRef<'_> {
+    type Raw = sys::CUstream;
+
+    /// The raw `CUstream` (or special handle), valid for the borrow.
+    #[inline]
+    fn as_raw(&self) -> sys::CUstream {
+        self.stream.raw
+    }
+}
+
+impl Handle for Stream {
+    type Raw = sys::CUstream;
+
+    /// The raw `CUstream`, valid while `self` lives.
+    #[inline]
+    fn as_raw(&self) -> sys::CUstream {
+        self.raw
+    }
+}
+
+impl OwnedHandle for Stream {
+    type Parent<'p> = &'p Context;
+
+    /// Takes ownership of a stream created in `ctx` with `cuStreamCreate*`; it is destroyed
+    /// on drop. (A stream to borrow is a [`StreamRef::borrow_raw`].)
+    ///
+    /// # Safety
+    /// `raw` is a live stream of `ctx` that nothing else destroys.
+    unsafe fn from_raw(raw: sys::CUstream, ctx: &Context) -> Stream {
+        Stream {
+            raw,
+            ctx: ctx.clone(),
+            handoff: handoff::HandoffEvent::new(),
+        }
+    }
+
+    /// Gives up ownership: the caller destroys the returned stream. The hand-off event is
+    /// destroyed first, before the caller may destroy the stream.
+    fn into_raw(self) -> sys::CUstream {
+        give_up!(self, raw; drop(handoff, ctx))
     }
 }
 
@@ -180,7 +224,7 @@ impl Stream {
     #[doc(alias = "CU_STREAM_LEGACY")]
     pub fn legacy(ctx: &Context) -> StreamRef<'_> {
         // SAFETY: a special handle, valid for as long as the context.
-        unsafe { StreamRef::from_raw(sys::CU_STREAM_LEGACY, ctx) }
+        unsafe { StreamRef::borrow_raw(sys::CU_STREAM_LEGACY, ctx) }
     }
 
     /// The per-thread default stream (`CU_STREAM_PER_THREAD`) of `ctx`: one per host thread,
@@ -190,45 +234,14 @@ impl Stream {
     #[doc(alias = "CU_STREAM_PER_THREAD")]
     pub fn per_thread(ctx: &Context) -> StreamRef<'_> {
         // SAFETY: a special handle, valid for as long as the context.
-        unsafe { StreamRef::from_raw(sys::CU_STREAM_PER_THREAD, ctx) }
+        unsafe { StreamRef::borrow_raw(sys::CU_STREAM_PER_THREAD, ctx) }
     }
 
     /// The null stream (handle 0) of `ctx`: the legacy default stream, or the per-thread one
     /// with the `per-thread-default-stream` feature. A borrowed handle.
     pub fn null(ctx: &Context) -> StreamRef<'_> {
         // SAFETY: the null handle is valid for as long as the context.
-        unsafe { StreamRef::from_raw(ptr::null_mut(), ctx) }
-    }
-
-    /// Takes ownership of a stream created in `ctx` with `cuStreamCreate*`; it is destroyed
-    /// on drop. (A stream to borrow is a [`StreamRef::from_raw`].)
-    ///
-    /// # Safety
-    /// `raw` is a live stream of `ctx` that nothing else destroys.
-    pub unsafe fn from_raw(raw: sys::CUstream, ctx: &Context) -> Stream {
-        Stream {
-            raw,
-            ctx: ctx.clone(),
-            handoff: handoff::HandoffEvent::new(),
-        }
-    }
-
-    /// Gives up ownership: the caller destroys the returned stream.
-    pub fn into_raw(self) -> sys::CUstream {
-        let this = ManuallyDrop::new(self);
-        // SAFETY: `this` is never used or dropped again; the hand-off event and the context
-        // clone are dropped once, here (the event before the caller may destroy the stream).
-        unsafe {
-            drop(ptr::read(&this.handoff));
-            drop(ptr::read(&this.ctx));
-        }
-        this.raw
-    }
-
-    /// The raw `CUstream`, valid while `self` lives.
-    #[inline]
-    pub fn as_raw(&self) -> sys::CUstream {
-        self.raw
+        unsafe { StreamRef::borrow_raw(ptr::null_mut(), ctx) }
     }
 
     /// The stream's context.

@@ -9,10 +9,10 @@
 
 use cuda_driver::prelude::*;
 use cuda_driver::{
-    context::ContextCreateParams, error::drop_error_count, sys, types::CacheConfig,
-    types::ContextFlags, types::DeviceAttribute, types::ErrorCode, types::EventFlags,
-    types::ExecAffinityType, types::Limit, types::StreamFlags, Context, Device, DeviceBuffer,
-    Error, Event, LaunchConfig, Module, Stream,
+    context::ContextCreateParams, context::ContextRef, error::drop_error_count, sys,
+    types::CacheConfig, types::ContextFlags, types::DeviceAttribute, types::ErrorCode,
+    types::EventFlags, types::ExecAffinityType, types::Limit, types::StreamFlags, Context, Device,
+    DeviceBuffer, Error, Event, LaunchConfig, Module, Stream,
 };
 
 use crate::common::{note, skip, TEST_KERNELS};
@@ -237,13 +237,21 @@ fn from_raw_and_into_raw_round_trip() {
     let dev = ctx.device();
     let own = Context::new(dev, ContextFlags::SCHED_AUTO).unwrap();
     let raw = own.as_raw();
-    // With a clone alive, the handle is not given up.
+    // A clone stays usable after the handle is given up, and releases nothing when dropped.
     let clone = own.clone();
-    let own = own.into_raw().unwrap_err();
-    drop(clone);
-    let back = own.into_raw().unwrap();
+    let back = own.into_raw();
     assert_eq!(back, raw);
-    // SAFETY: `back` is the live created context whose ownership was just given up.
+    let buf = DeviceBuffer::from_slice(&clone, &[0.5f32]).unwrap();
+    assert_eq!(buf.to_vec().unwrap(), [0.5]);
+    drop(buf);
+    drop(clone);
+    // The context is still alive (nothing released it): borrowed, it answers queries.
+    // SAFETY: `back` is alive, and nothing releases it while `borrowed` is used.
+    let borrowed = unsafe { ContextRef::borrow_raw(back) };
+    assert_eq!(borrowed.as_raw(), raw);
+    assert!(borrowed.api_version().unwrap() > 0);
+    // SAFETY: `back` is the live created context whose ownership was given up, and no clone
+    // of the old handle is left.
     let own = unsafe { Context::from_raw(back, dev) };
     assert_eq!(own.as_raw(), raw);
     let buf = DeviceBuffer::from_slice(&own, &[1.5f32, 2.5]).unwrap();
@@ -337,7 +345,7 @@ fn stream_calls_run_in_the_streams_context_whatever_is_current() {
 
         // The legacy default stream of `a`: entered, so the launch runs in `a`.
         // SAFETY: CU_STREAM_LEGACY is a special handle, valid for `a`'s lifetime.
-        let legacy = unsafe { StreamRef::from_raw(sys::CU_STREAM_LEGACY, &a) };
+        let legacy = unsafe { StreamRef::borrow_raw(sys::CU_STREAM_LEGACY, &a) };
         // SAFETY: as above.
         unsafe { fa.launch(&legacy, &cfg, (buf.as_view_mut(), &(v + 4), &(n as i32))) }.unwrap();
         a.synchronize().unwrap();

@@ -4,6 +4,7 @@
 use std::ffi::CStr;
 
 use cuda_driver::entry_point::{self, pfn, proc_address, EntryPoint, Lazy, Pfn};
+use cuda_driver::handle::Handle;
 use cuda_driver::{sys, types::ProcAddressFlags, types::ProcAddressStatus, Error, Stream};
 
 /// The driver's version as cuDriverGetVersion reports it (12080 for 12.8).

@@ -33,6 +33,7 @@ mod event;
 mod future;
 mod graph;
 mod green;
+mod handle;
 #[cfg(unix)]
 mod interop;
 mod launch;

@@ -562,10 +562,10 @@ fn raw_handles_round_trip() {
     // SAFETY: a live module of ctx, which nothing else unloads.
     let module = unsafe { Module::from_raw(raw, &ctx) };
     assert_eq!(module.as_raw(), raw);
-    // Function: into_raw, then from_raw while the module stays loaded.
+    // Function: into_raw, then from_raw, which keeps the module loaded again.
     let f_raw = module.function("fill_u32").unwrap().into_raw();
-    // SAFETY: a function of `module`, loaded while `f` lives.
-    let f = unsafe { Function::from_raw(f_raw, &ctx) };
+    // SAFETY: a function of `module`.
+    let f = unsafe { Function::from_raw(f_raw, &module) };
     assert_eq!(f.as_raw(), f_raw);
     check_fill_with(&ctx, |s, out, v, n| {
         // SAFETY: fill_u32(unsigned* out, unsigned v, int n) writes out[0..n).
@@ -575,7 +575,7 @@ fn raw_handles_round_trip() {
     // Library and Kernel.
     let lib_raw = Library::load_data(TEST_KERNELS).unwrap().into_raw();
     // SAFETY: a live library, which nothing else unloads.
-    let library = unsafe { Library::from_raw(lib_raw) };
+    let library = unsafe { Library::from_raw(lib_raw, ()) };
     assert_eq!(library.as_raw(), lib_raw);
     let k_raw = library.kernel("fill_u32").unwrap().into_raw();
     // SAFETY: a kernel of `library`.

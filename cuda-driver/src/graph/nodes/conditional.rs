@@ -3,6 +3,7 @@
 use super::*;
 use crate::error::graph::GraphError;
 use crate::graph::book::ConditionalRecord;
+use crate::handle::Handle;
 #[allow(unused_imports)]
 use cuda_driver_macros::call;
 
@@ -38,7 +39,7 @@ impl<'g> GraphNode<'g> {
     /// not create in this graph tree: a node of a clone ([`Graph::try_clone`]) or of a graph
     /// made outside the crate (the record names the graph it was created in, never the
     /// original's bodies for a clone's node), or a node added through a
-    /// [`GraphRef::from_raw`] borrow.
+    /// [`GraphRef::borrow_raw`] borrow.
     ///
     /// ```no_run
     /// # use cuda_driver::types::{GraphCondAssignFlags, GraphConditionalNodeType};

@@ -1,6 +1,7 @@
 //! Memcpy and memset nodes.
 
 use super::*;
+use crate::handle::Handle;
 #[allow(unused_imports)]
 use cuda_driver_macros::call;
 

@@ -1,6 +1,7 @@
 //! Event record and event wait nodes.
 
 use super::*;
+use crate::handle::Handle;
 #[allow(unused_imports)]
 use cuda_driver_macros::call;
 

@@ -1,6 +1,7 @@
 //! Host nodes: Rust closures the graph runs on a driver thread.
 
 use super::*;
+use crate::handle::Handle;
 #[allow(unused_imports)]
 use cuda_driver_macros::call;
 

@@ -2,6 +2,7 @@
 //! attributes.
 
 use super::*;
+use crate::handle::Handle;
 #[allow(unused_imports)]
 use cuda_driver_macros::call;
 

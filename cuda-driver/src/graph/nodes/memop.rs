@@ -2,6 +2,7 @@
 
 use super::*;
 use crate::error::layout::LayoutError;
+use crate::handle::Handle;
 #[allow(unused_imports)]
 use cuda_driver_macros::call;
 

@@ -16,6 +16,7 @@ use crate::graph::Graph;
 use crate::graph::GraphExec;
 use crate::graph::GraphNode;
 use crate::graph::GraphRef;
+use crate::handle::Handle;
 use crate::interop::ExternalSemaphore;
 use crate::interop::SemaphoreOp;
 use crate::types::ExternalSemaphoreSignalFlags;

@@ -1,6 +1,7 @@
 //! External-semaphore signal and wait nodes.
 
 use super::*;
+use crate::handle::Handle;
 #[allow(unused_imports)]
 use cuda_driver_macros::call;
 

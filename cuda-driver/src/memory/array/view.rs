@@ -21,6 +21,7 @@ use crate::device::Device;
 #[cfg(doc)]
 use crate::error::Error;
 use crate::error::Result;
+use crate::handle::Handle;
 
 /// Plane `index` of the live array `raw` of `ctx`, checked to hold `P`s: its handle (owned by
 /// the array) and descriptor.
@@ -235,15 +236,30 @@ impl<'a, T: ArrayElement> From<&'a mut ArrayRefMut<'_, T>> for ArrayRefMut<'a, T
     }
 }
 
+impl<T: ArrayElement> Handle for ArrayRef<'_, T> {
+    type Raw = sys::CUarray;
+
+    /// The raw `CUarray`, valid for the borrow. It belongs to the array's owner: never
+    /// destroy it.
+    #[inline]
+    fn as_raw(&self) -> sys::CUarray {
+        self.raw
+    }
+}
+
+impl<T: ArrayElement> Handle for ArrayRefMut<'_, T> {
+    type Raw = sys::CUarray;
+
+    /// The raw `CUarray`, valid for the borrow. It belongs to the array's owner: never
+    /// destroy it.
+    #[inline]
+    fn as_raw(&self) -> sys::CUarray {
+        self.raw
+    }
+}
+
 macro_rules! array_view_getters {
     () => {
-        /// The raw `CUarray`, valid for `'a`. It belongs to the array's owner: never destroy
-        /// it.
-        #[inline]
-        pub fn as_raw(&self) -> sys::CUarray {
-            self.raw
-        }
-
         /// The array's context.
         #[inline]
         pub fn context(&self) -> &'a Context {
@@ -289,17 +305,16 @@ macro_rules! array_view_getters {
 }
 
 impl<'a, T: ArrayElement> ArrayRef<'a, T> {
-    /// Borrows an array of `ctx` that another object owns (and destroys); its descriptor is
-    /// queried.
+    /// Borrows an array of `ctx` that another object owns (and destroys), described by
+    /// `desc` (read it with [`ArrayDescriptor::query`] for an array of unknown shape).
     ///
     /// # Safety
     /// `raw` is a live array of `ctx` whose elements are `T`s, that stays alive for `'a` and
-    /// is not written through another handle meanwhile.
-    #[track_caller]
-    pub unsafe fn from_raw(raw: sys::CUarray, ctx: &'a Context) -> Result<Self> {
-        let desc = query_descriptor(raw, ctx)?;
-        // SAFETY: the caller's guarantees; `desc` is the driver's.
-        Ok(unsafe { Self::from_parts(raw, desc, ctx) })
+    /// is not written through another handle meanwhile; `desc` is its descriptor.
+    #[inline]
+    pub unsafe fn borrow_raw(raw: sys::CUarray, ctx: &'a Context, desc: ArrayDescriptor) -> Self {
+        // SAFETY: the caller's guarantees.
+        unsafe { Self::from_parts(raw, desc, ctx) }
     }
 
     /// # Safety
@@ -387,17 +402,17 @@ impl<'a, T: ArrayElement> ArrayRef<'a, T> {
 }
 
 impl<'a, T: ArrayElement> ArrayRefMut<'a, T> {
-    /// Borrows exclusively an array of `ctx` that another object owns (and destroys); its
-    /// descriptor is queried.
+    /// Borrows exclusively an array of `ctx` that another object owns (and destroys),
+    /// described by `desc` (read it with [`ArrayDescriptor::query`] for an array of unknown
+    /// shape).
     ///
     /// # Safety
     /// `raw` is a live array of `ctx` whose elements are `T`s, that stays alive for `'a` and
-    /// is used through no other handle meanwhile.
-    #[track_caller]
-    pub unsafe fn from_raw(raw: sys::CUarray, ctx: &'a Context) -> Result<Self> {
-        let desc = query_descriptor(raw, ctx)?;
-        // SAFETY: the caller's guarantees; `desc` is the driver's.
-        Ok(unsafe { Self::from_parts(raw, desc, ctx) })
+    /// is used through no other handle meanwhile; `desc` is its descriptor.
+    #[inline]
+    pub unsafe fn borrow_raw(raw: sys::CUarray, ctx: &'a Context, desc: ArrayDescriptor) -> Self {
+        // SAFETY: the caller's guarantees.
+        unsafe { Self::from_parts(raw, desc, ctx) }
     }
 
     /// # Safety
@@ -471,6 +486,7 @@ mod tests {
     use super::*;
     use crate::error::layout::LayoutError;
     use crate::error::Error;
+    use crate::handle::OwnedHandle;
     use crate::types::Array3DFlags;
     use crate::vector::Float4;
 

@@ -11,6 +11,7 @@ use super::{MemPool, MemPoolRef};
 use crate::device::Device;
 use crate::entry_point::newer;
 use crate::error::Result;
+use crate::handle::Handle;
 use crate::memory::MemLocation;
 use crate::types::MemAllocationType;
 
@@ -46,7 +47,7 @@ impl MemPool {
             unsafe { newer::cuMemGetDefaultMemPool()?(&mut raw, &mut loc, kind.as_raw()) },
         )?;
         // SAFETY: a default pool lives as long as the process.
-        Ok(unsafe { MemPoolRef::from_raw(raw, device) })
+        Ok(unsafe { MemPoolRef::borrow_raw(raw, device) })
     }
 
     /// The raw handle of the current pool of `location` for allocations of `kind` (CUDA

@@ -20,6 +20,7 @@ use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 use crate::context::Context;
 use crate::device::Device;
 use crate::error::{report_drop_error, Error, Result};
+use crate::handle::{give_up, Handle, OwnedHandle};
 use crate::init;
 use crate::memory::device::DeviceBuffer;
 use crate::memory::owner::device_memory;
@@ -576,12 +577,22 @@ impl Deref for MemPoolRef<'_> {
     }
 }
 
+impl Handle for MemPoolRef<'_> {
+    type Raw = sys::CUmemoryPool;
+
+    /// The raw `CUmemoryPool`, valid for the borrow.
+    #[inline]
+    fn as_raw(&self) -> sys::CUmemoryPool {
+        self.pool.raw
+    }
+}
+
 impl MemPoolRef<'_> {
-    /// Borrows a pool by its raw handle.
+    /// Borrows a pool by its raw handle; dropping the borrow destroys nothing.
     ///
     /// # Safety
     /// `raw` is a live pool of `device` that stays alive for the returned lifetime.
-    pub unsafe fn from_raw<'a>(raw: sys::CUmemoryPool, device: Device) -> MemPoolRef<'a> {
+    pub unsafe fn borrow_raw<'a>(raw: sys::CUmemoryPool, device: Device) -> MemPoolRef<'a> {
         MemPoolRef {
             pool: std::mem::ManuallyDrop::new(MemPool { raw, device }),
             _borrow: PhantomData,
@@ -617,6 +628,33 @@ impl std::fmt::Debug for MemPool {
     }
 }
 
+impl Handle for MemPool {
+    type Raw = sys::CUmemoryPool;
+
+    /// The raw `CUmemoryPool`, valid while `self` lives.
+    #[inline]
+    fn as_raw(&self) -> sys::CUmemoryPool {
+        self.raw
+    }
+}
+
+impl OwnedHandle for MemPool {
+    type Parent<'p> = Device;
+
+    /// Takes ownership of a pool created with `cuMemPoolCreate` on `device`.
+    ///
+    /// # Safety
+    /// `raw` is a live pool of `device` that nothing else destroys.
+    unsafe fn from_raw(raw: sys::CUmemoryPool, device: Device) -> MemPool {
+        MemPool { raw, device }
+    }
+
+    /// Gives up ownership: the caller destroys the pool.
+    fn into_raw(self) -> sys::CUmemoryPool {
+        give_up!(self, raw; drop(); forget(device))
+    }
+}
+
 impl MemPool {
     /// Creates a pool of device memory on `device` (pinned allocation type, no export handle
     /// types, system-dependent maximum size). Destroyed when dropped.
@@ -639,14 +677,14 @@ impl MemPool {
             unsafe { sys::cuDeviceGetDefaultMemPool(&mut raw, device.as_raw()) },
         )?;
         // SAFETY: the default pool lives as long as the process.
-        Ok(unsafe { MemPoolRef::from_raw(raw, device) })
+        Ok(unsafe { MemPoolRef::borrow_raw(raw, device) })
     }
 
     /// The raw handle of the device's current pool, the one `cuMemAllocAsync`
     /// ([`DeviceBuffer::new_async`]) takes memory from: compare it with
     /// [`MemPool::as_raw`] or [`device_default`](Self::device_default). It is no borrowed
     /// pool: the current pool may be one of the caller's, which may be dropped while the
-    /// handle is kept (to use it, [`MemPoolRef::from_raw`] states what must hold).
+    /// handle is kept (to use it, [`MemPoolRef::borrow_raw`] states what must hold).
     #[wraps(cuDeviceGetMemPool)]
     #[track_caller]
     pub fn device_current(device: Device) -> Result<sys::CUmemoryPool> {
@@ -658,25 +696,6 @@ impl MemPool {
             unsafe { sys::cuDeviceGetMemPool(&mut raw, device.as_raw()) },
         )?;
         Ok(raw)
-    }
-
-    /// Takes ownership of a pool created with `cuMemPoolCreate` on `device`.
-    ///
-    /// # Safety
-    /// `raw` is a live pool of `device` that nothing else destroys.
-    pub unsafe fn from_raw(raw: sys::CUmemoryPool, device: Device) -> MemPool {
-        MemPool { raw, device }
-    }
-
-    /// Gives up ownership: the caller destroys the pool.
-    pub fn into_raw(self) -> sys::CUmemoryPool {
-        std::mem::ManuallyDrop::new(self).raw
-    }
-
-    /// The raw `CUmemoryPool`, valid while `self` lives.
-    #[inline]
-    pub fn as_raw(&self) -> sys::CUmemoryPool {
-        self.raw
     }
 
     /// The pool's device.

@@ -6,6 +6,7 @@ use cuda_driver_macros::uses;
 
 use super::{check_orderable, order_after, AsyncDeviceBuffer};
 use crate::error::{Error, Result};
+use crate::handle::Handle;
 use crate::memory::view::stream_identity;
 use crate::memory::view::DeviceSlice;
 use crate::repr::DeviceRepr;

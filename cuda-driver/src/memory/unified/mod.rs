@@ -7,6 +7,7 @@ use cuda_driver_sys as sys;
 
 use crate::entry_point::newer;
 use crate::error::Result;
+use crate::handle::Handle;
 use crate::memory::owner::DeviceMemory;
 use crate::memory::view::check_stream;
 use crate::memory::{DeviceSlice, DeviceSliceMut, MemLocation};

@@ -13,6 +13,7 @@ use crate::memory::MemoryType;
 /// the device it was allocated against and its context.
 ///
 /// ```no_run
+/// use cuda_driver::handle::Handle;
 /// use cuda_driver::{Device, DeviceBuffer, types::MemoryType, memory::unified::PointerInfo};
 ///
 /// let ctx = Device::get(0)?.primary_context()?;

@@ -9,6 +9,7 @@ use cuda_driver_sys as sys;
 
 use crate::entry_point::newer;
 use crate::error::Result;
+use crate::handle::Handle;
 use crate::memory::{DeviceSlice, MemAdvice, MemLocation};
 use crate::repr::DeviceRepr;
 use crate::stream::Stream;

@@ -69,6 +69,7 @@ use crate::context::Context;
 use crate::device::Device;
 pub use crate::error::vmm::VmmError;
 use crate::error::{check, report_drop_error, report_drop_problem, Error, Result};
+use crate::handle::{give_up, Handle, OwnedHandle};
 use crate::init;
 use crate::memory::owner::{device_memory, DeviceMemoryMut};
 use crate::memory::MemLocation;
@@ -1046,22 +1047,31 @@ impl PhysicalAllocation {
     pub fn context(&self) -> Option<&Context> {
         self.ctx.as_ref()
     }
+}
+
+impl Handle for PhysicalAllocation {
+    type Raw = sys::CUmemGenericAllocationHandle;
 
     /// The raw `CUmemGenericAllocationHandle`, valid while `self` lives.
-    pub fn as_raw(&self) -> sys::CUmemGenericAllocationHandle {
+    #[inline]
+    fn as_raw(&self) -> sys::CUmemGenericAllocationHandle {
         self.handle
     }
+}
 
-    /// Takes ownership of one reference to an allocation (released on drop).
+impl OwnedHandle for PhysicalAllocation {
+    type Parent<'p> = (Option<usize>, &'p Context);
+
+    /// Takes ownership of one reference to an allocation of `ctx`'s device (released on drop),
+    /// of `size` bytes when known.
     ///
     /// # Safety
     /// `handle` holds a reference (from `cuMemCreate`, `cuMemRetainAllocationHandle` or
     /// `cuMemImportFromShareableHandle`) that nothing else releases; `size`, when given, is
     /// at most the allocation's size.
-    pub unsafe fn from_raw(
+    unsafe fn from_raw(
         handle: sys::CUmemGenericAllocationHandle,
-        size: Option<usize>,
-        ctx: &Context,
+        (size, ctx): (Option<usize>, &Context),
     ) -> PhysicalAllocation {
         PhysicalAllocation {
             handle,
@@ -1071,11 +1081,8 @@ impl PhysicalAllocation {
     }
 
     /// Gives up ownership: the caller releases the handle with `cuMemRelease`.
-    pub fn into_raw(self) -> sys::CUmemGenericAllocationHandle {
-        let this = std::mem::ManuallyDrop::new(self);
-        // SAFETY: `this` is never dropped; the context clone (if any) is dropped once, here.
-        drop(unsafe { std::ptr::read(&this.ctx) });
-        this.handle
+    fn into_raw(self) -> sys::CUmemGenericAllocationHandle {
+        give_up!(self, handle; drop(ctx); forget(size))
     }
 }
 

@@ -7,6 +7,7 @@ use cuda_driver_sys as sys;
 
 use super::PhysicalAllocation;
 use crate::error::{Error, Result};
+use crate::handle::Handle;
 use crate::memory::array::{ArrayElement, ArrayRef};
 use crate::stream::Stream;
 

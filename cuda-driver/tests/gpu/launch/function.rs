@@ -5,10 +5,10 @@
 use cuda_driver::prelude::*;
 use cuda_driver::types::SharedCarveout;
 use cuda_driver::{
-    jit::JitOptions, launch::LaunchAttributes, module::Linker, types::CacheConfig,
-    types::DeviceAttribute, types::FunctionAttribute, types::FunctionLoadingState,
-    types::JitInputType, types::StreamFlags, Context, DeviceBuffer, Error, Function, LaunchConfig,
-    Library, Module, Stream,
+    jit::JitOptions, launch::LaunchAttributes, module::FunctionRef, module::Linker,
+    types::CacheConfig, types::DeviceAttribute, types::FunctionAttribute,
+    types::FunctionLoadingState, types::JitInputType, types::StreamFlags, Context, DeviceBuffer,
+    Error, Function, LaunchConfig, Library, Module, Stream,
 };
 
 use crate::common::{note, skip, TEST_KERNELS};
@@ -246,8 +246,8 @@ const KERNELS: [&str; 10] = [
 
 /// The parameter list as the driver reports it when probed (no count known).
 fn probed(f: &Function, ctx: &Context) -> Vec<cuda_driver::launch::ParamInfo> {
-    // SAFETY: `f`'s module stays loaded while `f` lives, which outlives the copy.
-    let raw = unsafe { Function::from_raw(f.as_raw(), ctx) };
+    // SAFETY: `f`'s module stays loaded while `f` lives, which outlives the borrow.
+    let raw = unsafe { FunctionRef::borrow_raw(f.as_raw(), ctx) };
     raw.params().unwrap().unwrap().to_vec()
 }
 

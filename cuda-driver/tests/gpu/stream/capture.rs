@@ -209,7 +209,7 @@ fn capture_dependency_updates_decide_what_the_next_captured_node_follows() {
         let mut counts = vec![info.dependency_count];
         // SAFETY: the graph being captured into, alive until the capture ends (after `cg` is
         // dropped); only this thread uses it meanwhile.
-        let cg = unsafe { GraphRef::from_raw(info.graph) };
+        let cg = unsafe { GraphRef::borrow_raw(info.graph) };
         // M, added by hand: y = 7. The next captured node follows M only, not A.
         // SAFETY: y outlives the graph and its exec.
         let set_y = unsafe { cg.add_memset(&[], &y.as_view_mut(), 7u32)? };
