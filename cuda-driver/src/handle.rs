@@ -16,7 +16,10 @@
 //!
 //! Memory is not a handle: the owners of device and host memory and their views have a
 //! `(pointer, length, ..)` raw API of their own, tied to the memory-view mechanism (see
-//! [`memory`](crate::memory)).
+//! [`memory`](crate::memory)), with the same two words: an owner's `from_raw(ptr, len, ..)`
+//! takes ownership of an allocation (`DeviceBuffer`, `PinnedBuffer`, ...), a view's
+//! `borrow_raw(ptr, len, ctx)` borrows memory something else keeps allocated
+//! ([`DeviceSlice::borrow_raw`](crate::memory::view::DeviceSlice::borrow_raw)).
 //!
 //! `from_raw` takes what the owner needs besides the raw handle as one argument, its
 //! [`Parent`](OwnedHandle::Parent): the context a stream lives in, the device of a pool, the

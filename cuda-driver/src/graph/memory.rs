@@ -127,7 +127,7 @@ impl GraphAllocation {
         ctx: &'a Context,
     ) -> DeviceSliceMut<'a, T> {
         // SAFETY: the caller's guarantees.
-        unsafe { DeviceSliceMut::from_raw(self.ptr, len, ctx) }
+        unsafe { DeviceSliceMut::borrow_raw(self.ptr, len, ctx) }
     }
 
     /// Frees the allocation outside the graph, in stream order on `stream`, after a launch

@@ -42,13 +42,13 @@ fn memset_params_count_words() {
         crate::context::Context::from_raw(std::ptr::null_mut(), crate::device::Device::from_raw(0))
     });
     // SAFETY: never dereferenced.
-    let v = unsafe { crate::memory::view::DeviceSliceMut::<u32>::from_raw(0x1000, 8, &ctx) };
+    let v = unsafe { crate::memory::view::DeviceSliceMut::<u32>::borrow_raw(0x1000, 8, &ctx) };
     let p = MemsetParams::fill(&v, 7u8).unwrap();
     assert_eq!((p.width, p.element_size, p.value, p.height), (32, 1, 7, 1));
     let p = MemsetParams::fill(&v, 7u32).unwrap();
     assert_eq!((p.width, p.element_size), (8, 4));
     // SAFETY: never dereferenced.
-    let b = unsafe { crate::memory::view::DeviceSliceMut::<u8>::from_raw(0x1000, 3, &ctx) };
+    let b = unsafe { crate::memory::view::DeviceSliceMut::<u8>::borrow_raw(0x1000, 3, &ctx) };
     assert!(matches!(
         MemsetParams::fill(&b, 1u16),
         Err(Error::Layout(LayoutError::MemsetWidth { .. }))

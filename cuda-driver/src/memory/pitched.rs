@@ -336,7 +336,7 @@ impl<'a, T: DeviceRepr> Pitched2DView<'a, T> {
         // SAFETY: the row lies inside the viewed rectangle, which the owner keeps alive and
         // readable for 'a.
         Ok(unsafe {
-            DeviceSlice::from_raw(self.ptr + (y * self.pitch) as u64, self.width, self.ctx)
+            DeviceSlice::borrow_raw(self.ptr + (y * self.pitch) as u64, self.width, self.ctx)
         })
     }
 
@@ -391,7 +391,7 @@ impl<'a, T: DeviceRepr> Pitched2DViewMut<'a, T> {
         // SAFETY: the row lies inside the rectangle this view borrows exclusively; the
         // returned view reborrows it.
         Ok(unsafe {
-            DeviceSliceMut::from_raw(self.ptr + (y * self.pitch) as u64, self.width, self.ctx)
+            DeviceSliceMut::borrow_raw(self.ptr + (y * self.pitch) as u64, self.width, self.ctx)
         })
     }
 

@@ -490,7 +490,7 @@ impl<'a, T: DeviceRepr> DeviceSlice<'a, T> {
     /// the host does not write that memory while the view or work queued through it may
     /// read it.
     #[inline]
-    pub unsafe fn from_raw(ptr: sys::CUdeviceptr, len: usize, ctx: &'a Context) -> Self {
+    pub unsafe fn borrow_raw(ptr: sys::CUdeviceptr, len: usize, ctx: &'a Context) -> Self {
         // SAFETY: the caller's guarantees, which are `from_parts`' for memory not ordered on a
         // stream.
         unsafe { Self::from_parts(ptr, len, ctx, ptr::null_mut()) }
@@ -653,7 +653,7 @@ impl<'a, T: DeviceRepr> DeviceSliceMut<'a, T> {
     /// finished; nothing else accesses that memory while the view lives; and the host does
     /// not access it while work queued through the view may still run.
     #[inline]
-    pub unsafe fn from_raw(ptr: sys::CUdeviceptr, len: usize, ctx: &'a Context) -> Self {
+    pub unsafe fn borrow_raw(ptr: sys::CUdeviceptr, len: usize, ctx: &'a Context) -> Self {
         // SAFETY: the caller's guarantees, which are `from_parts`' for memory not ordered on a
         // stream.
         unsafe { Self::from_parts(ptr, len, ctx, ptr::null_mut()) }

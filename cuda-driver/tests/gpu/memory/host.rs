@@ -32,7 +32,7 @@ fn pinned_memory_flags_mapping_and_memset() {
     assert_ne!(dptr, 0);
     // SAFETY: `dptr` maps the 256 floats of `pinned`, which lives and is not written until
     // the view is gone; the blocking copies below finish before `to_vec` returns.
-    let mapped = unsafe { DeviceSlice::<f32>::from_raw(dptr, 256, &ctx) };
+    let mapped = unsafe { DeviceSlice::<f32>::borrow_raw(dptr, 256, &ctx) };
     let mut dev = DeviceBuffer::<f32>::zeroed(&ctx, 256).unwrap();
     dev.copy_from_device(&mapped).unwrap();
     assert_eq!(dev.to_vec().unwrap(), data);
