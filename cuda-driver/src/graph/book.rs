@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use cuda_driver_sys as sys;
 
-use super::launch_memory::Owners;
+use super::exec_memory::Owners;
 use super::nodes::ConditionalHandle;
 use crate::types::GraphConditionalNodeType;
 

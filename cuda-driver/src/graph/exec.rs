@@ -57,7 +57,7 @@ pub struct GraphExec {
     /// Contexts the exec was launched in (to synchronize before releasing `kept`).
     launched: RefCell<Vec<Context>>,
     /// What its launches allocate and free (graph memory nodes), if anything.
-    pub(super) memory: Option<Box<super::launch_memory::ExecMemory>>,
+    pub(super) memory: Option<Box<super::exec_memory::ExecMemory>>,
     /// Adopted through `from_raw`: its memory nodes are unknown.
     pub(super) adopted: bool,
 }

@@ -6,6 +6,7 @@
 
 mod book;
 pub(crate) mod exec;
+mod exec_memory;
 pub(crate) mod launch_memory;
 pub(crate) mod memory;
 pub(crate) mod nodes;

@@ -1214,6 +1214,38 @@ impl Stream {
     }
 }
 
+/// Whole-array copies to and from the host, on array views (an [`Array`](super::Array)'s
+/// methods of the same names copy through its view).
+impl<T: ArrayElement> ArrayRef<'_, T> {
+    /// Copies the whole array into `dst`, which holds exactly [`len`](Self::len) elements
+    /// (x fastest, then y, then z or layer); blocks until the copy is done.
+    #[wraps(cuMemcpy3D)]
+    #[track_caller]
+    pub fn copy_to_host(&self, dst: &mut [T]) -> Result<()> {
+        crate::memory::view::check_len("Array::copy_to_host", dst.len(), self.len())?;
+        let [w, h, d] = self.desc().extent();
+        Copy3D::new(w, h, d)
+            .from_array(*self)
+            .to_host(dst, w, h)
+            .run()
+    }
+}
+
+impl<T: ArrayElement> ArrayRefMut<'_, T> {
+    /// Copies `src`, which holds exactly [`len`](Self::len) elements (x fastest, then y,
+    /// then z or layer), into the whole array; blocks until the copy is done.
+    #[wraps(cuMemcpy3D)]
+    #[track_caller]
+    pub fn copy_from_host(&mut self, src: &[T]) -> Result<()> {
+        crate::memory::view::check_len("Array::copy_from_host", self.len(), src.len())?;
+        let [w, h, d] = self.desc().extent();
+        Copy3D::new(w, h, d)
+            .from_host(src, w, h)
+            .to_array(self.reborrow())
+            .run()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -386,19 +386,6 @@ impl<'a, T: ArrayElement> ArrayRef<'a, T> {
         // SAFETY: the plane belongs to the array, which is borrowed shared for 'a.
         Ok(unsafe { ArrayRef::from_parts(raw, desc, self.ctx) })
     }
-
-    /// Copies the whole array into `dst`, which holds exactly [`len`](Self::len) elements
-    /// (x fastest, then y, then z or layer); blocks until the copy is done.
-    #[wraps(cuMemcpy3D)]
-    #[track_caller]
-    pub fn copy_to_host(&self, dst: &mut [T]) -> Result<()> {
-        crate::memory::view::check_len("Array::copy_to_host", dst.len(), self.len())?;
-        let [w, h, d] = self.desc.extent();
-        crate::memory::copy::Copy3D::new(w, h, d)
-            .from_array(*self)
-            .to_host(dst, w, h)
-            .run()
-    }
 }
 
 impl<'a, T: ArrayElement> ArrayRefMut<'a, T> {
@@ -465,19 +452,6 @@ impl<'a, T: ArrayElement> ArrayRefMut<'a, T> {
         // SAFETY: the plane belongs to the array, borrowed exclusively for 'a by `self`,
         // which is consumed.
         Ok(unsafe { ArrayRefMut::from_parts(raw, desc, self.ctx) })
-    }
-
-    /// Copies `src`, which holds exactly [`len`](Self::len) elements (x fastest, then y,
-    /// then z or layer), into the whole array; blocks until the copy is done.
-    #[wraps(cuMemcpy3D)]
-    #[track_caller]
-    pub fn copy_from_host(&mut self, src: &[T]) -> Result<()> {
-        crate::memory::view::check_len("Array::copy_from_host", self.len(), src.len())?;
-        let [w, h, d] = self.desc.extent();
-        crate::memory::copy::Copy3D::new(w, h, d)
-            .from_host(src, w, h)
-            .to_array(self.reborrow())
-            .run()
     }
 }
 
