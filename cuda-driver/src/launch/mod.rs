@@ -22,10 +22,10 @@
 //! CUDA 12.4; as many parameters as the loaded image declares, see [`Function::params`]).
 //! From then on the check is a few integer comparisons, with no driver call and no
 //! allocation. A mismatch is [`LaunchError::ArgumentCount`] or [`LaunchError::ArgumentSize`]
-//! (in [`Error::Launch`]) and nothing is launched. Where neither tells the parameter list (a binary image on a driver older than
-//! 12.4), a checked launch is [`Error::Unsupported`], unless the process opted in to unchecked
-//! launches with [`set_argument_check`]. A checked launch also
-//! refuses a view of stream-ordered memory that is ordered on another stream
+//! (in [`Error::Launch`]) and nothing is launched. Where neither tells the parameter list (a
+//! binary image on a driver older than 12.4), a checked launch is [`Error::Unsupported`],
+//! unless the process opted in to unchecked launches with [`set_argument_check`]. A checked
+//! launch also refuses a view of stream-ordered memory that is ordered on another stream
 //! ([`Error::StreamMismatch`]); for arguments that are no such views that check compiles to
 //! nothing.
 //!
