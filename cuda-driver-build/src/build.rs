@@ -145,7 +145,8 @@ impl Build {
     /// `/usr/local/cuda`, ...); the file found is tried first at run time, then the same
     /// search runs where the program runs, so a program built on one machine finds the
     /// toolkit of another. Not found at build time is a `cargo:warning` naming the places;
-    /// not found at run time is `cuda_driver::Error::DeviceRuntimeNotFound`, naming them.
+    /// not found at run time is `cuda_driver::module::ModuleError::DeviceRuntimeNotFound`,
+    /// naming them.
     pub fn device_runtime(&mut self, yes: bool) -> &mut Build {
         self.device_runtime = yes;
         self

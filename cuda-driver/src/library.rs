@@ -18,6 +18,10 @@
 //! [`Error::Jit`] with the compiler's log. To have errors at load time, load eagerly into a
 //! context: [`Library::load_data_eager`] or [`Library::load_into`].
 //!
+//! The errors of loading code that the crate finds itself (a malformed image, a managed
+//! variable that is not a whole number of the element type) are the module's:
+//! [`ModuleError`](crate::module::ModuleError), in [`Error::Module`].
+//!
 //! ```no_run
 //! use cuda_driver::prelude::*;
 //! use cuda_driver::{Device, DeviceBuffer, Library, LaunchConfig, Stream};
@@ -305,10 +309,11 @@ impl Library {
     /// Initialises the driver if needed; no context is needed.
     ///
     /// As with [`Module::load_data_with`], PTX needs no NUL terminator, the image is checked
-    /// first ([`Error::MalformedImage`]) and a failed compile is [`Error::Jit`] with the log;
-    /// the kernels' parameters are read at their first checked launch (see
-    /// [`ParamSource`](crate::launch::ParamSource)). With lazy loading the compile may
-    /// happen later, in a context (see [lazy loading](Self#lazy-loading-and-errors)). With
+    /// first ([`ModuleError::MalformedImage`](crate::module::ModuleError::MalformedImage)) and
+    /// a failed compile is [`Error::Jit`] with the log; the kernels' parameters are read at
+    /// their first checked launch (see [`ParamSource`](crate::launch::ParamSource)). With lazy
+    /// loading the compile may happen later, in a context (see
+    /// [lazy loading](Self#lazy-loading-and-errors)). With
     /// [`LibraryOptions::binary_is_preserved`] the library keeps its own copy of the image.
     #[wraps(cuLibraryLoadData)]
     #[track_caller]
@@ -539,8 +544,8 @@ impl Library {
     }
 
     /// The `__managed__` variable `name` as `len` elements of `T` (its size must be a whole
-    /// number of `T`s, [`Error::SizeMismatch`] otherwise): one allocation, at one address,
-    /// shared by every context and device.
+    /// number of `T`s, [`ModuleError::SizeMismatch`](crate::module::ModuleError::SizeMismatch)
+    /// otherwise): one allocation, at one address, shared by every context and device.
     ///
     /// The handle is exclusive: while it lives, another lookup of the same variable is
     /// [`Error::AlreadyBorrowed`].

@@ -35,6 +35,7 @@ use std::sync::{Arc, OnceLock};
 
 use cuda_driver_sys as sys;
 
+use crate::error::launch::LaunchError;
 use crate::error::{check, Error, Result};
 use crate::image::{Image, ParamCounts};
 use crate::types::ErrorCode;
@@ -311,7 +312,7 @@ pub(crate) trait KernelParams {
                         .fold(0, |diff, (p, &s)| diff | (p.size ^ s))
                         != 0
                 {
-                    return Err(argument_error(self.kernel_name(), params, sizes));
+                    return Err(argument_error(self.kernel_name(), params, sizes).into());
                 }
                 Ok(())
             }
@@ -335,7 +336,7 @@ pub(crate) trait KernelParams {
                         diff | (a.offset ^ b.offset) | (a.size ^ b.size)
                     }) != 0
                 {
-                    return Err(packed_error(self.kernel_name(), params, layout));
+                    return Err(packed_error(self.kernel_name(), params, layout).into());
                 }
                 Ok(())
             }
@@ -378,10 +379,10 @@ pub(crate) fn read_param_list(
 
 #[cold]
 #[inline(never)]
-fn argument_error(kernel: &str, params: &[ParamInfo], sizes: &[usize]) -> Error {
+fn argument_error(kernel: &str, params: &[ParamInfo], sizes: &[usize]) -> LaunchError {
     let kernel = kernel.to_owned();
     if params.len() != sizes.len() {
-        return Error::ArgumentCount {
+        return LaunchError::ArgumentCount {
             kernel,
             expected: params.len(),
             actual: sizes.len(),
@@ -393,7 +394,7 @@ fn argument_error(kernel: &str, params: &[ParamInfo], sizes: &[usize]) -> Error 
         .enumerate()
         .find(|(_, (p, &s))| p.size != s)
         .unwrap_or((0, (&params[0], &sizes[0])));
-    Error::ArgumentSize {
+    LaunchError::ArgumentSize {
         kernel,
         index,
         expected: p.size,
@@ -407,10 +408,10 @@ fn packed_error(
     kernel: &str,
     params: &[ParamInfo],
     layout: impl ExactSizeIterator<Item = ParamInfo>,
-) -> Error {
+) -> LaunchError {
     let kernel = kernel.to_owned();
     if params.len() != layout.len() {
-        return Error::ArgumentCount {
+        return LaunchError::ArgumentCount {
             kernel,
             expected: params.len(),
             actual: layout.len(),
@@ -422,20 +423,20 @@ fn packed_error(
         .enumerate()
         .find(|(_, (p, b))| *p != b);
     match mismatch {
-        Some((index, (p, b))) if p.size != b.size => Error::ArgumentSize {
+        Some((index, (p, b))) if p.size != b.size => LaunchError::ArgumentSize {
             kernel,
             index,
             expected: p.size,
             actual: b.size,
         },
-        Some((index, (p, b))) => Error::ArgumentOffset {
+        Some((index, (p, b))) => LaunchError::ArgumentOffset {
             kernel,
             index,
             expected: p.offset,
             actual: b.offset,
         },
         // Unreachable: called on a mismatch. Report the count, which is all that is left.
-        None => Error::ArgumentCount {
+        None => LaunchError::ArgumentCount {
             kernel,
             expected: params.len(),
             actual: params.len(),
@@ -520,20 +521,20 @@ mod tests {
         assert!(fake.check_args(&[8, 4]).is_ok());
         assert_eq!(fake.params().unwrap().unwrap(), &saxpy()[..]);
         match fake.check_args(&[8]).unwrap_err() {
-            Error::ArgumentCount {
+            Error::Launch(LaunchError::ArgumentCount {
                 kernel,
                 expected,
                 actual,
-            } => assert_eq!((kernel.as_str(), expected, actual), ("saxpy", 2, 1)),
+            }) => assert_eq!((kernel.as_str(), expected, actual), ("saxpy", 2, 1)),
             e => panic!("{e}"),
         }
         match fake.check_args(&[8, 8]).unwrap_err() {
-            Error::ArgumentSize {
+            Error::Launch(LaunchError::ArgumentSize {
                 kernel,
                 index,
                 expected,
                 actual,
-            } => assert_eq!(
+            }) => assert_eq!(
                 (kernel.as_str(), index, expected, actual),
                 ("saxpy", 1, 4, 8)
             ),
@@ -542,24 +543,24 @@ mod tests {
         assert!(fake.check_packed(saxpy().into_iter()).is_ok());
         assert!(matches!(
             fake.check_packed([p(0, 4), p(4, 4)].into_iter()),
-            Err(Error::ArgumentSize { index: 0, .. })
+            Err(Error::Launch(LaunchError::ArgumentSize { index: 0, .. }))
         ));
         match fake.check_packed([p(0, 8), p(12, 4)].into_iter()) {
-            Err(Error::ArgumentOffset {
+            Err(Error::Launch(LaunchError::ArgumentOffset {
                 index: 1,
                 expected: 8,
                 actual: 12,
                 ..
-            }) => {}
+            })) => {}
             other => panic!("{other:?}"),
         }
         assert!(matches!(
             fake.check_packed([p(0, 8)].into_iter()),
-            Err(Error::ArgumentCount {
+            Err(Error::Launch(LaunchError::ArgumentCount {
                 expected: 2,
                 actual: 1,
                 ..
-            })
+            }))
         ));
         let unnamed = Fake::new(ParamCache::unnamed(None), Some(vec![]));
         assert_eq!(unnamed.kernel_name(), "from_the_driver");

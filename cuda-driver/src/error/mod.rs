@@ -9,7 +9,10 @@
 //! [`Error::Graph`] ([`GraphError`], graphs and stream capture), [`Error::TensorMap`]
 //! ([`TensorMapError`]), [`Error::Layout`] ([`LayoutError`], the shapes of arrays, pitched
 //! memory, 2D/3D copies and memsets), [`Error::Vmm`] ([`VmmError`], virtual memory and
-//! shareable handles) and [`Error::Interop`] ([`InteropError`], external resources).
+//! shareable handles), [`Error::Interop`] ([`InteropError`], external resources),
+//! [`Error::Launch`] ([`LaunchError`], kernel arguments that do not match the kernel's
+//! parameters) and [`Error::Module`] ([`ModuleError`], loading code: malformed images,
+//! variables of the wrong size, the device runtime library).
 //! Match them as nested patterns, `Err(Error::Graph(GraphError::Mismatch { .. }))`.
 //!
 //! To give a new area its own errors: write its enum in a file of its own under `error/`
@@ -33,13 +36,17 @@ use crate::types::ProcAddressStatus;
 
 pub mod graph;
 pub mod interop;
+pub mod launch;
 pub mod layout;
+pub mod module;
 pub mod tensor_map;
 pub mod vmm;
 
 use self::graph::GraphError;
 use self::interop::InteropError;
+use self::launch::LaunchError;
 use self::layout::LayoutError;
+use self::module::ModuleError;
 use self::tensor_map::TensorMapError;
 use self::vmm::VmmError;
 
@@ -202,52 +209,6 @@ pub enum Error {
         code: ErrorCode,
     },
 
-    /// The CUDA device runtime library (`libcudadevrt.a`), which device code calling the
-    /// device runtime (`cudaGraphSetConditional`) is linked with, is in none of the places
-    /// searched ([`find_device_runtime`](crate::module::find_device_runtime)).
-    #[error(
-        "libcudadevrt.a (the CUDA device runtime, linked with device code that calls \
-         cudaGraphSetConditional) not found; looked at: {}; set {env} to the file, or CUDA_PATH \
-         to a CUDA 13.0 toolkit (/usr/local/cuda) or the nvidia-cuda-runtime wheel's nvidia/cu13 \
-         folder",
-        .searched.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", ")
-    )]
-    DeviceRuntimeNotFound {
-        /// Every file looked for, in order.
-        searched: Vec<std::path::PathBuf>,
-        /// The variable that names the file (`CUDA_DRIVER_CUDADEVRT`).
-        env: &'static str,
-    },
-
-    /// A launch whose argument count differs from the kernel's parameter count.
-    #[error(
-        "kernel `{kernel}` takes {expected} parameters but the launch passes {actual} arguments"
-    )]
-    ArgumentCount {
-        /// The kernel's name.
-        kernel: String,
-        /// The kernel's parameter count.
-        expected: usize,
-        /// Arguments passed.
-        actual: usize,
-    },
-
-    /// A launch argument whose size differs from the kernel parameter's.
-    #[error(
-        "kernel `{kernel}` parameter {index} is {expected} bytes but the argument at that \
-         position is {actual} bytes"
-    )]
-    ArgumentSize {
-        /// The kernel's name.
-        kernel: String,
-        /// Position of the parameter, from 0.
-        index: usize,
-        /// The parameter's size on the device.
-        expected: usize,
-        /// The argument's size.
-        actual: usize,
-    },
-
     /// An argument the crate can tell is invalid before calling the driver, and that no
     /// more specific variant describes (a block of 0 threads, a grid too wide).
     #[error("invalid argument: {0}")]
@@ -306,32 +267,6 @@ pub enum Error {
         reason: &'static str,
     },
 
-    /// An image (PTX, cubin, fatbin) that the crate refuses to hand to the driver: not
-    /// self-contained, truncated, or with tables pointing outside the bytes given.
-    #[error("malformed {kind} image: {reason}")]
-    MalformedImage {
-        /// What the bytes look like: "ELF", "fatbin", "PTX", "fat-binary wrapper", ...
-        kind: &'static str,
-        /// What is wrong.
-        reason: String,
-    },
-
-    /// A variable whose size is not a whole number of the element type asked for (a module
-    /// global or a library managed variable looked up as `[T]`).
-    #[error("{kind} `{name}` is {bytes} bytes, not a whole number of {elem} ({size} bytes)")]
-    SizeMismatch {
-        /// What: "global", "managed variable".
-        kind: &'static str,
-        /// Its name.
-        name: String,
-        /// Its size in bytes.
-        bytes: usize,
-        /// The element type's name.
-        elem: &'static str,
-        /// The element type's size in bytes.
-        size: usize,
-    },
-
     /// A string handed to the driver contains a NUL byte, or a path is not valid UTF-8 where
     /// the driver needs it to be.
     #[error("{what} `{value}` cannot be passed to the driver: {reason}")]
@@ -373,23 +308,6 @@ pub enum Error {
         call: &'static str,
         /// What was wrong with it.
         reason: String,
-    },
-
-    /// A packed argument buffer whose layout differs from the kernel's parameters.
-    #[error(
-        "kernel `{kernel}` parameter {index} is at offset {expected} but the ParamBuffer puts \
-         it at offset {actual} (an argument before it has a different alignment on the \
-         device: use this crate's vector types)"
-    )]
-    ArgumentOffset {
-        /// The kernel's name.
-        kernel: String,
-        /// Position of the parameter, from 0.
-        index: usize,
-        /// The parameter's offset on the device.
-        expected: usize,
-        /// The offset in the buffer.
-        actual: usize,
     },
 
     /// A fixed-capacity container (launch attributes, a parameter buffer) is full.
@@ -477,6 +395,15 @@ pub enum Error {
     /// An external resource (interop with other APIs) of a kind the operation cannot take.
     #[error(transparent)]
     Interop(#[from] InteropError),
+
+    /// A kernel launch whose arguments do not match the kernel's parameters.
+    #[error(transparent)]
+    Launch(#[from] LaunchError),
+
+    /// Code or a variable of a module or library that the crate refuses to load or hand out
+    /// (a malformed image, a variable of the wrong size, no device runtime library).
+    #[error(transparent)]
+    Module(#[from] ModuleError),
 }
 
 struct DriverDisplay<'a> {
@@ -772,12 +699,12 @@ mod tests {
             e.to_string(),
             "length mismatch in copy_from_host: destination holds 4 elements, source 5"
         );
-        let e = Error::ArgumentSize {
+        let e = Error::Launch(LaunchError::ArgumentSize {
             kernel: "add4".into(),
             index: 3,
             expected: 4,
             actual: 8,
-        };
+        });
         assert!(e.to_string().contains("parameter 3 is 4 bytes"), "{e}");
         let e = Error::Unsupported {
             function: "cuKernelGetParamInfo",
@@ -799,6 +726,8 @@ mod tests {
         error_traits::<LayoutError>();
         error_traits::<VmmError>();
         error_traits::<InteropError>();
+        error_traits::<LaunchError>();
+        error_traits::<ModuleError>();
 
         // `?` converts an area's error into an `Error` (the `#[from]` of its variant).
         fn refuse(area: GraphError) -> Result<()> {
@@ -839,7 +768,7 @@ mod tests {
             )
         );
 
-        let cases: [(Error, &str); 5] = [
+        let cases: [(Error, &str); 7] = [
             (
                 TensorMapError::Rule {
                     rule: "rank",
@@ -887,6 +816,23 @@ mod tests {
                 .into(),
                 "ExternalSemaphore::import: external handle type 99 is not supported here",
             ),
+            (
+                LaunchError::ArgumentCount {
+                    kernel: "add4".into(),
+                    expected: 4,
+                    actual: 3,
+                }
+                .into(),
+                "kernel `add4` takes 4 parameters but the launch passes 3 arguments",
+            ),
+            (
+                ModuleError::MalformedImage {
+                    kind: "ELF",
+                    reason: "truncated header".into(),
+                }
+                .into(),
+                "malformed ELF image: truncated header",
+            ),
         ];
         for (e, text) in cases {
             assert_eq!(e.to_string(), text, "{e:?}");
@@ -930,5 +876,48 @@ mod tests {
             e,
             Error::TensorMap(TensorMapError::Rule { rule: "bounds", .. })
         ));
+        let e = Error::from(LaunchError::ArgumentOffset {
+            kernel: "k".into(),
+            index: 1,
+            expected: 8,
+            actual: 4,
+        });
+        assert!(matches!(
+            e,
+            Error::Launch(LaunchError::ArgumentOffset { index: 1, .. })
+        ));
+        assert_eq!(
+            e.to_string(),
+            "kernel `k` parameter 1 is at offset 8 but the ParamBuffer puts it at offset 4 (an \
+             argument before it has a different alignment on the device: use this crate's vector \
+             types)"
+        );
+        let e = Error::from(ModuleError::SizeMismatch {
+            kind: "global",
+            name: "g".into(),
+            bytes: 6,
+            elem: "u32",
+            size: 4,
+        });
+        assert!(matches!(
+            e,
+            Error::Module(ModuleError::SizeMismatch { bytes: 6, .. })
+        ));
+        assert_eq!(
+            e.to_string(),
+            "global `g` is 6 bytes, not a whole number of u32 (4 bytes)"
+        );
+        let e = Error::from(ModuleError::DeviceRuntimeNotFound {
+            searched: vec!["/a/libcudadevrt.a".into(), "/b/libcudadevrt.a".into()],
+            env: "CUDA_DRIVER_CUDADEVRT",
+        });
+        assert_eq!(
+            e.to_string(),
+            "libcudadevrt.a (the CUDA device runtime, linked with device code that calls \
+             cudaGraphSetConditional) not found; looked at: /a/libcudadevrt.a, /b/libcudadevrt.a; \
+             set CUDA_DRIVER_CUDADEVRT to the file, or CUDA_PATH to a CUDA 13.0 toolkit \
+             (/usr/local/cuda) or the nvidia-cuda-runtime wheel's nvidia/cu13 folder"
+        );
+        assert_eq!(e.code(), None);
     }
 }

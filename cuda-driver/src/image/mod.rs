@@ -3,7 +3,7 @@
 //!
 //! The driver loads a cubin or a fatbin from a bare pointer and reads as far as the image's
 //! own headers say, so [`Image::check`] refuses anything that is not self-contained and in
-//! bounds of the bytes given ([`Error::MalformedImage`] naming what is wrong):
+//! bounds of the bytes given ([`ModuleError::MalformedImage`] naming what is wrong):
 //!
 //! * an ELF cubin: a little-endian 64-bit ELF file whose program headers, section header table,
 //!   section-name string table and sections all lie within the bytes (see [`elf`]);
@@ -33,6 +33,7 @@ use std::ffi::{c_void, CStr};
 use std::sync::Arc;
 
 use crate::cstr::with_nul_terminated;
+use crate::error::module::ModuleError;
 use crate::error::{Error, Result};
 
 /// Device code in memory that the driver can load: PTX text, a cubin (ELF) or a fatbin.
@@ -40,7 +41,7 @@ use crate::error::{Error, Result};
 /// Implemented for `str`, `String`, `[u8]`, `Vec<u8>`, `[u8; N]` and `CStr`. What the bytes
 /// are is told by their first bytes: the ELF magic (a cubin), the fatbin magic, or else
 /// PTX text. The safe loaders check the image first (see
-/// [`Error::MalformedImage`](crate::Error::MalformedImage)).
+/// [`ModuleError::MalformedImage`](crate::error::module::ModuleError::MalformedImage)).
 pub trait ModuleImage {
     /// The image's bytes.
     fn image_bytes(&self) -> &[u8];
@@ -108,11 +109,12 @@ pub(crate) struct Image<'a> {
 }
 
 impl<'a> Image<'a> {
-    /// Checks `bytes` (see the module docs); [`Error::MalformedImage`] names what is wrong.
+    /// Checks `bytes` (see the module docs); [`ModuleError::MalformedImage`] names what is wrong.
     #[track_caller]
     pub(crate) fn check(bytes: &'a [u8]) -> Result<Image<'a>> {
-        let kind =
-            classify(bytes).map_err(|(kind, reason)| Error::MalformedImage { kind, reason })?;
+        let kind = classify(bytes).map_err(|(kind, reason)| {
+            Error::Module(ModuleError::MalformedImage { kind, reason })
+        })?;
         Ok(Image { bytes, kind })
     }
 
@@ -352,7 +354,7 @@ mod tests {
 
     fn malformed(b: &[u8]) -> (&'static str, String) {
         match Image::check(b) {
-            Err(Error::MalformedImage { kind, reason }) => (kind, reason),
+            Err(Error::Module(ModuleError::MalformedImage { kind, reason })) => (kind, reason),
             other => panic!("expected MalformedImage, got {other:?}"),
         }
     }

@@ -21,11 +21,11 @@
 //! driver call), otherwise from the driver (`cuFuncGetParamInfo` / `cuKernelGetParamInfo`,
 //! CUDA 12.4; as many parameters as the loaded image declares, see [`Function::params`]).
 //! From then on the check is a few integer comparisons, with no driver call and no
-//! allocation. A mismatch is [`Error::ArgumentCount`] or [`Error::ArgumentSize`] and nothing
-//! is launched. Where neither tells the parameter list (a binary image on a driver older than
-//! 12.4), a checked launch is [`Error::Unsupported`], unless the process opted in to unchecked
-//! launches with [`set_argument_check`]. A checked launch also
-//! refuses a view of stream-ordered memory that is ordered on another stream
+//! allocation. A mismatch is [`LaunchError::ArgumentCount`] or [`LaunchError::ArgumentSize`]
+//! (in [`Error::Launch`]) and nothing is launched. Where neither tells the parameter list (a
+//! binary image on a driver older than 12.4), a checked launch is [`Error::Unsupported`],
+//! unless the process opted in to unchecked launches with [`set_argument_check`]. A checked
+//! launch also refuses a view of stream-ordered memory that is ordered on another stream
 //! ([`Error::StreamMismatch`]); for arguments that are no such views that check compiles to
 //! nothing.
 //!
@@ -68,6 +68,7 @@ use crate::module::{Function, FunctionRef};
 use crate::params::KernelParams;
 use crate::stream::Stream;
 
+pub use crate::error::launch::LaunchError;
 pub use crate::params::{
     argument_check, param_source, set_argument_check, set_param_source, ArgumentCheck, ParamInfo,
     ParamSource,
@@ -344,8 +345,9 @@ macro_rules! launch_methods {
             /// (`buf.as_view()`, `buf.as_view_mut()`). Before anything is launched:
             /// * the argument count and each argument's size are compared with the parameter
             ///   list the driver reports (read once and cached, see [`params`](Self::params)); a
-            ///   mismatch is [`Error::ArgumentCount`] or [`Error::ArgumentSize`] naming the
-            ///   kernel; a driver that cannot report parameters is [`Error::Unsupported`] unless
+            ///   mismatch is [`LaunchError::ArgumentCount`](crate::launch::LaunchError::ArgumentCount)
+            ///   or [`LaunchError::ArgumentSize`](crate::launch::LaunchError::ArgumentSize) naming
+            ///   the kernel; a driver that cannot report parameters is [`Error::Unsupported`] unless
             ///   the process allows it (see [`set_argument_check`](crate::launch::set_argument_check));
             /// * a view of stream-ordered memory must be ordered on `stream`
             ///   ([`Error::StreamMismatch`] otherwise; see
@@ -484,7 +486,8 @@ macro_rules! launch_methods {
             /// Launches with the parameters packed in one buffer
             /// (`CU_LAUNCH_PARAM_BUFFER_POINTER`), after checking the buffer's count,
             /// offsets and sizes against the kernel's parameter list (a wrong offset, from a
-            /// type whose alignment differs on the device, is [`Error::ArgumentOffset`]) and
+            /// type whose alignment differs on the device, is
+            /// [`LaunchError::ArgumentOffset`](crate::launch::LaunchError::ArgumentOffset)) and
             /// the stream order of the views pushed into it, as [`launch`](Self::launch) does.
             ///
             /// Calls `cuLaunchKernel` with `extra`.

@@ -14,6 +14,7 @@ use std::path::{Path, PathBuf};
 use cuda_driver_macros::wraps;
 
 use crate::context::Context;
+use crate::error::module::ModuleError;
 use crate::error::{Error, Result};
 use crate::jit::JitOptions;
 use crate::module::linker::Linker;
@@ -135,7 +136,7 @@ fn candidates(
 ///
 /// # Errors
 ///
-/// [`Error::DeviceRuntimeNotFound`], listing every place it looked.
+/// [`ModuleError::DeviceRuntimeNotFound`], listing every place it looked.
 #[doc(alias = "cudadevrt")]
 #[doc(alias = "libcudadevrt")]
 pub fn find_device_runtime(hints: &[&Path]) -> Result<PathBuf> {
@@ -157,16 +158,16 @@ fn find_in(
 ) -> Result<PathBuf> {
     match candidates(hints, env, cwd, exe) {
         Err(named) if named.is_file() => Ok(named),
-        Err(named) => Err(Error::DeviceRuntimeNotFound {
+        Err(named) => Err(Error::Module(ModuleError::DeviceRuntimeNotFound {
             searched: vec![named],
             env: DEVICE_RUNTIME_ENV,
-        }),
+        })),
         Ok(all) => match all.iter().find(|p| p.is_file()) {
             Some(p) => Ok(p.clone()),
-            None => Err(Error::DeviceRuntimeNotFound {
+            None => Err(Error::Module(ModuleError::DeviceRuntimeNotFound {
                 searched: all,
                 env: DEVICE_RUNTIME_ENV,
-            }),
+            })),
         },
     }
 }
@@ -178,7 +179,7 @@ impl Linker {
     ///
     /// # Errors
     ///
-    /// [`Error::DeviceRuntimeNotFound`] (where it looked), or the linker's error.
+    /// [`ModuleError::DeviceRuntimeNotFound`] (where it looked), or the linker's error.
     #[wraps(cuLinkAddFile)]
     #[doc(alias = "CU_JIT_INPUT_LIBRARY")]
     #[doc(alias = "cudadevrt")]
@@ -253,7 +254,7 @@ mod tests {
         // A machine with a toolkit installed finds it in a system folder: only the error's
         // form is checked where there is none.
         if let Err(e) = e {
-            let Error::DeviceRuntimeNotFound { searched, env } = &e else {
+            let Error::Module(ModuleError::DeviceRuntimeNotFound { searched, env }) = &e else {
                 panic!("{e:?}");
             };
             assert_eq!(*env, DEVICE_RUNTIME_ENV);
@@ -285,7 +286,7 @@ mod tests {
         )
         .unwrap_err();
         match e {
-            Error::DeviceRuntimeNotFound { searched, .. } => {
+            Error::Module(ModuleError::DeviceRuntimeNotFound { searched, .. }) => {
                 assert_eq!(searched, [PathBuf::from("/nonexistent/libcudadevrt.a")])
             }
             other => panic!("{other:?}"),

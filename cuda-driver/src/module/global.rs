@@ -10,6 +10,7 @@ use cuda_driver_sys as sys;
 
 use super::Keep;
 use crate::context::Context;
+use crate::error::module::ModuleError;
 use crate::error::{Error, Result};
 use crate::memory::owner::device_memory;
 use crate::repr::DeviceRepr;
@@ -47,17 +48,17 @@ impl Drop for AddressClaim {
     }
 }
 
-/// The number of `T`s in a variable of `bytes` bytes, or [`Error::SizeMismatch`].
+/// The number of `T`s in a variable of `bytes` bytes, or [`ModuleError::SizeMismatch`].
 pub(crate) fn element_count<T>(kind: &'static str, name: &str, bytes: usize) -> Result<usize> {
     let size = size_of::<T>();
     if size == 0 || bytes % size != 0 {
-        return Err(Error::SizeMismatch {
+        return Err(Error::Module(ModuleError::SizeMismatch {
             kind,
             name: name.to_owned(),
             bytes,
             elem: std::any::type_name::<T>(),
             size,
-        });
+        }));
     }
     Ok(bytes / size)
 }
@@ -157,13 +158,13 @@ mod tests {
         assert_eq!(element_count::<f32>("global", "t", 64).unwrap(), 16);
         assert_eq!(element_count::<[f32; 16]>("global", "t", 64).unwrap(), 1);
         match element_count::<f64>("global", "dev_counter", 4) {
-            Err(Error::SizeMismatch {
+            Err(Error::Module(ModuleError::SizeMismatch {
                 kind,
                 name,
                 bytes,
                 size,
                 ..
-            }) => assert_eq!(
+            })) => assert_eq!(
                 (kind, name.as_str(), bytes, size),
                 ("global", "dev_counter", 4, 8)
             ),

@@ -24,6 +24,7 @@ use cuda_driver_sys as sys;
 
 use crate::context::Context;
 use crate::cstr::{path_to_c_string, with_c_str, with_nul_terminated};
+use crate::error::module::ModuleError;
 use crate::error::{report_drop_error, Error, Result};
 use crate::handle::{give_up, Handle, OwnedHandle};
 use crate::image::{Image, ImageKind, ModuleImage};
@@ -140,7 +141,7 @@ impl Linker {
     /// a fatbin, a host object or a library, told by `kind`. `name` appears in the logs.
     ///
     /// A cubin or a fatbin is checked as [`Module::load_data`](crate::Module::load_data)
-    /// checks it ([`Error::MalformedImage`]), and must be what `kind` says.
+    /// checks it ([`ModuleError::MalformedImage`]), and must be what `kind` says.
     #[wraps(cuLinkAddData)]
     #[track_caller]
     pub fn add_data<I: ModuleImage + ?Sized>(
@@ -157,10 +158,10 @@ impl Linker {
         };
         if let Some((expected, shown)) = expected {
             if Image::check(bytes)?.kind() != expected {
-                return Err(Error::MalformedImage {
+                return Err(Error::Module(ModuleError::MalformedImage {
                     kind: shown,
                     reason: format!("an input added as {kind:?} is no {shown} image"),
-                });
+                }));
             }
         }
         let _cur = self.ctx.enter()?;

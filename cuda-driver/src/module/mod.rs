@@ -10,9 +10,11 @@
 //! compiler options; a load with any option set also captures the info log
 //! ([`Module::info_log`]) and the wall time, and a load with none costs what the raw
 //! `cuModuleLoadData` costs (only when it fails is it made again with the log buffers). The image is checked before the
-//! driver sees it ([`Error::MalformedImage`]); each kernel's parameters are read at its first
+//! driver sees it ([`ModuleError::MalformedImage`]); each kernel's parameters are read at its first
 //! checked launch, from the driver (see [`Function::params`] and
-//! [`ParamSource`](crate::launch::ParamSource)).
+//! [`ParamSource`](crate::launch::ParamSource)). What the crate refuses itself, before or
+//! after the driver is called, is a [`ModuleError`] (in [`Error::Module`]), for modules,
+//! libraries and the linker alike.
 //!
 //! ```no_run
 //! use cuda_driver::{Device, jit::JitOptions, Module};
@@ -43,6 +45,7 @@ use cuda_driver_sys as sys;
 use crate::context::Context;
 use crate::cstr::{path_to_c_string, with_c_str};
 use crate::entry_point::newer;
+pub use crate::error::module::ModuleError;
 use crate::error::{Error, Result};
 use crate::handle::{Handle, OwnedHandle};
 pub use crate::image::ModuleImage;
@@ -241,7 +244,7 @@ impl Module {
     /// PTX needs no NUL terminator (`"...\0"` avoids a copy). The image is checked first: the
     /// driver reads a cubin or fatbin through a bare pointer as far as its headers say, so an
     /// image that is not self-contained and within `image`'s bytes is refused with
-    /// [`Error::MalformedImage`] naming what is wrong (see that variant). A failed compile is
+    /// [`ModuleError::MalformedImage`] naming what is wrong (see that variant). A failed compile is
     /// [`Error::Jit`] with the compiler's error log; the info log of a successful one is
     /// [`Module::info_log`]. With `options` equal to [`JitOptions::default`] this is
     /// [`load_data`](Self::load_data): no option arrays, no info log, and the logged load only
@@ -327,18 +330,18 @@ impl Module {
 
     /// Loads a fatbin (as output by `nvcc -fatbin`), after checking it as
     /// [`load_data_with`](Self::load_data_with) does; anything but a fatbin is
-    /// [`Error::MalformedImage`].
+    /// [`ModuleError::MalformedImage`].
     #[wraps(cuModuleLoadFatBinary)]
     #[track_caller]
     pub fn load_fat_binary<I: ModuleImage + ?Sized>(ctx: &Context, fatbin: &I) -> Result<Module> {
         let image = Image::check(fatbin.image_bytes())?;
         if image.kind() != ImageKind::FatBinary {
-            return Err(Error::MalformedImage {
+            return Err(Error::Module(ModuleError::MalformedImage {
                 kind: "fatbin",
                 reason: "load_fat_binary: the image does not start with the fatbin magic \
                          0xBA55ED50"
                     .into(),
-            });
+            }));
         }
         let counts = counts_at_load(&image);
         let _cur = ctx.enter()?;
@@ -425,7 +428,7 @@ impl Module {
 
     /// The module-scope variable `name` (`__device__` or `__constant__`) as `len` elements of
     /// `T`, where the variable's size must be a whole number of `T`s
-    /// ([`Error::SizeMismatch`] otherwise).
+    /// ([`ModuleError::SizeMismatch`] otherwise).
     ///
     /// The handle is exclusive: while it lives, another lookup of the same variable (through
     /// this module, a clone, or the library it belongs to) is [`Error::AlreadyBorrowed`].

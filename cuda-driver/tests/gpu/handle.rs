@@ -4,6 +4,7 @@
 
 use std::fmt::Debug;
 
+use cuda_driver::launch::LaunchError;
 use cuda_driver::prelude::*;
 use cuda_driver::{
     graph::{Graph, UserObject},
@@ -101,7 +102,10 @@ fn a_borrowed_function_launches_through_the_checked_launch() {
         )
     };
     if f.params().unwrap().is_some() {
-        assert!(matches!(r, Err(Error::ArgumentCount { .. })), "{r:?}");
+        assert!(
+            matches!(r, Err(Error::Launch(LaunchError::ArgumentCount { .. }))),
+            "{r:?}"
+        );
     }
     // Attributes and occupancy are the owned function's.
     assert_eq!(f.num_registers().unwrap(), owned.num_registers().unwrap());

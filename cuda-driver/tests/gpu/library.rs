@@ -1,6 +1,7 @@
 //! GPU tests: context-independent libraries and kernels (Library Management), and the JIT
 //! errors of lazily compiled libraries.
 
+use cuda_driver::module::ModuleError;
 use cuda_driver::prelude::*;
 use cuda_driver::{
     jit::JitOptions, library::LibraryOptions, types::ContextFlags, types::FunctionAttribute,
@@ -275,7 +276,10 @@ fn library_lookups_name_what_is_missing() {
         other => panic!("expected NotFound, got {other:?}"),
     }
     let e = library.managed::<f64>("launch_count").unwrap_err();
-    assert!(matches!(e, Error::SizeMismatch { .. }), "{e}");
+    assert!(
+        matches!(e, Error::Module(ModuleError::SizeMismatch { .. })),
+        "{e}"
+    );
     let e = library.global::<i32>("no_global", &ctx).unwrap_err();
     assert!(matches!(e, Error::NotFound { kind: "global", .. }), "{e}");
     // Still usable.

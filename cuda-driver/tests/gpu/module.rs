@@ -4,6 +4,7 @@
 //! follow pointers in); the raw-handle round trips of Module, Function, Library, Kernel and
 //! Linker.
 
+use cuda_driver::module::ModuleError;
 use cuda_driver::prelude::*;
 use cuda_driver::{
     jit::JitOptions, library::LibraryOptions, module::Linker, types::ErrorCode,
@@ -210,7 +211,10 @@ fn globals_are_read_and_written() {
         vec![<[f32; 16]>::try_from(values).unwrap()]
     );
     let e = module.global::<f64>("dev_counter").unwrap_err();
-    assert!(matches!(e, Error::SizeMismatch { .. }), "{e}");
+    assert!(
+        matches!(e, Error::Module(ModuleError::SizeMismatch { .. })),
+        "{e}"
+    );
     assert!(matches!(
         counter.copy_from_host(&[1, 2]),
         Err(Error::LengthMismatch { .. })
@@ -243,10 +247,16 @@ fn functions_keep_their_module_loaded() {
 fn fat_binary_loads_refuse_other_images() {
     let ctx = gpu_or_skip!();
     let e = Module::load_fat_binary(&ctx, TEST_KERNELS).unwrap_err();
-    assert!(matches!(e, Error::MalformedImage { .. }), "{e}");
+    assert!(
+        matches!(e, Error::Module(ModuleError::MalformedImage { .. })),
+        "{e}"
+    );
     // A truncated cubin is refused before the driver sees it.
     let e = Module::load_data(&ctx, b"\x7fELF\x02\x01\x01\x00").unwrap_err();
-    assert!(matches!(e, Error::MalformedImage { .. }), "{e}");
+    assert!(
+        matches!(e, Error::Module(ModuleError::MalformedImage { .. })),
+        "{e}"
+    );
 }
 
 /// scale_add(out, in, s, n) of the linked program: out[i] = in[i] * s + 1.
@@ -360,7 +370,7 @@ fn fatbin_wrapper(data: u64) -> Vec<u8> {
 
 fn is_malformed(r: Result<impl std::fmt::Debug, Error>, kind: &str) {
     match r {
-        Err(Error::MalformedImage { kind: k, reason }) => {
+        Err(Error::Module(ModuleError::MalformedImage { kind: k, reason })) => {
             assert_eq!(k, kind, "{reason}");
             assert!(!reason.is_empty());
         }

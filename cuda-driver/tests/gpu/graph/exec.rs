@@ -9,6 +9,7 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
 use cuda_driver::graph::GraphError;
+use cuda_driver::launch::LaunchError;
 use cuda_driver::prelude::*;
 use cuda_driver::types::GraphInstantiateResult;
 use cuda_driver::{
@@ -558,7 +559,10 @@ fn exec_update_changes_kernel_arguments() {
         exec.set_kernel_node(node, &axpb, &cfg, (x.as_view_mut(), &1.0f64, &5.0f32, &ni))
     };
     assert!(
-        matches!(r, Err(Error::ArgumentSize { index: 1, .. })),
+        matches!(
+            r,
+            Err(Error::Launch(LaunchError::ArgumentSize { index: 1, .. }))
+        ),
         "{r:?}"
     );
     // Whole-graph update from a graph of the same topology: x = x * 0 + 1.

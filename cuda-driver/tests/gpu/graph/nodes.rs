@@ -7,6 +7,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use cuda_driver::graph::GraphError;
+use cuda_driver::launch::LaunchError;
 use cuda_driver::memory::LayoutError;
 use cuda_driver::prelude::*;
 use cuda_driver::{
@@ -446,7 +447,10 @@ fn library_kernel_nodes_run_and_keep_their_library_loaded() {
         // SAFETY: refused before any node is made.
         let r = unsafe { g.add_library_kernel(&[], &inc, &ctx, &cfg, (x.as_view_mut(), &1u64)) };
         assert!(
-            matches!(r, Err(Error::ArgumentSize { index: 1, .. })),
+            matches!(
+                r,
+                Err(Error::Launch(LaunchError::ArgumentSize { index: 1, .. }))
+            ),
             "{r:?}"
         );
         // SAFETY: x outlives the graph and its exec; inc(int*, int) gets n elements.

@@ -4,6 +4,7 @@
 //! Functions (attributes, loading, parameter layouts): `function`; what a checked launch
 //! refuses about streams and contexts: `checks`. Occupancy: `occupancy`.
 
+use cuda_driver::launch::LaunchError;
 use cuda_driver::prelude::*;
 use cuda_driver::{
     launch::LaunchAttributes, launch::ParamBuffer, launch::ParamInfo, types::ContextFlags,
@@ -369,21 +370,21 @@ fn wrong_arguments_are_refused_before_launching() {
 
     // SAFETY: refused before any launch (three arguments for four parameters).
     match unsafe { f.launch(&s, &cfg, (&2.0f32, x.as_view(), y.as_view_mut())) } {
-        Err(Error::ArgumentCount {
+        Err(Error::Launch(LaunchError::ArgumentCount {
             kernel,
             expected,
             actual,
-        }) => assert_eq!((kernel.as_str(), expected, actual), ("saxpy", 4, 3)),
+        })) => assert_eq!((kernel.as_str(), expected, actual), ("saxpy", 4, 3)),
         other => panic!("expected ArgumentCount, got {other:?}"),
     }
     // SAFETY: refused before any launch (a double for the float a).
     match unsafe { f.launch(&s, &cfg, (&2.0f64, x.as_view(), y.as_view_mut(), &512i32)) } {
-        Err(Error::ArgumentSize {
+        Err(Error::Launch(LaunchError::ArgumentSize {
             kernel,
             index,
             expected,
             actual,
-        }) => assert_eq!(
+        })) => assert_eq!(
             (kernel.as_str(), index, expected, actual),
             ("saxpy", 0, 4, 8)
         ),
@@ -399,7 +400,10 @@ fn wrong_arguments_are_refused_before_launching() {
         )
     }
     .unwrap_err();
-    assert!(matches!(e, Error::ArgumentSize { index: 3, .. }), "{e}");
+    assert!(
+        matches!(e, Error::Launch(LaunchError::ArgumentSize { index: 3, .. })),
+        "{e}"
+    );
     let k = Library::load_data(TEST_KERNELS)
         .unwrap()
         .kernel("saxpy")
@@ -409,11 +413,11 @@ fn wrong_arguments_are_refused_before_launching() {
     assert!(
         matches!(
             e,
-            Error::ArgumentCount {
+            Error::Launch(LaunchError::ArgumentCount {
                 expected: 4,
                 actual: 1,
                 ..
-            }
+            })
         ),
         "{e}"
     );
@@ -576,6 +580,12 @@ fn packed_parameter_buffer() {
             .unwrap();
         // SAFETY: refused before any launch.
         let e = unsafe { f.launch_packed(&s, &LaunchConfig::new(1, 1), &wrong) }.unwrap_err();
-        assert!(matches!(&e, Error::ArgumentOffset { index: 1, .. }), "{e}");
+        assert!(
+            matches!(
+                &e,
+                Error::Launch(LaunchError::ArgumentOffset { index: 1, .. })
+            ),
+            "{e}"
+        );
     }
 }
