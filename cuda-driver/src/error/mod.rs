@@ -346,11 +346,6 @@ pub enum Error {
         status: ProcAddressStatus,
     },
 
-    /// A host callback (see [`Stream::launch_host_fn`](crate::Stream::launch_host_fn)) panicked.
-    #[error("a host callback panicked: {0}")]
-    CallbackPanicked(String),
-
-    // Issue #14 (contexts, streams, execution control, green contexts, interop, ...).
     /// The device lacks a feature an operation needs, as a device attribute says (checked
     /// before the driver call).
     #[error("{what} needs a device with {attribute}, which device {device} does not have")]
