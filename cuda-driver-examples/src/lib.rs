@@ -219,6 +219,7 @@ pub type Failure = Box<dyn std::error::Error>;
 ///
 /// ```no_run
 /// use std::process::ExitCode;
+/// use cuda_driver::handle::Handle;
 /// use cuda_driver_examples::{run_example, Failure};
 ///
 /// fn main() -> ExitCode {
