@@ -265,12 +265,19 @@ pub use stream::Stream;
 /// use cuda_driver::prelude::*;
 /// ```
 pub mod prelude {
+    pub use crate::context::Context;
+    pub use crate::device::Device;
+    pub use crate::error::{Error, Result};
+    pub use crate::event::Event;
     pub use crate::handle::{Handle, OwnedHandle};
-    pub use crate::launch::{KernelArg, KernelArgs};
-    pub use crate::memory::MemsetValue;
-    pub use crate::{
-        Context, Device, DeviceBuffer, DeviceMemory, DeviceMemoryMut, DeviceRepr, DeviceSlice,
-        DeviceSliceMut, Dim3, Error, Event, Function, Kernel, LaunchConfig, Library, Module,
-        PinnedBuffer, Result, Stream,
+    pub use crate::launch::{Dim3, KernelArg, KernelArgs, LaunchConfig};
+    pub use crate::library::{Kernel, Library};
+    pub use crate::memory::{
+        DeviceBuffer, DeviceMemory, DeviceMemoryMut, DeviceSlice, DeviceSliceMut, MemsetValue,
+        PinnedBuffer,
     };
+    pub use crate::module::{Function, Module};
+    pub use crate::repr::DeviceRepr;
+    pub use crate::stream::Stream;
+    pub use cuda_driver_macros::DeviceRepr;
 }
