@@ -474,7 +474,12 @@ fn run() -> Res<()> {
          the raw side with that call (the floor) in its raw column against ours, in the same \
          rounds, and the target applies to that row. The exec kernel-argument update needs a \
          current context (cuGraphExecKernelNodeSetParams crashed driver 580 without one): \
-         its floor is the raw update after one cuCtxGetCurrent."
+         its floor is the raw update after one cuCtxGetCurrent. A first checked launch must \
+         learn the kernel's parameters, and CUDA 13.0 reports them one index at a time with \
+         no count: cuKernelGetParamInfo for each parameter, then once past the last, which \
+         fails with CUDA_ERROR_INVALID_VALUE (the driver's error path costs about 1 us, 20 \
+         times a successful query, on driver 580); the library round trip's floor is the raw \
+         round trip with those 5 queries of add4."
             .into(),
         "Multi-stream hand-off: a stream-ordered buffer (4 KiB) moved to a second \
          non-blocking stream and back with AsyncDeviceBuffer::move_to_stream, against raw \
@@ -487,9 +492,9 @@ fn run() -> Res<()> {
             .into(),
         "Raw and ours share the device's primary context (current throughout), one \
          non-blocking stream, the buffers and the function handles; ours makes the context \
-         current with one cuCtxGetCurrent per call, which raw does not, except for launches \
-         and stream-ordered allocations and frees on a created stream, whose context the \
-         driver takes from the stream."
+         current with one cuCtxGetCurrent per call, which raw does not, except for launches, \
+         stream-ordered allocations and frees, event records and event waits on a created \
+         stream, whose context the driver takes from the stream."
             .into(),
         format!(
             "cudarc {} (crates.io, features driver, nvrtc (for its Ptx type only), std, \
@@ -947,7 +952,8 @@ fn events(
                 unsafe { raw!(cuEventRecord(e, s)) };
                 Ok(())
             }),
-            // Safe: Event::record = cuCtxGetCurrent + cuEventRecord.
+            // Safe: Event::record = a context comparison + cuEventRecord (no cuCtxGetCurrent on
+            // a created stream).
             Who::Ours => enqueue_ns(count, s, || Ok(ev.record(stream)?)),
             // cudarc: CudaEvent::record = a context comparison + cuCtxSetCurrent +
             // cuEventRecord.
@@ -1244,8 +1250,9 @@ fn hand_off(r: &mut Runner, cfg: &Config, ctx: &Context, stream: &Stream) -> Res
                 }
                 Ok(())
             }),
-            // Safe: move_to_stream = the context and default-stream checks + cuCtxGetCurrent
-            // + cuEventRecord of the old stream's own event + cuStreamWaitEvent.
+            // Safe: move_to_stream = the context and default-stream checks + cuEventRecord of
+            // the old stream's own event + cuStreamWaitEvent (no cuCtxGetCurrent between
+            // created streams).
             Side::Safe => sample(&mut || {
                 let b = buf.take().expect("the buffer is put back after each move");
                 let b = b.move_to_stream(&other).map_err(cuda_driver::Error::from)?;

@@ -154,9 +154,12 @@ impl Event {
     #[track_caller]
     pub fn record(&self, stream: &Stream) -> Result<()> {
         same_context("Event::record", self, stream)?;
-        let _cur = self.ctx.enter()?;
+        // The driver takes the context from a created stream (GPU test
+        // `context::stream_calls_run_in_the_streams_context_whatever_is_current`).
+        let _cur = stream.enter_for_call()?;
         call!(
-            // SAFETY: event and stream are alive.
+            // SAFETY: event and stream are alive and of one context, entered above unless
+            // the stream is a created one.
             unsafe { sys::cuEventRecord(self.raw, stream.as_raw()) },
         )
     }
@@ -212,7 +215,8 @@ impl Stream {
     #[wraps(cuStreamWaitEvent)]
     #[track_caller]
     pub fn wait_event(&self, event: &Event) -> Result<()> {
-        let _cur = self.context().enter()?;
+        // As in `Event::record`: the driver takes the context from a created stream.
+        let _cur = self.enter_for_call()?;
         call!(
             // SAFETY: stream and event are alive; flags must be 0.
             unsafe { sys::cuStreamWaitEvent(self.as_raw(), event.as_raw(), 0) },
@@ -251,9 +255,10 @@ impl Event {
                 found: stream.context().as_raw() as usize,
             });
         }
-        let _cur = self.context().enter()?;
+        // As in `record`: the driver takes the context from a created stream.
+        let _cur = stream.enter_for_call()?;
         call!(
-            // SAFETY: event and stream are alive.
+            // SAFETY: event and stream are alive and of one context.
             unsafe { sys::cuEventRecordWithFlags(self.as_raw(), stream.as_raw(), flags.as_raw()) },
         )
     }
@@ -279,7 +284,8 @@ impl Stream {
     #[wraps(cuStreamWaitEvent)]
     #[track_caller]
     pub fn wait_event_with_flags(&self, event: &Event, flags: EventWaitFlags) -> Result<()> {
-        let _cur = self.context().enter()?;
+        // As in `wait_event`: the driver takes the context from a created stream.
+        let _cur = self.enter_for_call()?;
         call!(
             // SAFETY: stream and event are alive.
             unsafe { sys::cuStreamWaitEvent(self.as_raw(), event.as_raw(), flags.as_raw()) },

@@ -1446,7 +1446,8 @@ fn size_name_kb(bytes: usize) -> String {
     format!("{:.1} KiB", bytes as f64 / KIB as f64)
 }
 
-/// Load + get kernel + first add4 launch + synchronize + unload of ptx/bench.ptx.
+/// Load + get kernel + first add4 launch + synchronize + unload of ptx/bench.ptx, against
+/// raw and against its floor: raw plus the parameter queries the first checked launch makes.
 fn library_round_trip(r: &mut Runner, cfg: &Config, ctx: &Context, stream: &Stream) -> Res<()> {
     let count = cfg.loads.0;
     let s = stream.as_raw();
@@ -1461,65 +1462,119 @@ fn library_round_trip(r: &mut Runner, cfg: &Config, ctx: &Context, stream: &Stre
     ];
     let add4_cfg = add4.config();
     let g = add4_cfg.grid.x;
+    // The raw round trip; with `queries`, the kernel's parameters are asked for as a first
+    // checked launch asks for them: add4's 4, then index 4, which the driver refuses with
+    // CUDA_ERROR_INVALID_VALUE (the end of the list; CUDA 13.0 has no count query).
+    let mut raw_trip = |queries: bool| -> Res<Duration> {
+        time_loop(count, no_end, || {
+            let mut lib: sys::CUlibrary = null_mut();
+            let mut k: sys::CUkernel = null_mut();
+            // SAFETY: NUL-terminated PTX, no options; the kernel handle is used as a
+            // CUfunction for cuLaunchKernel (allowed for CUkernel) while the library is
+            // loaded; add4's arguments as in `launches`; the parameter queries write two
+            // size_t each.
+            unsafe {
+                raw!(cuLibraryLoadData(
+                    &mut lib,
+                    ptx::BENCH.as_ptr().cast::<c_void>(),
+                    null_mut(),
+                    null_mut(),
+                    0,
+                    null_mut(),
+                    null_mut(),
+                    0
+                ));
+                raw!(cuLibraryGetKernel(&mut k, lib, c"add4".as_ptr()));
+                if queries {
+                    for i in 0..=4 {
+                        let (mut offset, mut size) = (0usize, 0usize);
+                        let rc = sys::cuKernelGetParamInfo(k, i, &mut offset, &mut size);
+                        let expected = if i < 4 {
+                            sys::CUDA_SUCCESS
+                        } else {
+                            sys::CUDA_ERROR_INVALID_VALUE
+                        };
+                        if rc != expected {
+                            return Err(Failure::Wrong(format!(
+                                "cuKernelGetParamInfo(add4, {i}) returned {rc}"
+                            )));
+                        }
+                        std::hint::black_box((offset, size));
+                    }
+                }
+                raw_launch(k.cast(), g, BLOCK, s, args.as_mut_ptr(), null_mut())?;
+                raw!(cuStreamSynchronize(s));
+                raw!(cuLibraryUnload(lib));
+            }
+            Ok(())
+        })
+    };
     // Safe: Library::load_data as above; Library::kernel = cuLibraryGetKernel (the name
     // copied to the stack) + the name boxed into the kernel's cache; the first checked
-    // Kernel::launch = cuCtxGetCurrent + cuKernelGetParamInfo for each of the 4 parameters
-    // and once more (the end of the list) + a boxed list + cuLaunchKernel;
-    // Stream::synchronize = cuCtxGetCurrent + cuStreamSynchronize; dropping the kernel and
-    // the library = cuLibraryUnload.
+    // Kernel::launch = cuKernelGetParamInfo for each of the 4 parameters and once more (the
+    // end of the list) + a boxed list + cuLaunchKernel; Stream::synchronize =
+    // cuCtxGetCurrent + cuStreamSynchronize; dropping the kernel and the library =
+    // cuLibraryUnload.
+    let safe_trip = |add4: &mut Add4| -> Res<Duration> {
+        let Add4 { a, b, c, n, .. } = add4;
+        time_loop(count, no_end, || {
+            let lib = Library::load_data(ptx::BENCH)?;
+            let kernel = lib.kernel("add4")?;
+            // SAFETY: the arguments are add4's parameters; a, b and c hold ADD4_N floats,
+            // the grid covers ADD4_N threads, the kernel skips i >= n; the stream is
+            // synchronized before the host reads c.
+            unsafe {
+                kernel.launch(
+                    stream,
+                    &add4_cfg,
+                    (&a.as_view(), &b.as_view(), &mut c.as_view_mut(), &*n),
+                )?
+            };
+            stream.synchronize()?;
+            drop(kernel);
+            drop(lib);
+            Ok(())
+        })
+    };
+    let name = "cuLibraryLoadData + GetKernel + first add4 launch + sync + unload";
+    // Against raw: no target, since the driver forces the parameter queries (the floor row
+    // below is what the round trip is judged against).
+    r.run(name.into(), "ms", false, None, |side| {
+        add4.clear()?;
+        let t = match side {
+            Side::Raw => raw_trip(false)?,
+            Side::Safe => safe_trip(&mut add4)?,
+        };
+        add4.check()?;
+        Ok(secs(t) * 1e3 / count as f64)
+    })?;
+    // Against its floor: raw plus the 5 parameter queries (raw column), in the same rounds.
     r.run(
-        "cuLibraryLoadData + GetKernel + first add4 launch + sync + unload".into(),
+        format!("{name} vs its floor: raw + the 5 cuKernelGetParamInfo of a first checked launch (raw column)"),
         "ms",
         false,
-        Some(1.05),
+        Some(1.02),
         |side| {
             add4.clear()?;
             let t = match side {
-                Side::Raw => time_loop(count, no_end, || {
-                    let mut lib: sys::CUlibrary = null_mut();
-                    let mut k: sys::CUkernel = null_mut();
-                    // SAFETY: NUL-terminated PTX, no options; the kernel handle is used as a
-                    // CUfunction for cuLaunchKernel (allowed for CUkernel) while the library
-                    // is loaded; add4's arguments as in `launches`.
-                    unsafe {
-                        raw!(cuLibraryLoadData(
-                            &mut lib,
-                            ptx::BENCH.as_ptr().cast::<c_void>(),
-                            null_mut(),
-                            null_mut(),
-                            0,
-                            null_mut(),
-                            null_mut(),
-                            0
-                        ));
-                        raw!(cuLibraryGetKernel(&mut k, lib, c"add4".as_ptr()));
-                        raw_launch(k.cast(), g, BLOCK, s, args.as_mut_ptr(), null_mut())?;
-                        raw!(cuStreamSynchronize(s));
-                        raw!(cuLibraryUnload(lib));
-                    }
-                    Ok(())
-                })?,
-                Side::Safe => {
-                    let Add4 { a, b, c, n, .. } = &mut add4;
-                    time_loop(count, no_end, || {
-                        let lib = Library::load_data(ptx::BENCH)?;
-                        let kernel = lib.kernel("add4")?;
-                        // SAFETY: the arguments are add4's parameters; a, b and c hold
-                        // ADD4_N floats, the grid covers ADD4_N threads, the kernel skips
-                        // i >= n; the stream is synchronized before the host reads c.
-                        unsafe {
-                            kernel.launch(
-                                stream,
-                                &add4_cfg,
-                                (&a.as_view(), &b.as_view(), &mut c.as_view_mut(), &*n),
-                            )?
-                        };
-                        stream.synchronize()?;
-                        drop(kernel);
-                        drop(lib);
-                        Ok(())
-                    })?
-                }
+                Side::Raw => raw_trip(true)?,
+                Side::Safe => safe_trip(&mut add4)?,
+            };
+            add4.check()?;
+            Ok(secs(t) * 1e3 / count as f64)
+        },
+    )?;
+    // What the queries alone cost: raw against raw with them (ours column). No target.
+    r.run(
+        format!("{name}: raw, and raw + the 5 cuKernelGetParamInfo (ours column)"),
+        "ms",
+        false,
+        None,
+        |side| {
+            add4.clear()?;
+            let t = match side {
+                Side::Raw => raw_trip(false)?,
+                Side::Safe => raw_trip(true)?,
             };
             add4.check()?;
             Ok(secs(t) * 1e3 / count as f64)

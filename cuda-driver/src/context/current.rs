@@ -6,7 +6,8 @@
 //! returned [`Current`] lives: when the context is already on top of the thread's stack it
 //! does nothing but one `cuCtxGetCurrent` (the fast path of every copy); otherwise it pushes
 //! the context and the guard pops it again. Calls whose context the driver takes from a
-//! created stream (launches, stream-ordered allocations and frees) skip even that:
+//! created stream (launches, stream-ordered allocations and frees, event records and
+//! waits) skip even that:
 //! [`Context::enter_for_stream_call`]. The caller's stack is the
 //! same afterwards as before, also when the operation fails and also in `Drop`. The crate
 //! never calls `cuCtxSetCurrent` on its own behalf.
@@ -73,9 +74,13 @@ impl Context {
 
     /// [`enter`](Self::enter) for one driver call that takes its context from `stream`
     /// when `stream` is a created stream: `cuLaunchKernel`, `cuLaunchKernelEx`,
-    /// `cuLaunchCooperativeKernel`, `cuMemAllocAsync`, `cuMemAllocFromPoolAsync` and
-    /// `cuMemFreeAsync` (cuda.h: they need a current context only for a default stream, and a
-    /// function launches in its own context, which must be the stream's). For a created
+    /// `cuLaunchCooperativeKernel`, `cuMemAllocAsync`, `cuMemAllocFromPoolAsync`,
+    /// `cuMemFreeAsync`, `cuEventRecord`, `cuEventRecordWithFlags` and `cuStreamWaitEvent`
+    /// (cuda.h: they need a current context only for a default stream, and a function
+    /// launches in its own context, which must be the stream's; an event is recorded on a
+    /// stream of its own context). The GPU test
+    /// `context::stream_calls_run_in_the_streams_context_whatever_is_current` makes each of
+    /// them with no context current and with another one current. For a created
     /// stream this makes no driver call: the call runs whatever the thread's current context
     /// is, or none. The legacy and per-thread default streams (null, `CU_STREAM_LEGACY`,
     /// `CU_STREAM_PER_THREAD`) name the current context's stream, so for them `self` is

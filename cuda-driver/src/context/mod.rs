@@ -17,9 +17,10 @@
 //! the object's context current for its own span only: if the context is current already,
 //! nothing happens but one `cuCtxGetCurrent` (the common case, and the whole cost on the
 //! copy paths); otherwise the operation pushes the context and pops it again before
-//! returning, in `Drop` too. Launches and stream-ordered allocations and frees on a created
-//! stream make no context current at all: the driver runs them in the stream's context. Under a [`ContextGuard`] of context A, using or dropping
-//! objects of context B leaves A current.
+//! returning, in `Drop` too. Launches, stream-ordered allocations and frees, event records
+//! and event waits on a created stream make no context current at all: the driver runs them
+//! in the stream's context. Under a [`ContextGuard`] of context A, using or dropping objects
+//! of context B leaves A current.
 //!
 //! [`Context::push`] pushes a context for a scope and returns a [`ContextGuard`] that pops it
 //! on drop; the guard is `!Send`, because the stack it modified belongs to this thread.

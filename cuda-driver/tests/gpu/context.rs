@@ -261,15 +261,19 @@ fn from_raw_and_into_raw_round_trip() {
     let _ = Device::count().unwrap();
 }
 
-/// Launches and stream-ordered allocations and frees on a created stream make no context
-/// current (the driver takes the context from the stream): they must work, compute the right
-/// result and leave the stack alone with no context current and with another context
+/// Launches, stream-ordered allocations and frees, event records and event waits on a
+/// created stream make no context current (the driver takes the context from the stream):
+/// they must work, compute the right result and leave the stack alone with no context current and with another context
 /// current. On the legacy default stream, which names the current context's stream, the
 /// stream's context is entered, so the work runs in it and not in the current one.
 #[gpu_test]
 fn stream_calls_run_in_the_streams_context_whatever_is_current() {
     use cuda_driver::{
-        launch::LaunchAttributes, memory::pool::MemPool, stream::StreamRef, types::StreamFlags,
+        event::Event,
+        launch::LaunchAttributes,
+        memory::pool::MemPool,
+        stream::StreamRef,
+        types::{EventFlags, EventRecordFlags, EventWaitFlags, StreamFlags},
         LaunchConfig, Module, Stream,
     };
     let ctx = gpu_exclusive_or_skip!();
@@ -334,6 +338,43 @@ fn stream_calls_run_in_the_streams_context_whatever_is_current() {
         from_default.free_async().unwrap();
         drop(from_pool);
         sa.synchronize().unwrap();
+
+        // Events recorded and waited for, and a stream-ordered buffer handed between two
+        // created streams of `a` (cuEventRecord, cuEventRecordWithFlags, cuStreamWaitEvent:
+        // no context entered). Each wait orders a fill on `sb` after one on `sa`.
+        let sb = Stream::new(&a, StreamFlags::NON_BLOCKING).unwrap();
+        let ev = Event::new(&a, EventFlags::DISABLE_TIMING).unwrap();
+        // SAFETY: as above.
+        unsafe { fa.launch(&sa, &cfg, (buf.as_view_mut(), &(v + 5), &(n as i32))) }.unwrap();
+        ev.record(&sa).unwrap();
+        sb.wait_event(&ev).unwrap();
+        // SAFETY: as above; sb waits for the fill on sa.
+        unsafe { fa.launch(&sb, &cfg, (buf.as_view_mut(), &(v + 6), &(n as i32))) }.unwrap();
+        ev.record_with_flags(&sb, EventRecordFlags::DEFAULT)
+            .unwrap();
+        sa.wait_event_with_flags(&ev, EventWaitFlags::DEFAULT)
+            .unwrap();
+        sa.synchronize().unwrap();
+        assert!(ev.query().unwrap(), "sa waited for the record on sb");
+        assert!(
+            buf.to_vec().unwrap().iter().all(|&x| x == v + 6),
+            "event order"
+        );
+        let mut moved = DeviceBuffer::<u32>::new_async(&sa, n).unwrap();
+        // SAFETY: as above; `moved` is ordered on sa.
+        unsafe { fa.launch(&sa, &cfg, (moved.as_view_mut(), &(v + 7), &(n as i32))) }.unwrap();
+        let mut moved = moved.move_to_stream(&sb).unwrap();
+        // SAFETY: as above; `moved` is now ordered on sb, after the fill on sa.
+        unsafe { fa.launch(&sb, &cfg, (moved.as_view_mut(), &(v + 8), &(n as i32))) }.unwrap();
+        sb.wait_stream(&sa).unwrap();
+        sb.synchronize().unwrap();
+        assert!(
+            moved.to_vec().unwrap().iter().all(|&x| x == v + 8),
+            "hand-off"
+        );
+        moved.free_async().unwrap();
+        sb.synchronize().unwrap();
+        drop((ev, sb));
 
         // A function of `b` on a stream of `a`: refused in Rust, whatever is current.
         // SAFETY: refused before any launch.
