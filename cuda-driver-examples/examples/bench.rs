@@ -103,7 +103,7 @@ impl Config {
             ],
             allocs: 2_000,
             alloc_bytes: MIB,
-            loads: (20, 3),
+            loads: (100, 10),
             events: 50_000,
             copy_reps: 4,
         }

@@ -40,13 +40,22 @@ impl Context {
     #[inline]
     #[track_caller]
     pub(crate) fn enter(&self) -> Result<Current<'_>> {
+        self.enter_raw(self.as_raw())
+    }
+
+    /// [`enter`](Self::enter) for a caller that holds this context's raw handle already
+    /// (`raw` must be `self.as_raw()`): the fast path reads nothing through `self`.
+    #[inline]
+    #[track_caller]
+    pub(crate) fn enter_raw(&self, raw: sys::CUcontext) -> Result<Current<'_>> {
+        debug_assert_eq!(raw, self.as_raw());
         if in_host_fn() {
             return Err(in_host_fn_error(Location::caller()));
         }
         let mut cur = ptr::null_mut();
         // SAFETY: writes one CUcontext to a valid pointer.
         call!(unsafe { sys::cuCtxGetCurrent(&mut cur) })?;
-        if cur == self.as_raw() {
+        if cur == raw {
             Ok(Current {
                 pushed: ptr::null_mut(),
                 _ctx: PhantomData,

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use cuda_driver_macros::{call, wraps};
 use cuda_driver_sys as sys;
 
-use super::nodes::{kernel_params, memcpy_params, MemsetParams, NodeKernel};
+use super::nodes::{memcpy_params, node_params, MemsetParams, NodeKernel};
 use super::{
     ChildGraphNode, EventRecordNode, EventWaitNode, Graph, GraphNode, HostNode, KernelNode,
     MemcpyNode, MemsetNode,
@@ -22,6 +22,7 @@ use crate::handle::{give_up, Handle, OwnedHandle};
 use crate::launch::{KernelArgs, LaunchConfig};
 use crate::memory::{DeviceSlice, DeviceSliceMut};
 use crate::module::function::Function;
+use crate::params::KernelParams;
 use crate::release::{release, SendRaw};
 use crate::repr::DeviceRepr;
 use crate::stream::Stream;
@@ -60,6 +61,32 @@ pub struct GraphExec {
     pub(super) memory: Option<Box<super::exec_memory::ExecMemory>>,
     /// Adopted through `from_raw`: its memory nodes are unknown.
     pub(super) adopted: bool,
+    /// The last checked kernel-node update through a [`Function`] (see `set_kernel_node`).
+    last_update: UpdateMemo,
+}
+
+/// What a checked kernel-node update established: that arguments of the sizes `sizes`
+/// (`KernelArgs::SIZES`, by address and length) fit the parameters of `func`, whose context is
+/// `ctx`, and that `func` is in the exec's `kept`. `kept` holds the function (and so its
+/// module and context) until the exec is destroyed, so `func` names the same kernel for as
+/// long as the memo lives, and a repeated update with equal fields needs neither the check
+/// nor the lookup again. Two argument lists with equal sizes pass the same check, so equal
+/// addresses and lengths of `SIZES` (even of different argument types) give the same answer.
+#[derive(Clone, Copy)]
+struct UpdateMemo {
+    func: sys::CUfunction,
+    sizes: *const usize,
+    len: usize,
+    ctx: sys::CUcontext,
+}
+
+impl UpdateMemo {
+    const NONE: UpdateMemo = UpdateMemo {
+        func: ptr::null_mut(),
+        sizes: ptr::null(),
+        len: 0,
+        ctx: ptr::null_mut(),
+    };
 }
 
 // SAFETY: a CUgraphExec may be used from any thread, one at a time (not Sync); destroyed once.
@@ -192,6 +219,7 @@ impl OwnedHandle for GraphExec {
             launched: RefCell::new(Vec::new()),
             memory: None,
             adopted: true,
+            last_update: UpdateMemo::NONE,
         }
     }
 
@@ -199,7 +227,7 @@ impl OwnedHandle for GraphExec {
     /// (functions, closures, events) is leaked, since the raw exec may run it at any later
     /// time.
     fn into_raw(self) -> sys::CUgraphExec {
-        give_up!(self, raw; drop(launched, memory); forget(kept, adopted))
+        give_up!(self, raw; drop(launched, memory); forget(kept, adopted, last_update))
     }
 }
 
@@ -330,17 +358,38 @@ impl GraphExec {
         args: A,
     ) -> Result<()> {
         let mut ptrs = args.pointers();
-        let p = kernel_params::<Function, A>(f, f.context(), cfg, ptrs.as_mut())?;
+        let memo = self.last_update;
+        if memo.func != f.as_raw() || memo.sizes != A::SIZES.as_ptr() || memo.len != A::SIZES.len()
+        {
+            self.first_update::<A>(f)?;
+        }
+        let p = node_params(f.as_raw(), cfg, ptrs.as_mut());
         // The driver needs a current context here even though the parameters name the
         // function: on driver 580 (H100) both this call and cuGraphExecNodeSetParams end the
         // process with SIGSEGV when no context is current, and succeed with any context
         // current. Entering the function's context costs one cuCtxGetCurrent when it is.
-        let _cur = f.context().enter()?;
+        let _cur = f.context().enter_raw(self.last_update.ctx)?;
         call!(
-            // SAFETY: a kernel node of the exec's graph; checked parameters.
+            // SAFETY: a kernel node of the exec's graph; parameters checked for `f` and
+            // arguments of these sizes (now or by the update the memo records).
             unsafe { sys::cuGraphExecKernelNodeSetParams_v2(self.raw, node.as_raw(), &p) },
-        )?;
+        )
+    }
+
+    /// The checks of a kernel-node update through `f` with arguments `A` that the memo does
+    /// not cover: the arguments against `f`'s parameters; then `f` is kept and the memo set.
+    #[cold]
+    #[inline(never)]
+    #[track_caller]
+    fn first_update<A: KernelArgs>(&mut self, f: &Function) -> Result<()> {
+        f.check_args(A::SIZES)?;
         self.keep_value(f.key(), || f.clone());
+        self.last_update = UpdateMemo {
+            func: f.as_raw(),
+            sizes: A::SIZES.as_ptr(),
+            len: A::SIZES.len(),
+            ctx: f.context().as_raw(),
+        };
         Ok(())
     }
 

@@ -55,6 +55,28 @@ pub(crate) fn kernel_params<K: NodeKernel, A: KernelArgs>(
     // SAFETY: an all-zero CUDA_KERNEL_NODE_PARAMS is valid (null handles and pointers).
     let mut p: sys::CUDA_KERNEL_NODE_PARAMS = unsafe { std::mem::zeroed() };
     k.fill(&mut p, ctx)?;
+    set_launch(&mut p, cfg, ptrs);
+    Ok(p)
+}
+
+/// Kernel node parameters running the function `func` in `cfg` with the parameter pointers
+/// `ptrs`, for arguments the caller has checked.
+#[inline]
+pub(crate) fn node_params(
+    func: sys::CUfunction,
+    cfg: &LaunchConfig,
+    ptrs: &mut [*mut c_void],
+) -> sys::CUDA_KERNEL_NODE_PARAMS {
+    // SAFETY: an all-zero CUDA_KERNEL_NODE_PARAMS is valid (null handles and pointers).
+    let mut p: sys::CUDA_KERNEL_NODE_PARAMS = unsafe { std::mem::zeroed() };
+    p.func = func;
+    set_launch(&mut p, cfg, ptrs);
+    p
+}
+
+/// The grid, block, shared memory and parameter pointers of kernel node parameters.
+#[inline(always)]
+fn set_launch(p: &mut sys::CUDA_KERNEL_NODE_PARAMS, cfg: &LaunchConfig, ptrs: &mut [*mut c_void]) {
     p.gridDimX = cfg.grid.x;
     p.gridDimY = cfg.grid.y;
     p.gridDimZ = cfg.grid.z;
@@ -67,7 +89,6 @@ pub(crate) fn kernel_params<K: NodeKernel, A: KernelArgs>(
     } else {
         ptrs.as_mut_ptr()
     };
-    Ok(p)
 }
 
 impl Graph {

@@ -17,6 +17,7 @@ use cuda_driver::{
     types::EventFlags, types::GraphInstantiateFlags, types::StreamCaptureMode as CaptureMode,
     DeviceBuffer, Error, Event, LaunchConfig, Stream,
 };
+use cuda_driver_sys as sys;
 
 use crate::common::stream;
 use crate::graph::kernels;
@@ -565,6 +566,58 @@ fn exec_update_changes_kernel_arguments() {
         ),
         "{r:?}"
     );
+    // Repeated updates (the first one checked, the next remembered) keep working, and keep
+    // refusing what does not fit: another argument count, and another function whose
+    // parameters differ (inc(int*, int)) given axpb's arguments. x = x * 1 + 0, then + 1.
+    for b in [0.0f32, 1.0] {
+        // SAFETY: as above.
+        unsafe {
+            exec.set_kernel_node(node, &axpb, &cfg, (x.as_view_mut(), &1.0f32, &b, &ni))
+                .unwrap()
+        };
+        exec.launch(&s).unwrap();
+        s.synchronize().unwrap();
+        // SAFETY: refused before any call.
+        let r = unsafe { exec.set_kernel_node(node, &axpb, &cfg, (x.as_view_mut(), &1.0f32)) };
+        assert!(
+            matches!(
+                r,
+                Err(Error::Launch(LaunchError::ArgumentCount {
+                    expected: 4,
+                    actual: 2,
+                    ..
+                }))
+            ),
+            "{r:?}"
+        );
+        let inc = m.function("inc").unwrap();
+        // SAFETY: refused before any call.
+        let r =
+            unsafe { exec.set_kernel_node(node, &inc, &cfg, (x.as_view_mut(), &1.0f32, &b, &ni)) };
+        assert!(
+            matches!(r, Err(Error::Launch(LaunchError::ArgumentCount { .. }))),
+            "{r:?}"
+        );
+    }
+    assert_eq!(x.to_vec().unwrap(), vec![8.0; n]);
+    // The update enters the function's context (the driver crashes without a current one)
+    // and leaves the thread's stack as it found it.
+    let current = || {
+        let mut cur = std::ptr::null_mut();
+        // SAFETY: writes one CUcontext.
+        assert_eq!(unsafe { sys::cuCtxGetCurrent(&mut cur) }, sys::CUDA_SUCCESS);
+        cur
+    };
+    let before = current();
+    // SAFETY: as above.
+    unsafe {
+        exec.set_kernel_node(node, &axpb, &cfg, (x.as_view_mut(), &1.0f32, &2.0f32, &ni))
+            .unwrap()
+    };
+    assert_eq!(current(), before, "the update changed the context stack");
+    exec.launch(&s).unwrap();
+    s.synchronize().unwrap();
+    assert_eq!(x.to_vec().unwrap(), vec![10.0; n]);
     // Whole-graph update from a graph of the same topology: x = x * 0 + 1.
     let g2 = Graph::new().unwrap();
     // SAFETY: as above.
