@@ -30,7 +30,7 @@
 //! such launches go unchecked and the crate says so once through [`log::warn!`].
 
 use std::ffi::c_void;
-use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU64, AtomicU8, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use cuda_driver_sys as sys;
@@ -184,13 +184,52 @@ fn unchecked(policy: ArgumentCheck, call: &'static str, kernel: &str) -> Result<
 
 /// The name and parameter list of one kernel handle, cached: the name it was looked up by
 /// (or the driver's), the parameter counts its image told (shared by the handles of one
-/// module or library), and the list read from the driver on first use.
-#[derive(Clone, Default)]
+/// module or library), the list read from the driver on first use, and the last argument
+/// sizes that passed the check.
+#[derive(Default)]
 pub(crate) struct ParamCache {
     name: OnceLock<Box<str>>,
     counts: Option<Arc<ParamCounts>>,
-    /// `None` inside: the driver cannot report parameters.
-    params: OnceLock<Option<Box<[ParamInfo]>>>,
+    params: OnceLock<ParamList>,
+    /// The address of the last `&'static` size list (`KernelArgs::SIZES`) that passed
+    /// [`KernelParams::check_args`] against `params`, or null. A `'static` list at one address
+    /// never changes, so a list at that address with the parameters' length passes again:
+    /// the check is then one comparison whatever the parameter count.
+    passed_sizes: AtomicPtr<usize>,
+}
+
+impl Clone for ParamCache {
+    fn clone(&self) -> Self {
+        ParamCache {
+            name: self.name.clone(),
+            counts: self.counts.clone(),
+            params: self.params.clone(),
+            passed_sizes: AtomicPtr::new(self.passed_sizes.load(Ordering::Relaxed)),
+        }
+    }
+}
+
+/// A parameter list read once, with an identity no other list read in the process has, so
+/// that a [`ParamBuffer`](crate::launch::ParamBuffer) can remember which list its layout
+/// matched (see [`KernelParams::param_list_id`]).
+#[derive(Clone)]
+struct ParamList {
+    /// Unique in the process, from [`NEXT_LIST_ID`]; never 0.
+    id: u64,
+    /// `None`: the driver cannot report parameters.
+    list: Option<Box<[ParamInfo]>>,
+}
+
+/// The identity of the next parameter list read.
+static NEXT_LIST_ID: AtomicU64 = AtomicU64::new(1);
+
+impl ParamList {
+    fn new(list: Option<Box<[ParamInfo]>>) -> ParamList {
+        ParamList {
+            id: NEXT_LIST_ID.fetch_add(1, Ordering::Relaxed),
+            list,
+        }
+    }
 }
 
 impl ParamCache {
@@ -200,6 +239,7 @@ impl ParamCache {
             name: OnceLock::from(Box::<str>::from(name)),
             counts,
             params: OnceLock::new(),
+            passed_sizes: AtomicPtr::new(std::ptr::null_mut()),
         }
     }
 
@@ -209,6 +249,7 @@ impl ParamCache {
             name: OnceLock::new(),
             counts,
             params: OnceLock::new(),
+            passed_sizes: AtomicPtr::new(std::ptr::null_mut()),
         }
     }
 
@@ -255,8 +296,19 @@ pub(crate) trait KernelParams {
     #[track_caller]
     fn params(&self) -> Result<Option<&[ParamInfo]>> {
         match self.param_cache().params.get() {
-            Some(p) => Ok(p.as_deref()),
+            Some(p) => Ok(p.list.as_deref()),
             None => self.init_params(),
+        }
+    }
+
+    /// The identity of the parameter list once it is read and known (unique in the
+    /// process: equal identities mean equal lists), 0 before or when the driver cannot
+    /// report it.
+    #[inline]
+    fn param_list_id(&self) -> u64 {
+        match self.param_cache().params.get() {
+            Some(ParamList { id, list: Some(_) }) => *id,
+            _ => 0,
         }
     }
 
@@ -278,7 +330,11 @@ pub(crate) trait KernelParams {
                     size: size as usize,
                 })
                 .collect();
-            return Ok(cache.params.get_or_init(|| Some(params)).as_deref());
+            return Ok(cache
+                .params
+                .get_or_init(|| ParamList::new(Some(params)))
+                .list
+                .as_deref());
         }
         let count = cache
             .counts
@@ -293,16 +349,27 @@ pub(crate) trait KernelParams {
             Err(e) if cannot_report_params(&e) => None,
             Err(e) => return Err(e),
         };
-        Ok(cache.params.get_or_init(|| params).as_deref())
+        Ok(cache
+            .params
+            .get_or_init(|| ParamList::new(params))
+            .list
+            .as_deref())
     }
 
     /// Checks the sizes of a launch's arguments against the parameter list: nothing on
     /// success after the first call but a few comparisons.
     #[inline]
     #[track_caller]
-    fn check_args(&self, sizes: &[usize]) -> Result<()> {
+    fn check_args(&self, sizes: &'static [usize]) -> Result<()> {
         match self.params()? {
             Some(params) => {
+                // These very sizes passed before (see `ParamCache::passed_sizes`).
+                let passed = &self.param_cache().passed_sizes;
+                if params.len() == sizes.len()
+                    && passed.load(Ordering::Relaxed) == sizes.as_ptr().cast_mut()
+                {
+                    return Ok(());
+                }
                 // Every size compared, without a branch per parameter (a fold of the
                 // differences, which the compiler vectorises): the launch path of 64 arguments.
                 if params.len() != sizes.len()
@@ -314,6 +381,7 @@ pub(crate) trait KernelParams {
                 {
                     return Err(argument_error(self.kernel_name(), params, sizes).into());
                 }
+                passed.store(sizes.as_ptr().cast_mut(), Ordering::Relaxed);
                 Ok(())
             }
             None => unchecked(argument_check(), Self::PARAM_INFO_CALL, self.kernel_name()),
@@ -564,6 +632,73 @@ mod tests {
         ));
         let unnamed = Fake::new(ParamCache::unnamed(None), Some(vec![]));
         assert_eq!(unnamed.kernel_name(), "from_the_driver");
+    }
+
+    /// The memo of passed sizes answers only for the very list that passed: another list of
+    /// the same length but other sizes is still compared (and refused), a list with the same
+    /// sizes elsewhere is compared (and passes), and a clone of the cache keeps the memo.
+    #[test]
+    fn passed_sizes_are_remembered_by_address_and_never_stand_for_other_sizes() {
+        static GOOD: [usize; 2] = [8, 4];
+        static BAD: [usize; 2] = [8, 8];
+        static GOOD_ELSEWHERE: [usize; 2] = [8, 4];
+        static SHORT: [usize; 1] = [8];
+        let fake = Fake::new(ParamCache::named("saxpy", None), Some(saxpy()));
+        for _ in 0..3 {
+            fake.check_args(&GOOD).unwrap();
+            assert_eq!(
+                fake.cache.passed_sizes.load(Ordering::Relaxed),
+                GOOD.as_ptr().cast_mut()
+            );
+            assert!(matches!(
+                fake.check_args(&BAD),
+                Err(Error::Launch(LaunchError::ArgumentSize { index: 1, .. }))
+            ));
+            assert!(matches!(
+                fake.check_args(&SHORT),
+                Err(Error::Launch(LaunchError::ArgumentCount { .. }))
+            ));
+            // A refusal leaves the memo alone.
+            assert_eq!(
+                fake.cache.passed_sizes.load(Ordering::Relaxed),
+                GOOD.as_ptr().cast_mut()
+            );
+        }
+        // A prefix of a list that passed starts at the same address: its length tells it apart.
+        let long = Fake::new(ParamCache::named("one", None), Some(vec![p(0, 8)]));
+        long.check_args(&SHORT).unwrap();
+        let prefix: &'static [usize] = &GOOD[..1];
+        assert!(matches!(
+            fake.check_args(prefix),
+            Err(Error::Launch(LaunchError::ArgumentCount { .. }))
+        ));
+        fake.check_args(&GOOD_ELSEWHERE).unwrap();
+        let clone = Fake::new(fake.cache.clone(), Some(saxpy()));
+        assert_eq!(
+            clone.cache.passed_sizes.load(Ordering::Relaxed),
+            GOOD_ELSEWHERE.as_ptr().cast_mut()
+        );
+        assert!(clone.check_args(&BAD).is_err());
+        // The clone asked the driver nothing: the list came with the cache.
+        assert_eq!(clone.queries.get(), 0);
+    }
+
+    /// Every list read gets its own identity, which a clone of the cache shares and which a
+    /// list the driver cannot report does not have (0).
+    #[test]
+    fn parameter_lists_have_identities_of_their_own() {
+        let a = Fake::new(ParamCache::named("a", None), Some(saxpy()));
+        let b = Fake::new(ParamCache::named("b", None), Some(saxpy()));
+        assert_eq!(a.param_list_id(), 0, "nothing read yet");
+        a.params().unwrap();
+        b.params().unwrap();
+        assert_ne!(a.param_list_id(), 0);
+        assert_ne!(a.param_list_id(), b.param_list_id());
+        let a2 = Fake::new(a.cache.clone(), Some(saxpy()));
+        assert_eq!(a2.param_list_id(), a.param_list_id());
+        let none = Fake::new(ParamCache::named("old", None), None);
+        assert!(none.params().unwrap().is_none());
+        assert_eq!(none.param_list_id(), 0);
     }
 
     #[test]

@@ -508,7 +508,13 @@ macro_rules! launch_methods {
                 self.keep_in_capture(stream)?;
                 self.check_context(stream)?;
                 check_buffer_stream_order(params, stream)?;
-                self.check_packed(params.params())?;
+                // A buffer whose layout matched this kernel's parameter list (the same list:
+                // identities are unique in the process) is not compared again.
+                let id = self.param_list_id();
+                if id == 0 || params.matched() != id {
+                    self.check_packed(params.params())?;
+                    params.set_matched(self.param_list_id());
+                }
                 // SAFETY: the caller's guarantees, with the layout checked.
                 unsafe { launch_kernel_packed(self.raw_function(), stream, cfg, params) }
             }

@@ -5,6 +5,7 @@ use std::ffi::c_void;
 use std::marker::PhantomData;
 use std::mem::{align_of, size_of, MaybeUninit};
 use std::ptr;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use cuda_driver_sys as sys;
 
@@ -79,6 +80,11 @@ pub struct ParamBuffer<'a, const N: usize = PARAM_BUFFER_CAPACITY> {
     /// The raw stream the views pushed are ordered on (stream-ordered memory), or 0; kept as
     /// an address so that the buffer stays `Send + Sync`.
     home: usize,
+    /// The identity of the kernel parameter list this layout last matched (see
+    /// `KernelParams::param_list_id`), or 0: a checked launch of a kernel with that list then
+    /// compares nothing. Cleared by every change of the layout (`push_raw`, `clear`, which
+    /// take `&mut self`), so it always describes the current layout.
+    matched: AtomicU64,
     _borrows: PhantomData<&'a ()>,
 }
 
@@ -122,6 +128,7 @@ impl<'a, const N: usize> ParamBuffer<'a, N> {
             count: 0,
             layout: [const { MaybeUninit::uninit() }; PARAM_BUFFER_MAX_PARAMS],
             home: 0,
+            matched: AtomicU64::new(0),
             _borrows: PhantomData,
         }
     }
@@ -183,6 +190,7 @@ impl<'a, const N: usize> ParamBuffer<'a, N> {
             ptr::write_bytes(base.add(self.len), 0, offset - self.len);
             ptr::copy_nonoverlapping(src.cast::<u8>(), base.add(offset), size);
         }
+        *self.matched.get_mut() = 0;
         // offset and size fit u16: both are at most N <= 65535.
         self.layout[self.count] = MaybeUninit::new((offset as u16, size as u16));
         self.count += 1;
@@ -256,6 +264,19 @@ impl<'a, const N: usize> ParamBuffer<'a, N> {
         self.len = 0;
         self.count = 0;
         self.home = 0;
+        *self.matched.get_mut() = 0;
+    }
+
+    /// The identity of the parameter list the layout last matched, or 0.
+    #[inline]
+    pub(crate) fn matched(&self) -> u64 {
+        self.matched.load(Ordering::Relaxed)
+    }
+
+    /// Records that the layout matched the parameter list `id`.
+    #[inline]
+    pub(crate) fn set_matched(&self, id: u64) {
+        self.matched.store(id, Ordering::Relaxed);
     }
 }
 
@@ -293,6 +314,31 @@ mod tests {
         f: f32,
         dev_ptr: u64,
         f2: Float2,
+    }
+
+    /// The layout a launch matched is forgotten by every change of the layout.
+    #[test]
+    fn a_matched_layout_is_forgotten_when_the_layout_changes() {
+        let mut b = ParamBuffer::new();
+        b.push(1u32).unwrap();
+        assert_eq!(b.matched(), 0);
+        b.set_matched(7);
+        assert_eq!(b.matched(), 7);
+        b.push(2u64).unwrap();
+        assert_eq!(b.matched(), 0, "push");
+        b.set_matched(7);
+        b.clear();
+        assert_eq!(b.matched(), 0, "clear");
+        b.set_matched(7);
+        // A failed push changes nothing, and a swap moves the memo with its layout.
+        let mut full = ParamBuffer::<8>::empty();
+        full.push(1u64).unwrap();
+        full.set_matched(9);
+        assert!(full.push(1u8).is_err());
+        assert_eq!(full.matched(), 9);
+        let mut other = ParamBuffer::new();
+        std::mem::swap(&mut b, &mut other);
+        assert_eq!((b.matched(), other.matched()), (0, 7));
     }
 
     #[test]

@@ -589,3 +589,62 @@ fn packed_parameter_buffer() {
         );
     }
 }
+
+/// A buffer remembers the parameter list its layout matched, and only that one: launched
+/// again on the same kernel it is not compared, on a kernel of other parameters it is (and
+/// refused), and a push makes it compared again (and refused).
+#[gpu_test]
+fn a_matched_parameter_buffer_is_checked_again_for_another_kernel_or_layout() {
+    let ctx = gpu_or_skip!();
+    let m = Module::load_data(&ctx, PARAM_BUFFER).unwrap();
+    let f = m.function("param_buffer").unwrap();
+    if f.params().unwrap().is_none() {
+        skip("the driver cannot report parameters");
+    }
+    let tk = Module::load_data(&ctx, crate::common::TEST_KERNELS).unwrap();
+    let fill = tk.function("fill_u32").unwrap();
+    let s = stream(&ctx);
+    let mut out = DeviceBuffer::from_slice(&ctx, &[0.0f32; 11]).unwrap();
+    let mut params = ParamBuffer::new();
+    params
+        .push(5i32)
+        .unwrap()
+        .push(Float4::new(1.0, 2.0, 3.0, 4.0))
+        .unwrap()
+        .push(-1i8)
+        .unwrap()
+        .push(0.5f32)
+        .unwrap()
+        .push_arg(out.as_view_mut())
+        .unwrap()
+        .push(Float2::new(8.0, 9.0))
+        .unwrap();
+    for _ in 0..3 {
+        // SAFETY: param_buffer's layout (checked the first time, remembered after); out holds
+        // 11 floats.
+        unsafe { f.launch_packed(&s, &LaunchConfig::new(1, 1), &params) }.unwrap();
+        // fill_u32(unsigned*, unsigned, int) has other parameters: refused every time.
+        // SAFETY: refused before any launch.
+        let e = unsafe { fill.launch_packed(&s, &LaunchConfig::new(1, 1), &params) }.unwrap_err();
+        assert!(
+            matches!(e, Error::Launch(LaunchError::ArgumentCount { .. })),
+            "{e}"
+        );
+    }
+    params.push(1u32).unwrap();
+    // SAFETY: refused before any launch.
+    let e = unsafe { f.launch_packed(&s, &LaunchConfig::new(1, 1), &params) }.unwrap_err();
+    assert!(
+        matches!(
+            e,
+            Error::Launch(LaunchError::ArgumentCount {
+                expected: 6,
+                actual: 7,
+                ..
+            })
+        ),
+        "{e}"
+    );
+    s.synchronize().unwrap();
+    assert_eq!(out.to_vec().unwrap()[0].to_bits(), 5);
+}
