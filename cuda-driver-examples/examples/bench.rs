@@ -494,7 +494,8 @@ fn run() -> Res<()> {
          non-blocking stream, the buffers and the function handles; ours makes the context \
          current with one cuCtxGetCurrent per call, which raw does not, except for launches, \
          stream-ordered allocations and frees, event records and event waits on a created \
-         stream, whose context the driver takes from the stream."
+         stream, whose context the driver takes from the stream, and event queries, \
+         synchronisations and elapsed times, whose context it takes from the events."
             .into(),
         format!(
             "cudarc {} (crates.io, features driver, nvrtc (for its Ptx type only), std, \
@@ -1015,7 +1016,8 @@ fn events(
                     Ok(())
                 })?,
                 // Safe: Event::elapsed_ms = the cached entry point (an atomic load) +
-                // cuCtxGetCurrent + cuEventElapsedTime (v1).
+                // cuEventElapsedTime (v1); no cuCtxGetCurrent (the driver takes the context
+                // from the events).
                 Side::Safe => time_loop(count, no_end, || {
                     safe_ms = std::hint::black_box(start_ev.elapsed_ms(&end_ev)?);
                     Ok(())

@@ -168,7 +168,7 @@ impl Event {
     #[wraps(cuEventSynchronize)]
     #[track_caller]
     pub fn synchronize(&self) -> Result<()> {
-        let _cur = self.ctx.enter()?;
+        let _cur = self.ctx.enter_for_event_call()?;
         call!(
             // SAFETY: the event is alive.
             unsafe { sys::cuEventSynchronize(self.raw) },
@@ -181,7 +181,7 @@ impl Event {
     #[wraps(cuEventQuery)]
     #[track_caller]
     pub fn query(&self) -> Result<bool> {
-        let _cur = self.ctx.enter()?;
+        let _cur = self.ctx.enter_for_event_call()?;
         // SAFETY: the event is alive.
         match call!(unsafe { sys::cuEventQuery(self.raw) }) {
             Ok(()) => Ok(true),
@@ -197,7 +197,7 @@ impl Event {
     #[wraps(cuEventElapsedTime)]
     #[track_caller]
     pub fn elapsed_ms(&self, end: &Event) -> Result<f32> {
-        let _cur = self.ctx.enter()?;
+        let _cur = self.ctx.enter_for_event_call()?;
         let mut ms = 0.0f32;
         call!(
             // SAFETY: both events are alive; writes one float.
@@ -268,7 +268,7 @@ impl Event {
     #[wraps(cuEventElapsedTime_v2)]
     #[track_caller]
     pub fn elapsed_ms_v2(&self, end: &Event) -> Result<f32> {
-        let _cur = self.context().enter()?;
+        let _cur = self.context().enter_for_event_call()?;
         let mut ms = 0.0f32;
         call!(
             // SAFETY: both events are alive; writes one float.

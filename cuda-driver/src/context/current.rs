@@ -111,6 +111,25 @@ impl Context {
         self.enter()
     }
 
+    /// [`enter`](Self::enter) for a call on an event of this context that needs no current
+    /// context (`cuEventQuery`, `cuEventSynchronize`, `cuEventElapsedTime`: the driver takes
+    /// the context from the events; the GPU test
+    /// `context::stream_calls_run_in_the_streams_context_whatever_is_current` makes each with
+    /// no context current and with another one current): no driver call. Refuses inside a
+    /// host function, as `enter` does.
+    #[inline]
+    #[track_caller]
+    pub(crate) fn enter_for_event_call(&self) -> Result<Current<'_>> {
+        if in_host_fn() {
+            return Err(in_host_fn_error(Location::caller()));
+        }
+        Ok(Current {
+            pushed: ptr::null_mut(),
+            _ctx: PhantomData,
+            _not_send: PhantomData,
+        })
+    }
+
     /// [`release`](Self::release) of something freed by a call that takes its context from
     /// `stream` (see [`enter_for_stream_call`](Self::enter_for_stream_call)): on a created
     /// stream, outside a host function, `f` runs without a `cuCtxGetCurrent`.

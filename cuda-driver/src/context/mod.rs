@@ -19,7 +19,7 @@
 //! copy paths); otherwise the operation pushes the context and pops it again before
 //! returning, in `Drop` too. Launches, stream-ordered allocations and frees, event records
 //! and event waits on a created stream make no context current at all: the driver runs them
-//! in the stream's context. Under a [`ContextGuard`] of context A, using or dropping objects
+//! in the stream's context; nor do event queries, synchronisations and elapsed times. Under a [`ContextGuard`] of context A, using or dropping objects
 //! of context B leaves A current.
 //!
 //! [`Context::push`] pushes a context for a scope and returns a [`ContextGuard`] that pops it

@@ -262,8 +262,9 @@ fn from_raw_and_into_raw_round_trip() {
 }
 
 /// Launches, stream-ordered allocations and frees, event records and event waits on a
-/// created stream make no context current (the driver takes the context from the stream):
-/// they must work, compute the right result and leave the stack alone with no context current and with another context
+/// created stream make no context current (the driver takes the context from the stream), nor
+/// do event queries, synchronisations and elapsed times (from the events): they must work,
+/// compute the right result and leave the stack alone with no context current and with another context
 /// current. On the legacy default stream, which names the current context's stream, the
 /// stream's context is entered, so the work runs in it and not in the current one.
 #[gpu_test]
@@ -356,6 +357,21 @@ fn stream_calls_run_in_the_streams_context_whatever_is_current() {
             .unwrap();
         sa.synchronize().unwrap();
         assert!(ev.query().unwrap(), "sa waited for the record on sb");
+        // Event calls that need no context current: query, synchronize, elapsed time.
+        let (t0, t1) = (
+            Event::new(&a, EventFlags::DEFAULT).unwrap(),
+            Event::new(&a, EventFlags::DEFAULT).unwrap(),
+        );
+        t0.record(&sa).unwrap();
+        // SAFETY: as above.
+        unsafe { fa.launch(&sa, &cfg, (buf.as_view_mut(), &(v + 6), &(n as i32))) }.unwrap();
+        t1.record(&sa).unwrap();
+        t1.synchronize().unwrap();
+        assert!(t0.query().unwrap() && t1.query().unwrap());
+        let ms = t0.elapsed_ms(&t1).unwrap();
+        assert!(ms.is_finite() && ms >= 0.0, "{ms}");
+        let ms2 = t0.elapsed_ms_v2(&t1).unwrap();
+        assert!(ms2.is_finite() && (ms2 - ms).abs() < 1.0, "{ms} vs {ms2}");
         assert!(
             buf.to_vec().unwrap().iter().all(|&x| x == v + 6),
             "event order"
