@@ -640,7 +640,13 @@ impl Communicator {
         // next to a small all-reduce).
         let start = self.timeout.map(|_| Instant::now());
         let code = {
-            let _scope = Scope::enter(&self.ctx)?;
+            // Inside a group NCCL may switch to other communicators' devices at the group's
+            // end: the full check then.
+            let _scope = if grouped {
+                Scope::enter(&self.ctx)?
+            } else {
+                Scope::enter_for_op(&self.ctx)?
+            };
             f(raw)
         };
         match check(self.nccl, code, what)? {

@@ -59,6 +59,8 @@ pub(crate) fn cu_check(code: cu::CUresult, call: &'static str) -> Result<()> {
 pub(crate) struct Scope<'a> {
     ctx: &'a Context,
     pushed: bool,
+    /// Whether the stack is read again when the call returns; see [`Scope::enter_for_op`].
+    check_after: bool,
     _not_send: PhantomData<*const ()>,
 }
 
@@ -68,6 +70,27 @@ impl<'a> Scope<'a> {
     #[inline]
     #[track_caller]
     pub(crate) fn enter(ctx: &'a Context) -> Result<Scope<'a>> {
+        Self::enter_with(ctx, true)
+    }
+
+    /// [`enter`](Self::enter) for one operation on one communicator outside a group (a
+    /// collective or a send or receive that NCCL runs before it returns). When `ctx` was
+    /// current already, nothing is read when the call returns: NCCL switches devices only
+    /// with `cudaSetDevice`, to the communicator's device or back to the one it found
+    /// current, and both are `ctx`'s device, whose primary context `ctx` is (a communicator's
+    /// context is a primary context, checked when it is made), so `ctx` is current
+    /// afterwards (GPU test `checks::the_caller_s_context_stack_is_left_as_it_was`, with the
+    /// communicator's context current and with a created one). When `ctx` was pushed, the
+    /// stack is checked and popped as for `enter`.
+    #[inline]
+    #[track_caller]
+    pub(crate) fn enter_for_op(ctx: &'a Context) -> Result<Scope<'a>> {
+        Self::enter_with(ctx, false)
+    }
+
+    #[inline]
+    #[track_caller]
+    fn enter_with(ctx: &'a Context, check_after: bool) -> Result<Scope<'a>> {
         cuda_driver::external::check_not_in_host_function()?;
         let mut cur = ptr::null_mut();
         // SAFETY: writes one CUcontext to a valid pointer.
@@ -76,6 +99,7 @@ impl<'a> Scope<'a> {
             return Ok(Scope {
                 ctx,
                 pushed: false,
+                check_after,
                 _not_send: PhantomData,
             });
         }
@@ -87,6 +111,7 @@ impl<'a> Scope<'a> {
         Ok(Scope {
             ctx,
             pushed: true,
+            check_after: true,
             _not_send: PhantomData,
         })
     }
@@ -95,6 +120,9 @@ impl<'a> Scope<'a> {
     ///
     /// [`enter`]: Self::enter
     fn restore(&self) -> Result<()> {
+        if !self.check_after {
+            return Ok(());
+        }
         let mut cur = ptr::null_mut();
         // SAFETY: writes one CUcontext to a valid pointer.
         cu_check(unsafe { cu::cuCtxGetCurrent(&mut cur) }, "cuCtxGetCurrent")?;

@@ -96,7 +96,7 @@ pub fn all_reduce(
                 })?,
                 // Safe: the views made once, outside the loop; each all-reduce = the checks
                 // (communicator, group, stream and views' contexts, lengths) + cuCtxGetCurrent
-                // + ncclAllReduce + cuCtxGetCurrent (the stack left as found).
+                // + ncclAllReduce (the communicator's context was current: nothing to restore).
                 _ => {
                     let src = send.as_view().slice(..n)?;
                     let mut dst = recv.as_view_mut().into_slice_mut(..n)?;

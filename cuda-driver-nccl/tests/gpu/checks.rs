@@ -384,5 +384,20 @@ fn the_caller_s_context_stack_is_left_as_it_was() {
     comm.synchronize(&s).unwrap();
     drop(other);
     assert_eq!(Context::current_raw().unwrap(), Some(created.as_raw()));
+    // The communicator's own context on top (nothing pushed, nothing read afterwards): it is
+    // still on top after every kind of operation, the created one below it.
+    let own = ctx.push().unwrap();
+    comm.all_reduce_in_place(&mut buf.as_view_mut(), ReduceOp::SUM, &s)
+        .unwrap();
+    assert_eq!(Context::current_raw().unwrap(), Some(ctx.as_raw()));
+    let mut out = upload(&ctx, &values::<f32>(1 << 16, 2));
+    comm.all_reduce(&buf.as_view(), &mut out.as_view_mut(), ReduceOp::MAX, &s)
+        .unwrap();
+    comm.broadcast(Some(&buf.as_view()), &mut out.as_view_mut(), 0, &s)
+        .unwrap();
+    assert_eq!(Context::current_raw().unwrap(), Some(ctx.as_raw()));
+    comm.synchronize(&s).unwrap();
+    own.pop().unwrap();
+    assert_eq!(Context::current_raw().unwrap(), Some(created.as_raw()));
     guard.pop().unwrap();
 }
