@@ -1536,48 +1536,48 @@ fn library_round_trip(r: &mut Runner, cfg: &Config, ctx: &Context, stream: &Stre
             Ok(())
         })
     };
+    /// What one side of a row runs.
+    #[derive(Clone, Copy)]
+    enum Trip {
+        Raw,
+        RawWithQueries,
+        Safe,
+    }
     let name = "cuLibraryLoadData + GetKernel + first add4 launch + sync + unload";
-    // Against raw: no target, since the driver forces the parameter queries (the floor row
-    // below is what the round trip is judged against).
-    r.run(name.into(), "ms", false, None, |side| {
-        add4.clear()?;
-        let t = match side {
-            Side::Raw => raw_trip(false)?,
-            Side::Safe => safe_trip(&mut add4)?,
-        };
-        add4.check()?;
-        Ok(secs(t) * 1e3 / count as f64)
-    })?;
-    // Against its floor: raw plus the 5 parameter queries (raw column), in the same rounds.
-    r.run(
-        format!("{name} vs its floor: raw + the 5 cuKernelGetParamInfo of a first checked launch (raw column)"),
-        "ms",
-        false,
-        Some(1.02),
-        |side| {
+    let rows = [
+        // Against raw: no target, since the driver forces the parameter queries (the floor
+        // row is what the round trip is judged against).
+        (name.to_string(), None, Trip::Raw, Trip::Safe),
+        // Against its floor: raw plus the 5 parameter queries (raw column), same rounds.
+        (
+            format!("{name} vs its floor: raw + the 5 cuKernelGetParamInfo of a first checked launch (raw column)"),
+            Some(1.02),
+            Trip::RawWithQueries,
+            Trip::Safe,
+        ),
+        // What the queries alone cost: raw against raw with them (ours column). No target.
+        (
+            format!("{name}: raw, and raw + the 5 cuKernelGetParamInfo (ours column)"),
+            None,
+            Trip::Raw,
+            Trip::RawWithQueries,
+        ),
+    ];
+    for (row, target, raw_side, our_side) in rows {
+        r.run(row, "ms", false, target, |side| {
             add4.clear()?;
-            let t = match side {
-                Side::Raw => raw_trip(true)?,
-                Side::Safe => safe_trip(&mut add4)?,
+            let trip = match side {
+                Side::Raw => raw_side,
+                Side::Safe => our_side,
+            };
+            let t = match trip {
+                Trip::Raw => raw_trip(false)?,
+                Trip::RawWithQueries => raw_trip(true)?,
+                Trip::Safe => safe_trip(&mut add4)?,
             };
             add4.check()?;
             Ok(secs(t) * 1e3 / count as f64)
-        },
-    )?;
-    // What the queries alone cost: raw against raw with them (ours column). No target.
-    r.run(
-        format!("{name}: raw, and raw + the 5 cuKernelGetParamInfo (ours column)"),
-        "ms",
-        false,
-        None,
-        |side| {
-            add4.clear()?;
-            let t = match side {
-                Side::Raw => raw_trip(false)?,
-                Side::Safe => raw_trip(true)?,
-            };
-            add4.check()?;
-            Ok(secs(t) * 1e3 / count as f64)
-        },
-    )
+        })?;
+    }
+    Ok(())
 }
