@@ -493,8 +493,9 @@ fn run() -> Res<()> {
         "Raw and ours share the device's primary context (current throughout), one \
          non-blocking stream, the buffers and the function handles; ours makes the context \
          current with one cuCtxGetCurrent per call, which raw does not, except for launches, \
-         stream-ordered allocations and frees, event records and event waits on a created \
-         stream, whose context the driver takes from the stream, and event queries, \
+         stream-ordered allocations and frees, event records, event waits, stream \
+         synchronisations and stream queries on a created stream, whose context the driver \
+         takes from the stream, and event queries, \
          synchronisations and elapsed times, whose context it takes from the events."
             .into(),
         format!(

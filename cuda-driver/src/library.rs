@@ -50,6 +50,7 @@ use std::sync::Arc;
 use cuda_driver_macros::{call, wraps};
 use cuda_driver_sys as sys;
 
+use crate::context::current::AnyCurrent;
 use crate::context::Context;
 use crate::cstr::{path_to_c_string, with_c_str};
 use crate::device::Device;
@@ -796,11 +797,18 @@ impl KernelParams for Kernel {
         newer::cuKernelGetParamInfo().map(|_| ())
     }
 
+    /// The driver wants a current context even for a context-independent kernel: the
+    /// current one, or the primary context of device 0 pushed for the list.
+    type QueryScope<'a> = AnyCurrent;
+
+    #[track_caller]
+    fn enter_for_queries(&self) -> Result<AnyCurrent> {
+        AnyCurrent::enter()
+    }
+
     #[track_caller]
     fn query_param(&self, index: usize) -> Result<(sys::CUresult, usize, usize)> {
         let f = newer::cuKernelGetParamInfo()?;
-        // The driver wants a current context even for a context-independent kernel.
-        let _cur = crate::context::AnyCurrent::enter()?;
         let (mut offset, mut size) = (0, 0);
         // SAFETY: the kernel's library is loaded (held by `lib`); writes two size_t.
         let r = unsafe { f(self.raw, index, &mut offset, &mut size) };

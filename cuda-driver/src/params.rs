@@ -271,8 +271,17 @@ pub(crate) trait KernelParams {
     /// Whether the driver has the parameter query: [`Error::Unsupported`] when it has not.
     fn param_query_available(&self) -> Result<()>;
 
-    /// Parameter `index` from the driver: `(result, offset, size)`. `Err` when the driver
-    /// has no such query ([`Error::Unsupported`]).
+    /// What keeps the context the parameter queries need current while a list is read.
+    type QueryScope<'a>
+    where
+        Self: 'a;
+
+    /// Makes current the context the parameter queries need, once for a whole list.
+    fn enter_for_queries(&self) -> Result<Self::QueryScope<'_>>;
+
+    /// Parameter `index` from the driver: `(result, offset, size)`, inside the scope of
+    /// [`enter_for_queries`](Self::enter_for_queries). `Err` when the driver has no such
+    /// query ([`Error::Unsupported`]).
     fn query_param(&self, index: usize) -> Result<(sys::CUresult, usize, usize)>;
 
     /// The kernel's name from the driver (`cuFuncGetName` / `cuKernelGetName`).
@@ -341,9 +350,10 @@ pub(crate) trait KernelParams {
             .as_ref()
             .and_then(|c| c.get(self.kernel_name()))
             .map(|n| n as usize);
-        let read = self
-            .param_query_available()
-            .and_then(|()| read_param_list(Self::PARAM_INFO_CALL, count, |i| self.query_param(i)));
+        let read = self.param_query_available().and_then(|()| {
+            let _scope = self.enter_for_queries()?;
+            read_param_list(Self::PARAM_INFO_CALL, count, |i| self.query_param(i))
+        });
         let params = match read {
             Ok(p) => Some(p),
             Err(e) if cannot_report_params(&e) => None,
@@ -544,6 +554,10 @@ mod tests {
 
     impl KernelParams for Fake {
         const PARAM_INFO_CALL: &'static str = "cuFakeGetParamInfo";
+        type QueryScope<'a> = ();
+        fn enter_for_queries(&self) -> Result<()> {
+            Ok(())
+        }
         fn param_cache(&self) -> &ParamCache {
             &self.cache
         }

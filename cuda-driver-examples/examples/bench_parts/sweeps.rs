@@ -711,8 +711,8 @@ pub fn launches(
     }
 
     // Round trip: launch empty(), wait for it; the median iteration.
-    // Safe: Function::launch as above + Stream::synchronize = cuCtxGetCurrent +
-    // cuStreamSynchronize. cudarc: the builder's launch + CudaStream::synchronize.
+    // Safe: Function::launch as above + Stream::synchronize = cuStreamSynchronize (no
+    // context entered on a created stream). cudarc: the builder's launch + CudaStream::synchronize.
     let trips = cfg.round_trips;
     let mut times = Vec::with_capacity(trips);
     let f_empty = ours.empty.as_raw();
@@ -1242,10 +1242,9 @@ pub fn allocations(
                         }
                         Ok(())
                     })?,
-                    // Safe: DeviceBuffer::new_async = size check + cuCtxGetCurrent +
-                    // cuMemAllocAsync; AsyncDeviceBuffer::free_async = cuCtxGetCurrent +
-                    // cuMemFreeAsync; Stream::synchronize = cuCtxGetCurrent +
-                    // cuStreamSynchronize.
+                    // Safe: DeviceBuffer::new_async = size check + cuMemAllocAsync;
+                    // AsyncDeviceBuffer::free_async = cuMemFreeAsync; Stream::synchronize =
+                    // cuStreamSynchronize (on a created stream no context is entered).
                     Who::Ours => time_loop(
                         count,
                         || Ok(stream.synchronize()?),
@@ -1511,10 +1510,10 @@ fn library_round_trip(r: &mut Runner, cfg: &Config, ctx: &Context, stream: &Stre
     };
     // Safe: Library::load_data as above; Library::kernel = cuLibraryGetKernel (the name
     // copied to the stack) + the name boxed into the kernel's cache; the first checked
-    // Kernel::launch = cuKernelGetParamInfo for each of the 4 parameters and once more (the
-    // end of the list) + a boxed list + cuLaunchKernel; Stream::synchronize =
-    // cuCtxGetCurrent + cuStreamSynchronize; dropping the kernel and the library =
-    // cuLibraryUnload.
+    // Kernel::launch = cuCtxGetCurrent (once, for the queries) + cuKernelGetParamInfo for
+    // each of the 4 parameters and once more (the end of the list) + a boxed list +
+    // cuLaunchKernel; Stream::synchronize = cuStreamSynchronize; dropping the kernel and the
+    // library = cuLibraryUnload.
     let safe_trip = |add4: &mut Add4| -> Res<Duration> {
         let Add4 { a, b, c, n, .. } = add4;
         time_loop(count, no_end, || {

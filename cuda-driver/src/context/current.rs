@@ -84,7 +84,8 @@ impl Context {
     /// [`enter`](Self::enter) for one driver call that takes its context from `stream`
     /// when `stream` is a created stream: `cuLaunchKernel`, `cuLaunchKernelEx`,
     /// `cuLaunchCooperativeKernel`, `cuMemAllocAsync`, `cuMemAllocFromPoolAsync`,
-    /// `cuMemFreeAsync`, `cuEventRecord`, `cuEventRecordWithFlags` and `cuStreamWaitEvent`
+    /// `cuMemFreeAsync`, `cuEventRecord`, `cuEventRecordWithFlags`, `cuStreamWaitEvent`,
+    /// `cuStreamSynchronize` and `cuStreamQuery`
     /// (cuda.h: they need a current context only for a default stream, and a function
     /// launches in its own context, which must be the stream's; an event is recorded on a
     /// stream of its own context). The GPU test

@@ -11,6 +11,7 @@ use cuda_driver_macros::{call, wraps};
 use cuda_driver_sys as sys;
 
 use super::{Keep, Module, ModuleInner};
+use crate::context::current::Current;
 use crate::context::Context;
 use crate::entry_point::newer;
 use crate::error::Result;
@@ -124,10 +125,18 @@ impl KernelParams for Function {
         newer::cuFuncGetParamInfo().map(|_| ())
     }
 
+    type QueryScope<'a> = Current<'a>;
+
+    #[track_caller]
+    fn enter_for_queries(&self) -> Result<Current<'_>> {
+        self.context().enter()
+    }
+
     #[track_caller]
     fn query_param(&self, index: usize) -> Result<(sys::CUresult, usize, usize)> {
-        // SAFETY: the function is alive: its owner keeps the module loaded.
-        unsafe { query_param(self.raw, self.context(), index) }
+        // SAFETY: the function is alive: its owner keeps the module loaded, in the context
+        // made current by `enter_for_queries`.
+        unsafe { query_param(self.raw, index) }
     }
 
     fn driver_name(&self) -> Option<String> {
@@ -143,15 +152,10 @@ impl KernelParams for Function {
 /// `cuFuncGetParamInfo` for parameter `index` of `f`: `(result, offset, size)`.
 ///
 /// # Safety
-/// `f` is a live function of a module loaded in `ctx`.
+/// `f` is a live function of a module loaded in the current context.
 #[track_caller]
-unsafe fn query_param(
-    f: sys::CUfunction,
-    ctx: &Context,
-    index: usize,
-) -> Result<(sys::CUresult, usize, usize)> {
+unsafe fn query_param(f: sys::CUfunction, index: usize) -> Result<(sys::CUresult, usize, usize)> {
     let get = newer::cuFuncGetParamInfo()?;
-    let _cur = ctx.enter()?;
     let (mut offset, mut size) = (0, 0);
     // SAFETY: `f` is alive (the caller's guarantee); writes two size_t.
     let r = unsafe { get(f, index, &mut offset, &mut size) };
@@ -291,11 +295,21 @@ impl KernelParams for FunctionRef<'_> {
         newer::cuFuncGetParamInfo().map(|_| ())
     }
 
+    type QueryScope<'b>
+        = Current<'b>
+    where
+        Self: 'b;
+
+    #[track_caller]
+    fn enter_for_queries(&self) -> Result<Current<'_>> {
+        self.ctx.enter()
+    }
+
     #[track_caller]
     fn query_param(&self, index: usize) -> Result<(sys::CUresult, usize, usize)> {
         // SAFETY: the function is alive: the caller of borrow_raw keeps its module loaded for
-        // 'a.
-        unsafe { query_param(self.raw, self.ctx, index) }
+        // 'a, in the context made current by `enter_for_queries`.
+        unsafe { query_param(self.raw, index) }
     }
 
     fn driver_name(&self) -> Option<String> {

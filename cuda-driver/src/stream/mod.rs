@@ -262,7 +262,9 @@ impl Stream {
     #[wraps(cuStreamSynchronize)]
     #[track_caller]
     pub fn synchronize(&self) -> Result<()> {
-        let _cur = self.ctx.enter()?;
+        // The driver takes the context from a created stream (GPU test
+        // `context::stream_calls_run_in_the_streams_context_whatever_is_current`).
+        let _cur = self.enter_for_call()?;
         call!(
             // SAFETY: the stream is alive while self is.
             unsafe { sys::cuStreamSynchronize(self.raw) },
@@ -275,7 +277,8 @@ impl Stream {
     #[wraps(cuStreamQuery)]
     #[track_caller]
     pub fn query(&self) -> Result<bool> {
-        let _cur = self.ctx.enter()?;
+        // As for `synchronize`.
+        let _cur = self.enter_for_call()?;
         // SAFETY: the stream is alive while self is.
         match call!(unsafe { sys::cuStreamQuery(self.raw) }) {
             Ok(()) => Ok(true),

@@ -340,6 +340,24 @@ fn stream_calls_run_in_the_streams_context_whatever_is_current() {
         drop(from_pool);
         sa.synchronize().unwrap();
 
+        // cuStreamSynchronize and cuStreamQuery take the context from the stream (no context
+        // entered): the synchronize waits for the work queued before it (an event recorded
+        // after that work is complete when it returns), and the stream is then idle.
+        let done = Event::new(&a, EventFlags::DISABLE_TIMING).unwrap();
+        // SAFETY: as above.
+        unsafe { fa.launch(&sa, &cfg, (buf.as_view_mut(), &(v + 4), &(n as i32))) }.unwrap();
+        done.record(&sa).unwrap();
+        sa.synchronize().unwrap();
+        assert!(
+            done.query().unwrap(),
+            "the synchronize waited for the stream"
+        );
+        assert!(sa.query().unwrap(), "the stream is idle");
+        assert!(
+            buf.to_vec().unwrap().iter().all(|&x| x == v + 4),
+            "fill before the synchronize"
+        );
+
         // Events recorded and waited for, and a stream-ordered buffer handed between two
         // created streams of `a` (cuEventRecord, cuEventRecordWithFlags, cuStreamWaitEvent:
         // no context entered). Each wait orders a fill on `sb` after one on `sa`.

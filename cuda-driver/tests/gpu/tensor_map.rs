@@ -270,3 +270,175 @@ fn im2col_tensor_maps_encode_and_their_rules_are_checked() {
         Err(e) => panic!("im2col-wide on {major}.{minor}: {e:?}"),
     }
 }
+
+/// The driver refuses a misaligned base address itself (`CUDA_ERROR_INVALID_VALUE`): 16 bytes,
+/// 32 with 32-byte interleave, for tiled and im2col maps. An encoder whose rules held once
+/// leaves that rule to the driver (`driver_checks_alignment` in tensor_map.rs) and explains
+/// the refusal as the rule, the error a first encode gives.
+#[gpu_test]
+fn the_driver_refuses_a_misaligned_base_address() {
+    use cuda_driver::sys;
+    use std::ffi::c_void;
+    let ctx = gpu_or_skip!();
+    let (major, minor) = ctx.device().compute_capability().unwrap();
+    if major < 9 {
+        skip(format!(
+            "compute capability {major}.{minor} has no tensor maps"
+        ));
+    }
+    let buf = DeviceBuffer::<f32>::zeroed(&ctx, 64 * 64 + 64).unwrap();
+    let base = buf.as_view().as_raw();
+    let current = ctx.push().unwrap();
+    // Tiled, rank 2, no interleave: 16-byte alignment.
+    let (dims, strides, boxes, es) = ([64u64, 64], [256u64], [32u32, 32], [1u32, 1]);
+    for (offset, accepted) in [
+        (0u64, true),
+        (4, false),
+        (8, false),
+        (12, false),
+        (16, true),
+    ] {
+        let mut m = sys::CUtensorMap { opaque: [0; 16] };
+        // SAFETY: rank-2 arrays (one stride); writes only the map.
+        let r = unsafe {
+            sys::cuTensorMapEncodeTiled(
+                &mut m,
+                sys::CU_TENSOR_MAP_DATA_TYPE_FLOAT32,
+                2,
+                (base + offset) as *mut c_void,
+                dims.as_ptr(),
+                strides.as_ptr(),
+                boxes.as_ptr(),
+                es.as_ptr(),
+                sys::CU_TENSOR_MAP_INTERLEAVE_NONE,
+                sys::CU_TENSOR_MAP_SWIZZLE_NONE,
+                sys::CU_TENSOR_MAP_L2_PROMOTION_NONE,
+                sys::CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE,
+            )
+        };
+        let expected = if accepted {
+            sys::CUDA_SUCCESS
+        } else {
+            sys::CUDA_ERROR_INVALID_VALUE
+        };
+        assert_eq!(r, expected, "tiled, base + {offset}");
+    }
+    // Tiled, rank 3, 32-byte interleave: 32-byte alignment.
+    let (d3, s3, b3, e3) = ([8u64, 64, 4], [128u64, 8192], [8u32, 8, 1], [1u32, 1, 1]);
+    for (offset, accepted) in [(0u64, true), (16, false), (32, true)] {
+        let mut m = sys::CUtensorMap { opaque: [0; 16] };
+        // SAFETY: rank-3 arrays (two strides); writes only the map.
+        let r = unsafe {
+            sys::cuTensorMapEncodeTiled(
+                &mut m,
+                sys::CU_TENSOR_MAP_DATA_TYPE_FLOAT32,
+                3,
+                (base + offset) as *mut c_void,
+                d3.as_ptr(),
+                s3.as_ptr(),
+                b3.as_ptr(),
+                e3.as_ptr(),
+                sys::CU_TENSOR_MAP_INTERLEAVE_32B,
+                sys::CU_TENSOR_MAP_SWIZZLE_NONE,
+                sys::CU_TENSOR_MAP_L2_PROMOTION_NONE,
+                sys::CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE,
+            )
+        };
+        let expected = if accepted {
+            sys::CUDA_SUCCESS
+        } else {
+            sys::CUDA_ERROR_INVALID_VALUE
+        };
+        assert_eq!(
+            r, expected,
+            "tiled with 32-byte interleave, base + {offset}"
+        );
+    }
+    // Im2col: NHWC f16, 64 channels, 16 x 16 pixels, 2 images (as in the test above): 16
+    // bytes.
+    let (c, w, h, n) = (64u64, 16u64, 16u64, 2u64);
+    let halves = DeviceBuffer::<u16>::zeroed(&ctx, (c * w * h * n) as usize + 64).unwrap();
+    let hbase = halves.as_view().as_raw();
+    let (di, si) = ([c, w, h, n], [c * 2, c * 2 * w, c * 2 * w * h]);
+    let (lower, upper, ei) = ([-1i32, -1], [0i32, 0], [1u32; 4]);
+    for (offset, accepted) in [(0u64, true), (8, false), (16, true)] {
+        let mut m = sys::CUtensorMap { opaque: [0; 16] };
+        // SAFETY: rank-4 arrays (three strides, two corner coordinates each); writes only
+        // the map.
+        let r = unsafe {
+            sys::cuTensorMapEncodeIm2col(
+                &mut m,
+                sys::CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
+                4,
+                (hbase + offset) as *mut c_void,
+                di.as_ptr(),
+                si.as_ptr(),
+                lower.as_ptr(),
+                upper.as_ptr(),
+                64,
+                128,
+                ei.as_ptr(),
+                sys::CU_TENSOR_MAP_INTERLEAVE_NONE,
+                sys::CU_TENSOR_MAP_SWIZZLE_NONE,
+                sys::CU_TENSOR_MAP_L2_PROMOTION_NONE,
+                sys::CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE,
+            )
+        };
+        let expected = if accepted {
+            sys::CUDA_SUCCESS
+        } else {
+            sys::CUDA_ERROR_INVALID_VALUE
+        };
+        assert_eq!(r, expected, "im2col, base + {offset}");
+    }
+    drop(current);
+
+    // The crate: a first encode refuses in Rust; once the rules held, the driver refuses and
+    // the error is the same rule; the encoder and the context stay usable.
+    let is_alignment = |r: cuda_driver::Result<()>| {
+        matches!(
+            r,
+            Err(Error::TensorMap(TensorMapError::Rule {
+                rule: "base address alignment",
+                ..
+            }))
+        )
+    };
+    let tiled = TensorMapTiled::new(TensorMapDataType::FLOAT32, &dims, &strides, &boxes);
+    let shifted = buf.as_view().slice(1..).unwrap();
+    let mut map = tiled.encode(&buf.as_view()).unwrap();
+    assert!(
+        is_alignment(tiled.encode_into(&shifted, &mut map)),
+        "after the rules held"
+    );
+    let fresh = TensorMapTiled::new(TensorMapDataType::FLOAT32, &dims, &strides, &boxes);
+    assert!(
+        is_alignment(fresh.encode(&shifted).map(drop)),
+        "a first encode"
+    );
+    // The raw-address encodes work in the current context.
+    let current = ctx.push().unwrap();
+    // SAFETY: the buffer holds the tensor at both addresses (64 floats to spare).
+    let r = unsafe { tiled.encode_raw_into(base + 8, &mut map) };
+    assert!(is_alignment(r), "a raw address after the rules held");
+    // SAFETY: as above.
+    unsafe { tiled.encode_raw_into(base + 16, &mut map) }.unwrap();
+    drop(current);
+    let im2col = TensorMapIm2col::new(
+        TensorMapDataType::FLOAT16,
+        &di,
+        &si,
+        &lower,
+        &upper,
+        64,
+        128,
+    );
+    im2col.encode(&halves.as_view()).unwrap();
+    let shifted_halves = halves.as_view().slice(4..).unwrap();
+    assert!(
+        is_alignment(im2col.encode(&shifted_halves).map(drop)),
+        "im2col after the rules held"
+    );
+    im2col.encode_into(&halves.as_view(), &mut map).unwrap();
+    still_usable(&ctx);
+}
