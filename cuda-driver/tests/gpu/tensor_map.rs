@@ -289,8 +289,43 @@ fn the_driver_refuses_a_misaligned_base_address() {
     let buf = DeviceBuffer::<f32>::zeroed(&ctx, 64 * 64 + 64).unwrap();
     let base = buf.as_view().as_raw();
     let current = ctx.push().unwrap();
+    // Tiled f32 maps over `base + offset` (the driver's answer).
+    let tiled_raw = |offset: u64,
+                     dims: &[u64],
+                     strides: &[u64],
+                     boxes: &[u32],
+                     interleave: sys::CUtensorMapInterleave| {
+        assert!(dims.len() <= 5 && strides.len() + 1 == dims.len() && boxes.len() == dims.len());
+        let es = [1u32; 5];
+        let mut m = sys::CUtensorMap { opaque: [0; 16] };
+        // SAFETY: `dims`, `boxes` and the element strides have at least `dims.len()` entries,
+        // `strides` one fewer (asserted); writes only the map.
+        unsafe {
+            sys::cuTensorMapEncodeTiled(
+                &mut m,
+                sys::CU_TENSOR_MAP_DATA_TYPE_FLOAT32,
+                dims.len() as u32,
+                (base + offset) as *mut c_void,
+                dims.as_ptr(),
+                strides.as_ptr(),
+                boxes.as_ptr(),
+                es.as_ptr(),
+                interleave,
+                sys::CU_TENSOR_MAP_SWIZZLE_NONE,
+                sys::CU_TENSOR_MAP_L2_PROMOTION_NONE,
+                sys::CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE,
+            )
+        }
+    };
+    let expected = |accepted: bool| {
+        if accepted {
+            sys::CUDA_SUCCESS
+        } else {
+            sys::CUDA_ERROR_INVALID_VALUE
+        }
+    };
     // Tiled, rank 2, no interleave: 16-byte alignment.
-    let (dims, strides, boxes, es) = ([64u64, 64], [256u64], [32u32, 32], [1u32, 1]);
+    let (dims, strides, boxes) = ([64u64, 64], [256u64], [32u32, 32]);
     for (offset, accepted) in [
         (0u64, true),
         (4, false),
@@ -298,59 +333,27 @@ fn the_driver_refuses_a_misaligned_base_address() {
         (12, false),
         (16, true),
     ] {
-        let mut m = sys::CUtensorMap { opaque: [0; 16] };
-        // SAFETY: rank-2 arrays (one stride); writes only the map.
-        let r = unsafe {
-            sys::cuTensorMapEncodeTiled(
-                &mut m,
-                sys::CU_TENSOR_MAP_DATA_TYPE_FLOAT32,
-                2,
-                (base + offset) as *mut c_void,
-                dims.as_ptr(),
-                strides.as_ptr(),
-                boxes.as_ptr(),
-                es.as_ptr(),
-                sys::CU_TENSOR_MAP_INTERLEAVE_NONE,
-                sys::CU_TENSOR_MAP_SWIZZLE_NONE,
-                sys::CU_TENSOR_MAP_L2_PROMOTION_NONE,
-                sys::CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE,
-            )
-        };
-        let expected = if accepted {
-            sys::CUDA_SUCCESS
-        } else {
-            sys::CUDA_ERROR_INVALID_VALUE
-        };
-        assert_eq!(r, expected, "tiled, base + {offset}");
+        let r = tiled_raw(
+            offset,
+            &dims,
+            &strides,
+            &boxes,
+            sys::CU_TENSOR_MAP_INTERLEAVE_NONE,
+        );
+        assert_eq!(r, expected(accepted), "tiled, base + {offset}");
     }
     // Tiled, rank 3, 32-byte interleave: 32-byte alignment.
-    let (d3, s3, b3, e3) = ([8u64, 64, 4], [128u64, 8192], [8u32, 8, 1], [1u32, 1, 1]);
     for (offset, accepted) in [(0u64, true), (16, false), (32, true)] {
-        let mut m = sys::CUtensorMap { opaque: [0; 16] };
-        // SAFETY: rank-3 arrays (two strides); writes only the map.
-        let r = unsafe {
-            sys::cuTensorMapEncodeTiled(
-                &mut m,
-                sys::CU_TENSOR_MAP_DATA_TYPE_FLOAT32,
-                3,
-                (base + offset) as *mut c_void,
-                d3.as_ptr(),
-                s3.as_ptr(),
-                b3.as_ptr(),
-                e3.as_ptr(),
-                sys::CU_TENSOR_MAP_INTERLEAVE_32B,
-                sys::CU_TENSOR_MAP_SWIZZLE_NONE,
-                sys::CU_TENSOR_MAP_L2_PROMOTION_NONE,
-                sys::CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE,
-            )
-        };
-        let expected = if accepted {
-            sys::CUDA_SUCCESS
-        } else {
-            sys::CUDA_ERROR_INVALID_VALUE
-        };
+        let r = tiled_raw(
+            offset,
+            &[8, 64, 4],
+            &[128, 8192],
+            &[8, 8, 1],
+            sys::CU_TENSOR_MAP_INTERLEAVE_32B,
+        );
         assert_eq!(
-            r, expected,
+            r,
+            expected(accepted),
             "tiled with 32-byte interleave, base + {offset}"
         );
     }
@@ -384,12 +387,7 @@ fn the_driver_refuses_a_misaligned_base_address() {
                 sys::CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE,
             )
         };
-        let expected = if accepted {
-            sys::CUDA_SUCCESS
-        } else {
-            sys::CUDA_ERROR_INVALID_VALUE
-        };
-        assert_eq!(r, expected, "im2col, base + {offset}");
+        assert_eq!(r, expected(accepted), "im2col, base + {offset}");
     }
     drop(current);
 
