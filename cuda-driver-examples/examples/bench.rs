@@ -479,7 +479,10 @@ fn run() -> Res<()> {
          no count: cuKernelGetParamInfo for each parameter, then once past the last, which \
          fails with CUDA_ERROR_INVALID_VALUE (the driver's error path costs about 1 us, 20 \
          times a successful query, on driver 580); the library round trip's floor is the raw \
-         round trip with those 5 queries of add4."
+         round trip with those 5 queries of add4. A small all-reduce (4 KiB, 1 MiB: NCCL's \
+         host enqueue, about 5 us) must know the current context, since NCCL switches devices \
+         with cudaSetDevice, which would replace a caller's context: its floor is the raw \
+         ncclAllReduce after one cuCtxGetCurrent."
             .into(),
         "Multi-stream hand-off: a stream-ordered buffer (4 KiB) moved to a second \
          non-blocking stream and back with AsyncDeviceBuffer::move_to_stream, against raw \

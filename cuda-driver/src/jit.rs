@@ -190,7 +190,7 @@ const MAX_JIT_OPTIONS: usize = 16;
 /// The driver writes the `values` slots of the output options (wall time, log sizes) and the
 /// log buffers during the call, and for lazily compiled code (libraries) or a link state, later
 /// too. So the `JitCall` of a load is boxed (it never moves) and kept by what was loaded until
-/// that is unloaded; then its default-size log buffers go back to a per-thread pool.
+/// that is unloaded; then a call with default-size log buffers goes back to a per-thread pool.
 pub(crate) struct JitCall {
     options: [sys::CUjit_option; MAX_JIT_OPTIONS],
     values: [*mut c_void; MAX_JIT_OPTIONS],
@@ -218,14 +218,7 @@ impl JitCall {
     }
 
     fn build(opts: &JitOptions, wall_time: bool) -> Box<JitCall> {
-        let mut call = Box::new(JitCall {
-            options: [0; MAX_JIT_OPTIONS],
-            values: [ptr::null_mut(); MAX_JIT_OPTIONS],
-            count: 0,
-            info: LogBuffer::take(opts.log_size),
-            error: LogBuffer::take(opts.log_size),
-            wall_time_slot: None,
-        });
+        let mut call = Self::take(opts.log_size);
         // Scalars travel in the pointer-sized slot itself, as cuda.h specifies for
         // `unsigned int` and `int` options.
         let size = opts.log_size as *mut c_void;
@@ -270,6 +263,33 @@ impl JitCall {
             call.push(sys::CU_JIT_CACHE_MODE, uint(m.0));
         }
         call
+    }
+
+    /// An empty call with all-zero log buffers of `log_size` bytes: one from this thread's
+    /// pool for the default size (see [`LiveJit::free`]), a new one otherwise.
+    fn take(log_size: usize) -> Box<JitCall> {
+        let pooled = if log_size == DEFAULT_JIT_LOG_SIZE {
+            CALLS.try_with(|p| p.borrow_mut().pop()).ok().flatten()
+        } else {
+            None
+        };
+        match pooled {
+            Some(mut call) => {
+                // The arrays past `count` are never read; the buffers were zeroed when the
+                // call was pooled.
+                call.count = 0;
+                call.wall_time_slot = None;
+                call
+            }
+            None => Box::new(JitCall {
+                options: [0; MAX_JIT_OPTIONS],
+                values: [ptr::null_mut(); MAX_JIT_OPTIONS],
+                count: 0,
+                info: LogBuffer::zeroed(log_size),
+                error: LogBuffer::zeroed(log_size),
+                wall_time_slot: None,
+            }),
+        }
     }
 
     fn push(&mut self, option: sys::CUjit_option, value: *mut c_void) {
@@ -335,11 +355,44 @@ impl LiveJit {
     /// The driver no longer writes them: what they were given to is unloaded (or was never
     /// loaded).
     pub(crate) unsafe fn free(self) {
-        let mut this = std::mem::ManuallyDrop::new(self);
-        // SAFETY: taken once (`this` is never dropped itself); the caller guarantees the
-        // driver is done with the buffers.
-        unsafe { std::mem::ManuallyDrop::drop(&mut this.0) }
+        let LiveJit(call) = self;
+        // SAFETY: the caller guarantees the driver is done with the buffers.
+        unsafe { recycle(std::mem::ManuallyDrop::into_inner(call)) };
     }
+}
+
+thread_local! {
+    /// Calls with default-size log buffers, kept for the next load on this thread: a load then
+    /// neither allocates the call nor allocates and zeroes 2 x 16 KiB of logs (measurable
+    /// against a raw load from the JIT cache, which takes tens of microseconds).
+    // Boxed: a call's slots stay where the driver was told they are (see `JitCall`).
+    #[allow(clippy::vec_box)]
+    static CALLS: std::cell::RefCell<Vec<Box<JitCall>>> =
+        const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// Keeps a call whose driver use is over for the next load on this thread, its logs all zero
+/// again; a call with other log sizes, or beyond the pool's four, is freed. The driver writes
+/// a NUL-terminated log at a buffer's start, so zeroing up to the first NUL restores it (and
+/// were bytes past that NUL written, the text would still stop at the first NUL, now at 0).
+///
+/// # Safety
+/// The driver no longer writes the call's buffers.
+unsafe fn recycle(mut call: Box<JitCall>) {
+    if call.info.len != DEFAULT_JIT_LOG_SIZE || call.error.len != DEFAULT_JIT_LOG_SIZE {
+        return;
+    }
+    // SAFETY: the caller guarantees that the driver is done with both buffers.
+    unsafe {
+        call.info.clear();
+        call.error.clear();
+    }
+    let _ = CALLS.try_with(|p| {
+        let mut p = p.borrow_mut();
+        if p.len() < 4 {
+            p.push(call);
+        }
+    });
 }
 
 /// One zero-initialised log buffer that the driver writes through a raw pointer. It is never
@@ -350,14 +403,9 @@ struct LogBuffer {
 }
 
 impl LogBuffer {
-    /// An all-zero buffer of `size` bytes: a recycled one for the default size.
-    fn take(size: usize) -> LogBuffer {
-        let recycled = if size == DEFAULT_JIT_LOG_SIZE {
-            LOG_BUFFERS.with(|p| p.borrow_mut().pop())
-        } else {
-            None
-        };
-        let b = recycled.unwrap_or_else(|| vec![0u8; size].into_boxed_slice());
+    /// A new all-zero buffer of `size` bytes.
+    fn zeroed(size: usize) -> LogBuffer {
+        let b = vec![0u8; size].into_boxed_slice();
         let len = b.len();
         LogBuffer {
             ptr: NonNull::new(Box::into_raw(b).cast::<u8>()).unwrap_or(NonNull::dangling()),
@@ -367,6 +415,18 @@ impl LogBuffer {
 
     fn as_mut_ptr(&self) -> *mut u8 {
         self.ptr.as_ptr()
+    }
+
+    /// Zeroes the buffer up to its first NUL (all of it when there is none).
+    ///
+    /// # Safety
+    /// The driver no longer writes the buffer.
+    unsafe fn clear(&mut self) {
+        // SAFETY: `ptr` and `len` are the live allocation this buffer owns; `&mut self` and
+        // the caller's promise (the driver is done with it) make the slice exclusive.
+        let b = unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr(), self.len) };
+        let end = b.iter().position(|&x| x == 0).unwrap_or(b.len());
+        b[..end].fill(0);
     }
 
     /// The text before the first NUL, without trailing whitespace.
@@ -388,38 +448,11 @@ impl LogBuffer {
 
 impl Drop for LogBuffer {
     fn drop(&mut self) {
-        // SAFETY: `ptr` and `len` come from Box::into_raw of a boxed slice in `take`; the
+        // SAFETY: `ptr` and `len` come from Box::into_raw of a boxed slice in `zeroed`; the
         // driver no longer writes it (what it was given to is unloaded or destroyed before the
         // JitCall drops).
-        let b =
-            unsafe { Box::from_raw(ptr::slice_from_raw_parts_mut(self.ptr.as_ptr(), self.len)) };
-        recycle_log_buffer(b);
+        drop(unsafe { Box::from_raw(ptr::slice_from_raw_parts_mut(self.ptr.as_ptr(), self.len)) });
     }
-}
-
-thread_local! {
-    /// Log buffers of the default size, kept for the next load on this thread: a load then
-    /// neither allocates nor zeroes 2 x 16 KiB (measurable against a raw load from the JIT
-    /// cache, which takes tens of microseconds).
-    static LOG_BUFFERS: std::cell::RefCell<Vec<Box<[u8]>>> =
-        const { std::cell::RefCell::new(Vec::new()) };
-}
-
-/// Returns a default-size log buffer to this thread's pool, all zero again. The driver writes
-/// a NUL-terminated log at its start, so zeroing up to the first NUL restores it (and even
-/// were bytes past that NUL written, the text stops at the first NUL, which is now at 0).
-fn recycle_log_buffer(mut b: Box<[u8]>) {
-    if b.len() != DEFAULT_JIT_LOG_SIZE {
-        return;
-    }
-    let end = b.iter().position(|&x| x == 0).unwrap_or(b.len());
-    b[..end].fill(0);
-    let _ = LOG_BUFFERS.try_with(|p| {
-        let mut p = p.borrow_mut();
-        if p.len() < 4 {
-            p.push(b);
-        }
-    });
 }
 
 /// Turns a failed load or link into [`Error::Jit`] carrying the JIT's log.
@@ -499,15 +532,25 @@ mod tests {
     }
 
     #[test]
-    fn recycled_log_buffers_come_back_all_zero() {
-        let opts = JitOptions::new();
+    fn recycled_calls_come_back_empty_with_all_zero_logs() {
+        let opts = JitOptions::new().max_registers(32).verbose(true);
         let call = JitCall::new(&opts);
         write_log(&call.info, b"hello\0");
         write_log(&call.error, b"err");
         assert_eq!(call.info_log(), "hello");
         assert_eq!(call.error_log(), "err");
-        drop(call);
-        let call = JitCall::new(&opts);
+        let (info, error) = (call.info.as_mut_ptr(), call.error.as_mut_ptr());
+        // SAFETY: no driver ever saw this call.
+        unsafe { LiveJit::new(call).free() };
+        // The next default-size call on this thread is the same one, reset.
+        let call = JitCall::without_wall_time(&JitOptions::new());
+        assert_eq!(
+            (call.info.as_mut_ptr(), call.error.as_mut_ptr()),
+            (info, error)
+        );
+        assert_eq!(call.count, 4);
+        assert_eq!(call.wall_time_slot, None);
+        assert!(!call.options[..call.count].contains(&sys::CU_JIT_MAX_REGISTERS));
         for b in [&call.info, &call.error] {
             // SAFETY: the buffer's own bytes; the driver never saw this call.
             let bytes = unsafe { std::slice::from_raw_parts(b.as_mut_ptr(), b.len) };
@@ -555,13 +598,13 @@ mod tests {
 
     #[test]
     fn logs_stop_at_the_first_nul() {
-        let b = LogBuffer::take(32);
+        let b = LogBuffer::zeroed(32);
         write_log(&b, b"error: x\n\0garbage");
         assert_eq!(b.text(), "error: x");
-        let b = LogBuffer::take(6);
+        let b = LogBuffer::zeroed(6);
         write_log(&b, b"no nul");
         assert_eq!(b.text(), "no nul");
-        assert_eq!(LogBuffer::take(8).text(), "");
+        assert_eq!(LogBuffer::zeroed(8).text(), "");
     }
 
     #[test]
