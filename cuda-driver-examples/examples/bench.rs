@@ -466,8 +466,8 @@ fn run() -> Res<()> {
              each with its unload; the driver's JIT cache serves every side alike. cudarc: \
              CudaContext::load_module(Ptx::from_src(..)) (it copies the text into a CString). \
              Ours reads no kernel parameter metadata at load (the first checked launch asks \
-             the driver); its library loads pass the JIT log options, whose driver cost alone \
-             the rows 'raw, and raw with the crate's 4 JIT log options' measure.",
+             the driver); its library loads pass the JIT error-log options, whose driver cost \
+             alone the rows 'raw, and raw with the crate's 2 JIT error-log options' measure.",
             cfg.loads.0, cfg.loads.1
         ),
         "Floors: where the driver forces a call the raw side does not make, a row measures \

@@ -62,12 +62,13 @@ fn check_len(what: &'static str, dst: usize, src: usize) -> Result<()> {
 /// `len * ranks`, or the overflow as an error.
 #[inline]
 fn times_ranks<T>(what: &'static str, len: usize, ranks: usize) -> Result<usize> {
-    len.checked_mul(ranks)
-        .ok_or(Error::Cuda(cuda_driver::Error::SizeOverflow {
+    len.checked_mul(ranks).ok_or_else(|| {
+        Error::Cuda(cuda_driver::Error::SizeOverflow {
             what,
             count: len,
             size: ranks * size_of::<T>(),
-        }))
+        })
+    })
 }
 
 impl Communicator {

@@ -41,11 +41,14 @@ enum Target {
 /// Built with chained setters; options left unset keep the driver's default. The info and
 /// error logs and the wall time (but by a library, which does not report it) are requested
 /// (the logs in buffers of
-/// [`log_buffer_size`](Self::log_buffer_size) bytes each, 16 KiB by default), but by a module
-/// load with no option set ([`Module::load_data`](crate::Module::load_data)), which passes
-/// none, as the raw call does, and asks for the error log only after a failure. To keep the
-/// info log and the wall time of a module loaded with the driver's defaults, set any option:
-/// `JitOptions::new().verbose(false)` changes nothing else.
+/// [`log_buffer_size`](Self::log_buffer_size) bytes each, 16 KiB by default), but by a load
+/// with no option set. A module load then ([`Module::load_data`](crate::Module::load_data))
+/// passes none, as the raw call does, and asks for the error log only after a failure; a
+/// library load ([`Library::load_data`](crate::Library::load_data)) passes the error log only,
+/// which lazy loading may need at the library's first use in a context, where an info log
+/// would cost the driver about 1 % of that first use. To keep the info log (and a module's
+/// wall time) with the driver's defaults, set any option: `JitOptions::new().verbose(false)`
+/// changes nothing else.
 ///
 /// ```
 /// use cuda_driver::{types::JitCacheMode, jit::JitOptions, types::JitTarget};
@@ -208,24 +211,29 @@ unsafe impl Send for JitCall {}
 impl JitCall {
     /// The option arrays for `opts` and the wall time, in a box that does not move.
     pub(crate) fn new(opts: &JitOptions) -> Box<JitCall> {
-        Self::build(opts, true)
+        Self::build(opts, true, true)
     }
 
-    /// [`new`](Self::new) without `CU_JIT_WALL_TIME`: for a library, which does not report
-    /// it (an option the driver would honour for nothing).
-    pub(crate) fn without_wall_time(opts: &JitOptions) -> Box<JitCall> {
-        Self::build(opts, false)
+    /// The arrays of a library load: [`new`](Self::new) without `CU_JIT_WALL_TIME` (a library
+    /// does not report it), and with no option set (`opts` is the default) the error log
+    /// only, which the driver may write at the library's first use in a context (lazy
+    /// loading): an info log buffer costs the driver about 1 % of that first use (the
+    /// benchmark's library round trip), for a log that the default options leave empty.
+    pub(crate) fn for_library(opts: &JitOptions) -> Box<JitCall> {
+        Self::build(opts, false, *opts != JitOptions::default())
     }
 
-    fn build(opts: &JitOptions, wall_time: bool) -> Box<JitCall> {
+    fn build(opts: &JitOptions, wall_time: bool, info_log: bool) -> Box<JitCall> {
         let mut call = Self::take(opts.log_size);
         // Scalars travel in the pointer-sized slot itself, as cuda.h specifies for
         // `unsigned int` and `int` options.
         let size = opts.log_size as *mut c_void;
         let info = call.info.as_mut_ptr().cast();
         let error = call.error.as_mut_ptr().cast();
-        call.push(sys::CU_JIT_INFO_LOG_BUFFER, info);
-        call.push(sys::CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES, size);
+        if info_log {
+            call.push(sys::CU_JIT_INFO_LOG_BUFFER, info);
+            call.push(sys::CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES, size);
+        }
         call.push(sys::CU_JIT_ERROR_LOG_BUFFER, error);
         call.push(sys::CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES, size);
         if wall_time {
@@ -543,12 +551,21 @@ mod tests {
         // SAFETY: no driver ever saw this call.
         unsafe { LiveJit::new(call).free() };
         // The next default-size call on this thread is the same one, reset.
-        let call = JitCall::without_wall_time(&JitOptions::new());
+        let call = JitCall::new(&JitOptions::new());
         assert_eq!(
             (call.info.as_mut_ptr(), call.error.as_mut_ptr()),
             (info, error)
         );
-        assert_eq!(call.count, 4);
+        assert_eq!(call.count, 5);
+        assert_eq!(call.wall_time_slot, Some(4));
+        // SAFETY: no driver ever saw this call.
+        unsafe { LiveJit::new(call).free() };
+        let call = JitCall::for_library(&JitOptions::new());
+        assert_eq!(
+            (call.info.as_mut_ptr(), call.error.as_mut_ptr()),
+            (info, error)
+        );
+        assert_eq!(call.count, 2);
         assert_eq!(call.wall_time_slot, None);
         assert!(!call.options[..call.count].contains(&sys::CU_JIT_MAX_REGISTERS));
         for b in [&call.info, &call.error] {
@@ -582,10 +599,26 @@ mod tests {
         assert_eq!(call.wall_time_ms(), 0.0);
         assert!(pairs.contains(&(sys::CU_JIT_WALL_TIME, 0)));
         // A library's call asks for no wall time.
-        let lib = JitCall::without_wall_time(&opts);
+        let lib = JitCall::for_library(&opts);
         assert_eq!(lib.count, call.count - 1);
         assert!(!lib.options[..lib.count].contains(&sys::CU_JIT_WALL_TIME));
         assert_eq!(lib.wall_time_ms(), 0.0);
+        // With no option set, the error log only (its buffer and size).
+        let lib = JitCall::for_library(&JitOptions::new());
+        assert_eq!(
+            &lib.options[..lib.count],
+            [
+                sys::CU_JIT_ERROR_LOG_BUFFER,
+                sys::CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES
+            ]
+        );
+        assert_eq!(
+            (lib.values[0], lib.values[1] as usize),
+            (lib.error.as_mut_ptr().cast(), DEFAULT_JIT_LOG_SIZE)
+        );
+        // Any option set keeps the info log too.
+        let lib = JitCall::for_library(&JitOptions::new().verbose(false));
+        assert!(lib.options[..lib.count].contains(&sys::CU_JIT_INFO_LOG_BUFFER));
         // Nothing unasked for.
         assert!(!pairs
             .iter()

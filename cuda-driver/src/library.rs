@@ -390,7 +390,7 @@ impl Library {
         counts: Option<Arc<ParamCounts>>,
     ) -> Result<Library> {
         crate::init()?;
-        let mut call = JitCall::without_wall_time(jit);
+        let mut call = JitCall::for_library(jit);
         let mut lib_call = LibraryCall::new(options);
         let mut raw = ptr::null_mut();
         // SAFETY: the caller guarantees `image`; both option arrays hold the counts given and
@@ -432,7 +432,7 @@ impl Library {
             return Self::load_data_with(&bytes, jit, options);
         }
         crate::init()?;
-        let mut call = JitCall::without_wall_time(jit);
+        let mut call = JitCall::for_library(jit);
         let mut raw = ptr::null_mut();
         // SAFETY: a NUL-terminated path; the JIT option arrays hold call.len() entries whose
         // buffers live in the boxed `call`, kept by the library; no library options (the
@@ -455,7 +455,8 @@ impl Library {
     }
 
     /// The JIT's info log as the driver has written it so far: at the load, or later, when it
-    /// compiled the library lazily (see [`JitOptions::verbose`]).
+    /// compiled the library lazily (see [`JitOptions::verbose`]). Empty for a library loaded
+    /// with no JIT option set, which asks for the error log only (see [`JitOptions`]).
     pub fn info_log(&self) -> String {
         self.inner
             .jit

@@ -1368,10 +1368,10 @@ pub fn loading(
                         }
                         Ok(())
                     })?,
-                    // Safe: Library::load_data = the image check + cuLibraryLoadData with 4
-                    // JIT options (two log buffers, recycled per thread, and their sizes; the
-                    // cost of these options alone is the next row) + an Arc; no parameter
-                    // metadata read; drop = cuLibraryUnload.
+                    // Safe: Library::load_data = the image check + cuLibraryLoadData with 2
+                    // JIT options (the error log buffer, recycled per thread with its call,
+                    // and its size; the cost of these options alone is the next row) + an
+                    // Arc; no parameter metadata read; drop = cuLibraryUnload.
                     _ => time_loop(count, no_end, || {
                         drop(Library::load_data(image)?);
                         Ok(())
@@ -1382,13 +1382,13 @@ pub fn loading(
         )?;
         // What the driver charges for the JIT options a library load passes so that a
         // compile error (which lazy loading may defer to the first use) comes with its log:
-        // raw against raw with the same four options, info and error log buffers of 16 KiB
-        // and their sizes (in the ours column). No target; it explains the row above.
+        // raw against raw with the same two options, the error log buffer of 16 KiB and its
+        // size (in the ours column). No target; it explains the row above.
         r.measure(
             Row::new(
                 format!(
-                    "library load + unload, {what}: raw, and raw with the crate's 4 JIT log \
-                     options (ours column)"
+                    "library load + unload, {what}: raw, and raw with the crate's 2 JIT \
+                     error-log options (ours column)"
                 ),
                 "ms",
                 false,
@@ -1396,25 +1396,18 @@ pub fn loading(
             ),
             TWO,
             |who, _| {
-                let mut info = vec![0u8; 16 * KIB];
                 let mut error = vec![0u8; 16 * KIB];
                 let t = time_loop(count, no_end, || {
                     let mut lib: sys::CUlibrary = null_mut();
                     let mut options = [
-                        sys::CU_JIT_INFO_LOG_BUFFER,
-                        sys::CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES,
                         sys::CU_JIT_ERROR_LOG_BUFFER,
                         sys::CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
                     ];
-                    let mut values: [*mut c_void; 4] = [
-                        info.as_mut_ptr().cast(),
-                        (16 * KIB) as *mut c_void,
-                        error.as_mut_ptr().cast(),
-                        (16 * KIB) as *mut c_void,
-                    ];
+                    let mut values: [*mut c_void; 2] =
+                        [error.as_mut_ptr().cast(), (16 * KIB) as *mut c_void];
                     let (n, o, v) = match who {
                         Who::Raw => (0, null_mut(), null_mut()),
-                        _ => (4, options.as_mut_ptr(), values.as_mut_ptr()),
+                        _ => (2, options.as_mut_ptr(), values.as_mut_ptr()),
                     };
                     // SAFETY: NUL-terminated PTX; the option arrays hold `n` entries whose
                     // buffers outlive the library, unloaded right after.

@@ -61,11 +61,16 @@ use crate::stream::Stream;
 /// `len * size_of::<T>()`, or an error naming the overflow.
 #[inline]
 pub(crate) fn byte_len<T>(what: &'static str, len: usize) -> Result<usize> {
-    len.checked_mul(size_of::<T>()).ok_or(Error::SizeOverflow {
-        what,
-        count: len,
-        size: size_of::<T>(),
-    })
+    // `ok_or_else`: an error built eagerly is dropped through an out-of-line call on every
+    // success (measurable next to a stream-ordered allocation).
+    len.checked_mul(size_of::<T>())
+        .ok_or_else(|| size_overflow(what, len, size_of::<T>()))
+}
+
+#[cold]
+#[inline(never)]
+fn size_overflow(what: &'static str, count: usize, size: usize) -> Error {
+    Error::SizeOverflow { what, count, size }
 }
 
 /// `range` resolved against a length: `(start, end)` with `start <= end <= len`, or

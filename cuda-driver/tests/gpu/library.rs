@@ -141,6 +141,39 @@ fn kernels_are_enumerated_with_their_names() {
 }
 
 #[gpu_test]
+fn a_library_keeps_an_info_log_when_a_jit_option_is_set() {
+    let ctx = gpu_or_skip!();
+    // The driver writes no info log for code it serves from its on-disk JIT cache: a comment
+    // unique to this run makes the JIT compile.
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos();
+    let unique = |what: &str| format!("{TEST_KERNELS}\n// {what} {} {nanos}\n", std::process::id());
+    // Verbose: the log the compile at the first use in a context writes (lazy loading).
+    let verbose = Library::load_data_with(
+        &unique("verbose library"),
+        &JitOptions::new().verbose(true),
+        &LibraryOptions::new(),
+    )
+    .unwrap();
+    verbose.load_into(&ctx).unwrap();
+    let log = verbose.info_log();
+    assert!(
+        log.contains("saxpy") || log.contains("register"),
+        "the verbose log reports the kernels' resources:\n{log}"
+    );
+    // No option set: the error log only is asked for, so the info log stays empty.
+    let quiet = Library::load_data(&unique("quiet library")).unwrap();
+    quiet.load_into(&ctx).unwrap();
+    assert_eq!(
+        (quiet.info_log(), quiet.error_log()),
+        (String::new(), String::new())
+    );
+    assert_eq!(quiet.kernel("saxpy").unwrap().name(), "saxpy");
+}
+
+#[gpu_test]
 fn kernel_functions_attributes_globals_and_modules() {
     let ctx = gpu_or_skip!();
     let dev = ctx.device();

@@ -1910,11 +1910,13 @@ impl<T: DeviceRepr> GrowableBuffer<T> {
     #[track_caller]
     pub fn extend_from_host(&mut self, src: &[T]) -> Result<()> {
         let old = self.len;
-        let new_len = old.checked_add(src.len()).ok_or(Error::OutOfBounds {
-            start: old,
-            end: usize::MAX,
-            len: self.max_len(),
-        })?;
+        let new_len = old
+            .checked_add(src.len())
+            .ok_or_else(|| Error::OutOfBounds {
+                start: old,
+                end: usize::MAX,
+                len: self.max_len(),
+            })?;
         self.resize(new_len)?;
         let r = self.slice_mut(old..new_len)?.copy_from_host(src);
         if r.is_err() {
