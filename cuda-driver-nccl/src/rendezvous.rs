@@ -271,6 +271,10 @@ fn fetch_bytes(
                 break;
             };
             match TcpStream::connect_timeout(a, left.min(IO_STEP)) {
+                Ok(stream) if connected_to_itself(&stream) => {
+                    last_error =
+                        format!("connecting to {a}: connected to itself (no listener yet)");
+                }
                 Ok(stream) => {
                     return exchange(stream, world, me, left.min(IO_STEP)).map_err(|e| match e {
                         Exchange::Refused(message) => RendezvousError::Protocol {
@@ -291,6 +295,14 @@ fn fetch_bytes(
             std::thread::sleep(Duration::from_millis(50).min(left));
         }
     }
+}
+
+/// Whether `stream` is connected to itself. A connection to a local port that nobody listens
+/// on yet may be given that same port as its own (TCP's simultaneous open, possible when the
+/// port lies in the ephemeral range): it then reads back what it writes, and holds the port
+/// rank 0 is about to listen on. Such a stream is dropped and the connection tried again.
+fn connected_to_itself(stream: &TcpStream) -> bool {
+    matches!((stream.local_addr(), stream.peer_addr()), (Ok(l), Ok(p)) if l == p)
 }
 
 enum Exchange {
@@ -508,6 +520,63 @@ mod tests {
         let p = payload(9);
         serve_bytes(&listener, 2, &p, T).unwrap();
         assert_eq!(fetcher.join().unwrap().unwrap(), p);
+    }
+
+    /// A TCP connection of a socket to its own address (the simultaneous open a retrying
+    /// rank can run into), made with the C socket calls that std does not offer (binding
+    /// before connecting).
+    #[cfg(target_os = "linux")]
+    fn self_connected(port: u16) -> TcpStream {
+        use std::os::fd::FromRawFd;
+        #[repr(C)]
+        struct SockaddrIn {
+            family: u16,
+            port: [u8; 2],
+            addr: [u8; 4],
+            zero: [u8; 8],
+        }
+        extern "C" {
+            fn socket(domain: i32, ty: i32, protocol: i32) -> i32;
+            fn bind(fd: i32, addr: *const SockaddrIn, len: u32) -> i32;
+            fn connect(fd: i32, addr: *const SockaddrIn, len: u32) -> i32;
+        }
+        let addr = SockaddrIn {
+            family: 2, // AF_INET
+            port: port.to_be_bytes(),
+            addr: [127, 0, 0, 1],
+            zero: [0; 8],
+        };
+        let len = size_of::<SockaddrIn>() as u32;
+        // SAFETY: plain socket calls on a descriptor this function owns; `addr` is a valid
+        // sockaddr_in of `len` bytes; the descriptor goes to the TcpStream, which closes it.
+        unsafe {
+            let fd = socket(2, 1, 0); // AF_INET, SOCK_STREAM
+            assert!(fd >= 0);
+            assert_eq!(bind(fd, &addr, len), 0);
+            assert_eq!(
+                connect(fd, &addr, len),
+                0,
+                "a socket connects to its own address"
+            );
+            TcpStream::from_raw_fd(fd)
+        }
+    }
+
+    #[test]
+    #[cfg(target_os = "linux")]
+    fn a_connection_to_itself_is_told_from_one_to_a_listener() {
+        let port = listen("127.0.0.1", 0).unwrap().local_addr().unwrap().port();
+        let looped = self_connected(port);
+        assert!(connected_to_itself(&looped));
+        // What it writes, it reads: the exchange would take its own hello for rank 0's.
+        (&looped).write_all(b"hello").unwrap();
+        let mut back = [0u8; 5];
+        (&looped).read_exact(&mut back).unwrap();
+        assert_eq!(&back, b"hello");
+        drop(looped);
+        let listener = listen("127.0.0.1", 0).unwrap();
+        let real = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+        assert!(!connected_to_itself(&real));
     }
 
     #[test]
