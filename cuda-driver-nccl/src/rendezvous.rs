@@ -524,9 +524,10 @@ mod tests {
 
     /// A TCP connection of a socket to its own address (the simultaneous open a retrying
     /// rank can run into), made with the C socket calls that std does not offer (binding
-    /// before connecting).
+    /// before connecting). The socket binds to a port the kernel picks, so that no other
+    /// test's connection can hold it.
     #[cfg(target_os = "linux")]
-    fn self_connected(port: u16) -> TcpStream {
+    fn self_connected() -> TcpStream {
         use std::os::fd::FromRawFd;
         #[repr(C)]
         struct SockaddrIn {
@@ -538,21 +539,25 @@ mod tests {
         extern "C" {
             fn socket(domain: i32, ty: i32, protocol: i32) -> i32;
             fn bind(fd: i32, addr: *const SockaddrIn, len: u32) -> i32;
+            fn getsockname(fd: i32, addr: *mut SockaddrIn, len: *mut u32) -> i32;
             fn connect(fd: i32, addr: *const SockaddrIn, len: u32) -> i32;
         }
-        let addr = SockaddrIn {
+        let mut addr = SockaddrIn {
             family: 2, // AF_INET
-            port: port.to_be_bytes(),
+            port: [0; 2],
             addr: [127, 0, 0, 1],
             zero: [0; 8],
         };
-        let len = size_of::<SockaddrIn>() as u32;
+        let mut len = size_of::<SockaddrIn>() as u32;
         // SAFETY: plain socket calls on a descriptor this function owns; `addr` is a valid
-        // sockaddr_in of `len` bytes; the descriptor goes to the TcpStream, which closes it.
+        // sockaddr_in of `len` bytes, which getsockname overwrites with the bound address;
+        // the descriptor goes to the TcpStream, which closes it.
         unsafe {
             let fd = socket(2, 1, 0); // AF_INET, SOCK_STREAM
             assert!(fd >= 0);
             assert_eq!(bind(fd, &addr, len), 0);
+            assert_eq!(getsockname(fd, &mut addr, &mut len), 0);
+            assert_ne!(addr.port, [0; 2]);
             assert_eq!(
                 connect(fd, &addr, len),
                 0,
@@ -565,8 +570,7 @@ mod tests {
     #[test]
     #[cfg(target_os = "linux")]
     fn a_connection_to_itself_is_told_from_one_to_a_listener() {
-        let port = listen("127.0.0.1", 0).unwrap().local_addr().unwrap().port();
-        let looped = self_connected(port);
+        let looped = self_connected();
         assert!(connected_to_itself(&looped));
         // What it writes, it reads: the exchange would take its own hello for rank 0's.
         (&looped).write_all(b"hello").unwrap();
