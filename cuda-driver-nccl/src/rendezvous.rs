@@ -511,24 +511,26 @@ mod tests {
     }
 
     #[test]
+    #[cfg(target_os = "linux")]
     fn a_rank_that_starts_before_rank_0_listens_retries() {
-        // Find a free port, release it, and let the fetcher try before anyone listens.
-        let port = listen("127.0.0.1", 0).unwrap().local_addr().unwrap().port();
+        // A socket bound to a port the kernel picks but not listening yet: connections to it
+        // are refused, and no other connection can take the port meanwhile.
+        let (fd, port) = c_socket::bound();
         let fetcher = std::thread::spawn(move || fetch_bytes(("127.0.0.1", port), 2, 1, T));
         std::thread::sleep(Duration::from_millis(200));
-        let listener = listen("127.0.0.1", port).unwrap();
+        let listener = c_socket::listening(fd);
         let p = payload(9);
         serve_bytes(&listener, 2, &p, T).unwrap();
         assert_eq!(fetcher.join().unwrap().unwrap(), p);
     }
 
-    /// A TCP connection of a socket to its own address (the simultaneous open a retrying
-    /// rank can run into), made with the C socket calls that std does not offer (binding
-    /// before connecting). The socket binds to a port the kernel picks, so that no other
-    /// test's connection can hold it.
+    /// The C socket calls that std does not offer (binding without listening, binding before
+    /// connecting), for sockets on 127.0.0.1 at a port the kernel picks.
     #[cfg(target_os = "linux")]
-    fn self_connected() -> TcpStream {
+    mod c_socket {
+        use std::net::{TcpListener, TcpStream};
         use std::os::fd::FromRawFd;
+
         #[repr(C)]
         struct SockaddrIn {
             family: u16,
@@ -536,41 +538,77 @@ mod tests {
             addr: [u8; 4],
             zero: [u8; 8],
         }
+
         extern "C" {
             fn socket(domain: i32, ty: i32, protocol: i32) -> i32;
             fn bind(fd: i32, addr: *const SockaddrIn, len: u32) -> i32;
             fn getsockname(fd: i32, addr: *mut SockaddrIn, len: *mut u32) -> i32;
             fn connect(fd: i32, addr: *const SockaddrIn, len: u32) -> i32;
+            fn listen(fd: i32, backlog: i32) -> i32;
         }
-        let mut addr = SockaddrIn {
-            family: 2, // AF_INET
-            port: [0; 2],
-            addr: [127, 0, 0, 1],
-            zero: [0; 8],
-        };
-        let mut len = size_of::<SockaddrIn>() as u32;
-        // SAFETY: plain socket calls on a descriptor this function owns; `addr` is a valid
-        // sockaddr_in of `len` bytes, which getsockname overwrites with the bound address;
-        // the descriptor goes to the TcpStream, which closes it.
-        unsafe {
-            let fd = socket(2, 1, 0); // AF_INET, SOCK_STREAM
-            assert!(fd >= 0);
-            assert_eq!(bind(fd, &addr, len), 0);
-            assert_eq!(getsockname(fd, &mut addr, &mut len), 0);
+
+        const LEN: u32 = size_of::<SockaddrIn>() as u32;
+
+        /// A TCP socket bound to 127.0.0.1 at a port the kernel picks, not listening, and its
+        /// address.
+        fn bound_addr() -> (i32, SockaddrIn) {
+            let mut addr = SockaddrIn {
+                family: 2, // AF_INET
+                port: [0; 2],
+                addr: [127, 0, 0, 1],
+                zero: [0; 8],
+            };
+            let mut len = LEN;
+            // SAFETY: plain socket calls on a descriptor this function creates; `addr` is a
+            // valid sockaddr_in of `len` bytes, which getsockname overwrites with the bound
+            // address.
+            let fd = unsafe {
+                let fd = socket(2, 1, 0); // AF_INET, SOCK_STREAM
+                assert!(fd >= 0);
+                assert_eq!(bind(fd, &addr, len), 0);
+                assert_eq!(getsockname(fd, &mut addr, &mut len), 0);
+                fd
+            };
             assert_ne!(addr.port, [0; 2]);
-            assert_eq!(
-                connect(fd, &addr, len),
-                0,
-                "a socket connects to its own address"
-            );
-            TcpStream::from_raw_fd(fd)
+            (fd, addr)
+        }
+
+        /// A bound socket that does not listen yet (its descriptor) and its port.
+        pub(super) fn bound() -> (i32, u16) {
+            let (fd, addr) = bound_addr();
+            (fd, u16::from_be_bytes(addr.port))
+        }
+
+        /// Makes a socket from [`bound`] listen, as a `TcpListener` that owns it.
+        pub(super) fn listening(fd: i32) -> TcpListener {
+            // SAFETY: `fd` is a bound socket that nothing else owns; the listener closes it.
+            unsafe {
+                assert_eq!(listen(fd, 16), 0);
+                TcpListener::from_raw_fd(fd)
+            }
+        }
+
+        /// A TCP connection of a socket to its own address: the simultaneous open that a
+        /// retrying rank can run into.
+        pub(super) fn self_connected() -> TcpStream {
+            let (fd, addr) = bound_addr();
+            // SAFETY: `fd` is a bound socket this function owns; `addr` its address; the
+            // stream closes it.
+            unsafe {
+                assert_eq!(
+                    connect(fd, &addr, LEN),
+                    0,
+                    "a socket connects to its own address"
+                );
+                TcpStream::from_raw_fd(fd)
+            }
         }
     }
 
     #[test]
     #[cfg(target_os = "linux")]
     fn a_connection_to_itself_is_told_from_one_to_a_listener() {
-        let looped = self_connected();
+        let looped = c_socket::self_connected();
         assert!(connected_to_itself(&looped));
         // What it writes, it reads: the exchange would take its own hello for rank 0's.
         (&looped).write_all(b"hello").unwrap();
