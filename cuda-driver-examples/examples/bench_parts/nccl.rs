@@ -114,55 +114,51 @@ pub fn all_reduce(
         // Small all-reduces are host-bound (about 5 us of NCCL's enqueue), and the safe one
         // must read the current context (NCCL switches devices with cudaSetDevice, which
         // would replace a caller's context: see cuda-driver-nccl's scope.rs): raw plus that
-        // cuCtxGetCurrent is their floor, the row below that they are judged against. A large
-        // one is judged against raw.
-        let (main_target, floors): (_, &[bool]) = if small {
-            (None, &[true, false])
-        } else {
-            (Some(1.02), &[])
-        };
-        let row = Row::new(name.clone(), unit, higher, main_target).sized(SWEEP, bytes);
-        r.measure(row, TWO, |who, full| {
-            fill_words(&recv, 0)?;
-            let t = match who {
-                Who::Raw => time_loop(reps, sync, || raw_one(n, false))?,
-                // Safe: the views made once, outside the loop; each all-reduce = the checks
-                // (communicator, group, stream and views' contexts, lengths) + cuCtxGetCurrent
-                // + ncclAllReduce (the communicator's context was current: nothing to restore).
-                _ => {
-                    let src = send.as_view().slice(..n)?;
-                    let mut dst = recv.as_view_mut().into_slice_mut(..n)?;
-                    time_loop(reps, sync, || {
-                        Ok(comm.all_reduce(&src, &mut dst, ReduceOp::SUM, stream)?)
-                    })?
-                }
-            };
-            check_result(&recv, n, full)?;
-            Ok(value(t))
-        })?;
-        for &against_floor in floors {
+        // cuCtxGetCurrent is their floor, the second row, which they are judged against. A
+        // large one is judged against raw.
+        /// What one side of a row runs.
+        #[derive(Clone, Copy)]
+        enum Side {
+            Raw,
+            RawAfterContextCheck,
+            Safe,
+        }
+        let mut rows = vec![(
+            name.clone(),
+            if small { None } else { Some(1.02) },
+            Side::Raw,
+            Side::Safe,
+        )];
+        if small {
             // Against the floor: the raw all-reduce after one cuCtxGetCurrent (raw column)
             // against ours, same rounds. Then what that call alone costs: raw against raw
             // after cuCtxGetCurrent (ours column), no target.
-            let (label, target) = if against_floor {
-                (
-                    format!("{name} vs its floor: raw after cuCtxGetCurrent (raw column)"),
-                    Some(1.02),
-                )
-            } else {
-                (
-                    format!("{name}: raw, and raw after cuCtxGetCurrent (ours column)"),
-                    None,
-                )
-            };
+            rows.push((
+                format!("{name} vs its floor: raw after cuCtxGetCurrent (raw column)"),
+                Some(1.02),
+                Side::RawAfterContextCheck,
+                Side::Safe,
+            ));
+            rows.push((
+                format!("{name}: raw, and raw after cuCtxGetCurrent (ours column)"),
+                None,
+                Side::Raw,
+                Side::RawAfterContextCheck,
+            ));
+        }
+        for (label, target, raw_side, our_side) in rows {
             let row = Row::new(label, unit, higher, target).sized(SWEEP, bytes);
             r.measure(row, TWO, |who, full| {
                 fill_words(&recv, 0)?;
-                let t = match (who, against_floor) {
-                    (Who::Raw, true) => time_loop(reps, sync, || raw_one(n, true))?,
-                    (Who::Raw, false) => time_loop(reps, sync, || raw_one(n, false))?,
-                    (_, false) => time_loop(reps, sync, || raw_one(n, true))?,
-                    (_, true) => {
+                let side = if who == Who::Raw { raw_side } else { our_side };
+                let t = match side {
+                    Side::Raw => time_loop(reps, sync, || raw_one(n, false))?,
+                    Side::RawAfterContextCheck => time_loop(reps, sync, || raw_one(n, true))?,
+                    // Safe: the views made once, outside the loop; each all-reduce = the
+                    // checks (communicator, group, stream and views' contexts, lengths) +
+                    // cuCtxGetCurrent + ncclAllReduce (the communicator's context was current:
+                    // nothing to restore).
+                    Side::Safe => {
                         let src = send.as_view().slice(..n)?;
                         let mut dst = recv.as_view_mut().into_slice_mut(..n)?;
                         time_loop(reps, sync, || {
