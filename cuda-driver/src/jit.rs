@@ -550,23 +550,18 @@ mod tests {
         let (info, error) = (call.info.as_mut_ptr(), call.error.as_mut_ptr());
         // SAFETY: no driver ever saw this call.
         unsafe { LiveJit::new(call).free() };
-        // The next default-size call on this thread is the same one, reset.
+        // The next default-size call on this thread is the same one, reset: for a module
+        // (both logs and the wall time), then, given back again, for a library with no option
+        // set (the error log only).
+        let buffers = |c: &JitCall| (c.info.as_mut_ptr(), c.error.as_mut_ptr());
         let call = JitCall::new(&JitOptions::new());
-        assert_eq!(
-            (call.info.as_mut_ptr(), call.error.as_mut_ptr()),
-            (info, error)
-        );
-        assert_eq!(call.count, 5);
-        assert_eq!(call.wall_time_slot, Some(4));
+        assert_eq!(buffers(&call), (info, error));
+        assert_eq!((call.count, call.wall_time_slot), (5, Some(4)));
         // SAFETY: no driver ever saw this call.
         unsafe { LiveJit::new(call).free() };
         let call = JitCall::for_library(&JitOptions::new());
-        assert_eq!(
-            (call.info.as_mut_ptr(), call.error.as_mut_ptr()),
-            (info, error)
-        );
-        assert_eq!(call.count, 2);
-        assert_eq!(call.wall_time_slot, None);
+        assert_eq!(buffers(&call), (info, error));
+        assert_eq!((call.count, call.wall_time_slot), (2, None));
         assert!(!call.options[..call.count].contains(&sys::CU_JIT_MAX_REGISTERS));
         for b in [&call.info, &call.error] {
             // SAFETY: the buffer's own bytes; the driver never saw this call.
